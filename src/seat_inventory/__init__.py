@@ -1,0 +1,1 @@
+"""Event-driven ticket and seat inventory: SQS -> Lambda -> DynamoDB -> SNS."""

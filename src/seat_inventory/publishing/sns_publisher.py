@@ -1,0 +1,85 @@
+"""The only module that talks to SNS: publishes outcomes with PublishBatch, ten per call.
+
+Each outcome is one SNS message. Its body is the JSON document in README "Outcome contract";
+its message attributes `outcome`, `event_id` and `seat_class` let subscribers filter (for
+instance a filter policy `{"outcome": ["SOLD_OUT"]}`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from seat_inventory.models import ReservationOutcome
+
+if TYPE_CHECKING:
+    from mypy_boto3_sns import SNSClient
+
+PUBLISH_BATCH_LIMIT = 10
+
+
+def outcome_document(outcome: ReservationOutcome) -> dict[str, Any]:
+    """The JSON body subscribers receive."""
+    return {
+        "reservation_id": outcome.reservation_id,
+        "event_id": outcome.event_id,
+        "seat_class": outcome.seat_class,
+        "quantity": outcome.quantity,
+        "customer_id": outcome.customer_id,
+        "outcome": outcome.outcome.value,
+        "remaining": outcome.remaining,
+        "reason": outcome.reason,
+        "duplicate": outcome.duplicate,
+        "message_id": outcome.message_id,
+    }
+
+
+def message_attributes(outcome: ReservationOutcome) -> dict[str, Any]:
+    attributes = {"outcome": {"DataType": "String", "StringValue": outcome.outcome.value}}
+    # SNS refuses empty attribute values; an INVALID message may have no usable event id.
+    if outcome.event_id:
+        attributes["event_id"] = {"DataType": "String", "StringValue": outcome.event_id}
+    if outcome.seat_class:
+        attributes["seat_class"] = {"DataType": "String", "StringValue": outcome.seat_class}
+    return attributes
+
+
+class SnsOutcomePublisher:
+    """`OutcomePublisher` over SNS PublishBatch."""
+
+    def __init__(self, client: SNSClient, topic_arn: str) -> None:
+        self._client = client
+        self._topic_arn = topic_arn
+
+    def publish(self, outcomes: Sequence[ReservationOutcome]) -> list[ReservationOutcome]:
+        """Publishes all outcomes; returns those SNS did not accept (whole failed calls included).
+
+        A failure is not raised: the caller hands just those messages back to the queue, and
+        their redelivery publishes the recorded answer again.
+        """
+        failed: list[ReservationOutcome] = []
+        for start in range(0, len(outcomes), PUBLISH_BATCH_LIMIT):
+            chunk = outcomes[start : start + PUBLISH_BATCH_LIMIT]
+            entries = [
+                {
+                    "Id": str(index),
+                    "Message": json.dumps(outcome_document(outcome), separators=(",", ":")),
+                    "MessageAttributes": message_attributes(outcome),
+                }
+                for index, outcome in enumerate(chunk)
+            ]
+            try:
+                response = self._client.publish_batch(
+                    TopicArn=self._topic_arn,
+                    PublishBatchRequestEntries=entries,  # type: ignore[arg-type]
+                )
+            except (ClientError, BotoCoreError):
+                # Any failed call (throttling, KMS, network) is retried through the queue; the
+                # stored answer makes the retry take no seats.
+                failed.extend(chunk)
+                continue
+            failed.extend(chunk[int(entry["Id"])] for entry in response.get("Failed", []))
+        return failed

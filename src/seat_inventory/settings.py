@@ -1,0 +1,62 @@
+"""The function's settings: one typed object, read once from the environment at the edge."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+DEFAULT_SEAT_CLASS = "GA"
+DEFAULT_MAX_SEATS_PER_RESERVATION = 10
+# SQS keeps a message for at most 14 days, so a rejection kept 15 days outlives every redelivery.
+DEFAULT_REJECTION_RECORD_TTL_DAYS = 15
+SECONDS_PER_DAY = 86_400
+
+
+class ConfigurationError(Exception):
+    """A required setting is missing or malformed."""
+
+
+def _positive_int(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError as exc:
+        raise ConfigurationError(f"{name} must be a whole number, got {raw!r}") from exc
+    if value < 1:
+        raise ConfigurationError(f"{name} must be at least 1, got {value}")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Everything the reservation function needs to know about its deployment."""
+
+    table_name: str
+    outcomes_topic_arn: str
+    default_seat_class: str = DEFAULT_SEAT_CLASS
+    max_seats_per_reservation: int = DEFAULT_MAX_SEATS_PER_RESERVATION
+    rejection_record_ttl_days: int = DEFAULT_REJECTION_RECORD_TTL_DAYS
+
+    @property
+    def rejection_record_ttl_seconds(self) -> int:
+        return self.rejection_record_ttl_days * SECONDS_PER_DAY
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> Settings:
+        """Reads the variables template.yaml sets on the function (see README "Configuration")."""
+        missing = [name for name in ("TABLE_NAME", "OUTCOMES_TOPIC_ARN") if not env.get(name)]
+        if missing:
+            raise ConfigurationError("missing environment variable(s): " + ", ".join(missing))
+        return cls(
+            table_name=env["TABLE_NAME"],
+            outcomes_topic_arn=env["OUTCOMES_TOPIC_ARN"],
+            default_seat_class=env.get("DEFAULT_SEAT_CLASS") or DEFAULT_SEAT_CLASS,
+            max_seats_per_reservation=_positive_int(
+                env, "MAX_SEATS_PER_RESERVATION", DEFAULT_MAX_SEATS_PER_RESERVATION
+            ),
+            rejection_record_ttl_days=_positive_int(
+                env, "REJECTION_RECORD_TTL_DAYS", DEFAULT_REJECTION_RECORD_TTL_DAYS
+            ),
+        )

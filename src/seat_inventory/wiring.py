@@ -1,0 +1,50 @@
+"""Builds the real adapters (boto3 clients, table, publisher) from the settings, once per container."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import boto3
+from botocore.config import Config
+
+from seat_inventory.dal.inventory_table import InventoryTable
+from seat_inventory.publishing.sns_publisher import SnsOutcomePublisher
+from seat_inventory.settings import Settings
+
+# botocore retries throttling and 5xx itself (standard mode) before the service sees an error;
+# short timeouts keep one slow call from eating the whole function timeout.
+CLIENT_CONFIG = Config(
+    retries={"mode": "standard", "max_attempts": 4},
+    connect_timeout=3,
+    read_timeout=10,
+    max_pool_connections=16,
+)
+
+
+class SystemClock:
+    def now(self) -> float:
+        return time.time()
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+
+@dataclass(frozen=True, slots=True)
+class Adapters:
+    settings: Settings
+    store: InventoryTable
+    publisher: SnsOutcomePublisher
+    clock: SystemClock
+
+
+def build_adapters(settings: Settings, session: boto3.session.Session | None = None) -> Adapters:
+    """Creates the clients; endpoints and credentials come from the usual AWS variables
+    (AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_DYNAMODB, AWS_PROFILE, ...), so local emulators just work."""
+    session = session or boto3.session.Session()
+    return Adapters(
+        settings=settings,
+        store=InventoryTable(session.client("dynamodb", config=CLIENT_CONFIG), settings.table_name),
+        publisher=SnsOutcomePublisher(session.client("sns", config=CLIENT_CONFIG), settings.outcomes_topic_arn),
+        clock=SystemClock(),
+    )
