@@ -49,19 +49,27 @@ def _reject_constant(name: str) -> Any:
     raise _Invalid(f"body is not valid JSON: {name} is not a number")
 
 
+def id_problem(name: str, value: str, max_length: int) -> str | None:
+    """What is wrong with an identifier string, or None; shared with the `seats` command line."""
+    if not value:
+        return f"{name} must not be empty"
+    if len(value) > max_length:
+        return f"{name} is {len(value)} characters long; the maximum is {max_length}"
+    if not _ID_PATTERN.fullmatch(value):
+        return (
+            f"{name} {_describe(value)} may only contain ASCII letters, digits and . _ : @ -"
+            " and must start with a letter or digit"
+        )
+    return None
+
+
 def _identifier(body: dict[str, Any], name: str, max_length: int) -> str:
     value = body[name]
     if not isinstance(value, str):
         raise _Invalid(f"{name} must be a string, got {type(value).__name__} {_describe(value)}")
-    if not value:
-        raise _Invalid(f"{name} must not be empty")
-    if len(value) > max_length:
-        raise _Invalid(f"{name} is {len(value)} characters long; the maximum is {max_length}")
-    if not _ID_PATTERN.fullmatch(value):
-        raise _Invalid(
-            f"{name} {_describe(value)} may only contain ASCII letters, digits and . _ : @ -"
-            " and must start with a letter or digit"
-        )
+    problem = id_problem(name, value, max_length)
+    if problem:
+        raise _Invalid(problem)
     return value
 
 

@@ -1,0 +1,116 @@
+"""Where the `seats` commands find the service: a deployed stack's outputs, or environment variables.
+
+Resolution order for resource names:
+1. `--stack-name NAME` (or SEATS_STACK_NAME): the CloudFormation outputs of that stack;
+2. otherwise the variables the Lambda itself uses (TABLE_NAME, OUTCOMES_TOPIC_ARN) plus
+   RESERVATIONS_QUEUE_URL and DEAD_LETTER_QUEUE_URL for the commands that need the queues.
+
+Endpoints: `--endpoint-url` (or boto3's own AWS_ENDPOINT_URL / AWS_ENDPOINT_URL_<SERVICE>)
+points every client at a local emulator; `--profile` and `--region` work as in the AWS CLI.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+import click
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError
+
+from seat_inventory.dal.inventory_table import InventoryTable
+
+# Stack output name -> the environment variable that can stand in for it.
+OUTPUT_ENV_VARS = {
+    "InventoryTableName": "TABLE_NAME",
+    "OutcomesTopicArn": "OUTCOMES_TOPIC_ARN",
+    "ReservationsQueueUrl": "RESERVATIONS_QUEUE_URL",
+    "DeadLetterQueueUrl": "DEAD_LETTER_QUEUE_URL",
+}
+
+CLIENT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 5}, max_pool_connections=64)
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceNames:
+    table_name: str | None
+    outcomes_topic_arn: str | None
+    reservations_queue_url: str | None
+    dead_letter_queue_url: str | None
+
+    def require(self, *names: str) -> None:
+        """Fails with one clear message naming every missing resource and how to provide it."""
+        missing = [name for name in names if not getattr(self, name)]
+        if missing:
+            hints = {
+                "table_name": "TABLE_NAME",
+                "outcomes_topic_arn": "OUTCOMES_TOPIC_ARN",
+                "reservations_queue_url": "RESERVATIONS_QUEUE_URL",
+                "dead_letter_queue_url": "DEAD_LETTER_QUEUE_URL",
+            }
+            raise click.UsageError(
+                "cannot find "
+                + ", ".join(missing)
+                + ": pass --stack-name (or set SEATS_STACK_NAME) for a deployed stack, or set "
+                + ", ".join(hints[name] for name in missing)
+            )
+
+
+class CliContext:
+    """Shared by every command: the boto3 session, endpoint and resolved resource names."""
+
+    def __init__(
+        self,
+        *,
+        stack_name: str | None,
+        region: str | None,
+        profile: str | None,
+        endpoint_url: str | None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.stack_name = stack_name
+        self.endpoint_url = endpoint_url
+        self._env = os.environ if env is None else env
+        self._session = boto3.session.Session(profile_name=profile, region_name=region)
+        self._resources: ResourceNames | None = None
+
+    @property
+    def session(self) -> boto3.session.Session:
+        return self._session
+
+    def client(self, service: str) -> Any:
+        return self._session.client(service, endpoint_url=self.endpoint_url or None, config=CLIENT_CONFIG)
+
+    def resources(self) -> ResourceNames:
+        if self._resources is None:
+            values = dict.fromkeys(OUTPUT_ENV_VARS.values())
+            if self.stack_name:
+                outputs = self._stack_outputs(self.stack_name)
+                for output, variable in OUTPUT_ENV_VARS.items():
+                    values[variable] = outputs.get(output)
+            else:
+                for variable in OUTPUT_ENV_VARS.values():
+                    values[variable] = self._env.get(variable) or None
+            self._resources = ResourceNames(
+                table_name=values["TABLE_NAME"],
+                outcomes_topic_arn=values["OUTCOMES_TOPIC_ARN"],
+                reservations_queue_url=values["RESERVATIONS_QUEUE_URL"],
+                dead_letter_queue_url=values["DEAD_LETTER_QUEUE_URL"],
+            )
+        return self._resources
+
+    def _stack_outputs(self, stack_name: str) -> dict[str, str]:
+        try:
+            stacks = self.client("cloudformation").describe_stacks(StackName=stack_name)["Stacks"]
+        except (ClientError, BotoCoreError) as exc:
+            raise click.ClickException(f"cannot read the outputs of stack {stack_name!r}: {exc}") from exc
+        return {output["OutputKey"]: output["OutputValue"] for output in stacks[0].get("Outputs", [])}
+
+    def inventory_table(self) -> InventoryTable:
+        resources = self.resources()
+        resources.require("table_name")
+        assert resources.table_name is not None
+        return InventoryTable(self.client("dynamodb"), resources.table_name)
