@@ -9,6 +9,7 @@ DEFAULT_SEAT_CLASS = "GA"
 DEFAULT_MAX_SEATS_PER_RESERVATION = 10
 # SQS keeps a message for at most 14 days, so a rejection kept 15 days outlives every redelivery.
 DEFAULT_REJECTION_RECORD_TTL_DAYS = 15
+DEFAULT_METRICS_NAMESPACE = "SeatInventory"
 SECONDS_PER_DAY = 86_400
 
 
@@ -38,6 +39,7 @@ class Settings:
     default_seat_class: str = DEFAULT_SEAT_CLASS
     max_seats_per_reservation: int = DEFAULT_MAX_SEATS_PER_RESERVATION
     rejection_record_ttl_days: int = DEFAULT_REJECTION_RECORD_TTL_DAYS
+    metrics_namespace: str = DEFAULT_METRICS_NAMESPACE
 
     @property
     def rejection_record_ttl_seconds(self) -> int:
@@ -59,4 +61,5 @@ class Settings:
             rejection_record_ttl_days=_positive_int(
                 env, "REJECTION_RECORD_TTL_DAYS", DEFAULT_REJECTION_RECORD_TTL_DAYS
             ),
+            metrics_namespace=env.get("POWERTOOLS_METRICS_NAMESPACE") or DEFAULT_METRICS_NAMESPACE,
         )

@@ -45,6 +45,8 @@ def build_adapters(settings: Settings, session: boto3.session.Session | None = N
     return Adapters(
         settings=settings,
         store=InventoryTable(session.client("dynamodb", config=CLIENT_CONFIG), settings.table_name),
-        publisher=SnsOutcomePublisher(session.client("sns", config=CLIENT_CONFIG), settings.outcomes_topic_arn),
+        publisher=SnsOutcomePublisher(
+            session.client("sns", config=CLIENT_CONFIG), settings.outcomes_topic_arn
+        ),
         clock=SystemClock(),
     )

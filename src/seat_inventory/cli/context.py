@@ -82,7 +82,7 @@ class CliContext:
         return self._session
 
     def client(self, service: str) -> Any:
-        return self._session.client(service, endpoint_url=self.endpoint_url or None, config=CLIENT_CONFIG)
+        return self._session.client(service, endpoint_url=self.endpoint_url or None, config=CLIENT_CONFIG)  # type: ignore[call-overload]
 
     def resources(self) -> ResourceNames:
         if self._resources is None:

@@ -38,7 +38,10 @@ def event() -> None:
 @pass_cli
 def create(obj: CliContext, event_id: str, capacity: int, seat_class: str) -> None:
     """Create the inventory of EVENT_ID's seat class. An existing seat class is an error, never overwritten."""
-    key = SeatKey(_checked_id("event_id", event_id, MAX_ID_LENGTH), _checked_id("seat_class", seat_class, MAX_SEAT_CLASS_LENGTH))
+    key = SeatKey(
+        _checked_id("event_id", event_id, MAX_ID_LENGTH),
+        _checked_id("seat_class", seat_class, MAX_SEAT_CLASS_LENGTH),
+    )
     try:
         created = obj.inventory_table().create_seat_class(key, capacity)
     except EventAlreadyExists as exc:
@@ -61,7 +64,12 @@ def show(obj: CliContext, event_id: str, as_json: bool) -> None:
                 {
                     "event_id": event_id,
                     "seat_classes": [
-                        {"seat_class": c.seat_class, "capacity": c.capacity, "available": c.available, "sold": c.sold}
+                        {
+                            "seat_class": c.seat_class,
+                            "capacity": c.capacity,
+                            "available": c.available,
+                            "sold": c.sold,
+                        }
                         for c in classes
                     ],
                 }

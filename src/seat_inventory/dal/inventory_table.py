@@ -2,10 +2,10 @@
 
 Single-table layout (table keys `pk`, `sk`; TTL attribute `expires_at`):
 
-| item                 | pk                      | sk               | attributes                                   |
-|----------------------|-------------------------|------------------|----------------------------------------------|
-| seat-class inventory | `EVENT#<event_id>`      | `CLASS#<class>`  | capacity, available, sold                    |
-| reservation record   | `RESERVATION#<res_id>`  | `RESERVATION`    | the answer given (outcome, reason, ...)      |
+| item                 | pk                     | sk              | attributes                          |
+|----------------------|------------------------|-----------------|-------------------------------------|
+| seat-class inventory | `EVENT#<event_id>`     | `CLASS#<class>` | capacity, available, sold           |
+| reservation record   | `RESERVATION#<res_id>` | `RESERVATION`   | the answer given (outcome, reason)  |
 
 Seats are taken by one `TransactWriteItems` per group: a guarded decrement of the inventory
 item plus one `attribute_not_exists` put per reservation record, so the decrement and the
@@ -264,7 +264,7 @@ class InventoryTable:
             )
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
-                old = exc.response.get("Item")  # type: ignore[typeddict-item]
+                old: Any = exc.response.get("Item")
                 existing = _inventory_from_item(old) if old else None
                 raise EventAlreadyExists(
                     f"event {key.event_id!r} already has seat class {key.seat_class!r}"

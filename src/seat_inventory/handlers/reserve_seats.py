@@ -23,7 +23,9 @@ def _container_adapters() -> Adapters:
     """Settings and clients are built on the first invocation and reused by the warm container."""
     global _adapters
     if _adapters is None:
-        _adapters = build_adapters(Settings.from_env(os.environ))
+        settings = Settings.from_env(os.environ)
+        metrics.namespace = settings.metrics_namespace
+        _adapters = build_adapters(settings)
     return _adapters
 
 

@@ -55,7 +55,9 @@ def _chunks(items: Sequence[ReservationRequest], size: int) -> Iterator[Sequence
         yield items[start : start + size]
 
 
-def _answer(request: ReservationRequest, outcome: Outcome, reason: str, remaining: int | None) -> ReservationOutcome:
+def _answer(
+    request: ReservationRequest, outcome: Outcome, reason: str, remaining: int | None
+) -> ReservationOutcome:
     return ReservationOutcome(
         reservation_id=request.reservation_id,
         outcome=outcome,
@@ -101,7 +103,9 @@ def plan_group(
         return [_answer(r, Outcome.UNKNOWN_EVENT, reason, None) for r in pending], 0
     if seats_left is None:
         seats = sum(r.quantity for r in pending)
-        return [_answer(r, Outcome.CONFIRMED, f"{r.quantity} seat(s) confirmed", None) for r in pending], seats
+        return [
+            _answer(r, Outcome.CONFIRMED, f"{r.quantity} seat(s) confirmed", None) for r in pending
+        ], seats
     left = seats_left
     taken: list[ReservationRequest] = []
     refused: list[ReservationRequest] = []

@@ -1,0 +1,66 @@
+# The front door: every target installs what it needs first. CI runs `make test` (see .ci/run).
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+CONSTRAINTS := requirements/constraints.txt
+PYTEST_ARGS ?=
+
+.DEFAULT_GOAL := help
+.PHONY: help install test test-unit test-integration test-local lint format demo build validate requirements lock clean
+
+help: ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml $(CONSTRAINTS)
+	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found; install Python 3.11" >&2; exit 1; }
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -c $(CONSTRAINTS) -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP) ## Create .venv and install the package with its pinned dev dependencies
+
+test: install lint ## Lint, then run every test tier (unit, integration on moto, local stack on DynamoDB Local)
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+test-unit: install ## Pure logic, no network
+	$(BIN)/pytest tests/unit $(PYTEST_ARGS)
+
+test-integration: install ## The real handler and adapters on moto
+	$(BIN)/pytest tests/integration $(PYTEST_ARGS)
+
+test-local: install ## Concurrency and end-to-end on DynamoDB Local + moto server
+	$(BIN)/pytest tests/local $(PYTEST_ARGS)
+
+lint: install ## ruff, ruff format --check, mypy, cfn-lint and sam validate --lint on template.yaml
+	$(BIN)/ruff check src tests scripts
+	$(BIN)/ruff format --check src tests scripts
+	$(BIN)/mypy
+	$(BIN)/cfn-lint template.yaml
+	$(BIN)/sam validate --lint --region us-east-1 >/dev/null
+
+format: install ## Apply ruff's fixes and formatting
+	$(BIN)/ruff check --fix src tests scripts
+	$(BIN)/ruff format src tests scripts
+
+demo: install ## Run an on-sale end to end on the local stack and print the summary
+	$(BIN)/seats demo
+
+build: install ## sam build (python3.11, offline-capable)
+	$(BIN)/sam build
+
+validate: install ## sam validate --lint
+	$(BIN)/sam validate --lint --region us-east-1
+
+requirements: install ## Regenerate src/requirements.txt (the Lambda's pins) from the lock
+	$(BIN)/python scripts/lambda_requirements.py
+
+lock: install ## Refresh requirements/constraints.txt from the current environment, then the Lambda's pins
+	$(BIN)/python -m pip freeze --exclude-editable | grep -v '^-e' > $(CONSTRAINTS)
+	$(BIN)/python scripts/lambda_requirements.py
+
+clean: ## Remove build output and caches (keeps .venv and the DynamoDB Local download)
+	rm -rf .aws-sam .pytest_cache .mypy_cache .ruff_cache .hypothesis build dist
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

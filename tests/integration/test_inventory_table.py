@@ -1,0 +1,201 @@
+"""Every DynamoDB expression of the data-access module, each path: success, condition failed, item missing, duplicate."""
+
+from __future__ import annotations
+
+import pytest
+from botocore.exceptions import ClientError
+
+from seat_inventory.dal.inventory_table import InventoryTable
+from seat_inventory.models import (
+    EventAlreadyExists,
+    Outcome,
+    ReservationOutcome,
+    RetryableError,
+    SeatKey,
+    TransactionConflict,
+)
+from tests.integration.conftest import Stack
+
+KEY = SeatKey("e-1", "GA")
+
+
+def answer(
+    reservation_id: str, outcome: Outcome = Outcome.CONFIRMED, quantity: int = 2
+) -> ReservationOutcome:
+    return ReservationOutcome(
+        reservation_id=reservation_id,
+        outcome=outcome,
+        reason="why",
+        event_id="e-1",
+        seat_class="GA",
+        quantity=quantity,
+        customer_id="c-1",
+        message_id=f"m-{reservation_id}",
+    )
+
+
+@pytest.fixture
+def table(stack: Stack) -> InventoryTable:
+    return InventoryTable(stack.dynamodb, stack.table_name)
+
+
+def raw_record(stack: Stack, reservation_id: str) -> dict:
+    return stack.dynamodb.get_item(
+        TableName=stack.table_name,
+        Key={"pk": {"S": f"RESERVATION#{reservation_id}"}, "sk": {"S": "RESERVATION"}},
+    ).get("Item", {})
+
+
+# --- create_seat_class: put with attribute_not_exists(pk) ---------------------------------------
+
+
+def test_create_seat_class_starts_with_everything_available(table: InventoryTable) -> None:
+    created = table.create_seat_class(KEY, 100)
+    assert (created.capacity, created.available, created.sold) == (100, 100, 0)
+    assert table.get_event("e-1") == [created]
+
+
+def test_creating_an_existing_seat_class_is_refused_and_changes_nothing(
+    stack: Stack, table: InventoryTable
+) -> None:
+    table.create_seat_class(KEY, 100)
+    table.commit_outcomes(KEY, [answer("r-1")], seats_taken=2, rejection_expires_at=0)
+
+    with pytest.raises(
+        EventAlreadyExists, match=r"already has seat class 'GA' \(capacity 100, available 98\)"
+    ):
+        table.create_seat_class(KEY, 5)
+
+    assert stack.inventory("e-1") == {"capacity": 100, "available": 98, "sold": 2}
+
+
+def test_another_seat_class_can_be_added_to_an_event(table: InventoryTable) -> None:
+    table.create_seat_class(KEY, 100)
+    table.create_seat_class(SeatKey("e-1", "VIP"), 10)
+    assert [c.seat_class for c in table.get_event("e-1")] == ["GA", "VIP"]
+
+
+# --- get_event: query on pk with begins_with(sk) ------------------------------------------------
+
+
+def test_get_event_of_an_unknown_event_is_empty(table: InventoryTable) -> None:
+    assert table.get_event("nope") == []
+
+
+def test_get_event_does_not_mix_events_with_a_common_prefix(table: InventoryTable) -> None:
+    table.create_seat_class(SeatKey("e-1", "GA"), 1)
+    table.create_seat_class(SeatKey("e-10", "GA"), 2)
+    assert [c.capacity for c in table.get_event("e-1")] == [1]
+
+
+# --- commit_outcomes: guarded decrement + attribute_not_exists records, one transaction ---------
+
+
+def test_commit_takes_the_seats_and_records_every_answer(stack: Stack, table: InventoryTable) -> None:
+    table.create_seat_class(KEY, 10)
+
+    refused = table.commit_outcomes(
+        KEY, [answer("r-1"), answer("r-2", Outcome.SOLD_OUT)], seats_taken=2, rejection_expires_at=1234
+    )
+
+    assert refused is None
+    assert stack.inventory("e-1") == {"capacity": 10, "available": 8, "sold": 2}
+    assert raw_record(stack, "r-1")["outcome"] == {"S": "CONFIRMED"}
+    assert "expires_at" not in raw_record(stack, "r-1")
+    assert raw_record(stack, "r-2")["expires_at"] == {"N": "1234"}
+    assert table.get_reservation("r-2") == answer("r-2", Outcome.SOLD_OUT)
+
+
+def test_too_few_seats_refuses_everything_and_reports_what_is_left(
+    stack: Stack, table: InventoryTable
+) -> None:
+    table.create_seat_class(KEY, 3)
+
+    refused = table.commit_outcomes(
+        KEY, [answer("r-1"), answer("r-2")], seats_taken=4, rejection_expires_at=0
+    )
+
+    assert refused is not None
+    assert refused.inventory_refused
+    assert refused.inventory is not None and refused.inventory.available == 3
+    assert refused.already_recorded == {}
+    assert stack.inventory("e-1")["available"] == 3
+    assert raw_record(stack, "r-1") == {}
+
+
+def test_a_missing_inventory_item_is_reported_as_no_item(table: InventoryTable) -> None:
+    refused = table.commit_outcomes(KEY, [answer("r-1")], seats_taken=2, rejection_expires_at=0)
+
+    assert refused is not None
+    assert refused.inventory_refused and refused.inventory is None
+
+
+def test_an_existing_record_refuses_the_transaction_and_returns_the_stored_answer(
+    stack: Stack, table: InventoryTable
+) -> None:
+    table.create_seat_class(KEY, 10)
+    table.commit_outcomes(KEY, [answer("r-1")], seats_taken=2, rejection_expires_at=0)
+
+    refused = table.commit_outcomes(
+        KEY, [answer("r-1"), answer("r-2")], seats_taken=4, rejection_expires_at=0
+    )
+
+    assert refused is not None
+    assert not refused.inventory_refused
+    assert refused.already_recorded == {"r-1": answer("r-1")}
+    assert stack.inventory("e-1") == {"capacity": 10, "available": 8, "sold": 2}
+    assert raw_record(stack, "r-2") == {}
+
+
+def test_rejections_alone_do_not_touch_the_inventory(stack: Stack, table: InventoryTable) -> None:
+    refused = table.commit_outcomes(
+        SeatKey("nope", "GA"), [answer("r-1", Outcome.UNKNOWN_EVENT)], seats_taken=0, rejection_expires_at=99
+    )
+    assert refused is None
+    assert table.get_reservation("r-1") is not None
+    assert table.get_event("nope") == []
+
+
+def test_get_reservation_of_an_unknown_id_is_none(table: InventoryTable) -> None:
+    assert table.get_reservation("never") is None
+
+
+# --- error codes -> domain outcomes ------------------------------------------------------------
+
+
+def test_throttling_becomes_a_retryable_error(stack: Stack) -> None:
+    stack.faults.fail("dynamodb.TransactWriteItems", "ThrottlingException")
+    table = InventoryTable(stack.faults.session.client("dynamodb"), stack.table_name)
+    with pytest.raises(RetryableError):
+        table.commit_outcomes(KEY, [answer("r-1")], seats_taken=2, rejection_expires_at=0)
+
+
+def test_a_conflict_code_becomes_a_transaction_conflict(stack: Stack) -> None:
+    stack.faults.fail("dynamodb.TransactWriteItems", "TransactionConflictException")
+    table = InventoryTable(stack.faults.session.client("dynamodb"), stack.table_name)
+    with pytest.raises(TransactionConflict):
+        table.commit_outcomes(KEY, [answer("r-1")], seats_taken=2, rejection_expires_at=0)
+
+
+def test_a_cancellation_for_conflict_becomes_a_transaction_conflict(stack: Stack) -> None:
+    def cancelled(params, **_):
+        return (
+            type("R", (), {"status_code": 400, "headers": {}, "content": b""})(),
+            {
+                "Error": {"Code": "TransactionCanceledException", "Message": "x"},
+                "CancellationReasons": [{"Code": "TransactionConflict"}, {"Code": "None"}],
+            },
+        )
+
+    stack.faults.session.events.register("before-call.dynamodb.TransactWriteItems", cancelled)
+    table = InventoryTable(stack.faults.session.client("dynamodb"), stack.table_name)
+    with pytest.raises(TransactionConflict):
+        table.commit_outcomes(KEY, [answer("r-1")], seats_taken=2, rejection_expires_at=0)
+
+
+def test_a_request_error_is_not_disguised_as_retryable(stack: Stack) -> None:
+    stack.faults.fail("dynamodb.TransactWriteItems", "ValidationException")
+    table = InventoryTable(stack.faults.session.client("dynamodb"), stack.table_name)
+    with pytest.raises(ClientError) as raised:
+        table.commit_outcomes(KEY, [answer("r-1")], seats_taken=2, rejection_expires_at=0)
+    assert not isinstance(raised.value, RetryableError)

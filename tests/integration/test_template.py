@@ -1,0 +1,122 @@
+"""template.yaml: it lints, and it says what the service's guarantees rely on."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cfnlint.api import lint_file
+
+from seat_inventory.settings import Settings
+from tests.integration.conftest import REPO
+from tests.template_support import Template
+
+
+def test_cfn_lint_finds_nothing() -> None:
+    matches = lint_file(REPO / "template.yaml")
+    assert [str(m) for m in matches] == []
+
+
+def test_the_table_is_on_demand_encrypted_recoverable_with_ttl(template: Template) -> None:
+    props = template.properties("InventoryTable")
+    assert props["BillingMode"] == "PAY_PER_REQUEST"
+    assert props["SSESpecification"]["SSEEnabled"] is True
+    assert props["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"] is True
+    assert props["TimeToLiveSpecification"] == {"AttributeName": "expires_at", "Enabled": True}
+    assert [k["AttributeName"] for k in props["KeySchema"]] == ["pk", "sk"]
+
+
+def test_the_queue_outlives_six_function_timeouts_and_redrives_to_the_dlq(template: Template) -> None:
+    timeout = (
+        template.properties("ReserveSeatsFunction").get("Timeout")
+        or template.document["Globals"]["Function"]["Timeout"]
+    )
+    queue = template.properties("ReservationsQueue")
+    assert queue["VisibilityTimeout"] >= 6 * timeout
+    assert queue["RedrivePolicy"]["deadLetterTargetArn"] == {
+        "Fn::GetAtt": ["ReservationsDeadLetterQueue", "Arn"]
+    }
+    assert template.resolve(queue["RedrivePolicy"]["maxReceiveCount"]) >= 1
+    assert queue["SqsManagedSseEnabled"] is True
+    assert template.properties("ReservationsDeadLetterQueue")["SqsManagedSseEnabled"] is True
+
+
+def test_the_event_source_reports_partial_failures_and_caps_concurrency(template: Template) -> None:
+    [event] = template.properties("ReserveSeatsFunction")["Events"].values()
+    props = event["Properties"]
+    assert event["Type"] == "SQS"
+    assert props["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert props["ScalingConfig"]["MaximumConcurrency"] == {"Ref": "MaximumConcurrency"}
+    assert template.resolve(props["BatchSize"]) > 10
+    assert template.resolve(props["MaximumBatchingWindowInSeconds"]) >= 1  # required above 10 per batch
+
+
+def test_the_topic_is_encrypted(template: Template) -> None:
+    assert template.properties("OutcomesTopic")["KmsMasterKeyId"]
+
+
+def test_dlq_depth_raises_an_alarm(template: Template) -> None:
+    alarm = template.properties("DeadLetterQueueAlarm")
+    assert alarm["MetricName"] == "ApproximateNumberOfMessagesVisible"
+    assert alarm["Dimensions"][0]["Value"] == {"Fn::GetAtt": ["ReservationsDeadLetterQueue", "QueueName"]}
+
+
+def _statements(template: Template) -> list[dict[str, Any]]:
+    statements: list[dict[str, Any]] = []
+    for policy in template.properties("ReserveSeatsFunction").get("Policies", []):
+        if isinstance(policy, dict) and "Statement" in policy:
+            statements.extend(policy["Statement"])
+    return statements
+
+
+def test_the_function_policy_names_its_actions_and_the_table(template: Template) -> None:
+    statements = _statements(template)
+    actions = [
+        a for s in statements for a in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]])
+    ]
+    assert actions, "expected an explicit DynamoDB statement"
+    assert not any("*" in action for action in actions)
+    assert {"dynamodb:PutItem", "dynamodb:UpdateItem"} <= set(actions)
+    assert not any(s.get("Resource") == "*" for s in statements)
+
+
+def test_the_function_gets_every_variable_its_settings_read(template: Template) -> None:
+    env = template.function_environment(overrides={"TABLE_NAME": "t", "OUTCOMES_TOPIC_ARN": "arn"})
+    settings = Settings.from_env(env)
+    assert settings.default_seat_class == template.parameter_default("DefaultSeatClass")
+    assert settings.max_seats_per_reservation == template.parameter_default("MaxSeatsPerReservation")
+    assert settings.rejection_record_ttl_days == template.parameter_default("RejectionRecordTtlDays")
+    assert {"POWERTOOLS_SERVICE_NAME", "POWERTOOLS_METRICS_NAMESPACE", "LOG_LEVEL"} <= set(env)
+
+
+def test_the_handler_path_imports(template: Template) -> None:
+    handler = template.properties("ReserveSeatsFunction")["Handler"]
+    module, _, function = handler.rpartition(".")
+    imported = __import__(module, fromlist=[function])
+    assert callable(getattr(imported, function))
+    assert template.properties("ReserveSeatsFunction")["CodeUri"].rstrip("/") == "src"
+    assert (REPO / "src" / "requirements.txt").exists()
+
+
+@pytest.mark.parametrize(
+    "output",
+    [
+        "InventoryTableName",
+        "ReservationsQueueUrl",
+        "DeadLetterQueueUrl",
+        "OutcomesTopicArn",
+        "ReserveSeatsFunctionArn",
+        "DeadLetterQueueAlarmName",
+    ],
+)
+def test_outputs_that_the_cli_and_users_need(template: Template, output: str) -> None:
+    assert output in template.document["Outputs"]
+
+
+def test_samconfig_points_local_invoke_at_the_shipped_env_file() -> None:
+    text = (REPO / "samconfig.toml").read_text()
+    assert 'env_vars = "events/env.local.json"' in text
+    env_file = json.loads(Path(REPO / "events" / "env.local.json").read_text())
+    assert {"TABLE_NAME", "OUTCOMES_TOPIC_ARN"} <= set(env_file["ReserveSeatsFunction"])

@@ -1,0 +1,263 @@
+"""The batch logic on in-memory fakes: greedy fill, dedupe, final rejections, partial failures."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from seat_inventory.logic.reserve_seats import (
+    MAX_CONFLICT_RETRIES,
+    MAX_RESERVATIONS_PER_TRANSACTION,
+    QueueMessage,
+    reserve_seats,
+)
+from seat_inventory.models import Outcome, RetryableError, SeatKey, TransactionConflict
+from seat_inventory.settings import Settings
+from tests.fakes import FakeClock, InMemoryInventoryStore, RecordingPublisher
+
+SETTINGS = Settings(
+    table_name="t", outcomes_topic_arn="arn:aws:sns:us-east-1:1:t", rejection_record_ttl_days=15
+)
+
+
+def message(
+    n: int,
+    reservation_id: str | None = None,
+    *,
+    event_id: str = "e-1",
+    quantity: int = 1,
+    seat_class: str = "GA",
+) -> QueueMessage:
+    body = {
+        "reservation_id": reservation_id or f"r-{n}",
+        "event_id": event_id,
+        "seat_class": seat_class,
+        "quantity": quantity,
+        "customer_id": f"c-{n}",
+    }
+    return QueueMessage(f"m-{n}", json.dumps(body))
+
+
+@pytest.fixture
+def store() -> InMemoryInventoryStore:
+    store = InMemoryInventoryStore()
+    store.add_event("e-1", capacity=10)
+    return store
+
+
+@pytest.fixture
+def publisher() -> RecordingPublisher:
+    return RecordingPublisher()
+
+
+def run(
+    messages: list[QueueMessage],
+    store: InMemoryInventoryStore,
+    publisher: RecordingPublisher,
+    clock: FakeClock | None = None,
+):
+    return reserve_seats(
+        messages, store=store, publisher=publisher, settings=SETTINGS, clock=clock or FakeClock()
+    )
+
+
+def outcomes_by_message(publisher: RecordingPublisher) -> dict[str, Outcome]:
+    return {o.message_id or "": o.outcome for o in publisher.published}
+
+
+def test_a_batch_for_one_seat_class_costs_one_inventory_write(store, publisher) -> None:
+    result = run([message(n, quantity=2) for n in range(5)], store, publisher)
+
+    assert result.failed_message_ids == []
+    assert store.inventory_writes == 1
+    assert store.transactions == 1
+    assert store.inventory[SeatKey("e-1", "GA")].available == 0
+    assert [o.outcome for o in publisher.published] == [Outcome.CONFIRMED] * 5
+    assert result.seats_confirmed == 10
+
+
+def test_a_group_that_does_not_fit_is_filled_greedily_in_arrival_order(store, publisher) -> None:
+    messages = [
+        message(1, quantity=4),
+        message(2, quantity=4),
+        message(3, quantity=4),
+        message(4, quantity=2),
+        message(5, quantity=1),
+    ]
+
+    run(messages, store, publisher)
+
+    assert outcomes_by_message(publisher) == {
+        "m-1": Outcome.CONFIRMED,
+        "m-2": Outcome.CONFIRMED,
+        "m-3": Outcome.SOLD_OUT,
+        "m-4": Outcome.CONFIRMED,
+        "m-5": Outcome.SOLD_OUT,
+    }
+    assert store.inventory[SeatKey("e-1", "GA")].available == 0
+    assert store.inventory[SeatKey("e-1", "GA")].sold == 10
+    sold_out = next(o for o in publisher.published if o.message_id == "m-3")
+    assert (sold_out.remaining, sold_out.reason) == (0, "requested 4 seat(s), 0 left")
+    # the first, optimistic transaction was refused; the second one committed the whole group
+    assert store.transactions == 2
+    assert store.inventory_writes == 1
+
+
+def test_an_unknown_event_is_answered_and_recorded(store, publisher) -> None:
+    run([message(1, event_id="nope")], store, publisher)
+
+    [answer] = publisher.published
+    assert answer.outcome is Outcome.UNKNOWN_EVENT
+    assert answer.reason == "event 'nope' has no seat class 'GA'"
+    assert store.records["r-1"].outcome is Outcome.UNKNOWN_EVENT
+
+
+def test_an_unknown_seat_class_of_a_known_event_is_unknown_event(store, publisher) -> None:
+    run([message(1, seat_class="VIP")], store, publisher)
+
+    assert publisher.published[0].outcome is Outcome.UNKNOWN_EVENT
+
+
+def test_rejections_expire_and_confirmations_do_not(store, publisher) -> None:
+    clock = FakeClock(time=1_000)
+    run([message(1, quantity=10), message(2), message(3, event_id="nope")], store, publisher, clock)
+
+    assert store.expiry == {"r-1": None, "r-2": 1_000 + 15 * 86_400, "r-3": 1_000 + 15 * 86_400}
+
+
+def test_a_duplicate_in_the_same_batch_takes_seats_once_and_gets_the_same_answer(store, publisher) -> None:
+    result = run([message(1, "r-1", quantity=3), message(2, "r-1", quantity=3)], store, publisher)
+
+    assert store.inventory[SeatKey("e-1", "GA")].sold == 3
+    first, second = publisher.published
+    assert (first.outcome, first.duplicate, second.outcome, second.duplicate) == (
+        Outcome.CONFIRMED,
+        False,
+        Outcome.CONFIRMED,
+        True,
+    )
+    assert second.reservation_id == "r-1"
+    assert result.seats_confirmed == 3
+
+
+def test_a_redelivery_days_later_republishes_the_stored_answer_and_takes_nothing(store, publisher) -> None:
+    run([message(1, quantity=3)], store, publisher)
+
+    later = RecordingPublisher()
+    result = run(
+        [message(1, quantity=3), message(2, quantity=1)],
+        store,
+        later,
+        FakeClock(time=1_800_000_000 + 5 * 86_400),
+    )
+
+    assert store.inventory[SeatKey("e-1", "GA")].sold == 4
+    redelivered, fresh = later.published
+    assert (redelivered.outcome, redelivered.duplicate) == (Outcome.CONFIRMED, True)
+    assert (fresh.outcome, fresh.duplicate) == (Outcome.CONFIRMED, False)
+    assert result.seats_confirmed == 1
+
+
+def test_a_sold_out_answer_is_final_even_after_seats_are_freed(store, publisher) -> None:
+    run([message(1, quantity=10), message(2, quantity=1)], store, publisher)
+    assert outcomes_by_message(publisher)["m-2"] is Outcome.SOLD_OUT
+    key = SeatKey("e-1", "GA")
+    inv = store.inventory[key]
+    store.inventory[key] = type(inv)(inv.event_id, inv.seat_class, inv.capacity, 5, 5)  # seats freed
+
+    again = RecordingPublisher()
+    run([message(2, quantity=1)], store, again)
+
+    assert [(o.outcome, o.duplicate) for o in again.published] == [(Outcome.SOLD_OUT, True)]
+    assert store.inventory[key].available == 5
+
+
+def test_invalid_messages_are_answered_and_do_not_fail_the_batch(store, publisher) -> None:
+    messages = [message(1), QueueMessage("m-bad", "{not json"), message(2)]
+
+    result = run(messages, store, publisher)
+
+    assert result.failed_message_ids == []
+    assert outcomes_by_message(publisher) == {
+        "m-1": Outcome.CONFIRMED,
+        "m-bad": Outcome.INVALID,
+        "m-2": Outcome.CONFIRMED,
+    }
+    invalid = next(o for o in publisher.published if o.outcome is Outcome.INVALID)
+    assert invalid.reservation_id == "m-bad"  # the SQS message id stands in
+    assert "r-bad" not in store.records
+
+
+def test_a_throttled_group_is_retried_alone(publisher) -> None:
+    store = InMemoryInventoryStore()
+    store.add_event("e-1", capacity=10)
+    store.add_event("e-2", capacity=10)
+    store.fail_next = [RetryableError("ThrottlingException")]
+
+    result = run(
+        [message(1, event_id="e-1"), message(2, event_id="e-2"), message(3, event_id="e-1")], store, publisher
+    )
+
+    assert result.failed_message_ids == ["m-1", "m-3"]
+    assert outcomes_by_message(publisher) == {"m-2": Outcome.CONFIRMED}
+    assert store.inventory[SeatKey("e-1", "GA")].sold == 0
+
+
+def test_transaction_conflicts_are_retried_in_place_with_backoff(store, publisher) -> None:
+    store.fail_next = [TransactionConflict("TransactionConflict")] * 2
+    clock = FakeClock()
+
+    result = run([message(1)], store, publisher, clock)
+
+    assert result.failed_message_ids == []
+    assert len(clock.slept) == 2
+    assert store.inventory[SeatKey("e-1", "GA")].sold == 1
+
+
+def test_persistent_conflicts_hand_the_messages_back(store, publisher) -> None:
+    store.fail_next = [TransactionConflict("TransactionConflict")] * (MAX_CONFLICT_RETRIES + 1)
+
+    result = run([message(1)], store, publisher)
+
+    assert result.failed_message_ids == ["m-1"]
+    assert publisher.published == []
+
+
+def test_a_failed_publication_is_retried_and_republishes_without_taking_seats(store) -> None:
+    publisher = RecordingPublisher(refuse_ids={"r-2"})
+    first = run([message(1, quantity=2), message(2, quantity=2)], store, publisher)
+    assert first.failed_message_ids == ["m-2"]
+    assert store.inventory[SeatKey("e-1", "GA")].sold == 4
+
+    retry_publisher = RecordingPublisher()
+    second = run([message(2, quantity=2)], store, retry_publisher)
+
+    assert second.failed_message_ids == []
+    assert [(o.reservation_id, o.outcome) for o in retry_publisher.published] == [("r-2", Outcome.CONFIRMED)]
+    assert store.inventory[SeatKey("e-1", "GA")].sold == 4
+
+
+def test_a_duplicate_whose_original_failed_is_retried_too(store, publisher) -> None:
+    store.fail_next = [RetryableError("ThrottlingException")]
+
+    result = run([message(1, "r-1"), message(2, "r-1")], store, publisher)
+
+    assert result.failed_message_ids == ["m-1", "m-2"]
+
+
+def test_large_groups_are_split_at_the_transaction_limit(publisher) -> None:
+    store = InMemoryInventoryStore()
+    store.add_event("e-1", capacity=1000)
+    count = MAX_RESERVATIONS_PER_TRANSACTION + 20
+
+    run([message(n) for n in range(count)], store, publisher)
+
+    assert store.transactions == 2
+    assert store.inventory[SeatKey("e-1", "GA")].sold == count
+    assert len(publisher.published) == count
+
+
+def test_an_empty_batch_publishes_nothing(store, publisher) -> None:
+    result = run([], store, publisher)
+    assert (result.published, result.failed_message_ids, store.transactions) == ([], [], 0)
