@@ -32,6 +32,14 @@ class InMemoryInventoryStore:
             event_id, seat_class, capacity, capacity, 0
         )
 
+    reads: int = 0
+
+    def read_inventory(self, key: SeatKey) -> SeatClassInventory | None:
+        self.reads += 1
+        if self.fail_next:
+            raise self.fail_next.pop(0)
+        return self.inventory.get(key)
+
     def commit_outcomes(
         self,
         key: SeatKey,

@@ -9,6 +9,7 @@ import boto3
 from botocore.config import Config
 
 from seat_inventory.dal.inventory_table import InventoryTable
+from seat_inventory.logic.reserve_seats import InventoryHints
 from seat_inventory.publishing.sns_publisher import SnsOutcomePublisher
 from seat_inventory.settings import Settings
 
@@ -36,6 +37,7 @@ class Adapters:
     store: InventoryTable
     publisher: SnsOutcomePublisher
     clock: SystemClock
+    hints: InventoryHints
 
 
 def build_adapters(settings: Settings, session: boto3.session.Session | None = None) -> Adapters:
@@ -49,4 +51,5 @@ def build_adapters(settings: Settings, session: boto3.session.Session | None = N
             session.client("sns", config=CLIENT_CONFIG), settings.outcomes_topic_arn
         ),
         clock=SystemClock(),
+        hints=InventoryHints(),
     )

@@ -199,3 +199,23 @@ def test_a_request_error_is_not_disguised_as_retryable(stack: Stack) -> None:
     with pytest.raises(ClientError) as raised:
         table.commit_outcomes(KEY, [answer("r-1")], seats_taken=2, rejection_expires_at=0)
     assert not isinstance(raised.value, RetryableError)
+
+
+# --- read_inventory: consistent GetItem ----------------------------------------------------------
+
+
+def test_read_inventory_returns_the_item(table: InventoryTable) -> None:
+    table.create_seat_class(KEY, 7)
+    inventory = table.read_inventory(KEY)
+    assert inventory is not None and (inventory.capacity, inventory.available) == (7, 7)
+
+
+def test_read_inventory_of_a_missing_item_is_none(table: InventoryTable) -> None:
+    assert table.read_inventory(KEY) is None
+
+
+def test_a_throttled_read_is_retryable(stack: Stack) -> None:
+    stack.faults.fail("dynamodb.GetItem", "ProvisionedThroughputExceededException")
+    table = InventoryTable(stack.faults.session.client("dynamodb"), stack.table_name)
+    with pytest.raises(RetryableError):
+        table.read_inventory(KEY)

@@ -9,6 +9,7 @@ import pytest
 from seat_inventory.logic.reserve_seats import (
     MAX_CONFLICT_RETRIES,
     MAX_RESERVATIONS_PER_TRANSACTION,
+    InventoryHints,
     QueueMessage,
     reserve_seats,
 )
@@ -261,3 +262,69 @@ def test_large_groups_are_split_at_the_transaction_limit(publisher) -> None:
 def test_an_empty_batch_publishes_nothing(store, publisher) -> None:
     result = run([], store, publisher)
     assert (result.published, result.failed_message_ids, store.transactions) == ([], [], 0)
+
+
+# --- after a sell-out, rejections cost a read, not a write to the hot item -----------------------
+
+
+def run_with_hints(messages, store, publisher, hints):
+    return reserve_seats(
+        messages, store=store, publisher=publisher, settings=SETTINGS, clock=FakeClock(), hints=hints
+    )
+
+
+def test_once_sold_out_later_batches_read_instead_of_writing_the_hot_item(store, publisher) -> None:
+    hints = InventoryHints()
+    run_with_hints(
+        [message(n, quantity=5) for n in range(3)], store, publisher, hints
+    )  # sells out, learns 0 left
+    writes_before, transactions_before = store.inventory_writes, store.transactions
+
+    result = run_with_hints([message(n, quantity=1) for n in range(10, 20)], store, publisher, hints)
+
+    assert store.inventory_writes == writes_before  # the hot item was not written
+    assert store.reads == 1
+    assert store.transactions == transactions_before + 1  # one transaction: the ten rejection records
+    assert [o.outcome for o in result.published] == [Outcome.SOLD_OUT] * 10
+    assert all(o.remaining == 0 for o in result.published)
+
+
+def test_a_stale_hint_never_refuses_seats_that_are_there(store, publisher) -> None:
+    hints = InventoryHints()
+    hints.learn(SeatKey("e-1", "GA"), 0)  # stale: the class actually has 10 seats
+
+    result = run_with_hints([message(1, quantity=4)], store, publisher, hints)
+
+    assert [o.outcome for o in result.published] == [Outcome.CONFIRMED]
+    assert result.published[0].remaining == 6
+    assert store.inventory[SeatKey("e-1", "GA")].sold == 4
+
+
+def test_a_known_missing_event_is_answered_from_a_read(publisher) -> None:
+    store = InMemoryInventoryStore()
+    hints = InventoryHints()
+    run_with_hints([message(1, event_id="nope")], store, publisher, hints)
+    store.add_event("nope", capacity=5)  # created after the first answer
+
+    result = run_with_hints([message(2, event_id="nope")], store, publisher, hints)
+
+    assert store.reads == 1
+    assert [o.outcome for o in result.published] == [Outcome.CONFIRMED]
+
+
+def test_plentiful_classes_are_never_read_first(store, publisher) -> None:
+    hints = InventoryHints()
+    for n in range(5):
+        run_with_hints([message(n)], store, publisher, hints)
+    assert store.reads == 0
+
+
+def test_a_failed_read_hands_the_group_back(store, publisher) -> None:
+    hints = InventoryHints()
+    hints.learn(SeatKey("e-1", "GA"), 0)
+    store.fail_next = [RetryableError("ThrottlingException")]
+
+    result = run_with_hints([message(1)], store, publisher, hints)
+
+    assert result.failed_message_ids == ["m-1"]
+    assert publisher.published == []

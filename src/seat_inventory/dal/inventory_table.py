@@ -241,6 +241,18 @@ class InventoryTable:
             inventory_refused=inventory_refused, inventory=inventory, already_recorded=already_recorded
         )
 
+    def read_inventory(self, key: SeatKey) -> SeatClassInventory | None:
+        """GetItem with ConsistentRead: the seats left now, without writing to the hot item."""
+        try:
+            response = self._client.get_item(
+                TableName=self._table_name, Key=inventory_key(key), ConsistentRead=True
+            )
+        except (ClientError, *NETWORK_ERRORS) as exc:
+            _raise_retryable_or_reraise(exc)
+            raise
+        item = response.get("Item")
+        return _inventory_from_item(item) if item else None
+
     def create_seat_class(self, key: SeatKey, capacity: int) -> SeatClassInventory:
         """Creates the inventory of one seat class; never overwrites an existing one."""
         if capacity < 0:

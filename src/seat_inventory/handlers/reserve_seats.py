@@ -47,6 +47,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         publisher=adapters.publisher,
         settings=adapters.settings,
         clock=adapters.clock,
+        hints=adapters.hints,
     )
     record_batch(result)
     return {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in result.failed_message_ids]}

@@ -46,6 +46,14 @@ class InventoryStore(Protocol):
         """
         ...
 
+    def read_inventory(self, key: SeatKey) -> SeatClassInventory | None:
+        """The inventory item read strongly consistently, or None when there is none.
+
+        Costs a read, never a write: used instead of a doomed conditional write once a seat
+        class is known to be (nearly) sold out.
+        """
+        ...
+
 
 class OutcomePublisher(Protocol):
     """Delivers outcomes to subscribers."""

@@ -42,6 +42,30 @@ MAX_CONFLICT_RETRIES = 5
 CONFLICT_BACKOFF_SECONDS = 0.02
 
 
+class InventoryHints:
+    """What this container last learned about each seat class: seats left, or no such item.
+
+    Only a hint: it decides whether a group starts with a strongly consistent read (when the
+    class looked too small for the group, or missing) instead of an optimistic write. After a
+    sell-out, rejections are then answered from that read and the transaction writes only
+    their records, never the hot inventory item. Correctness never rests on it: every seat is
+    still taken through the guarded transaction.
+    """
+
+    _MISSING = -1
+
+    def __init__(self) -> None:
+        self._seats_left: dict[SeatKey, int] = {}
+
+    def should_read_first(self, key: SeatKey, seats_wanted: int) -> bool:
+        known = self._seats_left.get(key)
+        return known is not None and known < seats_wanted
+
+    def learn(self, key: SeatKey, seats_left: int | None) -> None:
+        """Records an observation: seats left, or None for no inventory item."""
+        self._seats_left[key] = self._MISSING if seats_left is None else seats_left
+
+
 @dataclass(frozen=True, slots=True)
 class QueueMessage:
     """The two parts of an SQS record the service reads."""
@@ -129,6 +153,7 @@ def settle_group(
     store: InventoryStore,
     clock: Clock,
     rejection_ttl_seconds: int,
+    hints: InventoryHints,
 ) -> dict[str, ReservationOutcome]:
     """Commits the answers of one group (at most one transaction's worth of requests).
 
@@ -140,6 +165,11 @@ def settle_group(
     answers: dict[str, ReservationOutcome] = {}
     seats_left: int | None = None
     event_missing = False
+    if hints.should_read_first(key, sum(r.quantity for r in requests)):
+        inventory = store.read_inventory(key)
+        event_missing = inventory is None
+        seats_left = None if inventory is None else inventory.available
+        hints.learn(key, seats_left)
     conflicts = 0
     rounds = 0
     while pending:
@@ -163,6 +193,8 @@ def settle_group(
             continue
         if refused is None:
             answers.update((o.reservation_id, o) for o in outcomes)
+            if seats_left is not None:
+                hints.learn(key, seats_left - seats)
             return answers
         for reservation_id, stored in refused.already_recorded.items():
             request = by_id[reservation_id]
@@ -173,6 +205,7 @@ def settle_group(
                 event_missing = True
             else:
                 seats_left = refused.inventory.available
+            hints.learn(key, seats_left)
         elif not refused.already_recorded:
             raise RetryableError(f"transaction for {key} refused without a reason the planner knows")
     return answers
@@ -185,8 +218,14 @@ def reserve_seats(
     publisher: OutcomePublisher,
     settings: Settings,
     clock: Clock,
+    hints: InventoryHints | None = None,
 ) -> BatchResult:
-    """Answers every message of one SQS batch; returns what was published and what to retry."""
+    """Answers every message of one SQS batch; returns what was published and what to retry.
+
+    `hints` lives as long as the container, so that what one batch learns about a sold-out
+    class spares the next batches a doomed write (see `InventoryHints`).
+    """
+    hints = hints if hints is not None else InventoryHints()
     result = BatchResult()
     failed: set[str] = set()
     answers: dict[str, ReservationOutcome] = {}  # message id -> answer
@@ -220,6 +259,7 @@ def reserve_seats(
                         store=store,
                         clock=clock,
                         rejection_ttl_seconds=settings.rejection_record_ttl_seconds,
+                        hints=hints,
                     )
                 )
             except RetryableError:
