@@ -35,3 +35,7 @@ cli.add_command(load)
 cli.add_command(watch)
 cli.add_command(dlq)
 cli.add_command(invoke)
+from seat_inventory.cli.local_commands import demo, local  # noqa: E402
+
+cli.add_command(local)
+cli.add_command(demo)

@@ -1,0 +1,235 @@
+"""`seats local up` and `seats demo`: the whole service on this machine, no AWS account needed.
+
+Both start DynamoDB Local and the moto server themselves (see `seat_inventory.local`); they ignore
+--stack-name / --endpoint-url, which select a remote stack. The local modules are imported when a
+command runs, so the other commands work without the dev extras (moto, PyYAML).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import signal
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from types import FrameType
+from typing import Any
+
+import click
+
+PARAMETER_HELP = "Template parameter override NAME=VALUE (repeatable), e.g. -p MaxReceiveCount=3."
+
+
+def _parameter_overrides(values: tuple[str, ...]) -> dict[str, str]:
+    overrides: dict[str, str] = {}
+    for value in values:
+        name, sep, setting = value.partition("=")
+        if not sep or not name:
+            raise click.BadParameter(f"{value!r} is not NAME=VALUE", param_hint="--parameter")
+        overrides[name] = setting
+    return overrides
+
+
+@contextmanager
+def _local_errors() -> Iterator[None]:
+    """LocalStackError (missing Java or npm, an engine that will not start) -> one clear message."""
+    try:
+        from seat_inventory.local.engines import LocalStackError
+    except ImportError as exc:
+        raise click.ClickException(
+            f"the local stack needs the dev extras ({exc.name} is missing): pip install -e '.[dev]'"
+        ) from exc
+    try:
+        yield
+    except LocalStackError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM and SIGINT stop the stack as Ctrl-C does (engines and workers are stopped, not orphaned).
+
+    SIGINT is set explicitly too: a shell starting us in the background ignores it otherwise.
+    """
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    previous = {number: signal.signal(number, interrupt) for number in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+def _say(message: str) -> None:
+    click.echo(message, err=True)
+
+
+@click.group()
+def local() -> None:
+    """Run the whole service on this machine: DynamoDB Local + moto (SQS, SNS), built from template.yaml."""
+
+
+@local.command("up")
+@click.option("--no-runner", is_flag=True, help="Only the engines and resources; do not consume the queue.")
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    help="Concurrent function instances (default: the template's MaximumConcurrency).",
+)
+@click.option(
+    "--visibility-timeout",
+    type=click.IntRange(min=0, max=43200),
+    help="Reservations queue visibility timeout in seconds (default: the function timeout, 30 s;"
+    " the template's 180 s would make retries slow).",
+)
+@click.option("--parameter", "-p", "parameters", multiple=True, help=PARAMETER_HELP)
+def up(
+    no_runner: bool, workers: int | None, visibility_timeout: int | None, parameters: tuple[str, ...]
+) -> None:
+    """Start the local stack in the foreground; Ctrl-C stops it (everything is in memory).
+
+    Prints `export` lines on standard output: paste them into another shell and every `seats`
+    command (reserve, load, watch, dlq, event) works against this stack.
+    """
+    overrides = _parameter_overrides(parameters)
+    with _local_errors(), _sigterm_as_interrupt():
+        from seat_inventory.local.runner import LocalRunner, runner_config
+        from seat_inventory.local.stack import LocalStack
+
+        _say("starting DynamoDB Local and the moto server ...")
+        try:
+            with LocalStack(parameter_overrides=overrides, visibility_timeout_s=visibility_timeout) as stack:
+                _print_exports(stack.cli_environment())
+                _say(
+                    f"table {stack.table_name}; queue {stack.queue_url} (visibility timeout "
+                    f"{stack.visibility_timeout_s} s); dead-letter queue {stack.dead_letter_queue_url}; "
+                    f"topic {stack.topic_arn}"
+                )
+                _say("DynamoDB Local listens on all interfaces (it has no bind option); moto on 127.0.0.1.")
+                if no_runner:
+                    _say("no runner: messages stay in the queue. Ctrl-C to stop.")
+                    _wait_forever()
+                    return
+                config = runner_config(stack, workers=workers)
+                with LocalRunner(config) as runner:
+                    _say(
+                        f"{config.workers} worker(s) running {config.handler}; their logs: {stack.log_dir}."
+                        " Ctrl-C to stop."
+                    )
+                    _wait_forever(lambda: runner.stats.as_dict())
+        except KeyboardInterrupt:
+            pass
+        _say("stopped: DynamoDB Local, the moto server and the workers have exited.")
+
+
+def _print_exports(variables: Mapping[str, str]) -> None:
+    # A profile or stack name in the other shell would send `seats` to AWS instead.
+    click.echo("unset AWS_PROFILE AWS_DEFAULT_PROFILE AWS_SESSION_TOKEN AWS_ENDPOINT_URL SEATS_STACK_NAME")
+    for name, value in variables.items():
+        click.echo(f"export {name}={shlex.quote(value)}")
+    sys.stdout.flush()
+
+
+def _wait_forever(stats: Any = None) -> None:
+    """Sleeps until Ctrl-C; every 10 s prints the runner's counters when they changed."""
+    last: Any = None
+    while True:
+        time.sleep(10)
+        if stats is not None:
+            current = stats()
+            if current != last:
+                _say("runner: " + ", ".join(f"{k} {v}" for k, v in current.items()))
+                last = current
+
+
+@click.command()
+@click.option(
+    "--capacity", type=click.IntRange(min=0), default=1000, show_default=True, help="Seats on sale."
+)
+@click.option(
+    "--requests",
+    type=click.IntRange(min=1),
+    default=5000,
+    show_default=True,
+    help="Reservation messages sent.",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    help="Concurrent function instances (default: the template's MaximumConcurrency, at most 8).",
+)
+@click.option(
+    "--duplicates",
+    type=click.FloatRange(min=0, max=100),
+    default=10.0,
+    show_default=True,
+    help="Percentage of messages that are re-sends of an earlier one.",
+)
+@click.option("--seed", type=int, help="Seed for quantities, customers and duplicate positions.")
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the summary as one JSON object on the last line."
+)
+def demo(
+    capacity: int, requests: int, workers: int | None, duplicates: float, seed: int | None, as_json: bool
+) -> None:
+    """Run an on-sale end to end on a fresh local stack and check the result.
+
+    Creates an event with CAPACITY seats, sends REQUESTS reservations at once (some duplicated,
+    some for several seats), lets the function's workers take them, collects every outcome from
+    the topic, then checks the table against the answers. Exits with status 1 if anything was
+    oversold, left unanswered, answered inconsistently or dead-lettered.
+    """
+    with _local_errors(), _sigterm_as_interrupt():
+        from seat_inventory.local.demo import DemoOptions, checks_passed, run_demo
+
+        options = DemoOptions(
+            capacity=capacity, requests=requests, duplicates_pct=duplicates, workers=workers, seed=seed
+        )
+        summary = run_demo(options, progress=_say)
+    if as_json:
+        click.echo(json.dumps(summary, sort_keys=False))
+    else:
+        _print_summary(summary)
+    if not checks_passed(summary):
+        raise click.ClickException(f"the on-sale checks failed; worker logs: {summary.get('log_dir')}")
+
+
+SUMMARY_ROWS = (
+    ("capacity", "seats on sale"),
+    ("requests", "reservation messages sent"),
+    ("distinct_reservations", "distinct reservation ids among them"),
+    ("confirmed", "reservations answered CONFIRMED"),
+    ("confirmed_seats", "seats in those reservations"),
+    ("sold_out", "reservations answered SOLD_OUT"),
+    ("invalid", "reservations answered INVALID"),
+    ("unknown_event", "reservations answered UNKNOWN_EVENT"),
+    ("duplicates", "re-sent messages answered again with the recorded outcome"),
+    ("sold", "table: seats sold"),
+    ("available", "table: seats available"),
+    ("oversold", "seats on which the table and the answers disagree (must be 0)"),
+    ("outcomes_missing", "reservation ids sent that got no answer (must be 0)"),
+    ("inconsistent", "reservation ids answered two different ways (must be 0)"),
+    ("dlq_depth", "messages in the dead-letter queue (must be 0)"),
+    ("workers", "function instances"),
+    ("invocations", "function invocations"),
+    ("elapsed_s", "seconds from the first message sent to the last answer"),
+    ("reservations_per_s", "reservation messages answered per second"),
+)
+
+
+def _print_summary(summary: Mapping[str, Any]) -> None:
+    """`key: value  meaning` lines; the keys are those of --json."""
+    from seat_inventory.local.demo import checks_passed
+
+    click.echo(f"on-sale of event {summary.get('event_id', '')} on the local stack")
+    width = max(len(key) for key, _ in SUMMARY_ROWS) + 1
+    for key, meaning in SUMMARY_ROWS:
+        if key in summary:
+            click.echo(f"  {key + ':':<{width}} {summary[key]!s:<8} {meaning}")
+    verdict = "all checks passed" if checks_passed(summary) else "CHECKS FAILED"
+    click.echo(f"{verdict}; worker logs in {summary.get('log_dir')}")
