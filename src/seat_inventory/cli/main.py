@@ -9,7 +9,9 @@ from seat_inventory.cli.event_commands import event
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.option("--stack-name", envvar="SEATS_STACK_NAME", help="Read resource names from this deployed stack's outputs.")
+@click.option(
+    "--stack-name", envvar="SEATS_STACK_NAME", help="Read resource names from this deployed stack's outputs."
+)
 @click.option("--region", envvar="AWS_REGION", help="AWS region (as the AWS CLI takes it).")
 @click.option("--profile", envvar="AWS_PROFILE", help="AWS named profile (as the AWS CLI takes it).")
 @click.option(
@@ -20,7 +22,11 @@ from seat_inventory.cli.event_commands import event
 @click.version_option(package_name="seat-inventory")
 @click.pass_context
 def cli(
-    ctx: click.Context, stack_name: str | None, region: str | None, profile: str | None, endpoint_url: str | None
+    ctx: click.Context,
+    stack_name: str | None,
+    region: str | None,
+    profile: str | None,
+    endpoint_url: str | None,
 ) -> None:
     """Ticket and seat inventory: SQS -> Lambda -> DynamoDB -> SNS."""
     ctx.obj = CliContext(stack_name=stack_name, region=region, profile=profile, endpoint_url=endpoint_url)
