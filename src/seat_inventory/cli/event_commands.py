@@ -37,7 +37,7 @@ def event() -> None:
 )
 @pass_cli
 def create(obj: CliContext, event_id: str, capacity: int, seat_class: str) -> None:
-    """Create the inventory of EVENT_ID's seat class; an existing seat class is an error, never overwritten."""
+    """Create the seats of one class of EVENT_ID; an existing class is an error, never overwritten."""
     key = SeatKey(
         _checked_id("event_id", event_id, MAX_ID_LENGTH),
         _checked_id("seat_class", seat_class, MAX_SEAT_CLASS_LENGTH),
