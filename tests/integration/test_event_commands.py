@@ -52,7 +52,10 @@ def test_creating_an_existing_event_is_an_error_and_keeps_the_original(run, stac
     again = run("event", "create", "gig-1", "--capacity", "5")
 
     assert again.exit_code == 1
-    assert "event 'gig-1' already has seat class 'GA' (capacity 500, available 500); nothing was changed" in again.output
+    assert (
+        "event 'gig-1' already has seat class 'GA' (capacity 500, available 500); nothing was changed"
+        in again.output
+    )
     assert stack.inventory("gig-1")["capacity"] == 500
 
 
@@ -62,7 +65,13 @@ def test_show_of_an_unknown_event_is_an_error(run) -> None:
     assert "event 'nope' not found" in result.output
 
 
-@pytest.mark.parametrize(("args", "message"), [(["--capacity", "0"], "0 is not in the range x>=1"), (["--seat-class", "a b", "--capacity", "3"], "may only contain")])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--capacity", "0"], "0 is not in the range x>=1"),
+        (["--seat-class", "a b", "--capacity", "3"], "may only contain"),
+    ],
+)
 def test_bad_arguments_are_refused_before_any_write(run, args, message) -> None:
     result = run("event", "create", "gig-1", *args)
     assert result.exit_code == 2
@@ -74,7 +83,9 @@ def test_missing_table_name_says_how_to_provide_it(monkeypatch: pytest.MonkeyPat
     monkeypatch.delenv("SEATS_STACK_NAME", raising=False)
     result = CliRunner().invoke(cli, ["event", "show", "x"])
     assert result.exit_code == 2
-    assert "pass --stack-name (or set SEATS_STACK_NAME) for a deployed stack, or set TABLE_NAME" in result.output
+    assert (
+        "pass --stack-name (or set SEATS_STACK_NAME) for a deployed stack, or set TABLE_NAME" in result.output
+    )
 
 
 def test_stack_outputs_are_read_from_cloudformation(stack: Stack, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -92,5 +103,7 @@ def test_stack_outputs_are_read_from_cloudformation(stack: Stack, monkeypatch: p
     )
     monkeypatch.delenv("TABLE_NAME", raising=False)
     runner = CliRunner()
-    runner.invoke(cli, ["--stack-name", "onsale", "event", "create", "gig-9", "--capacity", "7"], catch_exceptions=False)
+    runner.invoke(
+        cli, ["--stack-name", "onsale", "event", "create", "gig-9", "--capacity", "7"], catch_exceptions=False
+    )
     assert stack.inventory("gig-9")["capacity"] == 7

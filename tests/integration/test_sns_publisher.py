@@ -90,7 +90,10 @@ def test_entries_refused_inside_a_batch_are_returned(stack: Stack) -> None:
         assert "PublishBatchRequestEntries" in json.dumps(body) or body
         return (
             type("R", (), {"status_code": 200, "headers": {}, "content": b""})(),
-            {"Successful": [{"Id": "0", "MessageId": "x"}], "Failed": [{"Id": "1", "Code": "KMSThrottling", "SenderFault": False}]},
+            {
+                "Successful": [{"Id": "0", "MessageId": "x"}],
+                "Failed": [{"Id": "1", "Code": "KMSThrottling", "SenderFault": False}],
+            },
         )
 
     stack.faults.session.events.register("before-call.sns.PublishBatch", partially_failed)
