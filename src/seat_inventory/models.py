@@ -1,4 +1,4 @@
-"""Domain types shared by the layers: requests, outcomes and inventory state.
+"""Domain types shared by the layers: requests, outcomes, reservation records and inventory state.
 
 Nothing here knows about boto3, SQS or SNS wire formats; the data-access module and the
 publisher translate to and from these types.
@@ -6,17 +6,54 @@ publisher translate to and from these types.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from enum import StrEnum
 
 
+def iso_utc(epoch_seconds: float) -> str:
+    """ISO-8601 in UTC with a `Z`, as published in outcomes (`expires_at`) and shown by `seats`."""
+    return datetime.fromtimestamp(epoch_seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 class Outcome(StrEnum):
-    """The final answer to one reservation message; published on SNS as the `outcome` attribute."""
+    """The final answer to one message; published on SNS as the `outcome` attribute.
+
+    The same values name a reservation record's `status` (README "Reservation lifecycle").
+    """
 
     CONFIRMED = "CONFIRMED"
     SOLD_OUT = "SOLD_OUT"
     UNKNOWN_EVENT = "UNKNOWN_EVENT"
     INVALID = "INVALID"
+    HELD = "HELD"
+    EXPIRED = "EXPIRED"
+    CANCELLED = "CANCELLED"
+    LIMIT_EXCEEDED = "LIMIT_EXCEEDED"
+    SALE_CLOSED = "SALE_CLOSED"
+    UNKNOWN_RESERVATION = "UNKNOWN_RESERVATION"
+
+
+# Answers to a reserve or hold that took no seats: recorded, final, and expired by TTL.
+REJECTIONS = frozenset({Outcome.SOLD_OUT, Outcome.UNKNOWN_EVENT, Outcome.LIMIT_EXCEEDED, Outcome.SALE_CLOSED})
+
+
+class RequestType(StrEnum):
+    """What an outcome answers: the message's `type`, or `expire` for the sweeper's release of a hold."""
+
+    RESERVE = "reserve"
+    HOLD = "hold"
+    CONFIRM = "confirm"
+    CANCEL = "cancel"
+    EXPIRE = "expire"
+
+
+class SaleStatus(StrEnum):
+    """The operator's switch on a seat class; a missing attribute means OPEN."""
+
+    OPEN = "OPEN"
+    CLOSED = "CLOSED"
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,7 +66,10 @@ class SeatKey:
 
 @dataclass(frozen=True, slots=True)
 class ReservationRequest:
-    """A well-formed reservation message, as taken off the queue."""
+    """A well-formed reserve or hold message, as taken off the queue.
+
+    `hold_seconds` is set for a hold (`request_type` HOLD) and None for a reservation.
+    """
 
     message_id: str
     reservation_id: str
@@ -37,10 +77,29 @@ class ReservationRequest:
     seat_class: str
     quantity: int
     customer_id: str
+    request_type: RequestType = RequestType.RESERVE
+    hold_seconds: int | None = None
 
     @property
     def seat_key(self) -> SeatKey:
         return SeatKey(self.event_id, self.seat_class)
+
+    @property
+    def is_hold(self) -> bool:
+        return self.request_type is RequestType.HOLD
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeRequest:
+    """A well-formed confirm or cancel message: a status change of an existing reservation.
+
+    `customer_id`, when the producer sent one, must match the reservation's customer.
+    """
+
+    message_id: str
+    reservation_id: str
+    request_type: RequestType
+    customer_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,15 +117,18 @@ class InvalidMessage:
     seat_class: str | None = None
     quantity: int | None = None
     customer_id: str | None = None
+    request_type: RequestType | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class ReservationOutcome:
-    """The final answer for one reservation id, as stored and as published.
+    """The final answer for one message, as stored (for a reserve or hold) and as published.
 
     `remaining` is the number of seats left in the class when the service knows it (it is
     always known for SOLD_OUT, which is decided from the inventory item itself).
-    `duplicate` is True when this is a re-publication of an answer recorded earlier.
+    `duplicate` is True when this is a re-publication of an answer recorded earlier, or, for a
+    confirm or cancel, when the reservation was already in the state asked for.
+    `hold_expires_at` (epoch seconds) is set for answers about a hold.
     """
 
     reservation_id: str
@@ -79,32 +141,113 @@ class ReservationOutcome:
     remaining: int | None = None
     duplicate: bool = False
     message_id: str | None = None
+    request_type: RequestType | None = RequestType.RESERVE
+    hold_expires_at: int | None = None
 
     def as_duplicate(self, message_id: str) -> ReservationOutcome:
         """The same recorded answer, marked as a re-publication for a redelivered message."""
-        return ReservationOutcome(
-            reservation_id=self.reservation_id,
-            outcome=self.outcome,
-            reason=self.reason,
-            event_id=self.event_id,
-            seat_class=self.seat_class,
-            quantity=self.quantity,
-            customer_id=self.customer_id,
-            remaining=self.remaining,
-            duplicate=True,
-            message_id=message_id,
+        return dataclasses.replace(self, duplicate=True, message_id=message_id)
+
+
+@dataclass(frozen=True, slots=True)
+class ReservationRecord:
+    """One reservation as stored: the original answer, and where the reservation stands now.
+
+    `answer` is what the reserve or hold message was told (republished verbatim to duplicates);
+    `status` moves on with confirm, cancel and expiry (HELD -> CONFIRMED -> CANCELLED, ...).
+    `customer_counted` says the seats were added to the customer's per-class counter, so
+    releasing them must take them off again. `awaiting_publication` marks an expired hold whose
+    EXPIRED outcome the sweeper has not yet published (its outbox).
+    """
+
+    answer: ReservationOutcome
+    status: Outcome
+    hold_expires_at: int | None = None
+    customer_counted: bool = False
+    awaiting_publication: bool = False
+    status_changed_at: str | None = None
+
+    @property
+    def reservation_id(self) -> str:
+        return self.answer.reservation_id
+
+    @property
+    def seat_key(self) -> SeatKey | None:
+        if self.answer.event_id is None or self.answer.seat_class is None:
+            return None
+        return SeatKey(self.answer.event_id, self.answer.seat_class)
+
+    @property
+    def quantity(self) -> int:
+        return self.answer.quantity or 0
+
+    def hold_expired(self, now: float) -> bool:
+        """True for a HELD record whose hold has run out (the sweeper may not have released it yet)."""
+        return (
+            self.status is Outcome.HELD and self.hold_expires_at is not None and self.hold_expires_at <= now
         )
 
 
 @dataclass(frozen=True, slots=True)
+class Transition:
+    """One status change to commit: `record` as read, moving to `to` (CONFIRMED, CANCELLED or EXPIRED).
+
+    The inventory moves with it: HELD -> CONFIRMED turns held seats into sold ones;
+    HELD -> CANCELLED/EXPIRED and CONFIRMED -> CANCELLED give the seats back to `available`.
+    """
+
+    record: ReservationRecord
+    to: Outcome
+
+    @property
+    def releases_seats(self) -> bool:
+        return self.to is not Outcome.CONFIRMED
+
+    @property
+    def uncounts_customer(self) -> bool:
+        return self.releases_seats and self.record.customer_counted
+
+
+@dataclass(frozen=True, slots=True)
 class SeatClassInventory:
-    """The state of one inventory item."""
+    """The state of one inventory item.
+
+    Invariant: `available + held + sold == capacity`, none negative. The optional sale rules
+    (`max_per_customer`, `sale_status`, `sale_starts_at`/`sale_ends_at` in epoch seconds) are
+    enforced by the same conditional write that takes the seats. `version` counts operator
+    changes (capacity, status, window, limit).
+    """
 
     event_id: str
     seat_class: str
     capacity: int
     available: int
     sold: int
+    held: int = 0
+    max_per_customer: int | None = None
+    sale_status: SaleStatus = SaleStatus.OPEN
+    sale_starts_at: int | None = None
+    sale_ends_at: int | None = None
+    version: int = 0
+
+    @property
+    def key(self) -> SeatKey:
+        return SeatKey(self.event_id, self.seat_class)
+
+    def sale_closed_reason(self, now: float) -> str | None:
+        """Why the class does not sell at `now`, or None when it does.
+
+        The same rule as the condition of the write that takes seats, so that a refused write is
+        classified with the `now` it was made with.
+        """
+        name = f"{self.event_id} {self.seat_class}"
+        if self.sale_status is SaleStatus.CLOSED:
+            return f"the sale of {name} is closed"
+        if self.sale_starts_at is not None and now < self.sale_starts_at:
+            return f"the sale of {name} opens at {iso_utc(self.sale_starts_at)}"
+        if self.sale_ends_at is not None and now >= self.sale_ends_at:
+            return f"the sale of {name} ended at {iso_utc(self.sale_ends_at)}"
+        return None
 
 
 @dataclass(slots=True)
@@ -114,6 +257,8 @@ class BatchResult:
     published: list[ReservationOutcome] = field(default_factory=list)
     failed_message_ids: list[str] = field(default_factory=list)
     seats_confirmed: int = 0
+    seats_held: int = 0
+    seats_released: int = 0
 
 
 class RetryableError(Exception):
@@ -124,5 +269,21 @@ class TransactionConflict(RetryableError):
     """Another transaction was writing the same item; retrying shortly usually succeeds."""
 
 
+class StoreInconsistency(RetryableError):
+    """The stored state breaks an invariant (a guard that cannot fail on consistent data failed).
+
+    Only the affected messages are handed back; after MaxReceiveCount receives they reach the
+    dead-letter queue, whose alarm calls an operator. Nothing is written meanwhile.
+    """
+
+
 class EventAlreadyExists(Exception):
     """`create_event` was asked to create a seat class that already exists."""
+
+
+class UnknownSeatClass(Exception):
+    """An operator change named a seat class that has no inventory item."""
+
+
+class InventoryChangeRefused(Exception):
+    """An operator change would break the inventory's invariant (e.g. capacity below sold + held)."""

@@ -1,4 +1,5 @@
-"""Turns an SQS message body into a `ReservationRequest`, or an `InvalidMessage` with a precise reason.
+"""Turns an SQS message body into a `ReservationRequest` (reserve, hold), a `ChangeRequest` (confirm,
+cancel), or an `InvalidMessage` with a precise reason.
 
 Hand-written rather than a pydantic model: the rules are few, the reasons must name the exact
 field and value, and pydantic's import cost would roughly double the handler's cold start.
@@ -10,7 +11,7 @@ import json
 import re
 from typing import Any
 
-from seat_inventory.models import InvalidMessage, ReservationRequest
+from seat_inventory.models import ChangeRequest, InvalidMessage, RequestType, ReservationRequest
 
 # Ids become parts of DynamoDB keys ("EVENT#<id>"), so '#' and white space are excluded.
 _ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]*")
@@ -18,9 +19,25 @@ MAX_ID_LENGTH = 128
 MAX_SEAT_CLASS_LENGTH = 64
 MAX_BODY_BYTES_ECHOED = 80
 
-ALLOWED_FIELDS = frozenset({"type", "reservation_id", "event_id", "seat_class", "quantity", "customer_id"})
+RESERVE_FIELDS = frozenset({"type", "reservation_id", "event_id", "seat_class", "quantity", "customer_id"})
+HOLD_FIELDS = RESERVE_FIELDS | {"hold_seconds"}
+CHANGE_FIELDS = frozenset({"type", "reservation_id", "customer_id"})
+ALLOWED_FIELDS = HOLD_FIELDS | CHANGE_FIELDS
 REQUIRED_FIELDS = ("reservation_id", "event_id", "quantity", "customer_id")
 RESERVE_TYPE = "reserve"
+MESSAGE_TYPES = (RequestType.RESERVE, RequestType.HOLD, RequestType.CONFIRM, RequestType.CANCEL)
+FIELDS_BY_TYPE = {
+    RequestType.RESERVE: RESERVE_FIELDS,
+    RequestType.HOLD: HOLD_FIELDS,
+    RequestType.CONFIRM: CHANGE_FIELDS,
+    RequestType.CANCEL: CHANGE_FIELDS,
+}
+
+# A hold lasts `hold_seconds`: 600 unless the message says otherwise, from 60 up to the
+# deployment's MaxHoldSeconds (settings.max_hold_seconds).
+DEFAULT_HOLD_SECONDS = 600
+MIN_HOLD_SECONDS = 60
+DEFAULT_MAX_HOLD_SECONDS = 3600
 
 
 class _Invalid(Exception):
@@ -73,16 +90,41 @@ def _identifier(body: dict[str, Any], name: str, max_length: int) -> str:
     return value
 
 
-def _quantity(body: dict[str, Any], max_quantity: int) -> int:
-    value = body["quantity"]
-    # bool is a subclass of int in Python; JSON true is not a quantity.
+def _integer(body: dict[str, Any], name: str) -> int:
+    value = body[name]
+    # bool is a subclass of int in Python; JSON true is not a number.
     if isinstance(value, bool) or not isinstance(value, int):
-        raise _Invalid(f"quantity must be an integer, got {type(value).__name__} {_describe(value)}")
+        raise _Invalid(f"{name} must be an integer, got {type(value).__name__} {_describe(value)}")
+    return value
+
+
+def _quantity(body: dict[str, Any], max_quantity: int) -> int:
+    value = _integer(body, "quantity")
     if value < 1:
         raise _Invalid(f"quantity must be at least 1, got {value}")
     if value > max_quantity:
         raise _Invalid(f"quantity {value} is above the maximum of {max_quantity} seats per reservation")
     return value
+
+
+def _hold_seconds(body: dict[str, Any], max_hold_seconds: int) -> int:
+    if body.get("hold_seconds") is None:
+        return min(DEFAULT_HOLD_SECONDS, max_hold_seconds)
+    value = _integer(body, "hold_seconds")
+    if value < MIN_HOLD_SECONDS:
+        raise _Invalid(f"hold_seconds must be at least {MIN_HOLD_SECONDS}, got {value}")
+    if value > max_hold_seconds:
+        raise _Invalid(f"hold_seconds {value} is above the maximum of {max_hold_seconds}")
+    return value
+
+
+def _message_type(body: dict[str, Any]) -> RequestType:
+    value = body.get("type", RESERVE_TYPE)
+    for message_type in MESSAGE_TYPES:
+        if value == message_type.value:
+            return message_type
+    expected = ", ".join(repr(t.value) for t in MESSAGE_TYPES)
+    raise _Invalid(f"type must be one of {expected}, got {_describe(value)}")
 
 
 def _salvage(body: Any, name: str) -> Any:
@@ -97,11 +139,27 @@ def _salvage(body: Any, name: str) -> Any:
     return None
 
 
-def parse_reservation(
-    message_id: str, body: str, *, default_seat_class: str, max_quantity: int
-) -> ReservationRequest | InvalidMessage:
-    """Validates one message body against the reservation contract.
+def _salvage_type(body: Any) -> RequestType | None:
+    if not isinstance(body, dict):
+        return None
+    try:
+        return _message_type(body)
+    except _Invalid:
+        return None
 
+
+def parse_reservation(
+    message_id: str,
+    body: str,
+    *,
+    default_seat_class: str,
+    max_quantity: int,
+    max_hold_seconds: int = DEFAULT_MAX_HOLD_SECONDS,
+) -> ReservationRequest | ChangeRequest | InvalidMessage:
+    """Validates one message body against the message contract (README "Message contract").
+
+    A body without `type` (or `"type": "reserve"`) is a reservation, exactly as before holds
+    existed; `hold` adds `hold_seconds`; `confirm` and `cancel` name only the reservation.
     Returns an `InvalidMessage` (never raises) so that a bad message is answered once and
     removed from the queue instead of being retried until it reaches the dead-letter queue.
     """
@@ -125,9 +183,15 @@ def parse_reservation(
         unexpected = sorted(set(parsed) - ALLOWED_FIELDS)
         if unexpected:
             raise _Invalid("unexpected field(s): " + ", ".join(_describe(name) for name in unexpected))
-        message_type = parsed.get("type", RESERVE_TYPE)
-        if message_type != RESERVE_TYPE:
-            raise _Invalid(f"type must be {RESERVE_TYPE!r}, got {_describe(message_type)}")
+        message_type = _message_type(parsed)
+        misplaced = sorted(set(parsed) - FIELDS_BY_TYPE[message_type])
+        if misplaced:
+            raise _Invalid(
+                f"field(s) not allowed with type {message_type.value!r}: "
+                + ", ".join(_describe(name) for name in misplaced)
+            )
+        if message_type in (RequestType.CONFIRM, RequestType.CANCEL):
+            return _change_request(message_id, parsed, message_type)
         missing = [name for name in REQUIRED_FIELDS if name not in parsed or parsed[name] is None]
         if missing:
             raise _Invalid("missing required field(s): " + ", ".join(missing))
@@ -139,6 +203,7 @@ def parse_reservation(
         else:
             seat_class = _identifier(parsed, "seat_class", MAX_SEAT_CLASS_LENGTH)
         quantity = _quantity(parsed, max_quantity)
+        hold_seconds = _hold_seconds(parsed, max_hold_seconds) if message_type is RequestType.HOLD else None
     except _Invalid as invalid:
         return InvalidMessage(
             message_id=message_id,
@@ -148,6 +213,18 @@ def parse_reservation(
             seat_class=_salvage(parsed, "seat_class"),
             quantity=_salvage(parsed, "quantity"),
             customer_id=_salvage(parsed, "customer_id"),
+            request_type=_salvage_type(parsed),
+        )
+    if message_type is RequestType.HOLD:
+        return ReservationRequest(
+            message_id=message_id,
+            reservation_id=reservation_id,
+            event_id=event_id,
+            seat_class=seat_class,
+            quantity=quantity,
+            customer_id=customer_id,
+            request_type=RequestType.HOLD,
+            hold_seconds=hold_seconds,
         )
     return ReservationRequest(
         message_id=message_id,
@@ -155,5 +232,19 @@ def parse_reservation(
         event_id=event_id,
         seat_class=seat_class,
         quantity=quantity,
+        customer_id=customer_id,
+    )
+
+
+def _change_request(message_id: str, body: dict[str, Any], message_type: RequestType) -> ChangeRequest:
+    """A confirm or cancel: only `reservation_id` is required; `customer_id` is an optional cross-check."""
+    if body.get("reservation_id") is None:
+        raise _Invalid("missing required field(s): reservation_id")
+    reservation_id = _identifier(body, "reservation_id", MAX_ID_LENGTH)
+    customer_id = None if body.get("customer_id") is None else _identifier(body, "customer_id", MAX_ID_LENGTH)
+    return ChangeRequest(
+        message_id=message_id,
+        reservation_id=reservation_id,
+        request_type=message_type,
         customer_id=customer_id,
     )

@@ -11,6 +11,12 @@ DEFAULT_MAX_SEATS_PER_RESERVATION = 10
 DEFAULT_REJECTION_RECORD_TTL_DAYS = 15
 DEFAULT_METRICS_NAMESPACE = "SeatInventory"
 SECONDS_PER_DAY = 86_400
+# The longest hold a message may ask for (template parameter MaxHoldSeconds); the shortest is 60 s.
+DEFAULT_MAX_HOLD_SECONDS = 3600
+MIN_MAX_HOLD_SECONDS = 60
+# Most expired holds one sweeper run releases, so that a backlog drains over several runs
+# well inside the function's timeout.
+DEFAULT_SWEEP_LIMIT = 1000
 
 
 class ConfigurationError(Exception):
@@ -30,6 +36,13 @@ def _positive_int(env: Mapping[str, str], name: str, default: int) -> int:
     return value
 
 
+def _max_hold_seconds(env: Mapping[str, str]) -> int:
+    value = _positive_int(env, "MAX_HOLD_SECONDS", DEFAULT_MAX_HOLD_SECONDS)
+    if value < MIN_MAX_HOLD_SECONDS:
+        raise ConfigurationError(f"MAX_HOLD_SECONDS must be at least {MIN_MAX_HOLD_SECONDS}, got {value}")
+    return value
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     """Everything the reservation function needs to know about its deployment."""
@@ -40,6 +53,8 @@ class Settings:
     max_seats_per_reservation: int = DEFAULT_MAX_SEATS_PER_RESERVATION
     rejection_record_ttl_days: int = DEFAULT_REJECTION_RECORD_TTL_DAYS
     metrics_namespace: str = DEFAULT_METRICS_NAMESPACE
+    max_hold_seconds: int = DEFAULT_MAX_HOLD_SECONDS
+    sweep_limit: int = DEFAULT_SWEEP_LIMIT
 
     @property
     def rejection_record_ttl_seconds(self) -> int:
@@ -62,4 +77,6 @@ class Settings:
                 env, "REJECTION_RECORD_TTL_DAYS", DEFAULT_REJECTION_RECORD_TTL_DAYS
             ),
             metrics_namespace=env.get("POWERTOOLS_METRICS_NAMESPACE") or DEFAULT_METRICS_NAMESPACE,
+            max_hold_seconds=_max_hold_seconds(env),
+            sweep_limit=_positive_int(env, "SWEEP_LIMIT", DEFAULT_SWEEP_LIMIT),
         )

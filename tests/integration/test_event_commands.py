@@ -30,10 +30,10 @@ def test_create_then_show(run, stack: Stack) -> None:
     assert created.exit_code == 0 and "created gig-1 GA: capacity 500" in created.output
     assert vip.exit_code == 0
     assert shown.output.splitlines() == [
-        "SEAT CLASS        CAPACITY  AVAILABLE      SOLD",
-        "GA                     500        500         0",
-        "VIP                     20         20         0",
-        "TOTAL                  520        520         0",
+        "SEAT CLASS        CAPACITY  AVAILABLE      HELD      SOLD  SALE       LIMIT",
+        "GA                     500        500         0         0  OPEN           -",
+        "VIP                     20         20         0         0  OPEN           -",
+        "TOTAL                  520        520         0         0",
     ]
 
 
@@ -42,7 +42,20 @@ def test_show_json(run) -> None:
     shown = run("event", "show", "gig-1", "--json")
     assert json.loads(shown.output) == {
         "event_id": "gig-1",
-        "seat_classes": [{"seat_class": "GA", "capacity": 5, "available": 5, "sold": 0}],
+        "seat_classes": [
+            {
+                "seat_class": "GA",
+                "capacity": 5,
+                "available": 5,
+                "held": 0,
+                "sold": 0,
+                "sale": "OPEN",
+                "sale_status": "OPEN",
+                "sale_starts_at": None,
+                "sale_ends_at": None,
+                "max_per_customer": None,
+            }
+        ],
     }
 
 

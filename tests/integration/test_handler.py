@@ -215,3 +215,51 @@ def test_a_batch_of_99_for_one_class_costs_one_transaction(concert: Stack) -> No
 def test_events_folder_holds_only_json(concert: Stack) -> None:
     for path in Path(EVENTS).iterdir():
         json.loads(path.read_text())
+
+
+# --- the lifecycle samples, in the order a checkout sends them -----------------------------------
+
+# Each sample runs after the ones before it: hold.json holds h-3001 (GA) and h-3002 (VIP),
+# confirm.json confirms h-3001 (and names an unknown hold), cancel.json cancels both.
+LIFECYCLE_SAMPLES = [
+    ("hold.json", ["HELD", "HELD"]),
+    ("confirm.json", ["CONFIRMED", "UNKNOWN_RESERVATION"]),
+    ("cancel.json", ["CANCELLED", "CANCELLED"]),
+]
+NOT_SQS_SAMPLES = {"env.local.json", "sweep_schedule.json"}
+
+
+def test_every_lifecycle_sample_has_an_expectation() -> None:
+    names = {p.name for p in EVENTS.glob("*.json")} - set(EXPECTED_OUTCOMES) - NOT_SQS_SAMPLES
+    assert sorted(names) == sorted(name for name, _ in LIFECYCLE_SAMPLES)
+
+
+@pytest.mark.parametrize("position", range(len(LIFECYCLE_SAMPLES)), ids=[n for n, _ in LIFECYCLE_SAMPLES])
+def test_lifecycle_sample_is_answered_as_documented(concert: Stack, position: int) -> None:
+    # Given the samples that come before it
+    for name, _ in LIFECYCLE_SAMPLES[:position]:
+        assert concert.invoke(load_event(name)) == {"batchItemFailures": []}
+    concert.outcomes()
+    name, expected = LIFECYCLE_SAMPLES[position]
+    event = load_event(name)
+
+    # When the sample is invoked
+    response = concert.invoke(event)
+
+    # Then every record gets its documented answer, with the lifecycle fields
+    assert response == {"batchItemFailures": []}
+    outcomes = concert.outcomes()
+    by_message = {o["message_id"]: o for o in outcomes}
+    assert [by_message[r["messageId"]]["outcome"] for r in event["Records"]] == expected
+    for record in event["Records"]:
+        document = by_message[record["messageId"]]
+        assert document["type"] == json.loads(record["body"])["type"]
+        assert {"expires_at", "expires_at_epoch", "duplicate", "reason"} <= set(document)
+
+
+def test_lifecycle_samples_carry_a_correct_md5_of_their_bodies() -> None:
+    import hashlib
+
+    for name, _ in LIFECYCLE_SAMPLES:
+        for record in load_event(name)["Records"]:
+            assert record["md5OfBody"] == hashlib.md5(record["body"].encode()).hexdigest()

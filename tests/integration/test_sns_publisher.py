@@ -42,6 +42,9 @@ def test_each_outcome_is_one_message_with_the_documented_body(stack: Stack) -> N
             "reason": "because",
             "duplicate": False,
             "message_id": "m-1",
+            "type": "reserve",
+            "expires_at": None,
+            "expires_at_epoch": None,
         },
         {
             "reservation_id": "r-2",
@@ -54,6 +57,9 @@ def test_each_outcome_is_one_message_with_the_documented_body(stack: Stack) -> N
             "reason": "because",
             "duplicate": False,
             "message_id": "m-2",
+            "type": "reserve",
+            "expires_at": None,
+            "expires_at_epoch": None,
         },
     ]
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from seat_inventory.models import InvalidMessage, ReservationRequest
+from seat_inventory.models import ChangeRequest, InvalidMessage, RequestType, ReservationRequest
 from seat_inventory.parsing import parse_reservation
 
 
@@ -70,7 +70,10 @@ def test_explicit_reserve_type_is_accepted() -> None:
             'seat_class "G\\u00c1" may only contain ASCII letters, digits and . _ : @ - and must start with a letter or digit',
         ),
         ({**GOOD, "price": 10}, 'unexpected field(s): "price"'),
-        ({**GOOD, "type": "refund"}, "type must be 'reserve', got \"refund\""),
+        (
+            {**GOOD, "type": "refund"},
+            "type must be one of 'reserve', 'hold', 'confirm', 'cancel', got \"refund\"",
+        ),
         (
             '{"reservation_id": "r-1", "reservation_id": "r-2"}',
             "field 'reservation_id' appears more than once",
@@ -104,3 +107,105 @@ def test_a_huge_body_gives_a_short_reason() -> None:
     parsed = parse({**GOOD, "event_id": "x" * 256_000})
     assert isinstance(parsed, InvalidMessage)
     assert len(parsed.reason) < 200
+
+
+# --- hold, confirm and cancel messages ------------------------------------------------------------
+
+HOLD = {**GOOD, "type": "hold"}
+
+
+def parse_with_hold_limit(body: object, max_hold_seconds: int = 3600) -> object:
+    return parse_reservation(
+        "msg-1", json.dumps(body), default_seat_class="GA", max_quantity=10, max_hold_seconds=max_hold_seconds
+    )
+
+
+def test_a_hold_becomes_a_hold_request_with_the_default_of_ten_minutes() -> None:
+    # Given a hold without hold_seconds; When parsed; Then it is a hold of 600 s
+    parsed = parse(HOLD)
+    assert parsed == ReservationRequest(
+        "msg-1", "r-1", "e-1", "VIP", 2, "c-9", request_type=RequestType.HOLD, hold_seconds=600
+    )
+    assert isinstance(parsed, ReservationRequest) and parsed.is_hold
+
+
+def test_a_hold_keeps_its_hold_seconds_within_the_bounds() -> None:
+    for seconds in (60, 900, 3600):
+        parsed = parse_with_hold_limit({**HOLD, "hold_seconds": seconds})
+        assert isinstance(parsed, ReservationRequest) and parsed.hold_seconds == seconds
+
+
+def test_the_default_hold_never_exceeds_a_lower_deployment_maximum() -> None:
+    parsed = parse_with_hold_limit(HOLD, max_hold_seconds=300)
+    assert isinstance(parsed, ReservationRequest) and parsed.hold_seconds == 300
+
+
+def test_a_message_without_type_is_still_a_reservation_exactly_as_before() -> None:
+    parsed = parse(GOOD)
+    assert parsed == ReservationRequest("msg-1", "r-1", "e-1", "VIP", 2, "c-9")
+    assert isinstance(parsed, ReservationRequest)
+    assert (parsed.request_type, parsed.hold_seconds) == (RequestType.RESERVE, None)
+
+
+@pytest.mark.parametrize("kind", ["confirm", "cancel"])
+def test_confirm_and_cancel_name_only_the_reservation(kind: str) -> None:
+    assert parse({"type": kind, "reservation_id": "r-1"}) == ChangeRequest("msg-1", "r-1", RequestType(kind))
+    assert parse({"type": kind, "reservation_id": "r-1", "customer_id": "c-9"}) == ChangeRequest(
+        "msg-1", "r-1", RequestType(kind), customer_id="c-9"
+    )
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        ({**HOLD, "hold_seconds": 59}, "hold_seconds must be at least 60, got 59"),
+        ({**HOLD, "hold_seconds": 3601}, "hold_seconds 3601 is above the maximum of 3600"),
+        ({**HOLD, "hold_seconds": 600.0}, "hold_seconds must be an integer, got float 600.0"),
+        ({**HOLD, "hold_seconds": "600"}, 'hold_seconds must be an integer, got str "600"'),
+        ({**HOLD, "hold_seconds": True}, "hold_seconds must be an integer, got bool true"),
+        ({**GOOD, "hold_seconds": 600}, "field(s) not allowed with type 'reserve': \"hold_seconds\""),
+        (
+            {**GOOD, "type": "reserve", "hold_seconds": 600},
+            "field(s) not allowed with type 'reserve': \"hold_seconds\"",
+        ),
+        ({"type": "confirm"}, "missing required field(s): reservation_id"),
+        ({"type": "cancel", "reservation_id": None}, "missing required field(s): reservation_id"),
+        (
+            {"type": "confirm", "reservation_id": "r-1", "quantity": 2},
+            "field(s) not allowed with type 'confirm': \"quantity\"",
+        ),
+        (
+            {"type": "cancel", "reservation_id": "r-1", "event_id": "e-1", "seat_class": "GA"},
+            'field(s) not allowed with type \'cancel\': "event_id", "seat_class"',
+        ),
+        (
+            {"type": "cancel", "reservation_id": "r#1"},
+            'reservation_id "r#1" may only contain ASCII letters, digits and . _ : @ - and must start with a letter or digit',
+        ),
+        (
+            {"type": "confirm", "reservation_id": "r-1", "customer_id": 9},
+            "customer_id must be a string, got int 9",
+        ),
+        ({**GOOD, "type": None}, "type must be one of 'reserve', 'hold', 'confirm', 'cancel', got null"),
+        (
+            {**GOOD, "type": "HOLD"},
+            "type must be one of 'reserve', 'hold', 'confirm', 'cancel', got \"HOLD\"",
+        ),
+        (
+            {"type": "expire", "reservation_id": "r-1"},
+            "type must be one of 'reserve', 'hold', 'confirm', 'cancel', got \"expire\"",
+        ),
+    ],
+)
+def test_each_bad_lifecycle_message_is_answered_with_its_exact_reason(body: object, reason: str) -> None:
+    parsed = parse_with_hold_limit(body)
+    assert isinstance(parsed, InvalidMessage)
+    assert parsed.reason == reason
+
+
+def test_an_invalid_message_keeps_its_type_when_the_type_itself_was_fine() -> None:
+    parsed = parse({**HOLD, "hold_seconds": 1})
+    assert isinstance(parsed, InvalidMessage)
+    assert (parsed.request_type, parsed.reservation_id) == (RequestType.HOLD, "r-1")
+    untyped = parse({**GOOD, "type": "refund"})
+    assert isinstance(untyped, InvalidMessage) and untyped.request_type is None

@@ -328,3 +328,15 @@ def test_a_failed_read_hands_the_group_back(store, publisher) -> None:
 
     assert result.failed_message_ids == ["m-1"]
     assert publisher.published == []
+
+
+def test_a_message_id_twice_in_one_batch_is_answered_once_with_its_first_answer(store, publisher) -> None:
+    # Given the same SQS message twice in one batch (an at-least-once redelivery)
+    result = run([message(1, quantity=2), message(1, quantity=2)], store, publisher)
+
+    # Then it takes its seats once and gets one, original answer
+    assert [(o.message_id, o.outcome, o.duplicate) for o in publisher.published] == [
+        ("m-1", Outcome.CONFIRMED, False)
+    ]
+    assert result.failed_message_ids == []
+    assert store.inventory[SeatKey("e-1", "GA")].sold == 2

@@ -1,13 +1,32 @@
-"""`seats event ...`: create and inspect the inventory of an event."""
+"""`seats event ...`: create and inspect the inventory of an event, and run its sale.
+
+Every change is one conditional write on the inventory item (see `InventoryTable`): closing,
+opening, scheduling and limiting a class set attributes the write that takes seats checks;
+capacity changes are relative updates guarded so that capacity never drops below sold + held.
+"""
 
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
 
 import click
 
 from seat_inventory.cli.context import CliContext
-from seat_inventory.models import EventAlreadyExists, SeatKey
+from seat_inventory.dal.inventory_table import InventoryTable
+from seat_inventory.models import (
+    EventAlreadyExists,
+    InventoryChangeRefused,
+    RetryableError,
+    SaleStatus,
+    SeatClassInventory,
+    SeatKey,
+    UnknownSeatClass,
+    iso_utc,
+)
 from seat_inventory.parsing import MAX_ID_LENGTH, MAX_SEAT_CLASS_LENGTH, id_problem
 from seat_inventory.settings import DEFAULT_SEAT_CLASS
 
@@ -21,9 +40,87 @@ def _checked_id(name: str, value: str, max_length: int) -> str:
     return value
 
 
+def _epoch(value: str | None, option: str) -> int | None:
+    """An ISO-8601 time with a UTC offset (`2026-05-01T10:00:00Z`) as epoch seconds.
+
+    A time without an offset is refused rather than guessed: a sale opening an hour early or
+    late is worse than a retyped command.
+    """
+    if value is None:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError as exc:
+        raise click.BadParameter(f"{value!r} is not an ISO-8601 time", param_hint=option) from exc
+    if parsed.tzinfo is None:
+        raise click.BadParameter(
+            f"{value!r} has no UTC offset; write it like 2026-05-01T10:00:00Z or 2026-05-01T12:00:00+02:00",
+            param_hint=option,
+        )
+    return int(parsed.timestamp())
+
+
+def sale_state(item: SeatClassInventory, now: float) -> str:
+    """OPEN, CLOSED (by the operator), SCHEDULED (before the window) or ENDED (after it)."""
+    if item.sale_status is SaleStatus.CLOSED:
+        return "CLOSED"
+    if item.sale_starts_at is not None and now < item.sale_starts_at:
+        return "SCHEDULED"
+    if item.sale_ends_at is not None and now >= item.sale_ends_at:
+        return "ENDED"
+    return "OPEN"
+
+
+def _window(item: SeatClassInventory) -> str | None:
+    if item.sale_starts_at is None and item.sale_ends_at is None:
+        return None
+    starts = iso_utc(item.sale_starts_at) if item.sale_starts_at is not None else "now"
+    ends = iso_utc(item.sale_ends_at) if item.sale_ends_at is not None else "open end"
+    return f"{starts} .. {ends}"
+
+
+def _classes(table: InventoryTable, event_id: str, seat_class: str | None) -> list[SeatKey]:
+    """The seat class named, or every class of the event when none is."""
+    _checked_id("event_id", event_id, MAX_ID_LENGTH)
+    if seat_class is not None:
+        return [SeatKey(event_id, _checked_id("seat_class", seat_class, MAX_SEAT_CLASS_LENGTH))]
+    keys = [c.key for c in table.get_event(event_id)]
+    if not keys:
+        raise click.ClickException(f"event {event_id!r} not found")
+    return keys
+
+
+def _apply(
+    obj: CliContext,
+    event_id: str,
+    seat_class: str | None,
+    change: Callable[[InventoryTable, SeatKey], SeatClassInventory],
+) -> list[SeatClassInventory]:
+    table = obj.inventory_table()
+    changed = []
+    for key in _classes(table, event_id, seat_class):
+        try:
+            changed.append(change(table, key))
+        except UnknownSeatClass as exc:
+            raise click.ClickException(f"{exc}; nothing was changed") from exc
+        except (InventoryChangeRefused, ValueError, RetryableError) as exc:
+            raise click.ClickException(f"{exc}; {key.seat_class} was not changed") from exc
+    return changed
+
+
+def _describe(item: SeatClassInventory) -> str:
+    limit = item.max_per_customer if item.max_per_customer is not None else "none"
+    window = _window(item) or "none"
+    return (
+        f"{item.event_id} {item.seat_class}: sale {sale_state(item, time.time())}, window {window},"
+        f" limit per customer {limit}, capacity {item.capacity} (available {item.available},"
+        f" held {item.held}, sold {item.sold})"
+    )
+
+
 @click.group()
 def event() -> None:
-    """Create and inspect events (one inventory item per seat class)."""
+    """Create and inspect events (one inventory item per seat class), and run their sale."""
 
 
 @event.command("create")
@@ -35,18 +132,58 @@ def event() -> None:
     show_default=True,
     help="Seat class to create; run again with another class to add one to the same event.",
 )
+@click.option("--max-per-customer", type=click.IntRange(min=1), help="Most seats one customer may take.")
+@click.option("--starts-at", help="Sale opens at this ISO-8601 time (with offset, e.g. ...Z).")
+@click.option("--ends-at", help="Sale ends at this ISO-8601 time (with offset).")
+@click.option("--closed", is_flag=True, help="Create the class closed; `seats event open` opens it.")
 @pass_cli
-def create(obj: CliContext, event_id: str, capacity: int, seat_class: str) -> None:
-    """Create the seats of one class of EVENT_ID; an existing class is an error, never overwritten."""
+def create(
+    obj: CliContext,
+    event_id: str,
+    capacity: int,
+    seat_class: str,
+    max_per_customer: int | None,
+    starts_at: str | None,
+    ends_at: str | None,
+    closed: bool,
+) -> None:
+    """Create the inventory of EVENT_ID's seat class. An existing seat class is an error, never overwritten.
+
+    The sale rules can be given now or later (`seats event limit/schedule/close`).
+    """
     key = SeatKey(
         _checked_id("event_id", event_id, MAX_ID_LENGTH),
         _checked_id("seat_class", seat_class, MAX_SEAT_CLASS_LENGTH),
     )
     try:
-        created = obj.inventory_table().create_seat_class(key, capacity)
+        created = obj.inventory_table().create_seat_class(
+            key,
+            capacity,
+            max_per_customer=max_per_customer,
+            sale_starts_at=_epoch(starts_at, "--starts-at"),
+            sale_ends_at=_epoch(ends_at, "--ends-at"),
+            closed=closed,
+        )
     except EventAlreadyExists as exc:
         raise click.ClickException(f"{exc}; nothing was changed") from exc
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from exc
     click.echo(f"created {created.event_id} {created.seat_class}: capacity {created.capacity}")
+
+
+def _class_document(c: SeatClassInventory, now: float) -> dict[str, Any]:
+    return {
+        "seat_class": c.seat_class,
+        "capacity": c.capacity,
+        "available": c.available,
+        "held": c.held,
+        "sold": c.sold,
+        "sale": sale_state(c, now),
+        "sale_status": c.sale_status.value,
+        "sale_starts_at": iso_utc(c.sale_starts_at) if c.sale_starts_at is not None else None,
+        "sale_ends_at": iso_utc(c.sale_ends_at) if c.sale_ends_at is not None else None,
+        "max_per_customer": c.max_per_customer,
+    }
 
 
 @event.command("show")
@@ -54,33 +191,146 @@ def create(obj: CliContext, event_id: str, capacity: int, seat_class: str) -> No
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
 @pass_cli
 def show(obj: CliContext, event_id: str, as_json: bool) -> None:
-    """Show capacity, available and sold seats per seat class of EVENT_ID."""
+    """Show capacity, available, held and sold seats, sale state and limit per seat class of EVENT_ID.
+
+    SALE is OPEN, CLOSED (by `seats event close`), SCHEDULED (before its window) or ENDED.
+    """
     classes = obj.inventory_table().get_event(event_id)
     if not classes:
         raise click.ClickException(f"event {event_id!r} not found")
+    now = time.time()
     if as_json:
         click.echo(
-            json.dumps(
-                {
-                    "event_id": event_id,
-                    "seat_classes": [
-                        {
-                            "seat_class": c.seat_class,
-                            "capacity": c.capacity,
-                            "available": c.available,
-                            "sold": c.sold,
-                        }
-                        for c in classes
-                    ],
-                }
-            )
+            json.dumps({"event_id": event_id, "seat_classes": [_class_document(c, now) for c in classes]})
         )
         return
-    click.echo(f"{'SEAT CLASS':<16}{'CAPACITY':>10}{'AVAILABLE':>11}{'SOLD':>10}")
+    header = f"{'SEAT CLASS':<16}{'CAPACITY':>10}{'AVAILABLE':>11}{'HELD':>10}{'SOLD':>10}"
+    click.echo(f"{header}  {'SALE':<10}{'LIMIT':>6}")
     for c in classes:
-        click.echo(f"{c.seat_class:<16}{c.capacity:>10}{c.available:>11}{c.sold:>10}")
+        limit = str(c.max_per_customer) if c.max_per_customer is not None else "-"
+        click.echo(
+            f"{c.seat_class:<16}{c.capacity:>10}{c.available:>11}{c.held:>10}{c.sold:>10}"
+            f"  {sale_state(c, now):<10}{limit:>6}"
+        )
     if len(classes) > 1:
         click.echo(
-            f"{'TOTAL':<16}{sum(c.capacity for c in classes):>10}"
-            f"{sum(c.available for c in classes):>11}{sum(c.sold for c in classes):>10}"
+            f"{'TOTAL':<16}{sum(c.capacity for c in classes):>10}{sum(c.available for c in classes):>11}"
+            f"{sum(c.held for c in classes):>10}{sum(c.sold for c in classes):>10}"
         )
+    for c in classes:
+        window = _window(c)
+        if window:
+            click.echo(f"sale window {c.seat_class}: {window}")
+
+
+_SEAT_CLASS_OPTION = click.option(
+    "--seat-class", help="Only this seat class (default: every seat class of the event)."
+)
+
+
+@event.command("close")
+@click.argument("event_id")
+@_SEAT_CLASS_OPTION
+@pass_cli
+def close(obj: CliContext, event_id: str, seat_class: str | None) -> None:
+    """Stop selling EVENT_ID: reserve and hold are answered SALE_CLOSED. Confirm and cancel go on."""
+    for item in _apply(obj, event_id, seat_class, lambda t, k: t.set_sale_status(k, SaleStatus.CLOSED)):
+        click.echo(_describe(item))
+
+
+@event.command("open")
+@click.argument("event_id")
+@_SEAT_CLASS_OPTION
+@pass_cli
+def open_(obj: CliContext, event_id: str, seat_class: str | None) -> None:
+    """Sell EVENT_ID again after `close` (its sale window, if any, still applies)."""
+    for item in _apply(obj, event_id, seat_class, lambda t, k: t.set_sale_status(k, SaleStatus.OPEN)):
+        click.echo(_describe(item))
+
+
+@event.command("schedule")
+@click.argument("event_id")
+@_SEAT_CLASS_OPTION
+@click.option(
+    "--starts-at", help="Sale opens at this ISO-8601 time (with offset, e.g. 2026-05-01T10:00:00Z)."
+)
+@click.option(
+    "--ends-at", help="Sale ends at this ISO-8601 time (with offset); seats sell until just before."
+)
+@click.option("--clear", is_flag=True, help="Remove the window: the class sells whenever it is open.")
+@pass_cli
+def schedule(
+    obj: CliContext,
+    event_id: str,
+    seat_class: str | None,
+    starts_at: str | None,
+    ends_at: str | None,
+    clear: bool,
+) -> None:
+    """Set the sale window of EVENT_ID. The window is replaced: a side not given is left open."""
+    if clear == bool(starts_at or ends_at):
+        raise click.UsageError("give --starts-at and/or --ends-at, or --clear")
+    start, end = _epoch(starts_at, "--starts-at"), _epoch(ends_at, "--ends-at")
+    if start is not None and end is not None and end <= start:
+        raise click.BadParameter("the sale must end after it starts", param_hint="--ends-at")
+    for item in _apply(obj, event_id, seat_class, lambda t, k: t.set_sale_window(k, start, end)):
+        click.echo(_describe(item))
+
+
+@event.command("limit")
+@click.argument("event_id")
+@_SEAT_CLASS_OPTION
+@click.option("--max-per-customer", type=click.IntRange(min=1), help="Most seats one customer may take.")
+@click.option("--none", "no_limit", is_flag=True, help="Remove the limit.")
+@pass_cli
+def limit(
+    obj: CliContext, event_id: str, seat_class: str | None, max_per_customer: int | None, no_limit: bool
+) -> None:
+    """Set the per-customer limit of EVENT_ID (reserve and hold count, cancel and expiry give back).
+
+    Only seats taken while a limit is set count: set it before the sale opens.
+    """
+    if no_limit == (max_per_customer is not None):
+        raise click.UsageError("give --max-per-customer N or --none")
+    for item in _apply(obj, event_id, seat_class, lambda t, k: t.set_max_per_customer(k, max_per_customer)):
+        click.echo(_describe(item))
+
+
+@event.command("capacity")
+@click.argument("event_id")
+@click.option("--seat-class", help="The seat class to change; needed when the event has more than one.")
+@click.option("--add", type=click.IntRange(min=1), help="Add N seats (capacity and available).")
+@click.option(
+    "--remove", type=click.IntRange(min=1), help="Remove N available seats; never below sold + held."
+)
+@click.option(
+    "--set", "set_to", type=click.IntRange(min=0), help="Set the capacity to N (not below sold + held)."
+)
+@pass_cli
+def capacity(
+    obj: CliContext,
+    event_id: str,
+    seat_class: str | None,
+    add: int | None,
+    remove: int | None,
+    set_to: int | None,
+) -> None:
+    """Change the capacity of one seat class of EVENT_ID, safely under concurrent sales and changes."""
+    if sum(v is not None for v in (add, remove, set_to)) != 1:
+        raise click.UsageError("give exactly one of --add N, --remove N, --set N")
+    table = obj.inventory_table()
+    keys = _classes(table, event_id, seat_class)
+    if len(keys) > 1:
+        raise click.UsageError(
+            f"event {event_id!r} has seat classes {', '.join(k.seat_class for k in keys)};"
+            " name one with --seat-class"
+        )
+    [key] = keys
+
+    def change(t: InventoryTable, k: SeatKey) -> SeatClassInventory:
+        if set_to is not None:
+            return t.set_capacity(k, set_to)
+        return t.change_capacity(k, add if add is not None else -(remove or 0))
+
+    for item in _apply(obj, event_id, key.seat_class, change):
+        click.echo(_describe(item))

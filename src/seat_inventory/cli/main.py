@@ -45,3 +45,8 @@ from seat_inventory.cli.local_commands import demo, local  # noqa: E402
 
 cli.add_command(local)
 cli.add_command(demo)
+from seat_inventory.cli.holds_commands import holds  # noqa: E402
+from seat_inventory.cli.reservation_commands import reservation  # noqa: E402
+
+cli.add_command(reservation)
+cli.add_command(holds)

@@ -10,7 +10,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from seat_inventory.models import ReservationOutcome, SeatClassInventory, SeatKey
+from seat_inventory.models import (
+    ReservationOutcome,
+    ReservationRecord,
+    SeatClassInventory,
+    SeatKey,
+    Transition,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,18 +24,38 @@ class WriteRefused:
     """A transaction that DynamoDB cancelled because a condition failed, and what it told us.
 
     `inventory_refused` is True when the inventory guard failed; `inventory` then holds the item
-    as it was (too few seats left), or is None when there is no such item (unknown event).
+    as it was (too few seats left, sale closed, another per-customer limit than assumed), or is
+    None when there is no such item (unknown event).
     `already_recorded` maps each reservation id whose record already existed to the answer
     stored with it: those requests were answered before and must not take seats again.
+    `customer_seats` maps each customer whose counter refused the increment to the seats the
+    counter held: taking more would pass the per-customer limit.
     """
 
     inventory_refused: bool
     inventory: SeatClassInventory | None
     already_recorded: Mapping[str, ReservationOutcome] = field(default_factory=dict)
+    customer_seats: Mapping[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class TransitionsRefused:
+    """A status-change transaction that a failed condition cancelled (nothing was written).
+
+    `records` maps each reservation id whose status condition failed to the record as it is now
+    (None when it no longer exists): someone else changed it first. `inventory` is the item as it
+    was when its guard failed (None when missing); `counters_refused` names the customers whose
+    counter could not be decremented.
+    """
+
+    inventory_refused: bool
+    inventory: SeatClassInventory | None
+    records: Mapping[str, ReservationRecord | None] = field(default_factory=dict)
+    counters_refused: frozenset[str] = frozenset()
 
 
 class InventoryStore(Protocol):
-    """Persistence of inventory and of the answer recorded for each reservation id."""
+    """Persistence of inventory, of each reservation's record and of per-customer counters."""
 
     def commit_outcomes(
         self,
@@ -38,9 +64,16 @@ class InventoryStore(Protocol):
         *,
         seats_taken: int,
         rejection_expires_at: int,
+        max_per_customer: int | None = None,
+        customer_seats: Mapping[str, int] | None = None,
+        now: int | None = None,
     ) -> WriteRefused | None:
         """Atomically takes `seats_taken` seats (if any) and records every outcome.
 
+        HELD outcomes' seats go to `held`, CONFIRMED ones to `sold`. The inventory guard also
+        checks the sale status and window at `now` and that the class's per-customer limit is
+        `max_per_customer` (None: no limit); with a limit, `customer_seats` (customer -> seats
+        taken here) is added to each customer's counter, guarded by the limit.
         Returns None when everything committed, a `WriteRefused` when a condition failed (then
         nothing was written), and raises `RetryableError` on a transient fault.
         """
@@ -50,8 +83,46 @@ class InventoryStore(Protocol):
         """The inventory item read strongly consistently, or None when there is none.
 
         Costs a read, never a write: used instead of a doomed conditional write once a seat
-        class is known to be (nearly) sold out.
+        class is known to be (nearly) sold out or closed.
         """
+        ...
+
+    def read_reservations(self, reservation_ids: Sequence[str]) -> dict[str, ReservationRecord]:
+        """The records of these reservation ids, read strongly consistently; missing ids are absent."""
+        ...
+
+    def commit_transitions(
+        self,
+        key: SeatKey,
+        transitions: Sequence[Transition],
+        *,
+        now: int,
+        capacity: int | None,
+        release_expires_at: int,
+    ) -> TransitionsRefused | None:
+        """Atomically moves every record to its new status and the inventory (and counters) with it.
+
+        Each record's change is conditional on the status it was read with (so a change takes
+        effect once however often it is asked for). Seats given back are guarded so that the
+        class never exceeds `capacity` (the capacity the caller believes; a different one refuses).
+        Records of seats that were never sold get TTL `release_expires_at`.
+        """
+        ...
+
+
+class HoldStore(InventoryStore, Protocol):
+    """What the hold sweeper needs on top of the inventory store: the expiry index and the outbox."""
+
+    def find_expired_holds(self, now: int, limit: int) -> list[ReservationRecord]:
+        """At most `limit` records still HELD whose hold ran out by `now` (eventually consistent)."""
+        ...
+
+    def find_unpublished_expiries(self, limit: int) -> list[ReservationRecord]:
+        """At most `limit` EXPIRED records whose outcome has not been published yet (the outbox)."""
+        ...
+
+    def mark_expiries_published(self, records: Sequence[ReservationRecord], *, expires_at: int) -> int:
+        """Takes the records out of the outbox (and gives them their TTL); returns how many it took out."""
         ...
 
 

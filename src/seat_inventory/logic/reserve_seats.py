@@ -1,11 +1,16 @@
-"""Answers one SQS batch of reservation messages.
+"""Answers one SQS batch of messages: reservations, holds, confirmations and cancellations.
 
 The rules (README "Guarantees"):
 - seats are taken only by one conditional transaction per (event, seat class) group, which also
-  writes one record per reservation id; a record that already exists means the request was
-  answered before, and its stored answer is published again;
+  writes one record per reservation id (reserve and hold alike); a record that already exists
+  means the request was answered before, and its stored answer is published again;
+- the same write checks the sale status and window, and the per-customer limit (with one counter
+  update per customer in the transaction); a refusal hands back the item as it was and the group
+  is planned again from it;
 - when a group does not fit in what is left, it is filled greedily in arrival order and the rest
-  is answered SOLD_OUT, in the same transaction;
+  is answered SOLD_OUT (or LIMIT_EXCEEDED), in the same transaction;
+- confirmations and cancellations run after the batch's reservations and holds (so a hold and its
+  confirmation can share a batch), see `logic.change_reservations`;
 - an outcome is published only after its transaction committed; a message whose write or
   publication hit a transient fault is returned for retry, and its retry re-publishes the
   stored answer without taking seats again.
@@ -13,57 +18,47 @@ The rules (README "Guarantees"):
 
 from __future__ import annotations
 
-import random
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
+from seat_inventory.logic.change_reservations import apply_changes
+from seat_inventory.logic.hints import (
+    MAX_ACTIONS_PER_TRANSACTION,
+    MAX_CONFLICT_RETRIES,
+    MAX_SETTLE_ROUNDS,
+    InventoryHints,
+    back_off,
+)
 from seat_inventory.logic.ports import Clock, InventoryStore, OutcomePublisher
 from seat_inventory.models import (
     BatchResult,
+    ChangeRequest,
     InvalidMessage,
     Outcome,
+    RequestType,
     ReservationOutcome,
     ReservationRequest,
     RetryableError,
+    SeatClassInventory,
     SeatKey,
     TransactionConflict,
+    iso_utc,
 )
+
+__all__ = [
+    "MAX_ACTIONS_PER_TRANSACTION",
+    "MAX_CONFLICT_RETRIES",
+    "MAX_RESERVATIONS_PER_TRANSACTION",
+    "InventoryHints",
+    "QueueMessage",
+    "reserve_seats",
+]
 from seat_inventory.parsing import parse_reservation
 from seat_inventory.settings import Settings
 
-# DynamoDB allows 100 actions per transaction: one inventory update plus 99 reservation records.
-MAX_RESERVATIONS_PER_TRANSACTION = 99
-# Each refused round teaches the planner something (a recorded duplicate, the seats left, a
-# missing event); under heavy contention the seats left can change between rounds, so bound it.
-MAX_SETTLE_ROUNDS = 8
-# Transaction conflicts with a concurrent batch on the same hot item are retried in place, with
-# jittered back-off, before the messages are handed back to the queue.
-MAX_CONFLICT_RETRIES = 5
-CONFLICT_BACKOFF_SECONDS = 0.02
-
-
-class InventoryHints:
-    """What this container last learned about each seat class: seats left, or no such item.
-
-    Only a hint: it decides whether a group starts with a strongly consistent read (when the
-    class looked too small for the group, or missing) instead of an optimistic write. After a
-    sell-out, rejections are then answered from that read and the transaction writes only
-    their records, never the hot inventory item. Correctness never rests on it: every seat is
-    still taken through the guarded transaction.
-    """
-
-    _MISSING = -1
-
-    def __init__(self) -> None:
-        self._seats_left: dict[SeatKey, int] = {}
-
-    def should_read_first(self, key: SeatKey, seats_wanted: int) -> bool:
-        known = self._seats_left.get(key)
-        return known is not None and known < seats_wanted
-
-    def learn(self, key: SeatKey, seats_left: int | None) -> None:
-        """Records an observation: seats left, or None for no inventory item."""
-        self._seats_left[key] = self._MISSING if seats_left is None else seats_left
+# Without a per-customer limit: one inventory update plus 99 reservation records.
+MAX_RESERVATIONS_PER_TRANSACTION = MAX_ACTIONS_PER_TRANSACTION - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,13 +69,13 @@ class QueueMessage:
     body: str
 
 
-def _chunks(items: Sequence[ReservationRequest], size: int) -> Iterator[Sequence[ReservationRequest]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
-
-
 def _answer(
-    request: ReservationRequest, outcome: Outcome, reason: str, remaining: int | None
+    request: ReservationRequest,
+    outcome: Outcome,
+    reason: str,
+    remaining: int | None,
+    *,
+    hold_expires_at: int | None = None,
 ) -> ReservationOutcome:
     return ReservationOutcome(
         reservation_id=request.reservation_id,
@@ -92,6 +87,8 @@ def _answer(
         customer_id=request.customer_id,
         remaining=remaining,
         message_id=request.message_id,
+        request_type=request.request_type,
+        hold_expires_at=hold_expires_at,
     )
 
 
@@ -106,44 +103,143 @@ def _invalid_answer(message: InvalidMessage) -> ReservationOutcome:
         quantity=message.quantity,
         customer_id=message.customer_id,
         message_id=message.message_id,
+        request_type=message.request_type,
     )
 
 
-def plan_group(
-    key: SeatKey,
-    pending: Sequence[ReservationRequest],
-    *,
-    seats_left: int | None,
-    event_missing: bool,
-) -> tuple[list[ReservationOutcome], int]:
-    """Decides an answer for each pending request of one group; returns them and the seats taken.
+@dataclass(slots=True)
+class GroupKnowledge:
+    """What the planner knows about one group's inventory item while settling it.
 
-    With nothing known yet (`seats_left` None) every request is planned CONFIRMED: the
-    transaction's guard decides. Once the guard has reported how many seats are left, the group
-    is filled greedily in arrival order and the rest is SOLD_OUT.
+    `verified` is True once the item was observed during this settlement (a consistent read or a
+    refused write's ALL_OLD); only then may a rejection be decided without the inventory guard in
+    the same transaction. Before that, `assumed_limit` is the per-customer limit the optimistic
+    write assumes (and its condition checks). `counted` holds customers' counters as refused
+    counter updates reported them.
     """
-    if event_missing:
+
+    verified: bool = False
+    inventory: SeatClassInventory | None = None
+    assumed_limit: int | None = None
+    counted: dict[str, int] = field(default_factory=dict)
+
+    def observe(self, inventory: SeatClassInventory | None) -> None:
+        self.verified = True
+        self.inventory = inventory
+
+    @property
+    def limit(self) -> int | None:
+        if self.verified:
+            return self.inventory.max_per_customer if self.inventory else None
+        return self.assumed_limit
+
+
+@dataclass(frozen=True, slots=True)
+class GroupPlan:
+    """One transaction's worth of answers: the seats they take, and the counter increments."""
+
+    outcomes: list[ReservationOutcome]
+    seats_taken: int
+    limit: int | None
+    customer_seats: dict[str, int]
+
+    @property
+    def action_count(self) -> int:
+        return (1 if self.seats_taken else 0) + len(self.outcomes) + len(self.customer_seats)
+
+
+def plan_group(
+    key: SeatKey, pending: Sequence[ReservationRequest], knowledge: GroupKnowledge, *, now: int
+) -> GroupPlan:
+    """Decides an answer for each pending request of one group.
+
+    With nothing verified yet every request is planned to take its seats (within the assumed
+    per-customer limit): the transaction's guard decides. Once the item has been observed, a
+    missing item is UNKNOWN_EVENT, a closed sale SALE_CLOSED, and otherwise the group is filled
+    greedily in arrival order; what passes a customer's limit is LIMIT_EXCEEDED and what does
+    not fit is SOLD_OUT.
+    """
+    if knowledge.verified and knowledge.inventory is None:
         reason = f"event {key.event_id!r} has no seat class {key.seat_class!r}"
-        return [_answer(r, Outcome.UNKNOWN_EVENT, reason, None) for r in pending], 0
-    if seats_left is None:
-        seats = sum(r.quantity for r in pending)
-        return [
-            _answer(r, Outcome.CONFIRMED, f"{r.quantity} seat(s) confirmed", None) for r in pending
-        ], seats
-    left = seats_left
-    taken: list[ReservationRequest] = []
-    refused: list[ReservationRequest] = []
+        return GroupPlan([_answer(r, Outcome.UNKNOWN_EVENT, reason, None) for r in pending], 0, None, {})
+    inventory = knowledge.inventory if knowledge.verified else None
+    if inventory is not None:
+        closed = inventory.sale_closed_reason(now)
+        if closed:
+            return GroupPlan([_answer(r, Outcome.SALE_CLOSED, closed, None) for r in pending], 0, None, {})
+    limit = knowledge.limit
+    left = inventory.available if inventory is not None else None
+    taken_by_customer: dict[str, int] = {}
+    decisions: list[tuple[ReservationRequest, Outcome, int]] = []  # request, outcome, counted before
     for request in pending:
-        if request.quantity <= left:
-            taken.append(request)
-            left -= request.quantity
+        counted = knowledge.counted.get(request.customer_id, 0) + taken_by_customer.get(
+            request.customer_id, 0
+        )
+        if limit is not None and counted + request.quantity > limit:
+            decisions.append((request, Outcome.LIMIT_EXCEEDED, counted))
+        elif left is not None and request.quantity > left:
+            decisions.append((request, Outcome.SOLD_OUT, counted))
         else:
-            refused.append(request)
-    outcomes = [_answer(r, Outcome.CONFIRMED, f"{r.quantity} seat(s) confirmed", left) for r in taken]
-    outcomes += [
-        _answer(r, Outcome.SOLD_OUT, f"requested {r.quantity} seat(s), {left} left", left) for r in refused
-    ]
-    return outcomes, seats_left - left
+            if left is not None:
+                left -= request.quantity
+            taken_by_customer[request.customer_id] = (
+                taken_by_customer.get(request.customer_id, 0) + request.quantity
+            )
+            decisions.append((request, Outcome.HELD if request.is_hold else Outcome.CONFIRMED, counted))
+    outcomes: list[ReservationOutcome] = []
+    for request, outcome, counted in decisions:
+        if outcome is Outcome.CONFIRMED:
+            outcomes.append(_answer(request, outcome, f"{request.quantity} seat(s) confirmed", left))
+        elif outcome is Outcome.HELD:
+            expires_at = now + (request.hold_seconds or 0)
+            outcomes.append(
+                _answer(
+                    request,
+                    outcome,
+                    f"{request.quantity} seat(s) held until {iso_utc(expires_at)}",
+                    left,
+                    hold_expires_at=expires_at,
+                )
+            )
+        elif outcome is Outcome.SOLD_OUT:
+            outcomes.append(
+                _answer(request, outcome, f"requested {request.quantity} seat(s), {left} left", left)
+            )
+        else:
+            outcomes.append(
+                _answer(
+                    request,
+                    outcome,
+                    f"customer {request.customer_id!r} may take at most {limit} seat(s) of"
+                    f" {key.event_id} {key.seat_class}; {counted} already taken,"
+                    f" {request.quantity} requested",
+                    left,
+                )
+            )
+    seats = sum(taken_by_customer.values())
+    return GroupPlan(outcomes, seats, limit, taken_by_customer if limit is not None else {})
+
+
+def _prefix_that_fits(plan: GroupPlan) -> int:
+    """How many of the plan's answers (in arrival order) fit in one transaction with their actions."""
+    actions = 0
+    inventory_counted = False
+    customers: set[str] = set()
+    for index, outcome in enumerate(plan.outcomes):
+        extra = 1
+        takes_seats = outcome.outcome in (Outcome.CONFIRMED, Outcome.HELD)
+        if takes_seats and not inventory_counted:
+            extra += 1
+        if takes_seats and plan.limit is not None and outcome.customer_id not in customers:
+            extra += 1
+        if actions + extra > MAX_ACTIONS_PER_TRANSACTION:
+            return index
+        actions += extra
+        if takes_seats:
+            inventory_counted = True
+            if plan.limit is not None:
+                customers.add(outcome.customer_id or "")
+    return len(plan.outcomes)
 
 
 def settle_group(
@@ -154,61 +250,132 @@ def settle_group(
     clock: Clock,
     rejection_ttl_seconds: int,
     hints: InventoryHints,
-) -> dict[str, ReservationOutcome]:
-    """Commits the answers of one group (at most one transaction's worth of requests).
+) -> tuple[dict[str, ReservationOutcome], list[ReservationRequest]]:
+    """Commits the answers of one group in one transaction.
 
-    Returns the answer for every reservation id of the group. Raises `RetryableError` when a
-    transient fault or persistent contention prevented a commit; nothing was written then.
+    Returns the answer for every reservation id it settled, and the requests (a tail of
+    `requests`, in order) that did not fit in that transaction's 100 actions and still need one.
+    Raises `RetryableError` when a transient fault or persistent contention prevented a commit;
+    nothing was written then.
     """
     by_id = {r.reservation_id: r for r in requests}
     pending = list(requests)
+    leftover: list[ReservationRequest] = []
     answers: dict[str, ReservationOutcome] = {}
-    seats_left: int | None = None
-    event_missing = False
-    if hints.should_read_first(key, sum(r.quantity for r in requests)):
+    now = int(clock.now())
+    knowledge = GroupKnowledge()
+    assumed = hints.assumed(key)
+    knowledge.assumed_limit = assumed.max_per_customer if assumed is not None else None
+
+    def read() -> None:
         inventory = store.read_inventory(key)
-        event_missing = inventory is None
-        seats_left = None if inventory is None else inventory.available
-        hints.learn(key, seats_left)
+        knowledge.observe(inventory)
+        hints.learn_item(key, inventory)
+
+    if hints.should_read_first(key, sum(r.quantity for r in requests), now):
+        read()
     conflicts = 0
     rounds = 0
     while pending:
         if rounds >= MAX_SETTLE_ROUNDS:
             raise RetryableError(f"{key} did not settle after {MAX_SETTLE_ROUNDS} rounds")
         rounds += 1
-        outcomes, seats = plan_group(key, pending, seats_left=seats_left, event_missing=event_missing)
+        plan = plan_group(key, pending, knowledge, now=now)
+        if plan.seats_taken == 0 and not knowledge.verified:
+            # Rejections decided on assumptions alone would be written without the inventory
+            # guard that checks them: observe the item first.
+            read()
+            continue
+        fits = _prefix_that_fits(plan)
+        if fits < len(pending):
+            leftover = pending[fits:] + leftover
+            pending = pending[:fits]
+            plan = plan_group(key, pending, knowledge, now=now)
         try:
             refused = store.commit_outcomes(
                 key,
-                outcomes,
-                seats_taken=seats,
-                rejection_expires_at=int(clock.now()) + rejection_ttl_seconds,
+                plan.outcomes,
+                seats_taken=plan.seats_taken,
+                rejection_expires_at=now + rejection_ttl_seconds,
+                max_per_customer=plan.limit,
+                customer_seats=plan.customer_seats,
+                now=now,
             )
         except TransactionConflict:
             conflicts += 1
             if conflicts > MAX_CONFLICT_RETRIES:
                 raise
             rounds -= 1  # a conflict teaches nothing; it is bounded by MAX_CONFLICT_RETRIES instead
-            clock.sleep(random.uniform(0, CONFLICT_BACKOFF_SECONDS * 2**conflicts))
+            back_off(clock, conflicts)
             continue
         if refused is None:
-            answers.update((o.reservation_id, o) for o in outcomes)
-            if seats_left is not None:
-                hints.learn(key, seats_left - seats)
-            return answers
+            answers.update((o.reservation_id, o) for o in plan.outcomes)
+            _learn_commit(hints, key, knowledge, plan)
+            return answers, leftover
         for reservation_id, stored in refused.already_recorded.items():
             request = by_id[reservation_id]
             answers[reservation_id] = stored.as_duplicate(request.message_id)
         pending = [r for r in pending if r.reservation_id not in refused.already_recorded]
+        knowledge.counted.update(refused.customer_seats)
         if refused.inventory_refused:
-            if refused.inventory is None:
-                event_missing = True
-            else:
-                seats_left = refused.inventory.available
-            hints.learn(key, seats_left)
-        elif not refused.already_recorded:
+            knowledge.observe(refused.inventory)
+            hints.learn_item(key, refused.inventory)
+        elif not refused.already_recorded and not refused.customer_seats:
             raise RetryableError(f"transaction for {key} refused without a reason the planner knows")
-    return answers
+    return answers, leftover
+
+
+def _learn_commit(hints: InventoryHints, key: SeatKey, knowledge: GroupKnowledge, plan: GroupPlan) -> None:
+    """After a commit planned on an observed item, the container knows the seats now left."""
+    inventory = knowledge.inventory
+    if not knowledge.verified or inventory is None:
+        return
+    held = sum(o.quantity or 0 for o in plan.outcomes if o.outcome is Outcome.HELD)
+    hints.learn_item(
+        key,
+        dataclasses.replace(
+            inventory,
+            available=inventory.available - plan.seats_taken,
+            held=inventory.held + held,
+            sold=inventory.sold + plan.seats_taken - held,
+        ),
+    )
+
+
+def _settle_groups(
+    groups: Mapping[SeatKey, list[ReservationRequest]],
+    *,
+    store: InventoryStore,
+    clock: Clock,
+    settings: Settings,
+    hints: InventoryHints,
+) -> tuple[dict[str, ReservationOutcome], set[str]]:
+    """Settles every group, one transaction at a time.
+
+    Returns the answers by reservation id, and the message ids to retry.
+    """
+    answers: dict[str, ReservationOutcome] = {}
+    failed: set[str] = set()
+    for key, requests in groups.items():
+        remaining = list(requests)
+        while remaining:
+            chunk = remaining[:MAX_RESERVATIONS_PER_TRANSACTION]
+            try:
+                settled, leftover = settle_group(
+                    key,
+                    chunk,
+                    store=store,
+                    clock=clock,
+                    rejection_ttl_seconds=settings.rejection_record_ttl_seconds,
+                    hints=hints,
+                )
+            except RetryableError:
+                failed.update(r.message_id for r in chunk)
+                remaining = remaining[len(chunk) :]
+                continue
+            answers.update(settled)
+            remaining = leftover + remaining[len(chunk) :]
+    return answers, failed
 
 
 def reserve_seats(
@@ -222,48 +389,41 @@ def reserve_seats(
 ) -> BatchResult:
     """Answers every message of one SQS batch; returns what was published and what to retry.
 
-    `hints` lives as long as the container, so that what one batch learns about a sold-out
-    class spares the next batches a doomed write (see `InventoryHints`).
+    `hints` lives as long as the container, so that what one batch learns about a class (sold
+    out, closed, its limit) spares the next batches a doomed write (see `InventoryHints`).
     """
     hints = hints if hints is not None else InventoryHints()
     result = BatchResult()
-    failed: set[str] = set()
     answers: dict[str, ReservationOutcome] = {}  # message id -> answer
     first_request: dict[str, ReservationRequest] = {}  # reservation id -> first message carrying it
     repeats: list[ReservationRequest] = []
     groups: dict[SeatKey, list[ReservationRequest]] = {}
+    changes: list[ChangeRequest] = []
 
+    seen_message_ids: set[str] = set()
     for message in messages:
+        # A message id twice in one batch is one message delivered twice: it is answered once.
+        if message.message_id in seen_message_ids:
+            continue
+        seen_message_ids.add(message.message_id)
         parsed = parse_reservation(
             message.message_id,
             message.body,
             default_seat_class=settings.default_seat_class,
             max_quantity=settings.max_seats_per_reservation,
+            max_hold_seconds=settings.max_hold_seconds,
         )
         if isinstance(parsed, InvalidMessage):
             answers[message.message_id] = _invalid_answer(parsed)
+        elif isinstance(parsed, ChangeRequest):
+            changes.append(parsed)
         elif parsed.reservation_id in first_request:
             repeats.append(parsed)
         else:
             first_request[parsed.reservation_id] = parsed
             groups.setdefault(parsed.seat_key, []).append(parsed)
 
-    group_answers: dict[str, ReservationOutcome] = {}
-    for key, requests in groups.items():
-        for chunk in _chunks(requests, MAX_RESERVATIONS_PER_TRANSACTION):
-            try:
-                group_answers.update(
-                    settle_group(
-                        key,
-                        chunk,
-                        store=store,
-                        clock=clock,
-                        rejection_ttl_seconds=settings.rejection_record_ttl_seconds,
-                        hints=hints,
-                    )
-                )
-            except RetryableError:
-                failed.update(r.message_id for r in chunk)
+    group_answers, failed = _settle_groups(groups, store=store, clock=clock, settings=settings, hints=hints)
 
     for request in first_request.values():
         if request.reservation_id in group_answers:
@@ -275,14 +435,44 @@ def reserve_seats(
         else:
             answers[repeat.message_id] = original.as_duplicate(repeat.message_id)
 
-    ordered = [answers[m.message_id] for m in messages if m.message_id in answers]
+    if changes:
+        # A confirmation or cancellation of a reservation whose own message must be retried
+        # waits for it: answering UNKNOWN_RESERVATION now would be wrong a moment later.
+        in_flight = {r.reservation_id for r in first_request.values() if r.message_id in failed}
+        change_answers, change_failed = apply_changes(
+            changes,
+            store=store,
+            clock=clock,
+            hints=hints,
+            rejection_ttl_seconds=settings.rejection_record_ttl_seconds,
+            in_flight=in_flight,
+        )
+        answers.update(change_answers)
+        failed.update(change_failed)
+
+    ordered = [
+        answers[message_id]
+        for message_id in dict.fromkeys(m.message_id for m in messages)
+        if message_id in answers
+    ]
     not_published = {o.message_id for o in publisher.publish(ordered)}
     for outcome in ordered:
         if outcome.message_id in not_published:
             failed.add(outcome.message_id or "")
         else:
             result.published.append(outcome)
-            if outcome.outcome is Outcome.CONFIRMED and not outcome.duplicate:
-                result.seats_confirmed += outcome.quantity or 0
+            _count_seats(result, outcome)
     result.failed_message_ids = [m.message_id for m in messages if m.message_id in failed]
     return result
+
+
+def _count_seats(result: BatchResult, outcome: ReservationOutcome) -> None:
+    if outcome.duplicate:
+        return
+    seats = outcome.quantity or 0
+    if outcome.outcome is Outcome.CONFIRMED:
+        result.seats_confirmed += seats
+    elif outcome.outcome is Outcome.HELD:
+        result.seats_held += seats
+    elif outcome.outcome is Outcome.CANCELLED and outcome.request_type is RequestType.CANCEL:
+        result.seats_released += seats

@@ -1,8 +1,8 @@
 """The only module that talks to SNS: publishes outcomes with PublishBatch, ten per call.
 
-Each outcome is one SNS message. Its body is the JSON document in README "Outcome contract";
-its message attributes `outcome`, `event_id` and `seat_class` let subscribers filter (for
-instance a filter policy `{"outcome": ["SOLD_OUT"]}`).
+Each outcome is one SNS message. Its body is the JSON document in README "Subscribe to outcomes";
+its message attributes `outcome`, `type`, `event_id` and `seat_class` let subscribers filter (for
+instance a filter policy `{"outcome": ["SOLD_OUT"]}` or `{"type": ["hold"]}`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from seat_inventory.models import ReservationOutcome
+from seat_inventory.models import ReservationOutcome, iso_utc
 
 if TYPE_CHECKING:
     from mypy_boto3_sns import SNSClient
@@ -22,7 +22,13 @@ PUBLISH_BATCH_LIMIT = 10
 
 
 def outcome_document(outcome: ReservationOutcome) -> dict[str, Any]:
-    """The JSON body subscribers receive."""
+    """The JSON body subscribers receive.
+
+    `type` is the message type answered (`reserve`, `hold`, `confirm`, `cancel`; `expire` for the
+    sweeper's release of a hold; null when an INVALID body had no usable one). `expires_at`
+    (ISO-8601 UTC) and `expires_at_epoch` are the end of the hold for answers about a hold, else null.
+    """
+    expires_at = outcome.hold_expires_at
     return {
         "reservation_id": outcome.reservation_id,
         "event_id": outcome.event_id,
@@ -34,11 +40,16 @@ def outcome_document(outcome: ReservationOutcome) -> dict[str, Any]:
         "reason": outcome.reason,
         "duplicate": outcome.duplicate,
         "message_id": outcome.message_id,
+        "type": outcome.request_type.value if outcome.request_type else None,
+        "expires_at": iso_utc(expires_at) if expires_at is not None else None,
+        "expires_at_epoch": expires_at,
     }
 
 
 def message_attributes(outcome: ReservationOutcome) -> dict[str, Any]:
     attributes = {"outcome": {"DataType": "String", "StringValue": outcome.outcome.value}}
+    if outcome.request_type:
+        attributes["type"] = {"DataType": "String", "StringValue": outcome.request_type.value}
     # SNS refuses empty attribute values; an INVALID message may have no usable event id.
     if outcome.event_id:
         attributes["event_id"] = {"DataType": "String", "StringValue": outcome.event_id}

@@ -1,0 +1,62 @@
+"""`seats holds sweep`: run the hold sweeper once against the configured table and topic."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from seat_inventory.cli.context import CliContext
+from seat_inventory.logic.sweep_holds import release_expired_holds
+from seat_inventory.publishing.sns_publisher import SnsOutcomePublisher
+from seat_inventory.settings import DEFAULT_SWEEP_LIMIT
+from seat_inventory.wiring import SystemClock
+
+pass_cli = click.make_pass_decorator(CliContext)
+
+
+@click.group()
+def holds() -> None:
+    """Holds: release the ones that expired."""
+
+
+@holds.command("sweep")
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    default=DEFAULT_SWEEP_LIMIT,
+    show_default=True,
+    help="Most expired holds to release in this run.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@pass_cli
+def sweep(obj: CliContext, limit: int, as_json: bool) -> None:
+    """Release expired holds now (what the scheduled SweepHoldsFunction does every run).
+
+    Safe to run while the scheduled sweeper runs: each hold is released once.
+    """
+    resources = obj.resources()
+    resources.require("table_name", "outcomes_topic_arn")
+    assert resources.outcomes_topic_arn is not None
+    publisher = SnsOutcomePublisher(obj.client("sns"), resources.outcomes_topic_arn)
+    result = release_expired_holds(obj.inventory_table(), publisher, SystemClock(), limit=limit)
+    summary = {
+        "released": len(result.released),
+        "seats_released": result.seats_released,
+        "republished": result.republished,
+        "unpublished": result.unpublished,
+        "skipped": result.skipped,
+        "failed_groups": result.failed_groups,
+    }
+    if as_json:
+        click.echo(json.dumps(summary))
+    else:
+        click.echo(
+            f"released {summary['released']} hold(s), {summary['seats_released']} seat(s);"
+            f" republished {summary['republished']} earlier expiry(ies);"
+            f" {summary['unpublished']} left to publish; {summary['skipped']} skipped"
+        )
+        for group in result.failed_groups:
+            click.echo(f"left for the next run: {group}", err=True)
+    if result.failed_groups or result.unpublished:
+        raise SystemExit(1)

@@ -1,0 +1,342 @@
+"""Confirmations, cancellations and expiries: status changes of recorded reservations.
+
+The rules (README "Reservation lifecycle"):
+- the records of all confirm and cancel messages of a batch are read in one consistent
+  BatchGetItem; each change is decided from the record as read (`decide_change`);
+- the changes of one (event, seat class) commit in one transaction: each record's update is
+  conditional on the status it was read with (and, for a hold, on whether it has run out), the
+  inventory moves with them in one guarded update (seats given back never exceed the capacity),
+  and per-customer counters are decremented for seats that counted. The condition on the status
+  is the dedupe: a change takes effect once however often its message is delivered, and a
+  redelivery is answered with the reservation's current state;
+- a record whose condition fails was changed by someone else first: it is answered from the
+  record DynamoDB hands back (ALL_OLD), and the rest of the group is committed without it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+
+from seat_inventory.logic.hints import (
+    MAX_ACTIONS_PER_TRANSACTION,
+    MAX_CONFLICT_RETRIES,
+    MAX_SETTLE_ROUNDS,
+    InventoryHints,
+    back_off,
+)
+from seat_inventory.logic.ports import Clock, InventoryStore
+from seat_inventory.models import (
+    ChangeRequest,
+    Outcome,
+    RequestType,
+    ReservationOutcome,
+    ReservationRecord,
+    RetryableError,
+    SeatKey,
+    StoreInconsistency,
+    TransactionConflict,
+    Transition,
+    iso_utc,
+)
+
+
+def _change_answer(
+    request: ChangeRequest,
+    record: ReservationRecord,
+    outcome: Outcome,
+    reason: str,
+    *,
+    duplicate: bool = False,
+) -> ReservationOutcome:
+    answer = record.answer
+    return ReservationOutcome(
+        reservation_id=answer.reservation_id,
+        outcome=outcome,
+        reason=reason,
+        event_id=answer.event_id,
+        seat_class=answer.seat_class,
+        quantity=answer.quantity,
+        customer_id=answer.customer_id,
+        duplicate=duplicate,
+        message_id=request.message_id,
+        request_type=request.request_type,
+        hold_expires_at=record.hold_expires_at,
+    )
+
+
+def _unknown_reservation(request: ChangeRequest) -> ReservationOutcome:
+    return ReservationOutcome(
+        reservation_id=request.reservation_id,
+        outcome=Outcome.UNKNOWN_RESERVATION,
+        reason=f"no reservation {request.reservation_id!r} is recorded;"
+        f" nothing to {request.request_type.value}",
+        event_id=None,
+        seat_class=None,
+        quantity=None,
+        customer_id=request.customer_id,
+        message_id=request.message_id,
+        request_type=request.request_type,
+    )
+
+
+def decide_change(
+    request: ChangeRequest, record: ReservationRecord | None, now: int
+) -> Transition | ReservationOutcome:
+    """What a confirm or cancel does to the reservation as read at `now`: a transition, or an answer.
+
+    Only a live hold can be confirmed; a live hold or a confirmed reservation can be cancelled.
+    Everything else is answered with where the reservation stands (duplicate when it already is
+    in the state asked for), and nothing is written for it.
+    """
+    verb = request.request_type.value
+    if record is None:
+        return _unknown_reservation(request)
+    if request.customer_id is not None and request.customer_id != record.answer.customer_id:
+        return ReservationOutcome(
+            reservation_id=request.reservation_id,
+            outcome=Outcome.INVALID,
+            reason=f"customer_id {request.customer_id!r} does not match the reservation's customer;"
+            f" nothing to {verb}",
+            event_id=None,
+            seat_class=None,
+            quantity=None,
+            customer_id=request.customer_id,
+            message_id=request.message_id,
+            request_type=request.request_type,
+        )
+    status = record.status
+    if record.hold_expired(now):
+        assert record.hold_expires_at is not None
+        return _change_answer(
+            request,
+            record,
+            Outcome.EXPIRED,
+            f"the hold expired at {iso_utc(record.hold_expires_at)}; its seats are being released,"
+            f" nothing to {verb}",
+        )
+    target = Outcome.CONFIRMED if request.request_type is RequestType.CONFIRM else Outcome.CANCELLED
+    if status is target:
+        done = "confirmed" if target is Outcome.CONFIRMED else "cancelled"
+        return _change_answer(request, record, target, f"already {done}", duplicate=True)
+    if status is Outcome.HELD or (status is Outcome.CONFIRMED and target is Outcome.CANCELLED):
+        return Transition(record, target)
+    if status is Outcome.EXPIRED and record.hold_expires_at is not None:
+        reason = f"the hold expired at {iso_utc(record.hold_expires_at)}; nothing to {verb}"
+    elif status is Outcome.CANCELLED:
+        reason = f"the reservation was cancelled; nothing to {verb}"
+    else:
+        reason = f"the reservation was answered {status.value}; nothing to {verb}"
+    return _change_answer(request, record, status, reason)
+
+
+def transition_answer(request: ChangeRequest, transition: Transition) -> ReservationOutcome:
+    """The answer to a confirm or cancel whose transition committed."""
+    record = transition.record
+    if transition.to is Outcome.CONFIRMED:
+        reason = f"{record.quantity} held seat(s) confirmed"
+    else:
+        reason = f"{record.quantity} seat(s) released"
+    return _change_answer(request, record, transition.to, reason)
+
+
+@dataclass(slots=True)
+class TransitionResult:
+    """What became of a group's transitions: committed, superseded by a change made first, or failed.
+
+    `failed` holds the transitions left uncommitted by `error` (a transient fault, persistent
+    contention, or a `StoreInconsistency`); transactions committed before it stay committed.
+    """
+
+    committed: list[Transition] = field(default_factory=list)
+    superseded: dict[str, ReservationRecord | None] = field(default_factory=dict)
+    failed: list[Transition] = field(default_factory=list)
+    error: RetryableError | None = None
+
+
+def _prefix_that_fits(transitions: Sequence[Transition]) -> int:
+    actions = 1  # the inventory update
+    customers: set[str] = set()
+    for index, transition in enumerate(transitions):
+        extra = 1
+        customer = transition.record.answer.customer_id or ""
+        if transition.uncounts_customer and customer not in customers:
+            extra += 1
+        if actions + extra > MAX_ACTIONS_PER_TRANSACTION:
+            return index
+        actions += extra
+        if transition.uncounts_customer:
+            customers.add(customer)
+    return len(transitions)
+
+
+def settle_transitions(
+    key: SeatKey,
+    transitions: Sequence[Transition],
+    *,
+    now: int,
+    store: InventoryStore,
+    clock: Clock,
+    hints: InventoryHints,
+    release_ttl_seconds: int,
+) -> TransitionResult:
+    """Commits the transitions of one seat class, one transaction per 100 actions.
+
+    A transition refused because its record changed meanwhile is reported in `superseded` with
+    the record as it is now. A transient fault or persistent contention (or a
+    `StoreInconsistency`: a guard that cannot fail on consistent data failed) stops the group:
+    what was not committed yet is reported in `failed`, with the `error`.
+    """
+    result = TransitionResult()
+    pending = list(transitions)
+    try:
+        _commit_transitions(key, pending, result, now, store, clock, hints, release_ttl_seconds)
+    except RetryableError as exc:
+        done = set(result.superseded) | {t.record.reservation_id for t in result.committed}
+        result.failed = [t for t in transitions if t.record.reservation_id not in done]
+        result.error = exc
+    return result
+
+
+def _commit_transitions(
+    key: SeatKey,
+    pending: list[Transition],
+    result: TransitionResult,
+    now: int,
+    store: InventoryStore,
+    clock: Clock,
+    hints: InventoryHints,
+    release_ttl_seconds: int,
+) -> None:
+    capacity: int | None = None
+    if any(t.releases_seats for t in pending):
+        # Seats given back are guarded against the capacity; the condition checks the value
+        # assumed here, so a stale hint costs one refused round, never a wrong write.
+        item = hints.assumed(key) or store.read_inventory(key)
+        if item is None:
+            raise StoreInconsistency(f"{key} has reservations but no inventory item")
+        capacity = item.capacity
+    conflicts = 0
+    rounds = 0
+    while pending:
+        if rounds >= MAX_SETTLE_ROUNDS:
+            raise RetryableError(f"status changes of {key} did not settle after {MAX_SETTLE_ROUNDS} rounds")
+        rounds += 1
+        chunk = pending[: _prefix_that_fits(pending)]
+        try:
+            refused = store.commit_transitions(
+                key, chunk, now=now, capacity=capacity, release_expires_at=now + release_ttl_seconds
+            )
+        except TransactionConflict:
+            conflicts += 1
+            if conflicts > MAX_CONFLICT_RETRIES:
+                raise
+            rounds -= 1
+            back_off(clock, conflicts)
+            continue
+        if refused is None:
+            result.committed.extend(chunk)
+            del pending[: len(chunk)]
+            rounds = 0
+            continue
+        result.superseded.update(refused.records)
+        pending[:] = [t for t in pending if t.record.reservation_id not in refused.records]
+        if refused.inventory_refused:
+            item = refused.inventory
+            if item is None:
+                raise StoreInconsistency(f"{key} has reservations but no inventory item")
+            hints.learn_item(key, item)
+            if capacity is not None and item.capacity != capacity:
+                capacity = item.capacity
+                continue
+            if not refused.records:
+                raise StoreInconsistency(f"{key}: the inventory refused a consistent status change: {item}")
+        if refused.counters_refused and not refused.records:
+            raise StoreInconsistency(
+                f"{key}: customer counter(s) {sorted(refused.counters_refused)} are lower than their seats"
+            )
+        if not (refused.records or refused.inventory_refused or refused.counters_refused):
+            raise RetryableError(f"status changes of {key} refused without a reason the planner knows")
+
+
+def _waves(requests: Sequence[ChangeRequest]) -> list[list[ChangeRequest]]:
+    """Splits the changes so that each wave names a reservation at most once, in arrival order."""
+    waves: list[list[ChangeRequest]] = []
+    seen: dict[str, int] = {}
+    for request in requests:
+        index = seen.get(request.reservation_id, 0)
+        seen[request.reservation_id] = index + 1
+        if index == len(waves):
+            waves.append([])
+        waves[index].append(request)
+    return waves
+
+
+def apply_changes(
+    requests: Sequence[ChangeRequest],
+    *,
+    store: InventoryStore,
+    clock: Clock,
+    hints: InventoryHints,
+    rejection_ttl_seconds: int,
+    in_flight: Collection[str] = (),
+) -> tuple[dict[str, ReservationOutcome], set[str]]:
+    """Answers every confirm and cancel of a batch; returns answers by message id and failed message ids.
+
+    Changes of the same reservation in one batch apply in arrival order (the second sees the
+    first's result). Changes of a reservation in `in_flight` (its own reserve or hold message is
+    being retried) and changes after a failed one of the same reservation are handed back too.
+    """
+    answers: dict[str, ReservationOutcome] = {}
+    failed: set[str] = set()
+    blocked = set(in_flight)
+    for wave in _waves(requests):
+        live = [r for r in wave if r.reservation_id not in blocked]
+        failed.update(r.message_id for r in wave if r.reservation_id in blocked)
+        if not live:
+            continue
+        now = int(clock.now())
+        try:
+            records = store.read_reservations([r.reservation_id for r in live])
+        except RetryableError:
+            failed.update(r.message_id for r in live)
+            blocked.update(r.reservation_id for r in live)
+            continue
+        groups: dict[SeatKey, list[tuple[ChangeRequest, Transition]]] = {}
+        for request in live:
+            decision = decide_change(request, records.get(request.reservation_id), now)
+            if isinstance(decision, ReservationOutcome):
+                answers[request.message_id] = decision
+                continue
+            key = decision.record.seat_key
+            if key is None:
+                failed.add(request.message_id)
+                blocked.add(request.reservation_id)
+                continue
+            groups.setdefault(key, []).append((request, decision))
+        for key, items in groups.items():
+            result = settle_transitions(
+                key,
+                [transition for _, transition in items],
+                now=now,
+                store=store,
+                clock=clock,
+                hints=hints,
+                release_ttl_seconds=rejection_ttl_seconds,
+            )
+            failed_ids = {t.record.reservation_id for t in result.failed}
+            for request, transition in items:
+                reservation_id = request.reservation_id
+                if reservation_id in failed_ids:
+                    failed.add(request.message_id)
+                    blocked.add(reservation_id)
+                elif reservation_id not in result.superseded:
+                    answers[request.message_id] = transition_answer(request, transition)
+                else:
+                    current = decide_change(request, result.superseded[reservation_id], now)
+                    if isinstance(current, ReservationOutcome):
+                        answers[request.message_id] = current
+                    else:  # changed back into a state this change applies to: try again later
+                        failed.add(request.message_id)
+                        blocked.add(reservation_id)
+    return answers, failed
