@@ -87,9 +87,18 @@ def local() -> None:
     help="Reservations queue visibility timeout in seconds (default: the function timeout, 30 s;"
     " the template's 180 s would make retries slow).",
 )
+@click.option(
+    "--sweep-interval",
+    type=click.FloatRange(min=1),
+    help="Seconds between runs of the hold sweeper (default: the template's SweepSchedule, 1 minute).",
+)
 @click.option("--parameter", "-p", "parameters", multiple=True, help=PARAMETER_HELP)
 def up(
-    no_runner: bool, workers: int | None, visibility_timeout: int | None, parameters: tuple[str, ...]
+    no_runner: bool,
+    workers: int | None,
+    visibility_timeout: int | None,
+    sweep_interval: float | None,
+    parameters: tuple[str, ...],
 ) -> None:
     """Start the local stack in the foreground; Ctrl-C stops it (everything is in memory).
 
@@ -115,12 +124,14 @@ def up(
                     _say("no runner: messages stay in the queue. Ctrl-C to stop.")
                     _wait_forever()
                     return
-                config = runner_config(stack, workers=workers)
+                config = runner_config(stack, workers=workers, sweep_interval_s=sweep_interval)
                 with LocalRunner(config) as runner:
                     _say(
                         f"{config.workers} worker(s) running {config.handler}; their logs: {stack.log_dir}."
                         " Ctrl-C to stop."
                     )
+                    if config.sweep_handler:
+                        _say(f"sweeper: {config.sweep_handler} every {config.sweep_interval_s:g} s")
                     _wait_forever(lambda: runner.stats.as_dict())
         except KeyboardInterrupt:
             pass

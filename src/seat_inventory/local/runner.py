@@ -83,6 +83,9 @@ class RunnerConfig:
     report_batch_item_failures: bool = True
     workers: int = 2
     log_dir: Path | None = None
+    # The scheduled sweeper (template: SweepHoldsFunction's Schedule event); None runs none.
+    sweep_handler: str | None = None
+    sweep_interval_s: float = 60.0
 
 
 @dataclass
@@ -99,6 +102,9 @@ class RunnerStats:
     timeouts: int = 0
     delete_errors: int = 0
     invocation_s: float = 0.0
+    sweeps: int = 0
+    holds_released: int = 0
+    sweep_errors: int = 0
     errors: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
@@ -112,6 +118,9 @@ class RunnerStats:
             "handler_errors": self.handler_errors,
             "timeouts": self.timeouts,
             "delete_errors": self.delete_errors,
+            "sweeps": self.sweeps,
+            "holds_released": self.holds_released,
+            "sweep_errors": self.sweep_errors,
             "mean_invocation_ms": round(1000 * self.invocation_s / self.invocations, 1)
             if self.invocations
             else 0.0,
@@ -367,12 +376,12 @@ def _exit_with_parent(parent_pid: int) -> None:
             os._exit(1)
 
 
-def _worker_main(config: RunnerConfig, index: int, stop: Any, reports: Any) -> None:
-    """Entry point of a worker process."""
+def _prepare_process(config: RunnerConfig, log_name: str) -> None:
+    """What Lambda gives a function's process: its environment, its own log, no terminal signals."""
     threading.Thread(target=_exit_with_parent, args=(os.getppid(),), name="parent-watch", daemon=True).start()
     # Ctrl-C in a terminal reaches the whole process group; the parent stops workers in order.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    log_path = config.log_dir / f"worker-{index}.log" if config.log_dir else None
+    log_path = config.log_dir / log_name if config.log_dir else None
     _redirect_output(log_path)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     logging.getLogger("botocore").setLevel(logging.WARNING)
@@ -389,6 +398,49 @@ def _worker_main(config: RunnerConfig, index: int, stop: Any, reports: Any) -> N
             "AWS_DEFAULT_REGION": config.region,
         }
     )
+
+
+def scheduled_event(region: str) -> dict[str, Any]:
+    """The event EventBridge sends a function on a schedule."""
+    return {
+        "version": "0",
+        "id": str(uuid.uuid4()),
+        "detail-type": "Scheduled Event",
+        "source": "aws.events",
+        "account": "123456789012",
+        "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "region": region,
+        "resources": [],
+        "detail": {},
+    }
+
+
+def _sweeper_main(config: RunnerConfig, stop: Any, reports: Any) -> None:
+    """Entry point of the sweeper process: invokes the scheduled handler every `sweep_interval_s`."""
+    assert config.sweep_handler is not None
+    _prepare_process(config, "sweeper.log")
+    log = logging.getLogger("seats.local.sweeper")
+    try:
+        handler = import_handler(config.sweep_handler)
+    except Exception as exc:
+        log.exception("sweeper could not start")
+        reports.put(("sweep_error", -1, f"{type(exc).__name__}: {exc}"))
+        return
+    while not stop.wait(config.sweep_interval_s):
+        try:
+            result = handler(scheduled_event(config.region), LocalLambdaContext(config, worker=-1))
+        # Like Lambda for a scheduled invocation: an error is logged and counted, and the next
+        # tick runs again; nothing is lost, the expired holds stay in the index until released.
+        except Exception as exc:
+            log.exception("sweep failed")
+            reports.put(("sweep_error", -1, f"{type(exc).__name__}: {exc}"))
+            continue
+        reports.put(("sweep", -1, result if isinstance(result, dict) else {}))
+
+
+def _worker_main(config: RunnerConfig, index: int, stop: Any, reports: Any) -> None:
+    """Entry point of a worker process."""
+    _prepare_process(config, f"worker-{index}.log")
     try:
         worker = _Worker(config, index, stop, reports)
     except Exception as exc:
@@ -451,6 +503,15 @@ class LocalRunner:
             )
             process.start()
             self._processes.append(process)
+        if self.config.sweep_handler:
+            sweeper = self._context.Process(
+                target=_sweeper_main,
+                args=(self.config, self._stop, self._reports),
+                name="seats-sweeper",
+                daemon=True,
+            )
+            sweeper.start()
+            self._processes.append(sweeper)
         if wait_ready:
             self._wait_ready()
         return self
@@ -493,6 +554,13 @@ class LocalRunner:
             self._failed_workers.append(f"worker {index}: {payload}")
         elif kind == "stopped":
             self._stopped_workers += 1
+        elif kind == "sweep":
+            stats.sweeps += 1
+            stats.holds_released += int(payload.get("released", 0))
+        elif kind == "sweep_error":
+            stats.sweep_errors += 1
+            if len(stats.errors) < 20:
+                stats.errors.append(f"sweeper: {payload}")
         elif kind == "invocation":
             stats.invocations += 1
             stats.cold_starts += bool(payload["cold_start"])
@@ -577,11 +645,17 @@ def default_workers(maximum_concurrency: int | None, cap: int | None = None) -> 
 
 
 def runner_config(
-    stack: LocalStack, *, workers: int | None = None, handler: str | None = None
+    stack: LocalStack,
+    *,
+    workers: int | None = None,
+    handler: str | None = None,
+    sweep_interval_s: float | None = None,
 ) -> RunnerConfig:
-    """A RunnerConfig for a started `LocalStack` from its template: handler, timeout, memory, event source."""
+    """A RunnerConfig for a started `LocalStack` from its template: handler, timeout, memory, event
+    source, and the scheduled sweeper (its schedule, unless `sweep_interval_s` overrides it)."""
     function = stack.template.function
     source = function.event_source
+    scheduled = stack.template.scheduled_functions[0] if stack.template.scheduled_functions else None
     return RunnerConfig(
         queue_url=stack.queue_url,
         queue_arn=stack.queue_arn,
@@ -597,4 +671,6 @@ def runner_config(
         report_batch_item_failures=source.report_batch_item_failures,
         workers=workers or default_workers(source.maximum_concurrency),
         log_dir=stack.log_dir,
+        sweep_handler=scheduled.handler if scheduled else None,
+        sweep_interval_s=sweep_interval_s or (scheduled.interval_s if scheduled else 60.0),
     )

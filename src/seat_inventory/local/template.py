@@ -395,6 +395,31 @@ class FunctionDefinition:
 
 
 @dataclass(frozen=True, slots=True)
+class ScheduledFunction:
+    """A function run by an EventBridge schedule (the hold sweeper): what the local runner repeats."""
+
+    logical_id: str
+    handler: str
+    schedule: str  # the template's expression, e.g. "rate(1 minute)"
+    interval_s: float
+    timeout_s: int
+
+
+_RATE = re.compile(r"rate\(\s*(\d+)\s+(minute|minutes|hour|hours|day|days)\s*\)")
+_RATE_UNIT_S = {"minute": 60, "hour": 3600, "day": 86400}
+
+
+def schedule_interval_s(expression: str) -> float:
+    """Seconds between runs of a `rate(...)` expression; a `cron(...)` runs once a minute locally."""
+    match = _RATE.fullmatch(expression.strip())
+    if match:
+        return float(int(match.group(1)) * _RATE_UNIT_S[match.group(2).rstrip("s")])
+    if expression.strip().startswith("cron("):
+        return 60.0
+    raise TemplateError(f"unsupported schedule expression {expression!r}")
+
+
+@dataclass(frozen=True, slots=True)
 class StackTemplate:
     """Everything the local stack builds, as the template defines it."""
 
@@ -406,6 +431,7 @@ class StackTemplate:
     topic: TopicDefinition
     function: FunctionDefinition
     outputs: Mapping[str, Any] = field(default_factory=dict)  # output name -> unresolved Value
+    scheduled_functions: tuple[ScheduledFunction, ...] = ()
 
     @property
     def parameters(self) -> Mapping[str, str]:
@@ -591,6 +617,34 @@ def _function(document: Mapping[str, Any], resolver: Resolver) -> FunctionDefini
     )
 
 
+def _scheduled_functions(document: Mapping[str, Any], resolver: Resolver) -> tuple[ScheduledFunction, ...]:
+    globals_ = (document.get("Globals") or {}).get("Function") or {}
+    found: list[ScheduledFunction] = []
+    for logical_id, resource in (document.get("Resources") or {}).items():
+        if not isinstance(resource, dict) or resource.get("Type") != "AWS::Serverless::Function":
+            continue
+        properties = resource.get("Properties") or {}
+        for event in (properties.get("Events") or {}).values():
+            if not isinstance(event, dict) or event.get("Type") != "Schedule":
+                continue
+            schedule = str(resolver.resolve((event.get("Properties") or {}).get("Schedule")))
+            found.append(
+                ScheduledFunction(
+                    logical_id=logical_id,
+                    handler=str(resolver.resolve(properties.get("Handler", globals_.get("Handler")))),
+                    schedule=schedule,
+                    interval_s=schedule_interval_s(schedule),
+                    timeout_s=_int(
+                        resolver.resolve(
+                            properties.get("Timeout", globals_.get("Timeout", LAMBDA_DEFAULT_TIMEOUT_S))
+                        ),
+                        f"{logical_id}.Timeout",
+                    ),
+                )
+            )
+    return tuple(found)
+
+
 def load_template(
     path: Path | None = None,
     *,
@@ -618,6 +672,7 @@ def load_template(
         dead_letter_queue=_queue(document, resolver, queue.dead_letter_queue_id),
         topic=_topic(document, resolver),
         function=function,
+        scheduled_functions=_scheduled_functions(document, resolver),
         outputs={
             name: output["Value"]
             for name, output in (document.get("Outputs") or {}).items()
