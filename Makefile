@@ -8,7 +8,7 @@ CONSTRAINTS := requirements/constraints.txt
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-unit test-integration test-local lint format demo build validate requirements lock clean
+.PHONY: help install test test-unit test-integration test-local lint format demo build validate requirements lock clean security
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -60,6 +60,12 @@ requirements: install ## Regenerate src/requirements.txt (the Lambda's pins) fro
 lock: install ## Refresh requirements/constraints.txt from the current environment, then the Lambda's pins
 	$(BIN)/python -m pip freeze --exclude-editable | grep -v '^-e' > $(CONSTRAINTS)
 	$(BIN)/python scripts/lambda_requirements.py
+
+# checkov lives in its own throwaway venv: it pins many packages the project must not inherit.
+CHECKOV_VENV ?= /tmp/seat-inventory-checkov
+security: ## checkov over template.yaml, from a throwaway venv (CHECKOV_VENV) outside the project pins
+	test -x $(CHECKOV_VENV)/bin/checkov || { $(PYTHON) -m venv $(CHECKOV_VENV) && $(CHECKOV_VENV)/bin/pip install --quiet checkov; }
+	$(CHECKOV_VENV)/bin/checkov --file template.yaml --framework cloudformation --skip-download --compact --quiet
 
 clean: ## Remove build output and caches (keeps .venv and the DynamoDB Local download)
 	rm -rf .aws-sam .pytest_cache .mypy_cache .ruff_cache .hypothesis build dist

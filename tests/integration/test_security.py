@@ -1,0 +1,265 @@
+"""The deployed surface: least privilege, encryption at rest, TLS only, who may publish, no secrets.
+
+The IAM checks read the template as CloudFormation will deploy it: SAM's own translator expands
+the functions into their roles, policy templates and the managed policies SAM attaches, so the
+test sees every statement the stack grants, not only the ones written in template.yaml.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from samtranslator.translator.transform import transform
+
+from tests.integration.conftest import REPO
+from tests.template_support import Template
+
+# AWS managed policies SAM attaches to the roles it generates; their resources are "*". Nothing
+# else may be attached.
+MANAGED_POLICIES = {
+    "service-role/AWSLambdaBasicExecutionRole": "CloudWatch Logs; SAM attaches it to every role it generates",
+    "AWSXrayWriteOnlyAccess": "Tracing: Active; X-Ray's PutTraceSegments has no resource-level permissions",
+    "service-role/AWSLambdaSQSQueueExecutionRole": "the SQS event source; SAM attaches it with every SQS event",
+}
+SQS_POLLER_POLICY = "service-role/AWSLambdaSQSQueueExecutionRole"
+# Deny statements may name whole services: denying more is the safe direction.
+WILDCARD_DENY_SIDS = {"DenyInsecureTransport"}
+ENCRYPTED_QUEUES = ("ReservationsQueue", "ReservationsDeadLetterQueue")
+TOPIC = "OutcomesTopic"
+
+SECRET_PATTERNS = {
+    "AWS access key id": re.compile(r"(?<![A-Z0-9])(AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9])"),
+    "private key": re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----"),
+    "secret assigned a literal": re.compile(
+        r"(?i)(secret|password|passwd|token|api[_-]?key|credential)[A-Za-z_]*[\"']?\s*[:=]\s*[\"']"
+        r"(?!\$\{|\{\{)[^\"'\s]{12,}[\"']"
+    ),
+    "AWS secret access key shape": re.compile(r"(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"),
+}
+SCANNED_FOR_SECRETS = ["template.yaml", "samconfig.toml", "events/*.json", "src/**/*.py", "Makefile"]
+
+
+class _NoManagedPolicyNames:
+    """SAM asks IAM for the ARNs of managed policies named in `Policies`; the template names none."""
+
+    def load(self) -> dict[str, str]:
+        return {}
+
+
+@pytest.fixture(scope="module")
+def deployed(template: Template) -> dict[str, Any]:
+    """template.yaml as CloudFormation receives it after SAM's transform (as `sam deploy` sends it)."""
+    document = copy.deepcopy(template.document)
+    for resource in document["Resources"].values():
+        if resource["Type"] == "AWS::Serverless::Function":
+            resource["Properties"]["CodeUri"] = "s3://bucket/code.zip"  # what `sam package` puts there
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("AWS_DEFAULT_REGION", "us-east-1")
+        return transform(document, {}, _NoManagedPolicyNames())
+
+
+def as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def policy_documents(deployed: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every policy document of the stack: roles' inline policies and every resource policy."""
+    for logical_id, resource in deployed["Resources"].items():
+        props = resource.get("Properties", {})
+        if resource["Type"] == "AWS::IAM::Role":
+            for policy in props.get("Policies", []):
+                yield f"{logical_id}/{policy['PolicyName']}", policy["PolicyDocument"]
+        elif "PolicyDocument" in props:
+            yield logical_id, props["PolicyDocument"]
+
+
+def statements(deployed: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    for where, document in policy_documents(deployed):
+        for statement in as_list(document["Statement"]):
+            yield where, statement
+
+
+def managed_policy_name(arn: Any) -> str:
+    text = arn["Fn::Sub"] if isinstance(arn, dict) else arn
+    return text.split(":policy/", 1)[1]
+
+
+def functions(template: Template) -> dict[str, dict[str, Any]]:
+    return {
+        logical_id: resource
+        for logical_id, resource in template.document["Resources"].items()
+        if resource["Type"] == "AWS::Serverless::Function"
+    }
+
+
+def publishers(template: Template) -> set[str]:
+    """The functions whose policies let them publish to the outcomes topic."""
+    names = set()
+    for logical_id, resource in functions(template).items():
+        for policy in resource["Properties"].get("Policies", []):
+            if isinstance(policy, dict) and "SNSPublishMessagePolicy" in policy:
+                assert policy["SNSPublishMessagePolicy"]["TopicName"] == {"Fn::GetAtt": [TOPIC, "TopicName"]}
+                names.add(logical_id)
+    return names
+
+
+# --- least privilege ----------------------------------------------------------------------------
+
+
+def test_the_transform_sees_every_role_and_policy(deployed: dict[str, Any], template: Template) -> None:
+    roles = {lid for lid, r in deployed["Resources"].items() if r["Type"] == "AWS::IAM::Role"}
+    assert roles == {f"{name}Role" for name in functions(template)}
+    assert sum(1 for _ in statements(deployed)) >= 6
+
+
+def test_no_allow_statement_grants_a_wildcard_action_or_every_resource(deployed: dict[str, Any]) -> None:
+    for where, statement in statements(deployed):
+        assert "NotAction" not in statement and "NotResource" not in statement, where
+        if statement["Effect"] != "Allow":
+            continue
+        for action in as_list(statement["Action"]):
+            assert "*" not in action, f"{where}: {action}"
+        assert "*" not in as_list(statement.get("Resource", [])), where
+        assert statement.get("Principal") != "*" and statement.get("Principal") != {"AWS": "*"}, where
+
+
+def test_a_wildcard_is_only_ever_denied(deployed: dict[str, Any]) -> None:
+    wildcard_denies = {
+        statement.get("Sid")
+        for _, statement in statements(deployed)
+        if statement["Effect"] == "Deny" and any("*" in action for action in as_list(statement["Action"]))
+    }
+    assert wildcard_denies <= WILDCARD_DENY_SIDS
+
+
+def test_only_the_listed_managed_policies_are_attached(deployed: dict[str, Any], template: Template) -> None:
+    for function_id, function in functions(template).items():
+        role = deployed["Resources"][f"{function_id}Role"]["Properties"]
+        attached = {managed_policy_name(arn) for arn in role.get("ManagedPolicyArns", [])}
+        assert attached <= set(MANAGED_POLICIES), function_id
+        has_sqs_event = any(e["Type"] == "SQS" for e in function["Properties"].get("Events", {}).values())
+        assert (SQS_POLLER_POLICY in attached) == has_sqs_event, function_id
+
+
+def test_each_function_runs_as_its_own_generated_role(deployed: dict[str, Any], template: Template) -> None:
+    for function_id in functions(template):
+        role = deployed["Resources"][function_id]["Properties"]["Role"]
+        assert role == {"Fn::GetAtt": [f"{function_id}Role", "Arn"]}
+
+
+def test_dynamodb_grants_name_the_table_or_its_index(deployed: dict[str, Any]) -> None:
+    for where, statement in statements(deployed):
+        if statement["Effect"] == "Allow" and any(
+            a.startswith("dynamodb:") for a in as_list(statement["Action"])
+        ):
+            for resource in as_list(statement["Resource"]):
+                assert resource == {"Fn::GetAtt": ["InventoryTable", "Arn"]} or (
+                    "Fn::Sub" in resource and resource["Fn::Sub"].startswith("${InventoryTable.Arn}/index/")
+                ), where
+
+
+# --- encryption at rest and in transit --------------------------------------------------------
+
+
+def test_the_table_queues_and_topic_are_encrypted_at_rest(template: Template) -> None:
+    assert template.properties("InventoryTable")["SSESpecification"]["SSEEnabled"] is True
+    for queue in ENCRYPTED_QUEUES:
+        props = template.properties(queue)
+        assert props.get("SqsManagedSseEnabled") is True or props.get("KmsMasterKeyId"), queue
+    assert template.properties(TOPIC)["KmsMasterKeyId"]
+
+
+def deny_insecure_transport(statement: dict[str, Any], service: str) -> bool:
+    return (
+        statement["Effect"] == "Deny"
+        and statement["Principal"] == "*"
+        and as_list(statement["Action"]) == [f"{service}:*"]
+        and statement.get("Condition") == {"Bool": {"aws:SecureTransport": "false"}}
+    )
+
+
+def test_both_queues_refuse_requests_without_tls(template: Template) -> None:
+    [policy] = [
+        r["Properties"]
+        for r in template.document["Resources"].values()
+        if r["Type"] == "AWS::SQS::QueuePolicy"
+    ]
+    assert sorted(q["Ref"] for q in policy["Queues"]) == sorted(ENCRYPTED_QUEUES)
+    [statement] = [s for s in policy["PolicyDocument"]["Statement"] if deny_insecure_transport(s, "sqs")]
+    assert sorted(r["Fn::GetAtt"][0] for r in statement["Resource"]) == sorted(ENCRYPTED_QUEUES)
+
+
+def topic_policy(template: Template) -> dict[str, Any]:
+    [policy] = [
+        r["Properties"]
+        for r in template.document["Resources"].values()
+        if r["Type"] == "AWS::SNS::TopicPolicy"
+    ]
+    assert policy["Topics"] == [{"Ref": TOPIC}]
+    return policy["PolicyDocument"]
+
+
+def test_the_topic_refuses_requests_without_tls(template: Template) -> None:
+    [statement] = [s for s in topic_policy(template)["Statement"] if deny_insecure_transport(s, "sns")]
+    assert statement["Resource"] == {"Ref": TOPIC}
+
+
+def test_only_the_functions_may_publish_to_the_topic(template: Template) -> None:
+    roles = [{"Fn::GetAtt": [f"{name}Role", "Arn"]} for name in sorted(publishers(template))]
+    assert {"Fn::GetAtt": ["ReserveSeatsFunctionRole", "Arn"]} in roles
+    granting = [
+        s
+        for s in topic_policy(template)["Statement"]
+        if s["Effect"] == "Allow" and any(a in ("sns:Publish", "sns:*") for a in as_list(s["Action"]))
+    ]
+    assert sorted((s["Principal"]["AWS"] for s in granting), key=str) == sorted(roles, key=str)
+    # ... and nobody else, whatever their IAM policies grant
+    [deny] = [
+        s
+        for s in topic_policy(template)["Statement"]
+        if s["Effect"] == "Deny" and as_list(s["Action"]) == ["sns:Publish"]
+    ]
+    assert deny["Principal"] == "*" and deny["Resource"] == {"Ref": TOPIC}
+    assert sorted(deny["Condition"]["ArnNotEquals"]["aws:PrincipalArn"], key=str) == sorted(roles, key=str)
+
+
+# --- no secrets ----------------------------------------------------------------------------------
+
+
+def scanned_files() -> list[Path]:
+    files = sorted({path for pattern in SCANNED_FOR_SECRETS for path in REPO.glob(pattern) if path.is_file()})
+    assert any(path.name == "template.yaml" for path in files)
+    return files
+
+
+@pytest.mark.parametrize("path", scanned_files(), ids=lambda p: str(p.relative_to(REPO)))
+def test_no_literal_secret_in_code_template_or_config(path: Path) -> None:
+    text = path.read_text()
+    for name, pattern in SECRET_PATTERNS.items():
+        found = [m.group(0) for m in pattern.finditer(text)]
+        assert not found, f"{name} in {path.relative_to(REPO)}: {found[:3]}"
+
+
+def test_the_secret_patterns_catch_what_they_are_for() -> None:
+    samples = {
+        "AWS access key id": "aws_access_key_id = AKIAIOSFODNN7EXAMPLE",
+        "private key": "-----BEGIN RSA PRIVATE KEY-----",
+        "secret assigned a literal": 'API_TOKEN = "s3cr3t-t0ken-value"',
+        "AWS secret access key shape": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    }
+    for name, sample in samples.items():
+        assert SECRET_PATTERNS[name].search(sample), name
+
+
+def test_no_parameter_or_variable_looks_like_a_secret(template: Template) -> None:
+    secretish = re.compile(r"(?i)secret|password|token|credential|private|api_?key")
+    for name, parameter in template.document.get("Parameters", {}).items():
+        assert not secretish.search(name) or parameter.get("NoEcho") is True, name
+    for function_id, function in functions(template).items():
+        for name in function["Properties"].get("Environment", {}).get("Variables", {}):
+            assert not secretish.search(name), f"{function_id}: {name}"
