@@ -18,6 +18,11 @@ _ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]*")
 MAX_ID_LENGTH = 128
 MAX_SEAT_CLASS_LENGTH = 64
 MAX_BODY_BYTES_ECHOED = 80
+# Limits on what a reason may echo: the answer must stay far below SNS's 256 KiB, and a number
+# beyond Python's own digit limit must be answered, not crash the batch.
+MAX_NUMBER_DIGITS = 40
+MAX_REASON_LENGTH = 240
+MAX_FIELDS_NAMED = 5
 
 RESERVE_FIELDS = frozenset({"type", "reservation_id", "event_id", "seat_class", "quantity", "customer_id"})
 HOLD_FIELDS = RESERVE_FIELDS | {"hold_seconds"}
@@ -46,8 +51,18 @@ class _Invalid(Exception):
         self.reason = reason
 
 
+def _json_type(value: Any) -> str:
+    return {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}.get(
+        type(value), type(value).__name__
+    )
+
+
 def _describe(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=True)
+    """A short, printable-ASCII rendering of a value for a reason (never raises)."""
+    try:
+        text = json.dumps(value, ensure_ascii=True)
+    except (ValueError, RecursionError):  # nested too deeply to render: name its type only
+        text = f"<{_json_type(value)}>"
     if len(text) > MAX_BODY_BYTES_ECHOED:
         text = text[:MAX_BODY_BYTES_ECHOED] + "..."
     return text
@@ -57,9 +72,36 @@ def _reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     result: dict[str, Any] = {}
     for key, value in pairs:
         if key in result:
-            raise _Invalid(f"field '{key}' appears more than once")
+            raise _Invalid(f"field {_describe(key)} appears more than once")
         result[key] = value
     return result
+
+
+def _bounded_int(text: str) -> int:
+    digits = len(text.lstrip("-"))
+    if digits > MAX_NUMBER_DIGITS:
+        raise _Invalid(f"body has a number of {digits} digits; at most {MAX_NUMBER_DIGITS} are accepted")
+    return int(text)
+
+
+def _bounded_float(text: str) -> float:
+    if len(text) > MAX_NUMBER_DIGITS + 10:
+        raise _Invalid(
+            f"body has a number of {len(text)} characters; at most {MAX_NUMBER_DIGITS + 10} are accepted"
+        )
+    return float(text)
+
+
+def _names(names: list[str]) -> str:
+    """At most MAX_FIELDS_NAMED field names, rendered safely, then how many more there are."""
+    shown = ", ".join(_describe(name) for name in names[:MAX_FIELDS_NAMED])
+    hidden = len(names) - MAX_FIELDS_NAMED
+    return shown + (f" and {hidden} more" if hidden > 0 else "")
+
+
+def _bounded_reason(reason: str) -> str:
+    reason = "".join(c if " " <= c <= "~" else "?" for c in reason)
+    return reason if len(reason) <= MAX_REASON_LENGTH else reason[: MAX_REASON_LENGTH - 3] + "..."
 
 
 def _reject_constant(name: str) -> Any:
@@ -167,14 +209,21 @@ def parse_reservation(
     try:
         try:
             parsed = json.loads(
-                body, object_pairs_hook=_reject_duplicate_keys, parse_constant=_reject_constant
+                body,
+                object_pairs_hook=_reject_duplicate_keys,
+                parse_constant=_reject_constant,
+                parse_int=_bounded_int,
+                parse_float=_bounded_float,
             )
         except json.JSONDecodeError as exc:
-            raise _Invalid(f"body is not valid JSON: {exc.msg} at position {exc.pos}") from exc
+            where = "position" if exc.msg.endswith(" at") else "at position"
+            raise _Invalid(f"body is not valid JSON: {exc.msg} {where} {exc.pos}") from exc
         except RecursionError as exc:
             raise _Invalid("body is not valid JSON: nested too deeply") from exc
         if not isinstance(parsed, dict):
-            raise _Invalid(f"body must be a JSON object, got {type(parsed).__name__}")
+            raise _Invalid(
+                "body must be a JSON object, got " + ("null" if parsed is None else type(parsed).__name__)
+            )
         if parsed.get("Type") == "Notification" and "Message" in parsed:
             raise _Invalid(
                 "body is an SNS notification envelope; enable raw message delivery on the"
@@ -182,14 +231,11 @@ def parse_reservation(
             )
         unexpected = sorted(set(parsed) - ALLOWED_FIELDS)
         if unexpected:
-            raise _Invalid("unexpected field(s): " + ", ".join(_describe(name) for name in unexpected))
+            raise _Invalid("unexpected field(s): " + _names(unexpected))
         message_type = _message_type(parsed)
         misplaced = sorted(set(parsed) - FIELDS_BY_TYPE[message_type])
         if misplaced:
-            raise _Invalid(
-                f"field(s) not allowed with type {message_type.value!r}: "
-                + ", ".join(_describe(name) for name in misplaced)
-            )
+            raise _Invalid(f"field(s) not allowed with type {message_type.value!r}: " + _names(misplaced))
         if message_type in (RequestType.CONFIRM, RequestType.CANCEL):
             return _change_request(message_id, parsed, message_type)
         missing = [name for name in REQUIRED_FIELDS if name not in parsed or parsed[name] is None]
@@ -207,7 +253,7 @@ def parse_reservation(
     except _Invalid as invalid:
         return InvalidMessage(
             message_id=message_id,
-            reason=invalid.reason,
+            reason=_bounded_reason(invalid.reason),
             reservation_id=_salvage(parsed, "reservation_id"),
             event_id=_salvage(parsed, "event_id"),
             seat_class=_salvage(parsed, "seat_class"),

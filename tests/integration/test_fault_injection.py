@@ -548,13 +548,6 @@ def test_hostile_bodies_on_the_queue_are_answered_invalid_and_never_dead_lettere
     assert on_sale.inventory("stadium")["sold"] == len(hostile)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="BUG parsing.py: 'unexpected field(s)' lists every field name (each JSON-escaped, so "
-    "non-ASCII names grow 3x), so a body under 256 KiB gets an INVALID answer over SNS's 256 KiB "
-    "message limit; PublishBatch refuses it and the message is handed back until it is dead-lettered",
-)
 def test_a_body_full_of_unknown_fields_is_answered_not_dead_lettered(on_sale: Stack, queues: Queues) -> None:
     fields: dict[str, Any] = json.loads(reservation("r-wide", "arena", 1))
     for n in range(7000):  # 2-byte characters: about 250 KB of UTF-8

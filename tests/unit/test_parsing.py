@@ -76,7 +76,7 @@ def test_explicit_reserve_type_is_accepted() -> None:
         ),
         (
             '{"reservation_id": "r-1", "reservation_id": "r-2"}',
-            "field 'reservation_id' appears more than once",
+            'field "reservation_id" appears more than once',
         ),
         ('{"quantity": NaN}', "body is not valid JSON: NaN is not a number"),
         (
