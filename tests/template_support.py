@@ -1,4 +1,9 @@
-"""Reads template.yaml for the tests (cfn-lint's decoder understands the short-form intrinsics)."""
+"""The tests' view of template.yaml, on top of the package's reader (`seat_inventory.local.template`).
+
+The document, the table and the function's environment come from the same code the local stack
+builds from, so the tests cannot read the template differently from it. What is left here only
+serves assertions: the raw document, with parameter defaults kept in their YAML types.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +11,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cfnlint.decode import decode_str
+from seat_inventory.local.template import StackTemplate, read_template_document
+from seat_inventory.local.template import load_template as load_stack_template
 
 
 @dataclass(frozen=True)
 class Template:
     document: dict[str, Any]
+    stack: StackTemplate
 
     def resource(self, logical_id: str) -> dict[str, Any]:
         return self.document["Resources"][logical_id]
@@ -23,7 +30,7 @@ class Template:
         return self.document["Parameters"][name].get("Default")
 
     def resolve(self, value: Any) -> Any:
-        """Resolves `Ref` to a parameter's default; other intrinsics are returned as they are."""
+        """Resolves `Ref` to a parameter's default (typed as in the YAML); other values stay as they are."""
         if (
             isinstance(value, dict)
             and set(value) == {"Ref"}
@@ -33,39 +40,21 @@ class Template:
         return value
 
     def table_create_request(self, name: str) -> dict[str, Any]:
-        props = self.properties("InventoryTable")
-        request: dict[str, Any] = {
-            "TableName": name,
-            "KeySchema": [dict(k) for k in props["KeySchema"]],
-            "AttributeDefinitions": [dict(a) for a in props["AttributeDefinitions"]],
-            "BillingMode": props.get("BillingMode", "PROVISIONED"),
-        }
-        if props.get("GlobalSecondaryIndexes"):
-            request["GlobalSecondaryIndexes"] = [dict(i) for i in props["GlobalSecondaryIndexes"]]
-        return request
+        return self.stack.table.create_table_request(name)
 
     @property
     def table_ttl_attribute(self) -> str | None:
-        spec = self.properties("InventoryTable").get("TimeToLiveSpecification")
-        return spec["AttributeName"] if spec and spec.get("Enabled") else None
+        return self.stack.table.ttl_attribute
 
     def function_environment(self, overrides: dict[str, str]) -> dict[str, str]:
-        """Globals + the function's variables, parameters at their defaults, then `overrides`."""
-        env: dict[str, Any] = {}
-        env.update(
-            self.document.get("Globals", {}).get("Function", {}).get("Environment", {}).get("Variables", {})
-        )
-        env.update(self.properties("ReserveSeatsFunction").get("Environment", {}).get("Variables", {}))
-        resolved = {name: self.resolve(value) for name, value in env.items()}
-        resolved.update(overrides)
-        unresolved = {name: value for name, value in resolved.items() if not isinstance(value, (str, int))}
+        """The reservation function's variables (Globals merged, parameters at their defaults), then
+        `overrides`; the variables naming resources (the table, the topic) must be overridden."""
+        env: dict[str, Any] = {**self.stack.function.environment, **overrides}
+        unresolved = {name: value for name, value in env.items() if not isinstance(value, (str, int))}
         if unresolved:
             raise ValueError(f"function variables the tests cannot resolve: {unresolved}")
-        return {name: str(value) for name, value in resolved.items()}
+        return {name: str(value) for name, value in env.items()}
 
 
 def load_template(path: Path) -> Template:
-    document, matches = decode_str(path.read_text())
-    if matches:
-        raise ValueError(f"template.yaml does not parse: {matches}")
-    return Template(document)
+    return Template(read_template_document(path), load_stack_template(path))

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import boto3
 from botocore.config import Config
@@ -12,6 +15,10 @@ from seat_inventory.dal.inventory_table import InventoryTable
 from seat_inventory.logic.hints import InventoryHints
 from seat_inventory.publishing.sns_publisher import SnsOutcomePublisher
 from seat_inventory.settings import Settings
+
+if TYPE_CHECKING:
+    # Only for the annotation: each handler passes in the `metrics` its decorator flushes.
+    from aws_lambda_powertools import Metrics
 
 # botocore retries throttling and 5xx itself (standard mode) before the service sees an error;
 # short timeouts keep one slow call from eating the whole function timeout.
@@ -53,3 +60,27 @@ def build_adapters(settings: Settings, session: boto3.session.Session | None = N
         clock=SystemClock(),
         hints=InventoryHints(),
     )
+
+
+class ContainerAdapters:
+    """The adapters of one Lambda container: built on the first invocation, reused while it is warm.
+
+    Each handler module keeps one; `get` takes the factory at call time, so tests that patch the
+    handler module's `build_adapters` are honoured.
+    """
+
+    def __init__(self, metrics: Metrics) -> None:
+        self._metrics = metrics
+        self._adapters: Adapters | None = None
+
+    def get(self, factory: Callable[[Settings], Adapters]) -> Adapters:
+        """Settings read from the environment once, the metrics namespace set, the adapters built."""
+        if self._adapters is None:
+            settings = Settings.from_env(os.environ)
+            self._metrics.namespace = settings.metrics_namespace
+            self._adapters = factory(settings)
+        return self._adapters
+
+    def reset(self) -> None:
+        """Forgets the cached clients, as a new container would (tests and the local runner use it)."""
+        self._adapters = None

@@ -95,7 +95,8 @@ def _apply(
     event_id: str,
     seat_class: str | None,
     change: Callable[[InventoryTable, SeatKey], SeatClassInventory],
-) -> list[SeatClassInventory]:
+) -> None:
+    """Makes the change to the seat class named (or to every class of the event), then prints them."""
     table = obj.inventory_table()
     changed = []
     for key in _classes(table, event_id, seat_class):
@@ -105,7 +106,8 @@ def _apply(
             raise click.ClickException(f"{exc}; nothing was changed") from exc
         except (InventoryChangeRefused, ValueError, RetryableError) as exc:
             raise click.ClickException(f"{exc}; {key.seat_class} was not changed") from exc
-    return changed
+    for item in changed:
+        click.echo(_describe(item))
 
 
 def _describe(item: SeatClassInventory) -> str:
@@ -123,6 +125,11 @@ def event() -> None:
     """Create and inspect events (one inventory item per seat class), and run their sale."""
 
 
+_MAX_PER_CUSTOMER_OPTION = click.option(
+    "--max-per-customer", type=click.IntRange(min=1), help="Most seats one customer may take."
+)
+
+
 @event.command("create")
 @click.argument("event_id")
 @click.option("--capacity", type=click.IntRange(min=1), required=True, help="Seats in this seat class.")
@@ -132,7 +139,7 @@ def event() -> None:
     show_default=True,
     help="Seat class to create; run again with another class to add one to the same event.",
 )
-@click.option("--max-per-customer", type=click.IntRange(min=1), help="Most seats one customer may take.")
+@_MAX_PER_CUSTOMER_OPTION
 @click.option("--starts-at", help="Sale opens at this ISO-8601 time (with offset, e.g. ...Z).")
 @click.option("--ends-at", help="Sale ends at this ISO-8601 time (with offset).")
 @click.option("--closed", is_flag=True, help="Create the class closed; `seats event open` opens it.")
@@ -223,34 +230,34 @@ def show(obj: CliContext, event_id: str, as_json: bool) -> None:
             click.echo(f"sale window {c.seat_class}: {window}")
 
 
-_SEAT_CLASS_OPTION = click.option(
-    "--seat-class", help="Only this seat class (default: every seat class of the event)."
-)
+def _class_command(name: str) -> Callable[[Callable[..., None]], click.Command]:
+    """`seats event NAME EVENT_ID [--seat-class C] ...`: a change made to one or every seat class.
+
+    The command's own options go below this decorator; they are listed after --seat-class.
+    """
+
+    def register(function: Callable[..., None]) -> click.Command:
+        seat_class = click.option(
+            "--seat-class", help="Only this seat class (default: every seat class of the event)."
+        )
+        return event.command(name)(click.argument("event_id")(seat_class(pass_cli(function))))
+
+    return register
 
 
-@event.command("close")
-@click.argument("event_id")
-@_SEAT_CLASS_OPTION
-@pass_cli
+@_class_command("close")
 def close(obj: CliContext, event_id: str, seat_class: str | None) -> None:
     """Stop selling EVENT_ID: reserve and hold are answered SALE_CLOSED. Confirm and cancel go on."""
-    for item in _apply(obj, event_id, seat_class, lambda t, k: t.set_sale_status(k, SaleStatus.CLOSED)):
-        click.echo(_describe(item))
+    _apply(obj, event_id, seat_class, lambda t, k: t.set_sale_status(k, SaleStatus.CLOSED))
 
 
-@event.command("open")
-@click.argument("event_id")
-@_SEAT_CLASS_OPTION
-@pass_cli
+@_class_command("open")
 def open_(obj: CliContext, event_id: str, seat_class: str | None) -> None:
     """Sell EVENT_ID again after `close` (its sale window, if any, still applies)."""
-    for item in _apply(obj, event_id, seat_class, lambda t, k: t.set_sale_status(k, SaleStatus.OPEN)):
-        click.echo(_describe(item))
+    _apply(obj, event_id, seat_class, lambda t, k: t.set_sale_status(k, SaleStatus.OPEN))
 
 
-@event.command("schedule")
-@click.argument("event_id")
-@_SEAT_CLASS_OPTION
+@_class_command("schedule")
 @click.option(
     "--starts-at", help="Sale opens at this ISO-8601 time (with offset, e.g. 2026-05-01T10:00:00Z)."
 )
@@ -258,7 +265,6 @@ def open_(obj: CliContext, event_id: str, seat_class: str | None) -> None:
     "--ends-at", help="Sale ends at this ISO-8601 time (with offset); seats sell until just before."
 )
 @click.option("--clear", is_flag=True, help="Remove the window: the class sells whenever it is open.")
-@pass_cli
 def schedule(
     obj: CliContext,
     event_id: str,
@@ -273,16 +279,12 @@ def schedule(
     start, end = _epoch(starts_at, "--starts-at"), _epoch(ends_at, "--ends-at")
     if start is not None and end is not None and end <= start:
         raise click.BadParameter("the sale must end after it starts", param_hint="--ends-at")
-    for item in _apply(obj, event_id, seat_class, lambda t, k: t.set_sale_window(k, start, end)):
-        click.echo(_describe(item))
+    _apply(obj, event_id, seat_class, lambda t, k: t.set_sale_window(k, start, end))
 
 
-@event.command("limit")
-@click.argument("event_id")
-@_SEAT_CLASS_OPTION
-@click.option("--max-per-customer", type=click.IntRange(min=1), help="Most seats one customer may take.")
+@_class_command("limit")
+@_MAX_PER_CUSTOMER_OPTION
 @click.option("--none", "no_limit", is_flag=True, help="Remove the limit.")
-@pass_cli
 def limit(
     obj: CliContext, event_id: str, seat_class: str | None, max_per_customer: int | None, no_limit: bool
 ) -> None:
@@ -292,8 +294,7 @@ def limit(
     """
     if no_limit == (max_per_customer is not None):
         raise click.UsageError("give --max-per-customer N or --none")
-    for item in _apply(obj, event_id, seat_class, lambda t, k: t.set_max_per_customer(k, max_per_customer)):
-        click.echo(_describe(item))
+    _apply(obj, event_id, seat_class, lambda t, k: t.set_max_per_customer(k, max_per_customer))
 
 
 @event.command("capacity")
@@ -332,5 +333,4 @@ def capacity(
             return t.set_capacity(k, set_to)
         return t.change_capacity(k, add if add is not None else -(remove or 0))
 
-    for item in _apply(obj, event_id, key.seat_class, change):
-        click.echo(_describe(item))
+    _apply(obj, event_id, key.seat_class, change)

@@ -37,17 +37,11 @@ from seat_inventory.traffic import (
 if TYPE_CHECKING:
     from click._termui_impl import ProgressBar
 
+    from seat_inventory.local.template import FunctionDefinition
+
 pass_cli = click.make_pass_decorator(CliContext)
 
 OUTCOME_CHOICES = [outcome.value for outcome in Outcome]
-FUNCTION_LOGICAL_ID = "ReserveSeatsFunction"
-# What template.yaml gives the function (Globals.Function); `invoke` mirrors it.
-FUNCTION_TIMEOUT_S = 30
-FUNCTION_MEMORY_MB = 512
-FUNCTION_DEFAULT_ENV = {
-    "POWERTOOLS_SERVICE_NAME": "seat-inventory",
-    "POWERTOOLS_METRICS_NAMESPACE": "SeatInventory",
-}
 DOCKER_HOST_MARKER = "host.docker.internal"
 BODY_PREVIEW_CHARS = 60
 
@@ -369,27 +363,73 @@ def dlq_redrive(obj: CliContext, max_messages: int | None, yes: bool) -> None:
 class LocalLambdaContext:
     """The attributes of a Lambda context object that the handler and Powertools read."""
 
-    function_name: str = FUNCTION_LOGICAL_ID
+    function_name: str
+    invoked_function_arn: str
+    memory_limit_in_mb: int
+    log_group_name: str
+    timeout_s: float
     function_version: str = "$LATEST"
-    invoked_function_arn: str = f"arn:aws:lambda:us-east-1:123456789012:function:{FUNCTION_LOGICAL_ID}"
-    memory_limit_in_mb: int = FUNCTION_MEMORY_MB
     aws_request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
-    log_group_name: str = f"/aws/lambda/{FUNCTION_LOGICAL_ID}"
     log_stream_name: str = field(
         default_factory=lambda: time.strftime("%Y/%m/%d") + f"/[$LATEST]{uuid.uuid4().hex}"
     )
-    timeout_s: float = FUNCTION_TIMEOUT_S
     started: float = field(default_factory=time.monotonic)
+
+    @classmethod
+    def of(cls, function: FunctionDefinition, region: str) -> LocalLambdaContext:
+        """The context Lambda would hand the function as the template defines it (memory, timeout)."""
+        from seat_inventory.local.template import LOCAL_ACCOUNT_ID
+
+        arn = f"arn:aws:lambda:{region}:{LOCAL_ACCOUNT_ID}:function:{function.logical_id}"
+        return cls(
+            function_name=function.logical_id,
+            invoked_function_arn=arn,
+            memory_limit_in_mb=function.memory_mb,
+            log_group_name=f"/aws/lambda/{function.logical_id}",
+            timeout_s=function.timeout_s,
+        )
 
     def get_remaining_time_in_millis(self) -> int:
         return max(0, int((self.timeout_s - (time.monotonic() - self.started)) * 1000))
 
 
-def _env_vars_from_file(path: str) -> tuple[dict[str, str], list[str]]:
+def _template_function() -> FunctionDefinition:
+    """The reservation function as template.yaml defines it: handler settings and environment."""
+    from seat_inventory.local.template import (
+        TEMPLATE_ENV,
+        TemplateError,
+        default_template_path,
+        load_template,
+    )
+
+    path = default_template_path()
+    try:
+        return load_template(path).function
+    except TemplateError as exc:
+        raise click.ClickException(
+            f"invoke runs the function as template.yaml defines it, but the template cannot be read: {exc}"
+            f" (run from the checkout, or set {TEMPLATE_ENV} to the template's path)"
+        ) from exc
+
+
+def _template_defaults(function: FunctionDefinition) -> dict[str, str]:
+    """The function's variables that the template sets on its own (parameters at their defaults).
+
+    Left out: those naming a resource (the table, the topic), which come from the stack or the
+    environment, and the empty ones (placeholders that `sam local invoke --env-vars` may fill).
+    """
+    return {
+        name: str(value)
+        for name, value in function.environment.items()
+        if isinstance(value, (str, int, float)) and str(value) != ""
+    }
+
+
+def _env_vars_from_file(path: str, function_id: str) -> tuple[dict[str, str], list[str]]:
     """The function's variables from a sam-style env-vars file, and the names skipped.
 
-    `Parameters` applies first and the `ReserveSeatsFunction` block overrides it, as in
-    `sam local invoke --env-vars`. Values naming host.docker.internal only work from inside a
+    `Parameters` applies first and the function's block (`ReserveSeatsFunction`) overrides it, as
+    in `sam local invoke --env-vars`. Values naming host.docker.internal only work from inside a
     container, so they are skipped.
     """
     try:
@@ -400,7 +440,7 @@ def _env_vars_from_file(path: str) -> tuple[dict[str, str], list[str]]:
         raise click.BadParameter(f"{path} must hold a JSON object", param_hint="--env-vars")
     applied: dict[str, str] = {}
     skipped: list[str] = []
-    for block_name in ("Parameters", FUNCTION_LOGICAL_ID):
+    for block_name in ("Parameters", function_id):
         block = document.get(block_name) or {}
         if not isinstance(block, dict):
             raise click.BadParameter(f"{block_name} in {path} must be a JSON object", param_hint="--env-vars")
@@ -472,6 +512,8 @@ def _function_output_to_stderr() -> Iterator[None]:
 def invoke(obj: CliContext, event_file: str, env_vars: str | None) -> None:
     """Run an SQS event file through the real handler in this process (no Docker needed).
 
+    The function's memory, timeout and variables are read from template.yaml ($SEATS_TEMPLATE
+    names another), parameters at their defaults; variables already set here are kept.
     TABLE_NAME and OUTCOMES_TOPIC_ARN come from --stack-name outputs or the environment;
     --env-vars overrides them; --endpoint-url is passed on as AWS_ENDPOINT_URL. Prints the
     handler's response (the batchItemFailures) on stdout and its logs on stderr.
@@ -483,9 +525,12 @@ def invoke(obj: CliContext, event_file: str, env_vars: str | None) -> None:
     if not isinstance(event, dict) or not isinstance(event.get("Records"), list):
         raise click.BadParameter(f"{event_file} is not an SQS event (no Records list)", param_hint="--event")
 
+    function = _template_function()
     # Lowest to highest precedence: the template's defaults, what this CLI resolved (stack
     # outputs or environment, region, profile), the --env-vars file, then --endpoint-url.
-    environment = {name: value for name, value in FUNCTION_DEFAULT_ENV.items() if name not in os.environ}
+    environment = {
+        name: value for name, value in _template_defaults(function).items() if name not in os.environ
+    }
     region = obj.session.region_name
     if region:
         environment["AWS_REGION"] = environment["AWS_DEFAULT_REGION"] = region
@@ -497,7 +542,7 @@ def invoke(obj: CliContext, event_file: str, env_vars: str | None) -> None:
     if resources.outcomes_topic_arn:
         environment["OUTCOMES_TOPIC_ARN"] = resources.outcomes_topic_arn
     if env_vars:
-        from_file, skipped = _env_vars_from_file(env_vars)
+        from_file, skipped = _env_vars_from_file(env_vars, function.logical_id)
         environment.update(from_file)
         if skipped:
             click.echo(
@@ -518,8 +563,7 @@ def invoke(obj: CliContext, event_file: str, env_vars: str | None) -> None:
             "deployed stack, set the variable(s), or give them in --env-vars"
         )
     region = environment.get("AWS_REGION") or environment.get("AWS_DEFAULT_REGION") or region
-    arn = f"arn:aws:lambda:{region or 'us-east-1'}:123456789012:function:{FUNCTION_LOGICAL_ID}"
-    context = LocalLambdaContext(invoked_function_arn=arn)
+    context = LocalLambdaContext.of(function, region or "us-east-1")
 
     with _patched_environ(environment):
         # Imported here: Powertools reads its settings (service name, log level) when first imported.

@@ -33,7 +33,7 @@ import time
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from botocore.exceptions import (
     ClientError,
@@ -63,6 +63,8 @@ from seat_inventory.models import (
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
+_Response = TypeVar("_Response")
+
 INVENTORY_PREFIX = "EVENT#"
 CLASS_PREFIX = "CLASS#"
 CUSTOMER_PREFIX = "CUSTOMER#"
@@ -90,6 +92,8 @@ RETRYABLE_ERROR_CODES = frozenset(
 )
 RETRYABLE_CANCELLATION_CODES = frozenset({"ThrottlingError", "ProvisionedThroughputExceeded"})
 NETWORK_ERRORS = (EndpointConnectionError, ConnectTimeoutError, ReadTimeoutError, ConnectionClosedError)
+TRANSACTION_CANCELED = "TransactionCanceledException"
+CONDITION_FAILED = "ConditionalCheckFailedException"
 
 # The conditions every write that takes seats adds: the sale is open at :now.
 SALE_OPEN_CONDITION = (
@@ -217,20 +221,39 @@ def _record_item(
     return item
 
 
-def _raise_retryable_or_reraise(exc: Exception) -> None:
-    """Maps a transient AWS fault to RetryableError; anything else propagates unchanged."""
-    if isinstance(exc, NETWORK_ERRORS):
+def _error_code(exc: ClientError) -> str:
+    return str(exc.response.get("Error", {}).get("Code", ""))
+
+
+def _call(operation: Callable[..., _Response], /, **params: Any) -> _Response:
+    """Calls DynamoDB; the one place its faults are classified.
+
+    Unreachable or a retryable error code raises RetryableError (a TransactionConflictException
+    raises TransactionConflict); any other error propagates unchanged.
+    """
+    try:
+        return operation(**params)
+    except NETWORK_ERRORS as exc:
         raise RetryableError(f"DynamoDB unreachable: {exc}") from exc
-    if isinstance(exc, ClientError):
-        code = exc.response.get("Error", {}).get("Code", "")
+    except ClientError as exc:
+        code = _error_code(exc)
         if code == "TransactionConflictException":
             raise TransactionConflict(code) from exc
         if code in RETRYABLE_ERROR_CODES:
             raise RetryableError(code) from exc
+        raise
 
 
-def _error_code(exc: ClientError) -> str:
-    return str(exc.response.get("Error", {}).get("Code", ""))
+def _call_expecting(
+    code: str, operation: Callable[..., _Response], /, **params: Any
+) -> _Response | ClientError:
+    """`_call`, but the error with `code` (a refusal the caller reads) is returned instead of raised."""
+    try:
+        return _call(operation, **params)
+    except ClientError as exc:
+        if _error_code(exc) == code:
+            return exc
+        raise
 
 
 def _cancellation_reasons(exc: ClientError, expected_count: int) -> list[dict[str, Any]]:
@@ -342,16 +365,11 @@ class InventoryTable:
             actions.append(
                 self._count_customer_action(key, customer_id, counters[customer_id], max_per_customer)
             )
-        try:
-            self._client.transact_write_items(TransactItems=actions)  # type: ignore[arg-type]
-        except ClientError as exc:
-            if _error_code(exc) == "TransactionCanceledException":
-                return self._refusal(exc, outcomes, customers, has_inventory_action=seats_taken > 0)
-            _raise_retryable_or_reraise(exc)
-            raise
-        except NETWORK_ERRORS as exc:
-            _raise_retryable_or_reraise(exc)
-            raise
+        cancelled = _call_expecting(
+            TRANSACTION_CANCELED, self._client.transact_write_items, TransactItems=actions
+        )
+        if isinstance(cancelled, ClientError):
+            return self._refusal(cancelled, outcomes, customers, has_inventory_action=seats_taken > 0)
         return None
 
     def _take_seats_action(
@@ -468,13 +486,9 @@ class InventoryTable:
 
     def read_inventory(self, key: SeatKey) -> SeatClassInventory | None:
         """GetItem with ConsistentRead: the seats left now, without writing to the hot item."""
-        try:
-            response = self._client.get_item(
-                TableName=self._table_name, Key=inventory_key(key), ConsistentRead=True
-            )
-        except (ClientError, *NETWORK_ERRORS) as exc:
-            _raise_retryable_or_reraise(exc)
-            raise
+        response = _call(
+            self._client.get_item, TableName=self._table_name, Key=inventory_key(key), ConsistentRead=True
+        )
         item = response.get("Item")
         return _inventory_from_item(item) if item else None
 
@@ -490,13 +504,10 @@ class InventoryTable:
         for start in range(0, len(unique), BATCH_GET_LIMIT):
             keys: list[dict[str, Any]] = [reservation_key(i) for i in unique[start : start + BATCH_GET_LIMIT]]
             for attempt in range(BATCH_GET_ATTEMPTS):
-                try:
-                    response = self._client.batch_get_item(
-                        RequestItems={self._table_name: {"Keys": keys, "ConsistentRead": True}}
-                    )
-                except (ClientError, *NETWORK_ERRORS) as exc:
-                    _raise_retryable_or_reraise(exc)
-                    raise
+                response = _call(
+                    self._client.batch_get_item,
+                    RequestItems={self._table_name: {"Keys": keys, "ConsistentRead": True}},
+                )
                 for item in response.get("Responses", {}).get(self._table_name, []):
                     record = _record_from_item(item)
                     records[record.reservation_id] = record
@@ -543,16 +554,11 @@ class InventoryTable:
         ]
         customers = list(counters)
         actions += [self._uncount_customer_action(key, c, counters[c]) for c in customers]
-        try:
-            self._client.transact_write_items(TransactItems=actions)  # type: ignore[arg-type]
-        except ClientError as exc:
-            if _error_code(exc) == "TransactionCanceledException":
-                return self._transition_refusal(exc, transitions, customers)
-            _raise_retryable_or_reraise(exc)
-            raise
-        except NETWORK_ERRORS as exc:
-            _raise_retryable_or_reraise(exc)
-            raise
+        cancelled = _call_expecting(
+            TRANSACTION_CANCELED, self._client.transact_write_items, TransactItems=actions
+        )
+        if isinstance(cancelled, ClientError):
+            return self._transition_refusal(cancelled, transitions, customers)
         return None
 
     def _inventory_delta_action(
@@ -686,11 +692,7 @@ class InventoryTable:
         records: list[ReservationRecord] = []
         while len(records) < limit:
             request["Limit"] = limit - len(records)
-            try:
-                page = self._client.query(**request)
-            except (ClientError, *NETWORK_ERRORS) as exc:
-                _raise_retryable_or_reraise(exc)
-                raise
+            page = _call(self._client.query, **request)
             records.extend(_record_from_item(item) for item in page.get("Items", []))
             if "LastEvaluatedKey" not in page:
                 return records, False
@@ -734,26 +736,20 @@ class InventoryTable:
         """
         cleared = 0
         for record in records:
-            try:
-                self._client.update_item(
-                    TableName=self._table_name,
-                    Key=reservation_key(record.reservation_id),
-                    UpdateExpression="SET expires_at = :expires_at REMOVE gsi1pk, gsi1sk",
-                    ConditionExpression="gsi1pk = :outbox",
-                    ExpressionAttributeValues={
-                        ":outbox": {"S": f"{OUTBOX_PREFIX}{hold_shard(record.reservation_id)}"},
-                        ":expires_at": _number(expires_at),
-                    },
-                )
-            except ClientError as exc:
-                if _error_code(exc) == "ConditionalCheckFailedException":
-                    continue
-                _raise_retryable_or_reraise(exc)
-                raise
-            except NETWORK_ERRORS as exc:
-                _raise_retryable_or_reraise(exc)
-                raise
-            cleared += 1
+            taken_out_first = _call_expecting(
+                CONDITION_FAILED,
+                self._client.update_item,
+                TableName=self._table_name,
+                Key=reservation_key(record.reservation_id),
+                UpdateExpression="SET expires_at = :expires_at REMOVE gsi1pk, gsi1sk",
+                ConditionExpression="gsi1pk = :outbox",
+                ExpressionAttributeValues={
+                    ":outbox": {"S": f"{OUTBOX_PREFIX}{hold_shard(record.reservation_id)}"},
+                    ":expires_at": _number(expires_at),
+                },
+            )
+            if not isinstance(taken_out_first, ClientError):
+                cleared += 1
         return cleared
 
     # ------------------------------------------------------------------ operator
@@ -792,23 +788,21 @@ class InventoryTable:
             item["sale_ends_at"] = _number(sale_ends_at)
         if closed:
             item["sale_status"] = {"S": SaleStatus.CLOSED.value}
-        try:
-            self._client.put_item(
-                TableName=self._table_name,
-                Item=item,
-                ConditionExpression="attribute_not_exists(pk)",
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-            )
-        except ClientError as exc:
-            if _error_code(exc) == "ConditionalCheckFailedException":
-                old: Any = exc.response.get("Item")
-                existing = _inventory_from_item(old) if old else None
-                raise EventAlreadyExists(
-                    f"event {key.event_id!r} already has seat class {key.seat_class!r}"
-                    + (f" (capacity {existing.capacity}, available {existing.available})" if existing else "")
-                ) from exc
-            _raise_retryable_or_reraise(exc)
-            raise
+        exists = _call_expecting(
+            CONDITION_FAILED,
+            self._client.put_item,
+            TableName=self._table_name,
+            Item=item,
+            ConditionExpression="attribute_not_exists(pk)",
+            ReturnValuesOnConditionCheckFailure="ALL_OLD",
+        )
+        if isinstance(exists, ClientError):
+            old: Any = exists.response.get("Item")
+            existing = _inventory_from_item(old) if old else None
+            raise EventAlreadyExists(
+                f"event {key.event_id!r} already has seat class {key.seat_class!r}"
+                + (f" (capacity {existing.capacity}, available {existing.available})" if existing else "")
+            ) from exists
         return _inventory_from_item(item)
 
     def get_event(self, event_id: str) -> list[SeatClassInventory]:
@@ -824,11 +818,7 @@ class InventoryTable:
             "ConsistentRead": True,
         }
         while True:
-            try:
-                page = self._client.query(**request)
-            except (ClientError, *NETWORK_ERRORS) as exc:
-                _raise_retryable_or_reraise(exc)
-                raise
+            page = _call(self._client.query, **request)
             classes.extend(_inventory_from_item(item) for item in page.get("Items", []))
             if "LastEvaluatedKey" not in page:
                 return sorted(classes, key=lambda c: c.seat_class)
@@ -841,25 +831,23 @@ class InventoryTable:
 
     def get_reservation_record(self, reservation_id: str) -> ReservationRecord | None:
         """The whole record (answer and current status), read strongly consistently, or None."""
-        try:
-            response = self._client.get_item(
-                TableName=self._table_name, Key=reservation_key(reservation_id), ConsistentRead=True
-            )
-        except (ClientError, *NETWORK_ERRORS) as exc:
-            _raise_retryable_or_reraise(exc)
-            raise
+        response = _call(
+            self._client.get_item,
+            TableName=self._table_name,
+            Key=reservation_key(reservation_id),
+            ConsistentRead=True,
+        )
         item = response.get("Item")
         return _record_from_item(item) if item else None
 
     def get_customer_seats(self, key: SeatKey, customer_id: str) -> int:
         """The seats counted against a customer's limit in a seat class (0 when none)."""
-        try:
-            response = self._client.get_item(
-                TableName=self._table_name, Key=customer_key(key, customer_id), ConsistentRead=True
-            )
-        except (ClientError, *NETWORK_ERRORS) as exc:
-            _raise_retryable_or_reraise(exc)
-            raise
+        response = _call(
+            self._client.get_item,
+            TableName=self._table_name,
+            Key=customer_key(key, customer_id),
+            ConsistentRead=True,
+        )
         item = response.get("Item")
         return int(item["seats"]["N"]) if item else 0
 
@@ -997,23 +985,16 @@ class InventoryTable:
         }
         if names:
             request["ExpressionAttributeNames"] = names
-        try:
-            response = self._client.update_item(**request)
-        except ClientError as exc:
-            if _error_code(exc) == "ConditionalCheckFailedException":
-                old: Any = exc.response.get("Item")
-                if not old:
-                    raise UnknownSeatClass(
-                        f"event {key.event_id!r} has no seat class {key.seat_class!r}"
-                    ) from exc
-                if refused is None:
-                    raise
-                raise refused(_inventory_from_item(old)) from exc
-            _raise_retryable_or_reraise(exc)
-            raise
-        except NETWORK_ERRORS as exc:
-            _raise_retryable_or_reraise(exc)
-            raise
+        response = _call_expecting(CONDITION_FAILED, self._client.update_item, **request)
+        if isinstance(response, ClientError):
+            old: Any = response.response.get("Item")
+            if not old:
+                raise UnknownSeatClass(
+                    f"event {key.event_id!r} has no seat class {key.seat_class!r}"
+                ) from response
+            if refused is None:
+                raise response
+            raise refused(_inventory_from_item(old)) from response
         return _inventory_from_item(response["Attributes"])
 
 

@@ -6,40 +6,28 @@ messages listed in `batchItemFailures` come back; every other message is deleted
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from seat_inventory.logic.reserve_seats import QueueMessage, reserve_seats
 from seat_inventory.observability import logger, metrics, record_batch, tracer
-from seat_inventory.settings import Settings
-from seat_inventory.wiring import Adapters, build_adapters
+from seat_inventory.wiring import ContainerAdapters, build_adapters
 
-_adapters: Adapters | None = None
-
-
-def _container_adapters() -> Adapters:
-    """Settings and clients are built on the first invocation and reused by the warm container."""
-    global _adapters
-    if _adapters is None:
-        settings = Settings.from_env(os.environ)
-        metrics.namespace = settings.metrics_namespace
-        _adapters = build_adapters(settings)
-    return _adapters
+_container = ContainerAdapters(metrics)
 
 
 def reset_container() -> None:
     """Forgets the cached clients, as a new container would (tests and the local runner use it)."""
-    global _adapters
-    _adapters = None
+    _container.reset()
 
 
 @logger.inject_lambda_context(clear_state=True)
 @tracer.capture_lambda_handler(capture_response=False)
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    adapters = _container_adapters()
+    # `build_adapters` is looked up now, so tests can patch this module's name.
+    adapters = _container.get(build_adapters)
     messages = [QueueMessage(record["messageId"], record["body"]) for record in event["Records"]]
     result = reserve_seats(
         messages,

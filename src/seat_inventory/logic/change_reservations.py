@@ -65,12 +65,12 @@ def _change_answer(
     )
 
 
-def _unknown_reservation(request: ChangeRequest) -> ReservationOutcome:
+def _answer_without_record(request: ChangeRequest, outcome: Outcome, why: str) -> ReservationOutcome:
+    """A refusal that tells nothing of the reservation: none is recorded, or it is not the caller's."""
     return ReservationOutcome(
         reservation_id=request.reservation_id,
-        outcome=Outcome.UNKNOWN_RESERVATION,
-        reason=f"no reservation {request.reservation_id!r} is recorded;"
-        f" nothing to {request.request_type.value}",
+        outcome=outcome,
+        reason=f"{why}; nothing to {request.request_type.value}",
         event_id=None,
         seat_class=None,
         quantity=None,
@@ -91,19 +91,14 @@ def decide_change(
     """
     verb = request.request_type.value
     if record is None:
-        return _unknown_reservation(request)
+        return _answer_without_record(
+            request, Outcome.UNKNOWN_RESERVATION, f"no reservation {request.reservation_id!r} is recorded"
+        )
     if request.customer_id is not None and request.customer_id != record.answer.customer_id:
-        return ReservationOutcome(
-            reservation_id=request.reservation_id,
-            outcome=Outcome.INVALID,
-            reason=f"customer_id {request.customer_id!r} does not match the reservation's customer;"
-            f" nothing to {verb}",
-            event_id=None,
-            seat_class=None,
-            quantity=None,
-            customer_id=request.customer_id,
-            message_id=request.message_id,
-            request_type=request.request_type,
+        return _answer_without_record(
+            request,
+            Outcome.INVALID,
+            f"customer_id {request.customer_id!r} does not match the reservation's customer",
         )
     status = record.status
     if record.hold_expired(now):
