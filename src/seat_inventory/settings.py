@@ -10,6 +10,8 @@ DEFAULT_MAX_SEATS_PER_RESERVATION = 10
 # SQS keeps a message for at most 14 days, so a rejection kept 15 days outlives every redelivery.
 DEFAULT_REJECTION_RECORD_TTL_DAYS = 15
 DEFAULT_METRICS_NAMESPACE = "SeatInventory"
+# The `service` dimension of every metric (the alarms on our own metrics select it).
+DEFAULT_SERVICE_NAME = "seat-inventory"
 SECONDS_PER_DAY = 86_400
 # The longest hold a message may ask for (template parameter MaxHoldSeconds); the shortest is 60 s.
 DEFAULT_MAX_HOLD_SECONDS = 3600
@@ -53,6 +55,7 @@ class Settings:
     max_seats_per_reservation: int = DEFAULT_MAX_SEATS_PER_RESERVATION
     rejection_record_ttl_days: int = DEFAULT_REJECTION_RECORD_TTL_DAYS
     metrics_namespace: str = DEFAULT_METRICS_NAMESPACE
+    service_name: str = DEFAULT_SERVICE_NAME
     max_hold_seconds: int = DEFAULT_MAX_HOLD_SECONDS
     sweep_limit: int = DEFAULT_SWEEP_LIMIT
 
@@ -77,6 +80,7 @@ class Settings:
                 env, "REJECTION_RECORD_TTL_DAYS", DEFAULT_REJECTION_RECORD_TTL_DAYS
             ),
             metrics_namespace=env.get("POWERTOOLS_METRICS_NAMESPACE") or DEFAULT_METRICS_NAMESPACE,
+            service_name=env.get("POWERTOOLS_SERVICE_NAME") or DEFAULT_SERVICE_NAME,
             max_hold_seconds=_max_hold_seconds(env),
             sweep_limit=_positive_int(env, "SWEEP_LIMIT", DEFAULT_SWEEP_LIMIT),
         )

@@ -74,10 +74,13 @@ class ContainerAdapters:
         self._adapters: Adapters | None = None
 
     def get(self, factory: Callable[[Settings], Adapters]) -> Adapters:
-        """Settings read from the environment once, the metrics namespace set, the adapters built."""
+        """Settings read from the environment once, the metrics' namespace and `service` dimension
+        set from them (not from whatever the environment held when Powertools was imported), the
+        adapters built."""
         if self._adapters is None:
             settings = Settings.from_env(os.environ)
             self._metrics.namespace = settings.metrics_namespace
+            self._metrics.service = settings.service_name
             self._adapters = factory(settings)
         return self._adapters
 

@@ -7,6 +7,7 @@ real `ClientError`, and an `after-call` hook that raises simulates a crash after
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -18,7 +19,8 @@ import pytest
 from moto import mock_aws
 
 from seat_inventory.handlers import reserve_seats as handler_module
-from seat_inventory.wiring import build_adapters
+from seat_inventory.settings import Settings
+from seat_inventory.wiring import Adapters, SystemClock, build_adapters
 from tests.template_support import load_template
 
 REPO = Path(__file__).resolve().parents[2]
@@ -93,6 +95,36 @@ class Faults:
 
 class SimulatedCrash(Exception):
     """Raised from an after-call hook: the AWS call committed, the function died before going on."""
+
+
+class MovableClock(SystemClock):
+    """The time the functions see, moved only by the test; `sleep` (the back-off after a transaction
+    conflict) returns at once and is only counted."""
+
+    def __init__(self, start: float) -> None:
+        self.time = start
+        self.slept = 0.0
+
+    def now(self) -> float:
+        return self.time
+
+    def sleep(self, seconds: float) -> None:
+        self.slept += seconds
+
+    def advance(self, seconds: float) -> None:
+        self.time += seconds
+
+
+def adapters_factory(
+    session: boto3.session.Session, clock: SystemClock | None = None
+) -> Callable[[Settings], Adapters]:
+    """A `build_adapters` for a handler module to be patched with: clients from `session`, and `clock`."""
+
+    def factory(settings: Settings) -> Adapters:
+        adapters = build_adapters(settings, session)
+        return adapters if clock is None else dataclasses.replace(adapters, clock=clock)
+
+    return factory
 
 
 @dataclass

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import os
+from unittest.mock import patch
+
 import pytest
+from aws_lambda_powertools import Metrics
 
 from seat_inventory.settings import ConfigurationError, Settings
+from seat_inventory.wiring import ContainerAdapters
 
 
 def test_defaults_apply_when_only_the_resources_are_given() -> None:
@@ -27,6 +32,7 @@ def test_every_variable_is_read() -> None:
             "MAX_SEATS_PER_RESERVATION": "4",
             "REJECTION_RECORD_TTL_DAYS": "30",
             "POWERTOOLS_METRICS_NAMESPACE": "Shows",
+            "POWERTOOLS_SERVICE_NAME": "box-office",
         }
     )
     assert (
@@ -34,7 +40,16 @@ def test_every_variable_is_read() -> None:
         settings.max_seats_per_reservation,
         settings.rejection_record_ttl_days,
     ) == ("STALLS", 4, 30)
-    assert settings.metrics_namespace == "Shows"
+    assert (settings.metrics_namespace, settings.service_name) == ("Shows", "box-office")
+
+
+def test_the_metrics_get_their_namespace_and_service_from_the_settings_not_from_import_time() -> None:
+    metrics = Metrics(namespace="ImportTime", service="import-time")
+    container = ContainerAdapters(metrics)
+    env = {"TABLE_NAME": "t", "OUTCOMES_TOPIC_ARN": "arn", "POWERTOOLS_SERVICE_NAME": "box-office"}
+    with patch.dict(os.environ, env, clear=True):
+        container.get(lambda settings: settings)  # type: ignore[arg-type,return-value]
+    assert (metrics.namespace, metrics.service) == ("SeatInventory", "box-office")
 
 
 def test_missing_resources_are_named() -> None:

@@ -240,7 +240,7 @@ def add_snapshots(snapshots: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
                 bucket = total.setdefault(name, Counter())
                 bucket.update(value)
             else:
-                total[name] = total.get(name, 0.0) + value
+                total[name] = total[name] + value if name in total else value
     return {name: dict(value) if isinstance(value, Counter) else value for name, value in total.items()}
 
 

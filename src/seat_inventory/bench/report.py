@@ -87,8 +87,9 @@ def targets(results: Sequence[DesignResult], cold: ColdStart | None) -> list[Tar
             Target(
                 "writes to the hot item per rejected request after the sell-out",
                 "none (baseline: one per request)",
-                f"{ours.counts.get('hot_item_write_requests', 0)} in {ours.requests} requests vs"
-                f" {theirs.counts.get('hot_item_write_requests', 0)} in {theirs.requests}",
+                f"{int(ours.counts.get('hot_item_write_requests', 0))} in {ours.requests:,} requests"
+                f" (refused: a new worker's first, optimistic write) vs"
+                f" {int(theirs.counts.get('hot_item_write_requests', 0)):,} in {theirs.requests:,}",
                 ours.counts.get("hot_item_write_requests", 0) == 0,
             )
         )
@@ -127,7 +128,7 @@ def figures_table(results: Sequence[DesignResult]) -> str:
         lines.append(
             f"| {r.workload} | {DESIGN_NAMES[r.design]} | {r.requests:,} | {r.confirmed:,}"
             f" | {r.messages_per_s:,.0f} | {r.hot_item_units_per_reservation:.4f}"
-            f" | {r.counts.get('hot_item_write_requests', 0):,}"
+            f" | {int(r.counts.get('hot_item_write_requests', 0)):,}"
             f" | {r.per_message(r.handler_requests):.3f} | {r.per_message(r.all_requests):.3f}"
             f" | {r.per_message(r.write_units):.3f} | {r.per_message(r.read_units):.3f}"
             f" | {_money(r.cost.total)} | {_number(r.ceiling)} |"
