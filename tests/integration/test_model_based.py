@@ -22,7 +22,7 @@ Lambda reuses them; both are built with one movable clock. Event and reservation
 across examples, so what a container learned about a seat class (`InventoryHints`) never carries
 over to another example.
 
-CI runs 200 histories of 10 steps (about 80 s on a quiet 2-core machine; each step is a few moto
+CI runs 300 histories of 10 steps (about 170 s on a quiet 2-core machine; each step is a few moto
 calls of 5-20 ms, a sweeper run about 20). For a longer search, set the environment:
     SEATS_MODEL_EXAMPLES=2000 SEATS_MODEL_STEPS=20 .venv/bin/pytest tests/integration/test_model_based.py
 """
@@ -72,7 +72,7 @@ from tests.integration.conftest import (
 )
 from tests.template_support import load_template
 
-MODEL_EXAMPLES = int(os.environ.get("SEATS_MODEL_EXAMPLES", "200"))
+MODEL_EXAMPLES = int(os.environ.get("SEATS_MODEL_EXAMPLES", "300"))
 MODEL_STEPS = int(os.environ.get("SEATS_MODEL_STEPS", "10"))
 MAX_QUANTITY = 10  # the template's MaxSeatsPerReservation default, which the handler gets
 QUANTITIES = [1, 2, 3, 5, MAX_QUANTITY]  # mostly a few seats, so that classes of 0-20 do not sell out at once
