@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -100,9 +101,26 @@ def test_a_group_that_does_not_fit_is_filled_greedily_in_arrival_order(store, pu
     assert store.inventory[SeatKey("e-1", "GA")].sold == 10
     sold_out = next(o for o in publisher.published if o.message_id == "m-3")
     assert (sold_out.remaining, sold_out.reason) == (0, "requested 4 seat(s), 0 left")
-    # the first, optimistic transaction was refused; the second one committed the whole group
-    assert store.transactions == 2
+    # a container reads a class it has never seen first, so one transaction commits the whole group
+    assert store.reads == 1
+    assert store.transactions == 1
     assert store.inventory_writes == 1
+
+
+def test_an_optimistic_write_planned_on_a_stale_hint_is_refused_then_filled_from_what_it_saw(
+    store, publisher
+) -> None:
+    hints = InventoryHints()
+    hints.learn(SeatKey("e-1", "GA"), 10)  # stale: the class has 5 seats left
+    key = SeatKey("e-1", "GA")
+    store.inventory[key] = dataclasses.replace(store.inventory[key], available=5, capacity=5)
+
+    result = run_with_hints([message(1, quantity=4), message(2, quantity=4)], store, publisher, hints)
+
+    assert [o.outcome for o in result.published] == [Outcome.CONFIRMED, Outcome.SOLD_OUT]
+    # no read: the refused transaction returned the item (ReturnValuesOnConditionCheckFailure)
+    assert (store.reads, store.transactions, store.inventory_writes) == (0, 2, 1)
+    assert store.inventory[SeatKey("e-1", "GA")].available == 1
 
 
 def test_an_unknown_event_is_answered_and_recorded(store, publisher) -> None:
@@ -206,7 +224,7 @@ def test_a_throttled_group_is_retried_alone(publisher) -> None:
 
 
 def test_transaction_conflicts_are_retried_in_place_with_backoff(store, publisher) -> None:
-    store.fail_next = [TransactionConflict("TransactionConflict")] * 2
+    store.fail_next_commit = [TransactionConflict("TransactionConflict")] * 2
     clock = FakeClock()
 
     result = run([message(1)], store, publisher, clock)
@@ -217,7 +235,7 @@ def test_transaction_conflicts_are_retried_in_place_with_backoff(store, publishe
 
 
 def test_persistent_conflicts_hand_the_messages_back(store, publisher) -> None:
-    store.fail_next = [TransactionConflict("TransactionConflict")] * (MAX_CONFLICT_RETRIES + 1)
+    store.fail_next_commit = [TransactionConflict("TransactionConflict")] * (MAX_CONFLICT_RETRIES + 1)
 
     result = run([message(1)], store, publisher)
 
@@ -283,7 +301,7 @@ def test_once_sold_out_later_batches_read_instead_of_writing_the_hot_item(store,
     result = run_with_hints([message(n, quantity=1) for n in range(10, 20)], store, publisher, hints)
 
     assert store.inventory_writes == writes_before  # the hot item was not written
-    assert store.reads == 1
+    assert store.reads == 2  # the new container's first read, then the sold-out class's
     assert store.transactions == transactions_before + 1  # one transaction: the ten rejection records
     assert [o.outcome for o in result.published] == [Outcome.SOLD_OUT] * 10
     assert all(o.remaining == 0 for o in result.published)
@@ -308,15 +326,27 @@ def test_a_known_missing_event_is_answered_from_a_read(publisher) -> None:
 
     result = run_with_hints([message(2, event_id="nope")], store, publisher, hints)
 
-    assert store.reads == 1
+    assert store.reads == 2  # the first batch's (a class never seen), then the missing event's
     assert [o.outcome for o in result.published] == [Outcome.CONFIRMED]
 
 
-def test_plentiful_classes_are_never_read_first(store, publisher) -> None:
+def test_a_plentiful_class_is_read_once_by_a_container_then_written_optimistically(store, publisher) -> None:
     hints = InventoryHints()
     for n in range(5):
         run_with_hints([message(n)], store, publisher, hints)
-    assert store.reads == 0
+    assert (store.reads, store.transactions) == (1, 5)
+
+
+def test_a_new_container_answers_a_sold_out_class_without_writing_its_item(store, publisher) -> None:
+    key = SeatKey("e-1", "GA")
+    store.inventory[key] = dataclasses.replace(
+        store.inventory[key], available=0, sold=store.inventory[key].capacity
+    )
+
+    result = run_with_hints([message(n) for n in range(5)], store, publisher, InventoryHints())
+
+    assert [o.outcome for o in result.published] == [Outcome.SOLD_OUT] * 5
+    assert (store.reads, store.inventory_writes) == (1, 0)
 
 
 def test_a_failed_read_hands_the_group_back(store, publisher) -> None:

@@ -88,7 +88,7 @@ def targets(results: Sequence[DesignResult], cold: ColdStart | None) -> list[Tar
                 "writes to the hot item per rejected request after the sell-out",
                 "none (baseline: one per request)",
                 f"{int(ours.counts.get('hot_item_write_requests', 0))} in {ours.requests:,} requests"
-                f" (refused: a new worker's first, optimistic write) vs"
+                f" vs"
                 f" {int(theirs.counts.get('hot_item_write_requests', 0)):,} in {theirs.requests:,}",
                 ours.counts.get("hot_item_write_requests", 0) == 0,
             )

@@ -28,12 +28,14 @@ def back_off(clock: Clock, conflicts: int) -> None:
 class InventoryHints:
     """What this container last learned about each seat class: the item as last seen, or no item.
 
-    Only a hint. It decides whether a group starts with a strongly consistent read (when the
-    class looked too small for the group, missing, or closed) instead of an optimistic write,
-    and which per-customer limit and capacity the first write assumes. After a sell-out,
-    rejections are then answered from that read and the transaction writes only their records,
-    never the hot inventory item. Correctness never rests on it: every seat is still taken
-    through the guarded transaction, whose condition checks every assumption it was planned on.
+    Only a hint. It decides whether a group starts with a strongly consistent read (a class this
+    container has never seen, or one that looked too small for the group, missing, or closed)
+    instead of an optimistic write, and which per-customer limit and capacity the first write
+    assumes. So a container reads each class once, then writes optimistically while seats last;
+    after a sell-out, rejections are answered from a read and the transaction writes only their
+    records, never the hot inventory item, even in a container that starts after the sell-out.
+    Correctness never rests on it: every seat is still taken through the guarded transaction,
+    whose condition checks every assumption it was planned on.
     """
 
     _MISSING = -1
@@ -44,7 +46,9 @@ class InventoryHints:
 
     def should_read_first(self, key: SeatKey, seats_wanted: int, now: float | None = None) -> bool:
         known = self._seats_left.get(key)
-        if known is not None and known < seats_wanted:
+        if known is None:
+            return True
+        if known < seats_wanted:
             return True
         item = self._items.get(key)
         return item is not None and now is not None and item.sale_closed_reason(now) is not None
