@@ -83,14 +83,14 @@ def targets(results: Sequence[DesignResult], cold: ColdStart | None) -> list[Tar
     tail = _pair(results, "tail")
     if tail:
         ours, theirs = tail
+        our_writes = int(ours.counts.get("hot_item_write_requests", 0))
+        their_writes = int(theirs.counts.get("hot_item_write_requests", 0))
         found.append(
             Target(
                 "writes to the hot item per rejected request after the sell-out",
                 "none (baseline: one per request)",
-                f"{int(ours.counts.get('hot_item_write_requests', 0))} in {ours.requests:,} requests"
-                f" vs"
-                f" {int(theirs.counts.get('hot_item_write_requests', 0)):,} in {theirs.requests:,}",
-                ours.counts.get("hot_item_write_requests", 0) == 0,
+                f"{our_writes} in {ours.requests:,} requests vs {their_writes:,} in {theirs.requests:,}",
+                our_writes == 0,
             )
         )
     if cold:
