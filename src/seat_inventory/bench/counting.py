@@ -81,6 +81,19 @@ def is_inventory_key(key: Mapping[str, Mapping[str, Any]] | None) -> bool:
     return pk.startswith(INVENTORY_PREFIX) and sk.startswith(CLASS_PREFIX)
 
 
+_TRANSACTION_UNITS = "seat_inventory_bench_transaction_units"
+
+
+def transaction_write_units(params: Mapping[str, Any]) -> float:
+    """Write units a TransactWriteItems bills: 2 per KB of each put item; 2 per keyed action
+    (updates and condition checks of items under 1 KB; the inventory item is 176 bytes)."""
+    units = 0.0
+    for action in params.get("TransactItems", []):
+        kind, body = next(iter(action.items()))
+        units += 2 * math.ceil(item_size(body["Item"]) / KB) if kind == "Put" else 2
+    return units
+
+
 class RequestCounter:
     """Counts per `<service>.<Operation>`: API calls, HTTP requests sent, reported capacity, and
     the writes DynamoDB bills, split into hot-item (inventory) writes and record writes.
@@ -103,14 +116,23 @@ class RequestCounter:
         self.reads = 0  # items read (GetItem, BatchGetItem keys, TransactGetItems), strongly consistent
         self.query_requests = 0
         self.published_messages = 0
+        # Transactions DynamoDB refused (TransactionCanceledException), by cancellation reason,
+        # and the write units they would bill if refused transactions are billed in full.
+        self.refused_transactions: Counter[str] = Counter()
+        self.refused_write_units = 0.0
 
     # --------------------------------------------------------------- botocore event handlers
-    def before_parameter_build(self, params: dict[str, Any], model: Any, **_: Any) -> None:
+    def before_parameter_build(
+        self, params: dict[str, Any], model: Any, context: dict[str, Any] | None = None, **_: Any
+    ) -> None:
         operation = model.name
         if operation in _CAPACITY_OPERATIONS:
             params.setdefault("ReturnConsumedCapacity", "TOTAL")
         with self._lock:
             self._note_dynamodb_request(operation, params)
+        if operation == "TransactWriteItems" and context is not None:
+            # Kept with the request, so that a refusal can be told apart in after-call.
+            context[_TRANSACTION_UNITS] = transaction_write_units(params)
 
     def before_publish(self, params: dict[str, Any], model: Any, **_: Any) -> None:
         with self._lock:
@@ -136,6 +158,13 @@ class RequestCounter:
             for entry in entries:
                 units = float(entry.get("CapacityUnits", 0.0))
                 self.reported_capacity[operation] = self.reported_capacity.get(operation, 0.0) + units
+            error = parsed.get("Error", {}) if isinstance(parsed, Mapping) else {}
+            if error.get("Code") == "TransactionCanceledException":
+                reasons = {
+                    r.get("Code") for r in parsed.get("CancellationReasons", []) if r.get("Code") != "None"
+                }
+                self.refused_transactions["+".join(sorted(reasons)) or "unknown"] += 1
+                self.refused_write_units += float(kwargs.get("context", {}).get(_TRANSACTION_UNITS, 0.0))
 
     def after_call_error(self, **kwargs: Any) -> None:
         """A call that never got a reply (a network error) still counts; refusals arrive in after-call."""
@@ -211,6 +240,8 @@ class RequestCounter:
                 "reads": self.reads,
                 "query_requests": self.query_requests,
                 "published_messages": self.published_messages,
+                "refused_transactions": dict(self.refused_transactions),
+                "refused_write_units": self.refused_write_units,
             }
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from seat_inventory.bench.cold_start import ColdStart
 from seat_inventory.bench.pricing import HOT_ITEM_WRITE_UNITS_PER_SECOND, PRICES, PRICES_AS_OF
-from seat_inventory.bench.run import BASELINE, SERVICE, DesignResult
+from seat_inventory.bench.run import BASELINE, SERVICE, WORKERS_CPU, DesignResult
 from seat_inventory.local.engines import DYNAMODB_LOCAL_VERSION
 
 DESIGN_NAMES = {SERVICE: "service", BASELINE: "baseline"}
@@ -138,14 +138,42 @@ def figures_table(results: Sequence[DesignResult]) -> str:
 
 def cost_table(results: Sequence[DesignResult]) -> str:
     lines = [
-        "| workload | design | DynamoDB | SQS | SNS | Lambda | total $ per M msgs | GB-s (local) |",
-        "|---|---|---|---|---|---|---|---|",
+        "| workload | design | DynamoDB | SQS | SNS | Lambda | total $ per M msgs | GB-s (local)"
+        " | refused transactions | their WRU/msg |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         c = r.cost
+        refused = sum(r.counts.get("refused_transactions", {}).values())
         lines.append(
             f"| {r.workload} | {DESIGN_NAMES[r.design]} | {_money(c.dynamodb)} | {_money(c.sqs)}"
-            f" | {_money(c.sns)} | {_money(c.lambda_)} | {_money(c.total)} | {r.gb_seconds:.1f} |"
+            f" | {_money(c.sns)} | {_money(c.lambda_)} | {_money(c.total)} | {r.gb_seconds:.1f}"
+            f" | {refused:,} | {r.per_message(r.counts.get('refused_write_units', 0.0)):.3f} |"
+        )
+    return "\n".join(lines)
+
+
+def cpu_table(results: Sequence[DesignResult]) -> str:
+    """CPU seconds per 1,000 messages by process, while the queue drained."""
+    names = sorted({name for r in results for name in r.cpu_seconds if name != WORKERS_CPU})
+    columns = [*names, WORKERS_CPU]
+    lines = [
+        "| workload | design | messages/s | "
+        + " | ".join(f"{name} CPU-s" for name in columns)
+        + " | all CPU-s | cores busy |",
+        "|---|---|---|" + "---|" * (len(columns) + 2),
+    ]
+    for r in results:
+        if not r.cpu_seconds:
+            continue
+        per_thousand = 1000 / max(r.requests, 1)
+        cells = [f"{r.cpu_seconds.get(name, 0.0) * per_thousand:.2f}" for name in columns]
+        total = sum(r.cpu_seconds.values())
+        busy = total / r.elapsed_s if r.elapsed_s > 0 else 0.0
+        lines.append(
+            f"| {r.workload} | {DESIGN_NAMES[r.design]} | {r.messages_per_s:,.0f} | "
+            + " | ".join(cells)
+            + f" | {total * per_thousand:.2f} | {busy:.1f} |"
         )
     return "\n".join(lines)
 
@@ -204,7 +232,7 @@ def machine() -> str:
 
 
 def printed_report(results: Sequence[DesignResult], cold: ColdStart | None) -> str:
-    parts = [figures_table(results), "", cost_table(results), ""]
+    parts = [figures_table(results), "", cost_table(results), "", cpu_table(results), ""]
     if cold:
         parts += [cold_start_table(cold), ""]
     parts.append(targets_table(targets(results, cold)))
@@ -308,6 +336,18 @@ def markdown(
         "",
         "SNS delivery to subscribers is not included (the same per outcome for both designs, and it"
         " depends on the subscriber: SQS, Lambda and HTTP deliveries are priced differently).",
+        "Transactions DynamoDB refused (a condition failed, or a conflict) are counted as billed in"
+        " full, like committed ones: an assumption, on the expensive side, since AWS's pages do not"
+        " say; the last two columns show how many there were and what they add.",
+        "",
+        "## Where the time goes",
+        "",
+        "CPU seconds per 1,000 messages, by process, while the queue drained (the engines read from"
+        " /proc; the workers are the runner's processes: the function and its SQS poller). All of"
+        f" them share this machine's {os.cpu_count() or 1} core(s): when the cores are busy the"
+        " messages per second follow the CPU each design needs, the emulators' included.",
+        "",
+        cpu_table(results),
         "",
         "## Requests counted",
         "",

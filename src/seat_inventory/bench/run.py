@@ -19,6 +19,8 @@ moto on the same cores) are longer than on AWS, so that share of the cost is an 
 
 from __future__ import annotations
 
+import os
+import resource
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -109,6 +111,8 @@ class DesignResult:
     inventory_item_bytes: int
     memory_mb: int
     invariant_problems: list[str] = field(default_factory=list)
+    # CPU seconds each process used while the queue drained: the engines, and the workers.
+    cpu_seconds: dict[str, float] = field(default_factory=dict)
 
     # ------------------------------------------------------------ derived figures
     # Requests, units and cost are per message answered (a reservation request, confirmed or
@@ -202,10 +206,13 @@ class DesignResult:
             },
             "ceiling_per_event": self.ceiling,
             "http_requests": self.counts.get("http_requests", {}),
+            "refused_transactions": self.counts.get("refused_transactions", {}),
+            "refused_write_units_per_message": self.per_message(self.counts.get("refused_write_units", 0.0)),
             "producer_http_requests": self.producer_counts.get("http_requests", {}),
             "runner": self.runner,
             "inventory_item_bytes": self.inventory_item_bytes,
             "invariant_problems": self.invariant_problems,
+            "cpu_seconds": self.cpu_seconds,
         }
 
 
@@ -316,7 +323,9 @@ class Bench:
         producer_before = self.producer.snapshot()
         self._send(self._bodies(keys, spec.requests, f"{design}-{spec.name}-{self.run_id}"))
         producer_after = self.producer.snapshot()
+        cpu_before = cpu_seconds_by_process(self.stack)
         stats, elapsed = self._drain(handler, counted=True)
+        cpu_after = cpu_seconds_by_process(self.stack)
         after = [self.store.read_inventory(key) for key in keys]
         counts = add_snapshots(stats.worker_reports)
         if len(stats.worker_reports) != self.workers:
@@ -348,7 +357,31 @@ class Bench:
             inventory_item_bytes=item_size(raw_item),
             memory_mb=self.stack.template.function.memory_mb,
             invariant_problems=problems,
+            cpu_seconds={
+                name: cpu_after[name] - cpu_before[name] for name in cpu_after if name in cpu_before
+            },
         )
+
+
+WORKERS_CPU = "workers"
+
+
+def cpu_seconds_by_process(stack: LocalStack) -> dict[str, float]:
+    """CPU seconds (user + system) used so far by each engine of `stack` (read from /proc, so
+    Linux only; an engine it cannot read is left out), and by this process's ended children:
+    the runner's workers, once it has stopped them."""
+    found: dict[str, float] = {}
+    ticks = os.sysconf("SC_CLK_TCK")
+    for name, pid in stack.engine_pids().items():
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        found[name] = (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    found[WORKERS_CPU] = children.ru_utime + children.ru_stime
+    return found
 
 
 def _invariant_problems(

@@ -507,9 +507,29 @@ def patch_moto_sqs() -> None:
     sqs_models.Queue.delete_message = delete_message  # type: ignore[method-assign]
 
 
+def patch_moto_dispatch() -> None:
+    """Takes two fixed costs off every request moto's server (5.2.5) handles.
+
+    1. Dispatch. Every request finds its backend under one server-wide lock, and on the way
+       lists moto's package directory (`list_of_moto_modules`: a listdir and about 200 isdir
+       calls) once or twice; with several clients at once, requests queue behind that lock. The
+       list cannot change while the server runs, so it is read once.
+    2. Access log. werkzeug writes one INFO line per request; only warnings and errors are kept.
+    """
+    import logging
+
+    from moto import backends
+
+    modules = tuple(backends.list_of_moto_modules())
+    backends.list_of_moto_modules = lambda: modules
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
+
+
 def run_moto_server() -> None:
-    """`python -c "...run_moto_server()" -H HOST -p PORT`: moto's server with `patch_moto_sqs` applied."""
+    """`python -c "...run_moto_server()" -H HOST -p PORT`: moto's server with `patch_moto_sqs`
+    and `patch_moto_dispatch` applied."""
     patch_moto_sqs()
+    patch_moto_dispatch()
     from moto.server import main
 
     main(sys.argv[1:])

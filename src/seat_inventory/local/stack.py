@@ -124,6 +124,10 @@ class LocalStack:
         self._resources = {}
         self._session = None
 
+    def engine_pids(self) -> dict[str, int]:
+        """The running engines' process ids, by name (for the benchmark's CPU accounting)."""
+        return {e.name: e.pid for e in (self._dynamodb, self._moto) if e.pid is not None}
+
     def __enter__(self) -> LocalStack:
         return self.start()
 

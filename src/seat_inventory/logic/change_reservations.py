@@ -240,7 +240,7 @@ def _commit_transitions(
             item = refused.inventory
             if item is None:
                 raise StoreInconsistency(f"{key} has reservations but no inventory item")
-            hints.learn_item(key, item)
+            hints.observe(key, item)
             if capacity is not None and item.capacity != capacity:
                 capacity = item.capacity
                 continue

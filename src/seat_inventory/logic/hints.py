@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import random
+from dataclasses import dataclass
 
 from seat_inventory.logic.ports import Clock
 from seat_inventory.models import SeatClassInventory, SeatKey
@@ -25,15 +27,42 @@ def back_off(clock: Clock, conflicts: int) -> None:
     clock.sleep(random.uniform(0, CONFLICT_BACKOFF_SECONDS * 2**conflicts))
 
 
-class InventoryHints:
-    """What this container last learned about each seat class: the item as last seen, or no item.
+# A group wanting at least this many seats is worth a second look at its class (one read) to learn
+# how fast other containers take seats: a refused optimistic write of such a group costs two
+# write units per reservation record in it, a read one read unit.
+HOT_GROUP_SEATS = 10
 
-    Only a hint. It decides whether a group starts with a strongly consistent read (a class this
-    container has never seen, or one that looked too small for the group, missing, or closed)
-    instead of an optimistic write, and which per-customer limit and capacity the first write
-    assumes. So a container reads each class once, then writes optimistically while seats last;
-    after a sell-out, rejections are answered from a read and the transaction writes only their
-    records, never the hot inventory item, even in a container that starts after the sell-out.
+
+@dataclass(slots=True)
+class _Observation:
+    """The seats left when this container last saw a class's item in DynamoDB, and what it took since."""
+
+    available: int
+    own_since: int = 0
+
+
+class InventoryHints:
+    """What this container learned about each seat class: the item as last seen, and how fast
+    seats go.
+
+    Only a hint. It decides whether a group starts with a strongly consistent read instead of an
+    optimistic write, which per-customer limit and capacity the first write assumes, and how many
+    seats a group takes at once when several containers compete for the last ones:
+
+    - a class never seen, missing, closed, or with fewer seats left than the group wants is read
+      first; after a sell-out, rejections are answered from a read and the transaction writes only
+      their records, never the hot inventory item, even in a container that starts after it;
+    - contention: between two observations of a class (consistent reads, or the item a refused
+      write returned), the seats everyone took divided by the seats this container took estimate
+      how many containers are taking seats at its pace. Seats left are then predicted as the last
+      observation minus that factor times what this container took since, and a group reads first
+      when the prediction leaves less than twice what the contenders want (the end of the sale);
+      a class with a big group gets its second look early, to learn the factor;
+    - `share`: once a read shows fewer seats than the contenders want, a group takes only its share
+      of them (seats left / contention) in a small transaction and plans the rest from a new
+      read. So containers racing for the last seats each commit a part instead of all but one
+      having a whole batch's transaction refused.
+
     Correctness never rests on it: every seat is still taken through the guarded transaction,
     whose condition checks every assumption it was planned on.
     """
@@ -43,6 +72,9 @@ class InventoryHints:
     def __init__(self) -> None:
         self._seats_left: dict[SeatKey, int] = {}
         self._items: dict[SeatKey, SeatClassInventory | None] = {}
+        self._observed: dict[SeatKey, _Observation] = {}
+        self._observations: dict[SeatKey, int] = {}
+        self._contention: dict[SeatKey, float] = {}
 
     def should_read_first(self, key: SeatKey, seats_wanted: int, now: float | None = None) -> bool:
         known = self._seats_left.get(key)
@@ -51,10 +83,60 @@ class InventoryHints:
         if known < seats_wanted:
             return True
         item = self._items.get(key)
-        return item is not None and now is not None and item.sale_closed_reason(now) is not None
+        if item is not None and now is not None and item.sale_closed_reason(now) is not None:
+            return True
+        observed = self._observed.get(key)
+        if observed is None:
+            return False
+        if self._observations.get(key, 0) == 1 and observed.own_since > 0 and seats_wanted >= HOT_GROUP_SEATS:
+            return True  # the second look: how fast do others take seats?
+        contention = self.contention(key)
+        return self.predicted_left(key) < 2 * contention * seats_wanted
+
+    def contention(self, key: SeatKey) -> float:
+        """How many containers take this class's seats at this container's pace (at least 1)."""
+        return self._contention.get(key, 1.0)
+
+    def predicted_left(self, key: SeatKey) -> float:
+        """Seats left now, as predicted from the last observation and the contention since."""
+        observed = self._observed.get(key)
+        if observed is None:
+            known = self._seats_left.get(key, 0)
+            return float(max(known, 0))
+        return observed.available - self.contention(key) * observed.own_since
+
+    def share(self, key: SeatKey, available: int, seats_wanted: int) -> int:
+        """Seats a group may take at once out of `available` (just observed): all it wants, unless
+        the contenders together want more than there is; then its share, at least one seat."""
+        contention = self.contention(key)
+        if contention <= 1.0 or available >= contention * seats_wanted:
+            return seats_wanted
+        return max(1, math.ceil(available / contention))
+
+    def observe(self, key: SeatKey, item: SeatClassInventory | None) -> None:
+        """Records the item as DynamoDB returned it (a consistent read, or a refused write's
+        ALL_OLD), or None for no item, and updates the contention estimate."""
+        previous = self._observed.get(key)
+        if item is None:
+            self._observed.pop(key, None)
+        else:
+            if previous is not None and previous.own_since > 0:
+                taken = previous.available - item.available
+                self._contention[key] = max(1.0, taken / previous.own_since)
+            self._observed[key] = _Observation(item.available)
+            self._observations[key] = self._observations.get(key, 0) + 1
+        self.learn_item(key, item)
+
+    def took(self, key: SeatKey, seats: int, item: SeatClassInventory) -> None:
+        """This container committed a transaction that took `seats`; `item` is the item as it
+        predicts it now (not an observation)."""
+        observed = self._observed.get(key)
+        if observed is not None:
+            observed.own_since += seats
+        self.learn_item(key, item)
 
     def learn(self, key: SeatKey, seats_left: int | None) -> None:
-        """Records an observation: seats left, or None for no inventory item."""
+        """Records this container's view of the seats left, or None for no inventory item."""
         self._seats_left[key] = self._MISSING if seats_left is None else seats_left
 
     def learn_item(self, key: SeatKey, item: SeatClassInventory | None) -> None:

@@ -270,7 +270,7 @@ def settle_group(
     def read() -> None:
         inventory = store.read_inventory(key)
         knowledge.observe(inventory)
-        hints.learn_item(key, inventory)
+        hints.observe(key, inventory)
 
     if hints.should_read_first(key, sum(r.quantity for r in requests), now):
         read()
@@ -286,7 +286,7 @@ def settle_group(
             # guard that checks them: observe the item first.
             read()
             continue
-        fits = _prefix_that_fits(plan)
+        fits = min(_prefix_that_fits(plan), _prefix_within_share(plan, knowledge, hints, key))
         if fits < len(pending):
             leftover = pending[fits:] + leftover
             pending = pending[:fits]
@@ -319,20 +319,44 @@ def settle_group(
         knowledge.counted.update(refused.customer_seats)
         if refused.inventory_refused:
             knowledge.observe(refused.inventory)
-            hints.learn_item(key, refused.inventory)
+            hints.observe(key, refused.inventory)
         elif not refused.already_recorded and not refused.customer_seats:
             raise RetryableError(f"transaction for {key} refused without a reason the planner knows")
     return answers, leftover
 
 
-def _learn_commit(hints: InventoryHints, key: SeatKey, knowledge: GroupKnowledge, plan: GroupPlan) -> None:
-    """After a commit planned on an observed item, the container knows the seats now left."""
+def _prefix_within_share(
+    plan: GroupPlan, knowledge: GroupKnowledge, hints: InventoryHints, key: SeatKey
+) -> int:
+    """How many of the plan's answers (in arrival order) to commit now, when containers compete
+    for the last seats: those whose seats fit this container's share (`InventoryHints.share`) of
+    what the read showed, at least the first that takes seats. The rest is planned again from a
+    new read."""
     inventory = knowledge.inventory
-    if not knowledge.verified or inventory is None:
+    if not knowledge.verified or inventory is None or plan.seats_taken == 0:
+        return len(plan.outcomes)
+    share = hints.share(key, inventory.available, plan.seats_taken)
+    if share >= plan.seats_taken:
+        return len(plan.outcomes)
+    taken = 0
+    for index, outcome in enumerate(plan.outcomes):
+        if outcome.outcome in (Outcome.CONFIRMED, Outcome.HELD):
+            seats = outcome.quantity or 0
+            if taken and taken + seats > share:
+                return index
+            taken += seats
+    return len(plan.outcomes)
+
+
+def _learn_commit(hints: InventoryHints, key: SeatKey, knowledge: GroupKnowledge, plan: GroupPlan) -> None:
+    """After a commit, the container knows what it took: the item as it predicts it now."""
+    inventory = knowledge.inventory if knowledge.verified else hints.assumed(key)
+    if inventory is None:
         return
     held = sum(o.quantity or 0 for o in plan.outcomes if o.outcome is Outcome.HELD)
-    hints.learn_item(
+    hints.took(
         key,
+        plan.seats_taken,
         dataclasses.replace(
             inventory,
             available=inventory.available - plan.seats_taken,
