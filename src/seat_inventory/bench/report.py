@@ -254,13 +254,15 @@ def draw_chart(results: Sequence[DesignResult], path: Path) -> None:
     positions = range(len(workloads))
     for offset, design, colour in ((-width / 2, SERVICE, "#1f77b4"), (width / 2, BASELINE, "#d62728")):
         runs = [by_key.get((w, design)) for w in workloads]
-        hot = [max(r.hot_item_units_per_reservation, 1e-4) if r else 0 for r in runs]
+        hot = [r.hot_item_units_per_reservation if r else 0.0 for r in runs]
+        # A log scale cannot show 0: such a bar is drawn at the floor and labelled 0.
+        bars = [max(value, 1e-4) for value in hot]
         cost = [r.cost.total if r else 0 for r in runs]
         xs = [p + offset for p in positions]
-        left.bar(xs, hot, width, label=DESIGN_NAMES[design], color=colour)
+        left.bar(xs, bars, width, label=DESIGN_NAMES[design], color=colour)
         right.bar(xs, cost, width, label=DESIGN_NAMES[design], color=colour)
-        for x, value in zip(xs, hot, strict=True):
-            left.annotate(f"{value:.3g}", (x, value), ha="center", va="bottom", fontsize=8)
+        for x, value, bar in zip(xs, hot, bars, strict=True):
+            left.annotate(f"{value:.3g}", (x, bar), ha="center", va="bottom", fontsize=8)
         for x, value in zip(xs, cost, strict=True):
             right.annotate(f"${value:.2f}", (x, value), ha="center", va="bottom", fontsize=8)
     left.set_yscale("log")

@@ -83,7 +83,7 @@ def bench(
     a sold-out tail) through both designs side by side, counts every AWS request from botocore's
     events, derives cost per million requests and the per-event ceiling from DynamoDB's per-item
     limit, measures the handler's import time, prints the tables and writes docs/benchmarks.md
-    and its chart. The full run takes 10 to 20 minutes on 2 cores.
+    and its chart. The full run takes about 9 minutes on 2 cores.
     """
     from seat_inventory.bench import report
     from seat_inventory.bench.cold_start import measure_cold_start
