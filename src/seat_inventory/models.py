@@ -35,6 +35,8 @@ class Outcome(StrEnum):
     UNKNOWN_RESERVATION = "UNKNOWN_RESERVATION"
 
 
+# Answers to a reserve or hold that took seats.
+TAKES_SEATS = frozenset({Outcome.CONFIRMED, Outcome.HELD})
 # Answers to a reserve or hold that took no seats: recorded, final, and expired by TTL.
 REJECTIONS = frozenset({Outcome.SOLD_OUT, Outcome.UNKNOWN_EVENT, Outcome.LIMIT_EXCEEDED, Outcome.SALE_CLOSED})
 

@@ -81,17 +81,9 @@ def is_inventory_key(key: Mapping[str, Mapping[str, Any]] | None) -> bool:
     return pk.startswith(INVENTORY_PREFIX) and sk.startswith(CLASS_PREFIX)
 
 
+# The key under which a TransactWriteItems request's write units travel from before-parameter-build
+# to after-call, in botocore's per-request context.
 _TRANSACTION_UNITS = "seat_inventory_bench_transaction_units"
-
-
-def transaction_write_units(params: Mapping[str, Any]) -> float:
-    """Write units a TransactWriteItems bills: 2 per KB of each put item; 2 per keyed action
-    (updates and condition checks of items under 1 KB; the inventory item is 176 bytes)."""
-    units = 0.0
-    for action in params.get("TransactItems", []):
-        kind, body = next(iter(action.items()))
-        units += 2 * math.ceil(item_size(body["Item"]) / KB) if kind == "Put" else 2
-    return units
 
 
 class RequestCounter:
@@ -129,10 +121,10 @@ class RequestCounter:
         if operation in _CAPACITY_OPERATIONS:
             params.setdefault("ReturnConsumedCapacity", "TOTAL")
         with self._lock:
-            self._note_dynamodb_request(operation, params)
+            units = self._note_dynamodb_request(operation, params)
         if operation == "TransactWriteItems" and context is not None:
             # Kept with the request, so that a refusal can be told apart in after-call.
-            context[_TRANSACTION_UNITS] = transaction_write_units(params)
+            context[_TRANSACTION_UNITS] = units
 
     def before_publish(self, params: dict[str, Any], model: Any, **_: Any) -> None:
         with self._lock:
@@ -174,7 +166,10 @@ class RequestCounter:
             self.calls[operation] += 1
 
     # --------------------------------------------------------------- what a request writes
-    def _note_dynamodb_request(self, operation: str, params: Mapping[str, Any]) -> None:
+    def _note_dynamodb_request(self, operation: str, params: Mapping[str, Any]) -> float:
+        """Counts what one request writes or reads; returns a transaction's write units (2 per KB
+        of each put item; 2 per keyed action, the items it updates or checks being under 1 KB),
+        and 0 for any other request."""
         if operation == "PutItem":
             self.put_write_units += math.ceil(item_size(params["Item"]) / KB)
         elif operation in ("UpdateItem", "DeleteItem"):
@@ -190,14 +185,19 @@ class RequestCounter:
                         self.other_key_writes += 1
         elif operation == "TransactWriteItems":
             touched_hot = False
+            transaction_units = 0.0
             for action in params.get("TransactItems", []):
                 kind, body = next(iter(action.items()))
                 if kind == "Put":
-                    self.put_write_units += 2 * math.ceil(item_size(body["Item"]) / KB)
+                    put_units = 2 * math.ceil(item_size(body["Item"]) / KB)
+                    self.put_write_units += put_units
+                    transaction_units += put_units
                 else:
                     touched_hot |= is_inventory_key(body.get("Key"))
                     self._note_keyed_write(body.get("Key"), factor=2)
+                    transaction_units += 2
             self.hot_item_write_requests += touched_hot
+            return transaction_units
         elif operation in ("GetItem",):
             self.reads += 1
         elif operation == "BatchGetItem":
@@ -206,6 +206,7 @@ class RequestCounter:
             self.reads += 2 * len(params.get("TransactItems", []))
         elif operation in ("Query", "Scan"):
             self.query_requests += 1
+        return 0.0
 
     def _note_keyed_write(self, key: Mapping[str, Any] | None, *, factor: int) -> None:
         if is_inventory_key(key):

@@ -45,6 +45,7 @@ from botocore.exceptions import (
 
 from seat_inventory.logic.ports import TransitionsRefused, WriteRefused
 from seat_inventory.models import (
+    TAKES_SEATS,
     EventAlreadyExists,
     InventoryChangeRefused,
     Outcome,
@@ -342,7 +343,7 @@ class InventoryTable:
         if seats_taken > 0:
             actions.append(self._take_seats_action(key, outcomes, seats_taken, max_per_customer, now))
         for outcome in outcomes:
-            takes_seats = outcome.outcome in (Outcome.CONFIRMED, Outcome.HELD)
+            takes_seats = outcome.outcome in TAKES_SEATS
             expires_at = None if takes_seats else rejection_expires_at
             actions.append(
                 {

@@ -32,6 +32,7 @@ from seat_inventory.logic.hints import (
 )
 from seat_inventory.logic.ports import Clock, InventoryStore, OutcomePublisher
 from seat_inventory.models import (
+    TAKES_SEATS,
     BatchResult,
     ChangeRequest,
     InvalidMessage,
@@ -227,7 +228,7 @@ def _prefix_that_fits(plan: GroupPlan) -> int:
     customers: set[str] = set()
     for index, outcome in enumerate(plan.outcomes):
         extra = 1
-        takes_seats = outcome.outcome in (Outcome.CONFIRMED, Outcome.HELD)
+        takes_seats = outcome.outcome in TAKES_SEATS
         if takes_seats and not inventory_counted:
             extra += 1
         if takes_seats and plan.limit is not None and outcome.customer_id not in customers:
@@ -340,7 +341,7 @@ def _prefix_within_share(
         return len(plan.outcomes)
     taken = 0
     for index, outcome in enumerate(plan.outcomes):
-        if outcome.outcome in (Outcome.CONFIRMED, Outcome.HELD):
+        if outcome.outcome in TAKES_SEATS:
             seats = outcome.quantity or 0
             if taken and taken + seats > share:
                 return index
