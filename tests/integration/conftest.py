@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -73,21 +74,28 @@ class Faults:
     ) -> None:
         """Makes the next `times` calls (matching `when`, which sees the serialized request) fail with `code`."""
         remaining = [times]
+        lock = threading.Lock()  # the SNS publisher makes its calls from several threads
 
         def hook(params: dict[str, Any], **_: Any) -> Any:
-            if remaining[0] <= 0 or (when is not None and not when(params)):
+            if when is not None and not when(params):
                 return None
-            remaining[0] -= 1
+            with lock:
+                if remaining[0] <= 0:
+                    return None
+                remaining[0] -= 1
             return (FakeHttpResponse(400), {"Error": {"Code": code, "Message": f"injected {code}"}})
 
         self.session.events.register(f"before-call.{service_operation}", hook)
 
     def crash_after(self, service_operation: str, *, times: int = 1) -> None:
         remaining = [times]
+        lock = threading.Lock()
 
         def hook(**_: Any) -> None:
-            if remaining[0] > 0:
-                remaining[0] -= 1
+            with lock:
+                crash = remaining[0] > 0
+                remaining[0] -= crash
+            if crash:
                 raise SimulatedCrash(f"crashed after {service_operation} succeeded")
 
         self.session.events.register(f"after-call.{service_operation}", hook)

@@ -81,7 +81,12 @@ def test_an_outcome_without_event_id_still_publishes(stack: Stack) -> None:
 
 
 def test_a_failed_call_returns_exactly_its_outcomes(stack: Stack) -> None:
-    stack.faults.fail("sns.PublishBatch", "InternalError", times=1)
+    # The publisher makes its calls concurrently: fail the call that carries the first ten.
+    stack.faults.fail(
+        "sns.PublishBatch",
+        "InternalError",
+        when=lambda request: '"reservation_id":"r-0"' in str(request.get("body")),
+    )
     publisher = SnsOutcomePublisher(stack.faults.session.client("sns"), stack.topic_arn)
 
     failed = publisher.publish([outcome(n) for n in range(12)])
