@@ -11,8 +11,9 @@ For each workload and each design, in one run on one local stack (DynamoDB Local
 4. every worker counts its AWS requests with botocore's events (`bench.counting`), the producer's
    SendMessageBatch calls are counted the same way, and the inventory items are read back.
 
-Reservations per second is the confirmed reservations (or, for the tail, the answered requests)
-over the time from the first invocation's start to the last one's end. Lambda's GB-seconds are the
+The end-to-end rate (messages per second, the report's "reservations per second" target) is
+the reservation requests answered, confirmed or not, over the time from the first invocation's
+start to the last one's end. Lambda's GB-seconds are the
 invocations' measured durations times the template's memory: local durations (DynamoDB Local and
 moto on the same cores) are longer than on AWS, so that share of the cost is an upper bound.
 """
