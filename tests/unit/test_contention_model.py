@@ -1,0 +1,229 @@
+"""The contention model's semantics, on a virtual clock (no I/O, no sleeping)."""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+
+import pytest
+
+from seat_inventory.contention.model import (
+    CONDITIONAL_CHECK_FAILED,
+    THROTTLING_ERROR,
+    TRANSACTION_CONFLICT,
+    ContentionModel,
+    ContentionSettings,
+    ItemRead,
+    ItemWrite,
+    Verdict,
+    latency_quantiles_ms,
+    read_units,
+    sample_latency_s,
+    write_units,
+)
+
+
+class VirtualClock:
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def hot(units: float = 2) -> ItemWrite:
+    return ItemWrite("EVENT#e", "EVENT#e|CLASS#GA", units)
+
+
+def record(n: int, units: float = 2) -> ItemWrite:
+    return ItemWrite(f"RESERVATION#r-{n}", f"RESERVATION#r-{n}|RESERVATION", units)
+
+
+def model(clock: VirtualClock, **settings: object) -> ContentionModel:
+    return ContentionModel(ContentionSettings(**settings), clock=clock, rng=random.Random(1))  # type: ignore[arg-type]
+
+
+def test_a_transaction_on_a_held_item_is_cancelled_with_the_conflict_at_its_position() -> None:
+    clock = VirtualClock()
+    engine = model(clock)
+    first = engine.transact_write([hot(), record(1)])
+    assert first.verdict is Verdict.ADMITTED
+    assert first.hold_until == pytest.approx(first.latency_s)
+
+    second = engine.transact_write([record(2), record(3), hot()])
+
+    assert second.verdict is Verdict.CONFLICT
+    assert second.reasons == (None, None, TRANSACTION_CONFLICT)
+    counters = engine.counters()
+    assert counters.transactions_committed == 1
+    assert counters.transactions_cancelled == {TRANSACTION_CONFLICT: 1}
+    assert counters.write_units_cancelled == 6
+
+
+def test_the_hold_ends_at_commit_and_a_cancelled_transaction_holds_nothing() -> None:
+    clock = VirtualClock()
+    engine = model(clock)
+    first = engine.transact_write([hot()])
+    assert engine.transact_write([hot(), record(9)]).verdict is Verdict.CONFLICT
+    assert first.hold_until is not None
+    clock.t = first.hold_until
+
+    # record 9 was in the cancelled transaction: it is free; the hot item is free at commit time.
+    assert engine.write_item(record(9)).verdict is Verdict.ADMITTED
+    assert engine.transact_write([hot()]).verdict is Verdict.ADMITTED
+
+
+def test_a_single_item_write_on_a_held_item_gets_a_conflict() -> None:
+    clock = VirtualClock()
+    engine = model(clock)
+    engine.transact_write([hot()])
+
+    refused = engine.write_item(hot(1), operation="UpdateItem")
+
+    assert refused.verdict is Verdict.CONFLICT
+    assert refused.reasons == (TRANSACTION_CONFLICT,)
+    assert engine.counters().write_conflicts == 1
+    # Single-item writes hold nothing: a transaction right after one is admitted.
+    assert engine.write_item(record(1), operation="PutItem").verdict is Verdict.ADMITTED
+    assert engine.transact_write([record(1)]).verdict is Verdict.ADMITTED
+
+
+def test_reads_are_never_blocked_by_holds() -> None:
+    clock = VirtualClock()
+    engine = model(clock)
+    engine.transact_write([hot()])
+    read = engine.read_items([ItemRead("EVENT#e", "EVENT#e|CLASS#GA", 1)])
+    assert read.verdict is Verdict.ADMITTED
+    assert engine.counters().read_units_consumed == 1
+
+
+def test_an_open_ended_hold_lasts_until_finish() -> None:
+    clock = VirtualClock()
+    engine = model(clock)
+    first = engine.transact_write([hot()], until_finished=True)
+    clock.t = 10.0  # far past its modelled latency: the engine has not answered yet
+    assert engine.transact_write([hot()]).verdict is Verdict.CONFLICT
+    assert engine.counters().in_flight_transactions == 1
+
+    engine.finish(first)
+    engine.finish(first)  # a second call changes nothing
+
+    assert engine.transact_write([hot()]).verdict is Verdict.ADMITTED
+    assert engine.counters().transactions_committed == 2
+
+
+def test_finish_recounts_a_transaction_the_engine_cancelled_and_frees_its_items() -> None:
+    clock = VirtualClock()
+    engine = model(clock)
+    sold_out = engine.transact_write([hot(), record(1)])
+
+    engine.finish(sold_out, cancelled_by=CONDITIONAL_CHECK_FAILED)
+
+    counters = engine.counters()
+    assert counters.transactions_committed == 0
+    assert counters.transactions_cancelled == {CONDITIONAL_CHECK_FAILED: 1}
+    assert counters.write_units_cancelled == 4
+    assert engine.transact_write([hot()]).verdict is Verdict.ADMITTED
+
+
+def test_a_partition_key_takes_its_write_units_per_second_and_then_throttles() -> None:
+    clock = VirtualClock()
+    engine = model(clock, latency=False)  # no holds: only throughput limits the writes
+    admitted = sum(engine.write_item(hot(1)).admitted for _ in range(1500))
+    assert admitted == 1000  # burst 1 s of 1,000 units, all at t=0
+
+    throttled = engine.write_item(hot(1))
+    assert throttled.verdict is Verdict.THROTTLED
+    assert throttled.reasons == (THROTTLING_ERROR,)
+    assert engine.counters().throttled_requests == 501
+    assert engine.counters().write_units_consumed == 1000  # throttled requests consume nothing
+
+    # Another partition key has its own budget; the hot one refills at 1,000 units per second.
+    assert engine.write_item(record(1)).admitted
+    clock.t = 0.25
+    assert sum(engine.write_item(hot(1)).admitted for _ in range(400)) == 250
+
+
+def test_a_throttled_transaction_is_cancelled_with_the_reason_at_the_hot_items_position() -> None:
+    clock = VirtualClock()
+    engine = model(clock, latency=False, write_units_per_s=10)
+    assert engine.transact_write([record(1), hot(10)]).admitted
+
+    throttled = engine.transact_write([record(2), hot(2), record(3)])
+
+    assert throttled.verdict is Verdict.THROTTLED
+    assert throttled.reasons == (None, THROTTLING_ERROR, None)
+    # all or nothing: record 2's partition was not charged either
+    clock.t = 0.0
+    assert engine.counters().write_units_consumed == 12
+    assert engine.counters().transactions_cancelled == {THROTTLING_ERROR: 1}
+
+
+def test_the_burst_allowance_keeps_at_most_burst_seconds_of_unused_units() -> None:
+    clock = VirtualClock()
+    engine = model(clock, latency=False, write_units_per_s=100, burst_s=3)
+    engine.write_item(hot(1))
+    clock.t = 1000.0  # long idle: the bucket holds 3 s of units, no more
+    assert sum(engine.write_item(hot(1)).admitted for _ in range(400)) == 300
+
+
+def test_the_table_quota_is_off_by_default_and_throttles_when_set() -> None:
+    clock = VirtualClock()
+    unlimited = model(clock, latency=False)
+    assert all(unlimited.write_item(record(n, 100)).admitted for n in range(50))
+    engine = model(clock, latency=False, table_write_units_per_s=5)
+    assert [engine.write_item(record(n, 1)).admitted for n in range(7)] == [True] * 5 + [False] * 2
+
+
+def test_units_follow_aws_rules() -> None:
+    assert write_units(100, transactional=False) == 1
+    assert write_units(1025, transactional=False) == 2
+    assert write_units(100, transactional=True) == 2
+    assert write_units(3000, transactional=True) == 6
+    assert read_units(4096) == 1
+    assert read_units(4097) == 2
+    assert read_units(100, consistent=False) == 0.5
+    assert read_units(100, transactional=True) == 2
+
+
+def test_latencies_match_the_published_percentiles() -> None:
+    assert latency_quantiles_ms("PutItem") == (7.55, 11.3)
+    assert latency_quantiles_ms("TransactWriteItems", 5) == pytest.approx((25.3, 30.7))
+    assert latency_quantiles_ms("TransactWriteItems", 25) == pytest.approx((32.1, 40.5))
+    p50, p90 = latency_quantiles_ms("TransactWriteItems", 100)
+    assert p50 == pytest.approx(57.6) and p90 == pytest.approx(77.25)
+
+    rng = random.Random(3)
+    draws = sorted(sample_latency_s("TransactWriteItems", 25, rng) for _ in range(20000))
+    assert statistics.median(draws) == pytest.approx(0.0321, rel=0.03)
+    assert draws[int(0.9 * len(draws))] == pytest.approx(0.0405, rel=0.03)
+
+
+def test_the_time_scale_stretches_the_wall_clock() -> None:
+    settings = ContentionSettings(time_scale=20)
+    assert settings.wall_seconds(0.05) == pytest.approx(1.0)
+    assert "time scale x20" in settings.describe()
+    with pytest.raises(ValueError, match="time_scale must be positive"):
+        ContentionSettings(time_scale=0)
+
+
+def test_hot_item_contention_from_concurrent_containers() -> None:
+    """Ten containers each sending a 100-action transaction on the hot item as soon as their last
+    one answered: only one transaction at a time holds the item, so most are cancelled."""
+    clock = VirtualClock()
+    engine = model(clock)
+    next_send = [i * 0.001 for i in range(10)]
+    answers = 0
+    while answers < 2000:
+        container = min(range(10), key=next_send.__getitem__)
+        clock.t = next_send[container]
+        decision = engine.transact_write([hot(), *(record(answers * 100 + i) for i in range(99))])
+        next_send[container] = clock.t + decision.latency_s
+        answers += 1
+    counters = engine.counters(now=math.inf)
+    cancelled = counters.transactions_cancelled.get(TRANSACTION_CONFLICT, 0)
+    assert counters.transactions_committed + cancelled == 2000
+    assert cancelled > counters.transactions_committed * 3  # about 1 in 10 commits
+    # Commits are serial on the hot item: they fit in the elapsed time one after the other.
+    assert counters.transactions_committed * 0.04 <= clock.t * 1.05
