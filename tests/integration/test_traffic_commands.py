@@ -26,6 +26,7 @@ from seat_inventory.models import Outcome, ReservationOutcome, ReservationReques
 from seat_inventory.parsing import parse_reservation
 from seat_inventory.publishing.sns_publisher import SnsOutcomePublisher
 from seat_inventory.traffic import OutcomeCollector, reservation_body
+from tests.integration.conftest import FakeHttpResponse
 from tests.template_support import load_template
 
 REPO = Path(__file__).resolve().parents[2]
@@ -204,9 +205,47 @@ def test_load_sends_the_burst_and_summarises(aws: Aws) -> None:
     assert len({b["reservation_id"] for b in bodies}) == 54
 
 
-def test_load_exits_non_zero_when_messages_cannot_be_sent(aws: Aws, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_load_says_in_one_line_that_the_queue_is_missing(aws: Aws) -> None:
     # Given the reservations queue no longer exists
     aws.sqs.delete_queue(QueueUrl=aws.queue_url)
+
+    # When a burst is sent
+    result = run("load", "concert-2026", "--requests", "15")
+
+    # Then it says so once, before sending anything, with the exit code of a refused call
+    assert result.exit_code == 5
+    assert "NonExistentQueue" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert "sent" not in result.stdout
+
+
+def test_load_exits_non_zero_when_messages_cannot_be_sent(aws: Aws, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given a queue that takes no message (every batch answered with a failed entry)
+    real_client = boto3.session.Session.client
+
+    def refusing_client(self: Any, service: str, *args: Any, **kwargs: Any) -> Any:
+        client = real_client(self, service, *args, **kwargs)
+        if service == "sqs":
+            client.meta.events.register(
+                "before-call.sqs.SendMessageBatch",
+                lambda params, **_: (
+                    FakeHttpResponse(200),
+                    {
+                        "Successful": [],
+                        "Failed": [
+                            {
+                                "Id": e["Id"],
+                                "SenderFault": True,
+                                "Code": "InvalidMessageContents",
+                                "Message": "no",
+                            }
+                            for e in json.loads(params["body"])["Entries"]
+                        ],
+                    },
+                ),
+            )
+        return client
+
+    monkeypatch.setattr(boto3.session.Session, "client", refusing_client)
 
     # When a burst is sent
     result = run("load", "concert-2026", "--requests", "15")
@@ -214,7 +253,7 @@ def test_load_exits_non_zero_when_messages_cannot_be_sent(aws: Aws, monkeypatch:
     # Then every message is reported failed, with the reason, and the exit status says so
     assert result.exit_code == 1
     assert "sent 0, failed 15" in result.stdout
-    assert "NonExistentQueue" in result.stderr
+    assert "InvalidMessageContents" in result.stderr
 
 
 # --------------------------------------------------------------------------- watch

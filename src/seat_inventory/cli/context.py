@@ -19,19 +19,26 @@ from typing import Any
 import boto3
 import click
 from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.utils import is_valid_endpoint_url, is_valid_ipv6_endpoint_url
 
+from seat_inventory.cli.errors import InvalidClientSettings, explain
 from seat_inventory.dal.inventory_table import InventoryTable
+from seat_inventory.stack_outputs import OUTPUT_ENV_VARS
 
-# Stack output name -> the environment variable that can stand in for it.
-OUTPUT_ENV_VARS = {
-    "InventoryTableName": "TABLE_NAME",
-    "OutcomesTopicArn": "OUTCOMES_TOPIC_ARN",
-    "ReservationsQueueUrl": "RESERVATIONS_QUEUE_URL",
-    "DeadLetterQueueUrl": "DEAD_LETTER_QUEUE_URL",
-}
+# Interactive commands fail fast on an unreachable endpoint: a 2 s connect timeout and one retry
+# (the default 5 attempts with backoff took 17-28 s to say the endpoint is down). Reads keep
+# botocore's 60 s timeout: long polls and transactions take time.
+CLIENT_CONFIG = Config(
+    connect_timeout=2, retries={"mode": "standard", "max_attempts": 2}, max_pool_connections=64
+)
 
-CLIENT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 5}, max_pool_connections=64)
+
+def check_endpoint_url(name: str, url: str) -> None:
+    """Raises InvalidClientSettings for an endpoint URL botocore would refuse (as it does, but named)."""
+    if not (is_valid_endpoint_url(url) or is_valid_ipv6_endpoint_url(url)):
+        raise InvalidClientSettings(
+            f"{name} {url!r} is not an endpoint URL: give one such as http://127.0.0.1:8000"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +67,11 @@ class ResourceNames:
 
 
 class CliContext:
-    """Shared by every command: the boto3 session, endpoint and resolved resource names."""
+    """Shared by every command: the boto3 session, endpoint and resolved resource names.
+
+    Nothing is built until a command asks for it: `seats event --help` or `seats demo` work
+    whatever the AWS profile, region or credentials.
+    """
 
     def __init__(
         self,
@@ -73,16 +84,29 @@ class CliContext:
     ) -> None:
         self.stack_name = stack_name
         self.endpoint_url = endpoint_url
+        self.region = region
+        self.profile = profile
         self._env = os.environ if env is None else env
-        self._session = boto3.session.Session(profile_name=profile, region_name=region)
+        self._session: boto3.session.Session | None = None
         self._resources: ResourceNames | None = None
 
     @property
     def session(self) -> boto3.session.Session:
+        """The boto3 session, built on first use (an unknown profile raises ProfileNotFound here)."""
+        if self._session is None:
+            self._session = boto3.session.Session(profile_name=self.profile, region_name=self.region)
         return self._session
 
     def client(self, service: str) -> Any:
-        return self._session.client(service, endpoint_url=self.endpoint_url or None, config=CLIENT_CONFIG)  # type: ignore[call-overload]
+        session = self.session
+        try:
+            return session.client(service, endpoint_url=self.endpoint_url or None, config=CLIENT_CONFIG)  # type: ignore[call-overload]
+        except ValueError as exc:
+            # botocore says "Invalid endpoint: notaurl" (or a malformed region) as a plain ValueError.
+            raise InvalidClientSettings(
+                f"cannot build the {service} client: {exc}; check --endpoint-url / AWS_ENDPOINT_URL*"
+                " (a URL such as http://127.0.0.1:8000) and --region"
+            ) from exc
 
     def resources(self) -> ResourceNames:
         if self._resources is None:
@@ -105,8 +129,11 @@ class CliContext:
     def _stack_outputs(self, stack_name: str) -> dict[str, str]:
         try:
             stacks = self.client("cloudformation").describe_stacks(StackName=stack_name)["Stacks"]
-        except (ClientError, BotoCoreError) as exc:
-            raise click.ClickException(f"cannot read the outputs of stack {stack_name!r}: {exc}") from exc
+        except Exception as exc:
+            explained = explain(exc, doing=f"cannot read the outputs of stack {stack_name!r}")
+            if explained is None:
+                raise
+            raise explained from exc
         return {output["OutputKey"]: output["OutputValue"] for output in stacks[0].get("Outputs", [])}
 
     def inventory_table(self) -> InventoryTable:

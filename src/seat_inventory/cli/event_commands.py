@@ -16,6 +16,7 @@ from typing import Any
 import click
 
 from seat_inventory.cli.context import CliContext
+from seat_inventory.cli.errors import explain
 from seat_inventory.dal.inventory_table import InventoryTable
 from seat_inventory.models import (
     EventAlreadyExists,
@@ -104,8 +105,11 @@ def _apply(
             changed.append(change(table, key))
         except UnknownSeatClass as exc:
             raise click.ClickException(f"{exc}; nothing was changed") from exc
-        except (InventoryChangeRefused, ValueError, RetryableError) as exc:
+        except (InventoryChangeRefused, ValueError) as exc:
             raise click.ClickException(f"{exc}; {key.seat_class} was not changed") from exc
+        except RetryableError as exc:
+            explained = explain(exc, doing=f"{key.seat_class} was not changed")
+            raise (explained or click.ClickException(str(exc))) from exc
     for item in changed:
         click.echo(_describe(item))
 

@@ -2,13 +2,48 @@
 
 from __future__ import annotations
 
+import traceback
+from typing import Any
+
 import click
 
 from seat_inventory.cli.context import CliContext
+from seat_inventory.cli.errors import ExitCode, explain
 from seat_inventory.cli.event_commands import event
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class SeatsGroup(click.Group):
+    """The `seats` group: every failure of every command ends as one line and a documented exit code.
+
+    Exceptions `explain` knows (AWS configuration, unreachable endpoints, refused calls) become a
+    CommandError; Ctrl-C exits 130 without a traceback; `--debug` prints the traceback too. An
+    exception nothing explains is a bug and keeps its traceback.
+    """
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            if ctx.params.get("debug"):
+                traceback.print_exc()
+            raise
+        except KeyboardInterrupt:
+            if ctx.params.get("debug"):
+                traceback.print_exc()
+            click.echo("interrupted", err=True)
+            ctx.exit(ExitCode.INTERRUPTED)
+        except Exception as exc:
+            explained = explain(exc)
+            if explained is None:
+                raise
+            if ctx.params.get("debug"):
+                traceback.print_exc()
+            raise explained from exc
+
+
+@click.group(
+    cls=SeatsGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100}
+)
 @click.option(
     "--stack-name", envvar="SEATS_STACK_NAME", help="Read resource names from this deployed stack's outputs."
 )
@@ -19,6 +54,7 @@ from seat_inventory.cli.event_commands import event
     envvar="AWS_ENDPOINT_URL",
     help="Send every AWS call to this endpoint (a local emulator); defaults to AWS_ENDPOINT_URL.",
 )
+@click.option("--debug", is_flag=True, help="Print the traceback of a failure besides its one-line message.")
 @click.version_option(package_name="seat-inventory")
 @click.pass_context
 def cli(
@@ -27,8 +63,16 @@ def cli(
     region: str | None,
     profile: str | None,
     endpoint_url: str | None,
+    debug: bool,
 ) -> None:
-    """Ticket and seat inventory: SQS -> Lambda -> DynamoDB -> SNS."""
+    """Ticket and seat inventory: SQS -> Lambda -> DynamoDB -> SNS.
+
+    \b
+    Exit codes: 0 done; 1 the command reports a failure; 2 usage (bad option, no resource names);
+    3 AWS configuration (profile, region, credentials, endpoint URL); 4 AWS unreachable or busy,
+    try again; 5 AWS refused the call (missing table/queue/topic/stack, access denied);
+    130 interrupted.
+    """
     ctx.obj = CliContext(stack_name=stack_name, region=region, profile=profile, endpoint_url=endpoint_url)
 
 

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 import click
 from botocore.exceptions import BotoCoreError, ClientError
 
-from seat_inventory.cli.context import CliContext
+from seat_inventory.cli.context import CliContext, check_endpoint_url
+from seat_inventory.cli.errors import explain
 from seat_inventory.models import Outcome
 from seat_inventory.parsing import MAX_ID_LENGTH, MAX_SEAT_CLASS_LENGTH, id_problem
 from seat_inventory.traffic import (
@@ -56,12 +57,11 @@ def _checked_id(name: str, value: str, max_length: int) -> str:
 
 
 def _aws_call_failed(action: str, exc: Exception) -> click.ClickException:
-    if isinstance(exc, ClientError):
-        error = exc.response.get("Error", {})
-        detail = f"{error.get('Code', 'Error')}: {error.get('Message', '')}"
-    else:
-        detail = str(exc)
-    return click.ClickException(f"{action} failed: {detail}")
+    """The failure explained in one line with its exit code (cli/errors.py), prefixed by the action."""
+    explained = explain(exc, doing=f"{action} failed")
+    if explained is not None:
+        return explained
+    return click.ClickException(f"{action} failed: {type(exc).__name__}: {exc}")
 
 
 # --------------------------------------------------------------------------- reserve and load
@@ -162,10 +162,16 @@ def load(
         seed=seed,
     )
     distinct = len({body["reservation_id"] for body in bodies})
+    sqs = obj.client("sqs")
+    try:
+        # One call first, so that a missing queue or an unreachable endpoint is one line, not N failures.
+        sqs.get_queue_attributes(QueueUrl=resources.reservations_queue_url, AttributeNames=["QueueArn"])
+    except (ClientError, BotoCoreError) as exc:
+        raise _aws_call_failed("reading the reservations queue", exc) from exc
     bar: ProgressBar[int]
     with click.progressbar(length=len(bodies), label="sending", file=sys.stderr) as bar:
         report = send_messages(
-            obj.client("sqs"),
+            sqs,
             resources.reservations_queue_url,
             bodies,
             concurrency=concurrency,
@@ -562,6 +568,9 @@ def invoke(obj: CliContext, event_file: str, env_vars: str | None) -> None:
             "cannot find " + ", ".join(missing) + ": pass --stack-name (or set SEATS_STACK_NAME) for a "
             "deployed stack, set the variable(s), or give them in --env-vars"
         )
+    for name, value in {**os.environ, **environment}.items():
+        if name.startswith("AWS_ENDPOINT_URL") and value:
+            check_endpoint_url(name, value)
     region = environment.get("AWS_REGION") or environment.get("AWS_DEFAULT_REGION") or region
     context = LocalLambdaContext.of(function, region or "us-east-1")
 

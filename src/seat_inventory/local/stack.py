@@ -30,7 +30,6 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
-from seat_inventory.cli.context import OUTPUT_ENV_VARS
 from seat_inventory.local.engines import (
     FAKE_ACCESS_KEY_ID,
     FAKE_SECRET_ACCESS_KEY,
@@ -47,6 +46,7 @@ from seat_inventory.local.template import (
     StackTemplate,
     load_template,
 )
+from seat_inventory.stack_outputs import OUTPUT_ENV_VARS
 
 KEPT_LOG_DIRS = 10
 # Same spirit as the function's client config; the pool is large because the demo sends in threads.

@@ -1,0 +1,203 @@
+"""Every `seats` command, under each ordinary AWS misconfiguration, says one line and exits with its code.
+
+The commands are found by walking the click tree, so a command added later is covered without
+editing this file (its arguments are made up from its parameters; `EXTRA_ARGS` bounds the few
+that would otherwise wait). The local-stack commands (`local up`, `demo`, `bench`) build no AWS
+session of the user's: tests/local covers them.
+"""
+
+from __future__ import annotations
+
+import inspect
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import click
+import pytest
+from click.testing import CliRunner, Result
+from moto import mock_aws
+
+from seat_inventory.cli.errors import ExitCode
+from seat_inventory.cli.main import cli
+
+REPO = Path(__file__).resolve().parents[2]
+REGION = "us-east-1"
+MISSING_RESOURCES = {
+    "TABLE_NAME": "no-such-table",
+    "OUTCOMES_TOPIC_ARN": f"arn:aws:sns:{REGION}:123456789012:no-such-topic",
+    "RESERVATIONS_QUEUE_URL": f"https://sqs.{REGION}.amazonaws.com/123456789012/no-such-queue",
+    "DEAD_LETTER_QUEUE_URL": f"https://sqs.{REGION}.amazonaws.com/123456789012/no-such-dlq",
+}
+# Commands that start the local engines instead of using the user's AWS settings.
+LOCAL_COMMANDS = {("local", "up"), ("demo",), ("bench",)}
+# Options that keep a command from waiting or prompting (everything else is made up from its params).
+EXTRA_ARGS: dict[tuple[str, ...], list[str]] = {
+    ("watch",): ["--timeout", "1"],
+    ("event", "capacity"): ["--add", "1"],
+    ("event", "limit"): ["--max-per-customer", "1"],
+    ("event", "schedule"): ["--clear"],
+    ("dlq", "redrive"): ["--yes"],
+    ("invoke",): ["-e", str(REPO / "events" / "reserve_single.json")],
+}
+EXPECTED = {
+    "unknown profile": ExitCode.CONFIGURATION,
+    "bad endpoint URL": ExitCode.CONFIGURATION,
+    "endpoint down": ExitCode.UNAVAILABLE,
+    "missing resources": ExitCode.REFUSED,
+    "no region": ExitCode.CONFIGURATION,
+    "no credentials": ExitCode.CONFIGURATION,
+}
+
+
+def leaf_commands(
+    group: click.Group, path: tuple[str, ...] = ()
+) -> Iterator[tuple[tuple[str, ...], click.Command]]:
+    for name, command in sorted(group.commands.items()):
+        if isinstance(command, click.Group):
+            yield from leaf_commands(command, (*path, name))
+        else:
+            yield (*path, name), command
+
+
+def made_up_args(path: tuple[str, ...], command: click.Command) -> list[str]:
+    """Arguments that pass the command's own parsing: one value per argument and required option."""
+    args = list(EXTRA_ARGS.get(path, []))
+    given = set(args)
+    for param in command.params:
+        if isinstance(param, click.Argument):
+            args.append("x-1")
+        elif isinstance(param, click.Option) and param.required and not given & set(param.opts):
+            choices = getattr(param.type, "choices", None)
+            if choices:
+                value = str(next(iter(choices)))
+            elif isinstance(param.type, click.types._NumberRangeBase | click.types.IntParamType):
+                value = str(getattr(param.type, "min", None) or 1)
+            else:
+                value = "x-1"
+            args.extend([param.opts[0], value])
+    return args
+
+
+COMMANDS = [(path, command) for path, command in leaf_commands(cli) if path not in LOCAL_COMMANDS]
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.MonkeyPatch:
+    """No AWS settings from this machine: empty config files, no profile, no endpoint, no metadata."""
+    for name in (
+        "SEATS_STACK_NAME",
+        "AWS_PROFILE",
+        "AWS_DEFAULT_PROFILE",
+        "AWS_ENDPOINT_URL",
+        "AWS_ENDPOINT_URL_DYNAMODB",
+        "AWS_ENDPOINT_URL_SNS",
+        "AWS_ENDPOINT_URL_SQS",
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_REGION",
+        "AWS_DEFAULT_REGION",
+        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+        "AWS_WEB_IDENTITY_TOKEN_FILE",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    (tmp_path / "config").write_text("")
+    (tmp_path / "credentials").write_text("")
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "credentials"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    for name, value in MISSING_RESOURCES.items():
+        monkeypatch.setenv(name, value)
+    return monkeypatch
+
+
+def with_credentials(monkeypatch: pytest.MonkeyPatch, *, region: bool = True) -> None:
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    if region:
+        monkeypatch.setenv("AWS_REGION", REGION)
+
+
+def run(*args: str) -> Result:
+    keep_stderr_apart: dict[str, Any] = (
+        {"mix_stderr": False} if "mix_stderr" in inspect.signature(CliRunner.__init__).parameters else {}
+    )
+    return CliRunner(**keep_stderr_apart).invoke(cli, list(args))
+
+
+def assert_one_line(result: Result, expected: ExitCode, what: str) -> None:
+    output = result.output + (result.stderr if result.stderr_bytes is not None else "")
+    assert result.exception is None or isinstance(result.exception, SystemExit), (
+        f"{what}: {result.exception!r}\n{output}"
+    )
+    assert "Traceback" not in output, f"{what}:\n{output}"
+    assert result.exit_code == expected, f"{what}: exit {result.exit_code}, expected {expected}:\n{output}"
+    errors = [line for line in output.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1, f"{what}: expected one error line:\n{output}"
+
+
+@pytest.mark.parametrize("path,command", COMMANDS, ids=[" ".join(p) for p, _ in COMMANDS])
+def test_every_command_says_one_line_for_each_condition(
+    path: tuple[str, ...], command: click.Command, clean_env: pytest.MonkeyPatch
+) -> None:
+    args = [*path, *made_up_args(path, command)]
+    # Given no profile, no region, no credentials (each run below adds what its condition needs)
+    outcomes: dict[str, Result] = {}
+    with clean_env.context() as env:
+        env.setenv("AWS_PROFILE", "no-such-profile")
+        outcomes["unknown profile"] = run(*args)
+    with clean_env.context() as env:
+        with_credentials(env)
+        outcomes["bad endpoint URL"] = run("--endpoint-url", "notaurl", *args)
+        outcomes["endpoint down"] = run("--endpoint-url", f"http://127.0.0.1:{closed_port()}", *args)
+        with mock_aws():
+            outcomes["missing resources"] = run(*args)
+    with clean_env.context() as env:
+        with_credentials(env, region=False)
+        outcomes["no region"] = run(*args)
+    outcomes["no credentials"] = run("--region", REGION, *args)
+
+    for condition, result in outcomes.items():
+        what = f"seats {' '.join(args)} ({condition})"
+        if (path, condition) == (("invoke",), "endpoint down"):
+            # The function's own answer, as Lambda's: every message handed back for a retry.
+            assert result.exit_code == 0 and '"itemIdentifier"' in result.stdout, what
+            continue
+        assert_one_line(result, EXPECTED[condition], what)
+
+
+def test_help_works_whatever_the_profile(clean_env: pytest.MonkeyPatch) -> None:
+    clean_env.setenv("AWS_PROFILE", "no-such-profile")
+    for path, _ in leaf_commands(cli):
+        result = run(*path, "--help")
+        assert result.exit_code == 0, result.output
+        assert "Usage: " in result.output
+
+
+def test_debug_prints_the_traceback_as_well(clean_env: pytest.MonkeyPatch) -> None:
+    clean_env.setenv("AWS_PROFILE", "no-such-profile")
+    result = run("--debug", "event", "show", "x-1")
+    assert result.exit_code == ExitCode.CONFIGURATION
+    assert "Traceback" in result.stderr and "ProfileNotFound" in result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith("Error: the AWS profile 'no-such-profile'")
+
+
+def test_an_unreachable_endpoint_is_reported_within_seconds(clean_env: pytest.MonkeyPatch) -> None:
+    with_credentials(clean_env)
+    started = time.monotonic()
+    result = run("--endpoint-url", f"http://127.0.0.1:{closed_port()}", "event", "show", "x-1")
+    elapsed = time.monotonic() - started
+    assert result.exit_code == ExitCode.UNAVAILABLE
+    assert "cannot reach http://127.0.0.1:" in result.stderr
+    # botocore's default (5 attempts with backoff) took 17-28 s; one retry takes at most a few.
+    assert elapsed < 8, elapsed
