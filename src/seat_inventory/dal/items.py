@@ -1,0 +1,180 @@
+"""The table's item layout: keys, attribute names and the conversions between items and models.
+
+Single-table layout (table keys `pk`, `sk`; TTL attribute `expires_at`; sparse index
+`HoldsByExpiry` on `gsi1pk` (S) / `gsi1sk` (N)):
+
+| item                 | pk                     | sk                            |
+|----------------------|------------------------|-------------------------------|
+| seat-class inventory | `EVENT#<event_id>`     | `CLASS#<class>`               |
+| customer counter     | `EVENT#<event_id>`     | `CUSTOMER#<class>#<customer>` |
+| reservation record   | `RESERVATION#<res_id>` | `RESERVATION`                 |
+
+- inventory: capacity, available, held, sold; optional max_per_customer, sale_status,
+  sale_starts_at, sale_ends_at (epoch seconds); version (bumped by every operator change);
+- customer counter: seats (taken while the class had a per-customer limit);
+- reservation record: the answer given (outcome, reason, ...), its current status, request_type;
+  a hold's hold_expires_at; customer_counted when its seats count against a limit.
+
+A record is in the index while it is a live hold (`gsi1pk = HOLDS#<shard>`, `gsi1sk =
+hold_expires_at`) and while its expiry waits to be published (`gsi1pk = EXPIRED#<shard>`, the
+sweeper's outbox). The shard (0-7, from a CRC-32 of the reservation id) spreads the index's
+partitions.
+
+Seats are taken by one `TransactWriteItems` per group: a guarded decrement of the inventory
+item, one `attribute_not_exists` put per reservation record and, with a per-customer limit, one
+guarded counter increment per customer, so all of them commit together or not at all. Status
+changes (confirm, cancel, expiry) are one transaction per group as well: each record's update is
+conditional on the status it was read with, plus one guarded inventory update and the counters.
+"""
+
+from __future__ import annotations
+
+import time
+import zlib
+from collections.abc import Mapping
+from typing import Any
+
+from seat_inventory.models import (
+    Outcome,
+    RequestType,
+    ReservationOutcome,
+    ReservationRecord,
+    SaleStatus,
+    SeatClassInventory,
+    SeatKey,
+)
+
+INVENTORY_PREFIX = "EVENT#"
+CLASS_PREFIX = "CLASS#"
+CUSTOMER_PREFIX = "CUSTOMER#"
+RESERVATION_PREFIX = "RESERVATION#"
+RESERVATION_SK = "RESERVATION"
+HOLDS_INDEX = "HoldsByExpiry"
+HOLD_SHARDS = 8
+HOLDS_PREFIX = "HOLDS#"
+OUTBOX_PREFIX = "EXPIRED#"
+
+# The conditions every write that takes seats adds: the sale is open at :now.
+SALE_OPEN_CONDITION = (
+    "(attribute_not_exists(sale_status) OR sale_status = :open)"
+    " AND (attribute_not_exists(sale_starts_at) OR sale_starts_at <= :now)"
+    " AND (attribute_not_exists(sale_ends_at) OR sale_ends_at > :now)"
+)
+
+
+def inventory_key(key: SeatKey) -> dict[str, Any]:
+    return {"pk": {"S": INVENTORY_PREFIX + key.event_id}, "sk": {"S": CLASS_PREFIX + key.seat_class}}
+
+
+def reservation_key(reservation_id: str) -> dict[str, Any]:
+    return {"pk": {"S": RESERVATION_PREFIX + reservation_id}, "sk": {"S": RESERVATION_SK}}
+
+
+def customer_key(key: SeatKey, customer_id: str) -> dict[str, Any]:
+    return {
+        "pk": {"S": INVENTORY_PREFIX + key.event_id},
+        "sk": {"S": f"{CUSTOMER_PREFIX}{key.seat_class}#{customer_id}"},
+    }
+
+
+def hold_shard(reservation_id: str) -> int:
+    """The index shard of a reservation: stable across processes and Python versions (CRC-32)."""
+    return zlib.crc32(reservation_id.encode()) % HOLD_SHARDS
+
+
+def number(value: int) -> dict[str, str]:
+    return {"N": str(value)}
+
+
+def timestamp() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _optional_text(item: Mapping[str, Any], name: str) -> str | None:
+    value = item.get(name)
+    return value["S"] if value else None
+
+
+def _optional_int(item: Mapping[str, Any], name: str) -> int | None:
+    value = item.get(name)
+    return int(value["N"]) if value else None
+
+
+def inventory_from_item(item: Mapping[str, Any]) -> SeatClassInventory:
+    # Items written before holds existed have no `held`: it is 0 (updates use if_not_exists).
+    return SeatClassInventory(
+        event_id=item["event_id"]["S"],
+        seat_class=item["seat_class"]["S"],
+        capacity=int(item["capacity"]["N"]),
+        available=int(item["available"]["N"]),
+        sold=int(item["sold"]["N"]),
+        held=_optional_int(item, "held") or 0,
+        max_per_customer=_optional_int(item, "max_per_customer"),
+        sale_status=SaleStatus(_optional_text(item, "sale_status") or SaleStatus.OPEN.value),
+        sale_starts_at=_optional_int(item, "sale_starts_at"),
+        sale_ends_at=_optional_int(item, "sale_ends_at"),
+        version=_optional_int(item, "version") or 0,
+    )
+
+
+def outcome_from_item(item: Mapping[str, Any]) -> ReservationOutcome:
+    return ReservationOutcome(
+        reservation_id=item["reservation_id"]["S"],
+        outcome=Outcome(item["outcome"]["S"]),
+        reason=item["reason"]["S"],
+        event_id=_optional_text(item, "event_id"),
+        seat_class=_optional_text(item, "seat_class"),
+        quantity=_optional_int(item, "quantity"),
+        customer_id=_optional_text(item, "customer_id"),
+        remaining=_optional_int(item, "remaining"),
+        message_id=_optional_text(item, "message_id"),
+        request_type=RequestType(_optional_text(item, "request_type") or RequestType.RESERVE.value),
+        hold_expires_at=_optional_int(item, "hold_expires_at"),
+    )
+
+
+def record_from_item(item: Mapping[str, Any]) -> ReservationRecord:
+    answer = outcome_from_item(item)
+    status = _optional_text(item, "status")
+    return ReservationRecord(
+        answer=answer,
+        # Records written before statuses existed are in the state of their answer.
+        status=Outcome(status) if status else answer.outcome,
+        hold_expires_at=answer.hold_expires_at,
+        customer_counted=bool(item.get("customer_counted", {}).get("BOOL", False)),
+        awaiting_publication=(_optional_text(item, "gsi1pk") or "").startswith(OUTBOX_PREFIX),
+        status_changed_at=_optional_text(item, "status_changed_at"),
+    )
+
+
+def record_item(
+    outcome: ReservationOutcome, *, recorded_at: str, expires_at: int | None, customer_counted: bool
+) -> dict[str, Any]:
+    item: dict[str, Any] = {
+        **reservation_key(outcome.reservation_id),
+        "entity": {"S": "reservation"},
+        "reservation_id": {"S": outcome.reservation_id},
+        "outcome": {"S": outcome.outcome.value},
+        "status": {"S": outcome.outcome.value},
+        "reason": {"S": outcome.reason},
+        "recorded_at": {"S": recorded_at},
+        "request_type": {"S": (outcome.request_type or RequestType.RESERVE).value},
+    }
+    for name in ("event_id", "seat_class", "customer_id", "message_id"):
+        value = getattr(outcome, name)
+        if value is not None:
+            item[name] = {"S": value}
+    for name in ("quantity", "remaining", "hold_expires_at"):
+        value = getattr(outcome, name)
+        if value is not None:
+            item[name] = number(value)
+    if outcome.outcome is Outcome.HELD:
+        if outcome.hold_expires_at is None:
+            raise ValueError(f"hold {outcome.reservation_id!r} has no expiry")
+        item["gsi1pk"] = {"S": f"{HOLDS_PREFIX}{hold_shard(outcome.reservation_id)}"}
+        item["gsi1sk"] = number(outcome.hold_expires_at)
+    if customer_counted:
+        item["customer_counted"] = {"BOOL": True}
+    if expires_at is not None:
+        item["expires_at"] = number(expires_at)
+    return item

@@ -1,0 +1,209 @@
+"""Taking seats: one transaction per group that decrements the inventory and records every answer."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from seat_inventory.dal.access import TableAccess
+from seat_inventory.dal.errors import (
+    TRANSACTION_CANCELED,
+    call_expecting,
+    cancellation_reasons,
+    failed_condition,
+)
+from seat_inventory.dal.items import (
+    SALE_OPEN_CONDITION,
+    customer_key,
+    inventory_from_item,
+    inventory_key,
+    number,
+    outcome_from_item,
+    record_item,
+    timestamp,
+)
+from seat_inventory.logic.ports import WriteRefused
+from seat_inventory.models import (
+    TAKES_SEATS,
+    Outcome,
+    ReservationOutcome,
+    SaleStatus,
+    SeatClassInventory,
+    SeatKey,
+)
+
+
+class Reservations(TableAccess):
+    """Reserve and hold: `InventoryStore.commit_outcomes`."""
+
+    def commit_outcomes(
+        self,
+        key: SeatKey,
+        outcomes: Sequence[ReservationOutcome],
+        *,
+        seats_taken: int,
+        rejection_expires_at: int,
+        max_per_customer: int | None = None,
+        customer_seats: Mapping[str, int] | None = None,
+        now: int | None = None,
+    ) -> WriteRefused | None:
+        """One transaction: guarded decrement of the inventory (if seats are taken), one record per
+        answer, and one guarded increment per customer counter (with a per-customer limit).
+
+        Confirmed sales are kept for good, and so are holds while they last; rejections
+        (SOLD_OUT, UNKNOWN_EVENT, LIMIT_EXCEEDED, SALE_CLOSED) expire by TTL after
+        `rejection_expires_at`, long after SQS could still redeliver their message.
+        """
+        if not outcomes:
+            return None
+        now = int(time.time()) if now is None else now
+        counters = dict(customer_seats or {}) if max_per_customer is not None else {}
+        recorded_at = timestamp()
+        actions: list[dict[str, Any]] = []
+        if seats_taken > 0:
+            actions.append(self._take_seats_action(key, outcomes, seats_taken, max_per_customer, now))
+        for outcome in outcomes:
+            takes_seats = outcome.outcome in TAKES_SEATS
+            expires_at = None if takes_seats else rejection_expires_at
+            actions.append(
+                {
+                    "Put": {
+                        "TableName": self._table_name,
+                        "Item": record_item(
+                            outcome,
+                            recorded_at=recorded_at,
+                            expires_at=expires_at,
+                            customer_counted=takes_seats and max_per_customer is not None,
+                        ),
+                        "ConditionExpression": "attribute_not_exists(pk)",
+                        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                    }
+                }
+            )
+        customers = list(counters)
+        for customer_id in customers:
+            assert max_per_customer is not None
+            actions.append(
+                self._count_customer_action(key, customer_id, counters[customer_id], max_per_customer)
+            )
+        cancelled = call_expecting(
+            TRANSACTION_CANCELED, self._client.transact_write_items, TransactItems=actions
+        )
+        if isinstance(cancelled, ClientError):
+            return self._refusal(cancelled, outcomes, customers, has_inventory_action=seats_taken > 0)
+        return None
+
+    def _take_seats_action(
+        self,
+        key: SeatKey,
+        outcomes: Sequence[ReservationOutcome],
+        seats_taken: int,
+        max_per_customer: int | None,
+        now: int,
+    ) -> dict[str, Any]:
+        held = sum(o.quantity or 0 for o in outcomes if o.outcome is Outcome.HELD)
+        sold = seats_taken - held
+        values: dict[str, Any] = {
+            ":seats": number(seats_taken),
+            ":open": {"S": SaleStatus.OPEN.value},
+            ":now": number(now),
+        }
+        updates = ["available = available - :seats"]
+        if sold:
+            updates.append("sold = sold + :sold")
+            values[":sold"] = number(sold)
+        if held:
+            updates.append("held = if_not_exists(held, :zero) + :held")
+            values[":held"] = number(held)
+            values[":zero"] = number(0)
+        condition = f"attribute_exists(pk) AND available >= :seats AND {SALE_OPEN_CONDITION}"
+        # The limit the planner assumed is part of the guard: a stale assumption is refused, and
+        # ALL_OLD hands back the real item to plan again from.
+        if max_per_customer is None:
+            condition += " AND attribute_not_exists(max_per_customer)"
+        else:
+            condition += " AND max_per_customer = :limit"
+            values[":limit"] = number(max_per_customer)
+        return {
+            "Update": {
+                "TableName": self._table_name,
+                "Key": inventory_key(key),
+                "UpdateExpression": "SET " + ", ".join(updates),
+                "ConditionExpression": condition,
+                "ExpressionAttributeValues": values,
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            }
+        }
+
+    def _count_customer_action(
+        self, key: SeatKey, customer_id: str, seats: int, limit: int
+    ) -> dict[str, Any]:
+        if seats > limit:
+            raise ValueError(f"{seats} seat(s) for customer {customer_id!r} pass the limit of {limit}")
+        return {
+            "Update": {
+                "TableName": self._table_name,
+                "Key": customer_key(key, customer_id),
+                "UpdateExpression": (
+                    "SET seats = if_not_exists(seats, :zero) + :seats, entity = :entity,"
+                    " event_id = :event_id, seat_class = :seat_class, customer_id = :customer_id"
+                ),
+                "ConditionExpression": "attribute_not_exists(seats) OR seats <= :room",
+                "ExpressionAttributeValues": {
+                    ":zero": number(0),
+                    ":seats": number(seats),
+                    ":room": number(limit - seats),
+                    ":entity": {"S": "customer_counter"},
+                    ":event_id": {"S": key.event_id},
+                    ":seat_class": {"S": key.seat_class},
+                    ":customer_id": {"S": customer_id},
+                },
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            }
+        }
+
+    @staticmethod
+    def _refusal(
+        exc: ClientError,
+        outcomes: Sequence[ReservationOutcome],
+        customers: Sequence[str],
+        *,
+        has_inventory_action: bool,
+    ) -> WriteRefused:
+        """Reads the cancellation reasons (one per action, in order) into what the planner needs."""
+        expected_count = len(outcomes) + len(customers) + (1 if has_inventory_action else 0)
+        reasons = cancellation_reasons(exc, expected_count)
+        inventory_refused = False
+        inventory: SeatClassInventory | None = None
+        record_reasons = reasons
+        if has_inventory_action:
+            inventory_reason, record_reasons = reasons[0], reasons[1:]
+            if failed_condition(inventory_reason):
+                inventory_refused = True
+                old = inventory_reason.get("Item")
+                inventory = inventory_from_item(old) if old else None
+        counter_reasons = record_reasons[len(outcomes) :]
+        record_reasons = record_reasons[: len(outcomes)]
+        already_recorded: dict[str, ReservationOutcome] = {}
+        for outcome, reason in zip(outcomes, record_reasons, strict=True):
+            if failed_condition(reason):
+                old = reason.get("Item")
+                if not old:
+                    raise RuntimeError("record condition failed without ALL_OLD item") from exc
+                already_recorded[outcome.reservation_id] = outcome_from_item(old)
+        customer_seats: dict[str, int] = {}
+        for customer_id, reason in zip(customers, counter_reasons, strict=True):
+            if failed_condition(reason):
+                old = reason.get("Item")
+                if not old:
+                    raise RuntimeError("counter condition failed without ALL_OLD item") from exc
+                customer_seats[customer_id] = int(old["seats"]["N"])
+        return WriteRefused(
+            inventory_refused=inventory_refused,
+            inventory=inventory,
+            already_recorded=already_recorded,
+            customer_seats=customer_seats,
+        )

@@ -1,0 +1,245 @@
+"""Confirm, cancel and expire: status changes, one transaction per group with the inventory and counters."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from seat_inventory.dal.access import TableAccess
+from seat_inventory.dal.errors import (
+    TRANSACTION_CANCELED,
+    call,
+    call_expecting,
+    cancellation_reasons,
+    failed_condition,
+)
+from seat_inventory.dal.items import (
+    OUTBOX_PREFIX,
+    customer_key,
+    hold_shard,
+    inventory_from_item,
+    inventory_key,
+    number,
+    record_from_item,
+    reservation_key,
+    timestamp,
+)
+from seat_inventory.logic.ports import TransitionsRefused
+from seat_inventory.models import Outcome, ReservationRecord, RetryableError, SeatKey, Transition
+
+BATCH_GET_LIMIT = 100
+BATCH_GET_ATTEMPTS = 5
+BATCH_GET_BACKOFF_SECONDS = 0.05
+
+
+@dataclass(frozen=True, slots=True)
+class _InventoryDelta:
+    """How one status-change transaction moves the inventory item."""
+
+    released: int  # back to available
+    unheld: int  # taken off held
+    unsold: int  # taken off sold
+    sold: int  # added to sold (held seats confirmed)
+
+    @classmethod
+    def of(cls, transitions: Sequence[Transition]) -> _InventoryDelta:
+        released = unheld = unsold = sold = 0
+        for transition in transitions:
+            seats = transition.record.quantity
+            if transition.record.status is Outcome.HELD:
+                unheld += seats
+            else:
+                unsold += seats
+            if transition.to is Outcome.CONFIRMED:
+                sold += seats
+            else:
+                released += seats
+        return cls(released, unheld, unsold, sold)
+
+
+class Transitions(TableAccess):
+    """Reading records and changing their status: `InventoryStore.read_reservations`, `commit_transitions`."""
+
+    def read_reservations(self, reservation_ids: Sequence[str]) -> dict[str, ReservationRecord]:
+        """Consistent BatchGetItem, 100 keys per call; unprocessed keys are asked again with back-off.
+
+        Raises `RetryableError` when DynamoDB still leaves keys unprocessed after a few attempts.
+        """
+        records: dict[str, ReservationRecord] = {}
+        unique = list(dict.fromkeys(reservation_ids))
+        for start in range(0, len(unique), BATCH_GET_LIMIT):
+            keys: list[dict[str, Any]] = [reservation_key(i) for i in unique[start : start + BATCH_GET_LIMIT]]
+            for attempt in range(BATCH_GET_ATTEMPTS):
+                response = call(
+                    self._client.batch_get_item,
+                    RequestItems={self._table_name: {"Keys": keys, "ConsistentRead": True}},
+                )
+                for item in response.get("Responses", {}).get(self._table_name, []):
+                    record = record_from_item(item)
+                    records[record.reservation_id] = record
+                unprocessed: Any = response.get("UnprocessedKeys", {})
+                keys = list(unprocessed.get(self._table_name, {}).get("Keys", []))
+                if not keys:
+                    break
+                self._sleep(BATCH_GET_BACKOFF_SECONDS * 2**attempt)
+            if keys:
+                raise RetryableError(f"BatchGetItem left {len(keys)} key(s) unprocessed")
+        return records
+
+    def commit_transitions(
+        self,
+        key: SeatKey,
+        transitions: Sequence[Transition],
+        *,
+        now: int,
+        capacity: int | None,
+        release_expires_at: int,
+    ) -> TransitionsRefused | None:
+        """One transaction: the inventory update, one conditional update per record, the counters.
+
+        The inventory update is `held -= confirmed + released holds`, `sold += confirmed - released
+        sales`, `available += released`, guarded by `held >=` and `sold >=` what it takes off and,
+        when seats go back, by `capacity = :capacity AND available <= :capacity - released`
+        (DynamoDB conditions have no arithmetic, so the caller's capacity is checked too).
+        """
+        if not transitions:
+            return None
+        delta = _InventoryDelta.of(transitions)
+        if delta.released and capacity is None:
+            raise ValueError("releasing seats needs the capacity to guard against")
+        counters: dict[str, int] = {}
+        for transition in transitions:
+            if transition.uncounts_customer:
+                customer = transition.record.answer.customer_id or ""
+                counters[customer] = counters.get(customer, 0) + transition.record.quantity
+        changed_at = timestamp()
+        actions = [self._inventory_delta_action(key, delta, capacity)]
+        actions += [
+            self._transition_action(t, now=now, changed_at=changed_at, release_expires_at=release_expires_at)
+            for t in transitions
+        ]
+        customers = list(counters)
+        actions += [self._uncount_customer_action(key, c, counters[c]) for c in customers]
+        cancelled = call_expecting(
+            TRANSACTION_CANCELED, self._client.transact_write_items, TransactItems=actions
+        )
+        if isinstance(cancelled, ClientError):
+            return self._transition_refusal(cancelled, transitions, customers)
+        return None
+
+    def _inventory_delta_action(
+        self, key: SeatKey, delta: _InventoryDelta, capacity: int | None
+    ) -> dict[str, Any]:
+        updates: list[str] = []
+        conditions = ["attribute_exists(pk)"]
+        values: dict[str, Any] = {}
+        names: dict[str, str] = {}
+        if delta.released:
+            assert capacity is not None
+            updates.append("available = available + :released")
+            conditions.append("#capacity = :capacity AND available <= :available_max")
+            names["#capacity"] = "capacity"
+            values[":released"] = number(delta.released)
+            values[":capacity"] = number(capacity)
+            values[":available_max"] = number(capacity - delta.released)
+        if delta.unheld:
+            updates.append("held = held - :unheld")
+            conditions.append("held >= :unheld")
+            values[":unheld"] = number(delta.unheld)
+        if delta.unsold:
+            conditions.append("sold >= :unsold")
+            values[":unsold"] = number(delta.unsold)
+        if delta.sold != delta.unsold:
+            updates.append("sold = sold + :sold_delta")
+            values[":sold_delta"] = number(delta.sold - delta.unsold)
+        update: dict[str, Any] = {
+            "TableName": self._table_name,
+            "Key": inventory_key(key),
+            "UpdateExpression": "SET " + ", ".join(updates),
+            "ConditionExpression": " AND ".join(conditions),
+            "ExpressionAttributeValues": values,
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+        if names:
+            update["ExpressionAttributeNames"] = names
+        return {"Update": update}
+
+    def _transition_action(
+        self, transition: Transition, *, now: int, changed_at: str, release_expires_at: int
+    ) -> dict[str, Any]:
+        record = transition.record
+        values: dict[str, Any] = {
+            ":to": {"S": transition.to.value},
+            ":from": {"S": record.status.value},
+            ":changed_at": {"S": changed_at},
+        }
+        sets = ["#status = :to", "status_changed_at = :changed_at"]
+        removes = ["gsi1pk", "gsi1sk"]
+        if record.status is Outcome.HELD:
+            values[":now"] = number(now)
+            if transition.to is Outcome.EXPIRED:
+                condition = "#status = :from AND hold_expires_at <= :now"
+                # Into the outbox: the sweeper publishes EXPIRED, then takes it out.
+                sets.append("gsi1pk = :outbox")
+                values[":outbox"] = {"S": f"{OUTBOX_PREFIX}{hold_shard(record.reservation_id)}"}
+                removes = []
+            else:
+                condition = "#status = :from AND hold_expires_at > :now"
+            if transition.to is Outcome.CANCELLED:
+                # A cancelled hold never sold a seat: it expires like a rejection.
+                sets.append("expires_at = :expires_at")
+                values[":expires_at"] = number(release_expires_at)
+        else:
+            # Records written before statuses existed have only their outcome.
+            condition = "#status = :from OR (attribute_not_exists(#status) AND outcome = :from)"
+        expression = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
+        return {
+            "Update": {
+                "TableName": self._table_name,
+                "Key": reservation_key(record.reservation_id),
+                "UpdateExpression": expression,
+                "ConditionExpression": condition,
+                "ExpressionAttributeNames": {"#status": "status"},
+                "ExpressionAttributeValues": values,
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            }
+        }
+
+    def _uncount_customer_action(self, key: SeatKey, customer_id: str, seats: int) -> dict[str, Any]:
+        return {
+            "Update": {
+                "TableName": self._table_name,
+                "Key": customer_key(key, customer_id),
+                "UpdateExpression": "SET seats = seats - :seats",
+                "ConditionExpression": "seats >= :seats",
+                "ExpressionAttributeValues": {":seats": number(seats)},
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            }
+        }
+
+    @staticmethod
+    def _transition_refusal(
+        exc: ClientError, transitions: Sequence[Transition], customers: Sequence[str]
+    ) -> TransitionsRefused:
+        reasons = cancellation_reasons(exc, 1 + len(transitions) + len(customers))
+        inventory_reason = reasons[0]
+        record_reasons = reasons[1 : 1 + len(transitions)]
+        counter_reasons = reasons[1 + len(transitions) :]
+        inventory_refused = failed_condition(inventory_reason)
+        old_inventory = inventory_reason.get("Item")
+        records: dict[str, ReservationRecord | None] = {}
+        for transition, reason in zip(transitions, record_reasons, strict=True):
+            if failed_condition(reason):
+                old = reason.get("Item")
+                records[transition.record.reservation_id] = record_from_item(old) if old else None
+        return TransitionsRefused(
+            inventory_refused=inventory_refused,
+            inventory=inventory_from_item(old_inventory) if inventory_refused and old_inventory else None,
+            records=records,
+            counters_refused=frozenset(
+                c for c, r in zip(customers, counter_reasons, strict=True) if failed_condition(r)
+            ),
+        )
