@@ -97,3 +97,6 @@ cli.add_command(holds)
 from seat_inventory.cli.bench_commands import bench  # noqa: E402
 
 cli.add_command(bench)
+from seat_inventory.cli.simulate_commands import simulate  # noqa: E402
+
+cli.add_command(simulate)

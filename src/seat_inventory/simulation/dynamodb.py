@@ -1,0 +1,235 @@
+"""The inventory store as the simulation's containers see it: DynamoDB's semantics on a virtual clock.
+
+`SimulatedTable` is the table (one per run): the in-memory store for the data, and the contention
+model (`seat_inventory.contention.model`, the same one the local stack's layer uses) for conflicts,
+throttling, latency and units. `SimulatedDynamoStore` is one container's client of it; it
+implements the `InventoryStore` port and answers as `dal.inventory_table.InventoryTable` does
+after botocore:
+
+- a transaction touching an item another in-flight transaction holds: after its latency,
+  `TransactionConflict` (the DAL's mapping of a cancellation with `TransactionConflict`);
+- a throttled transaction (`ThrottlingError` in its cancellation reasons): `RetryableError`, with
+  no botocore retry (botocore retries no `TransactionCanceledException`);
+- a throttled read (`ProvisionedThroughputExceededException`): retried as botocore's standard mode
+  does (4 attempts, full-jitter back-off with a 1 s base for throttling), then `RetryableError`;
+- an admitted transaction waits its modelled latency, holding its items, then commits; a refused
+  condition is reported as the DAL reports it (`WriteRefused`), and counted as cancelled with
+  `ConditionalCheckFailed`. Reads see committed data only.
+
+Items are keyed as the DAL keys them (`dal.inventory_table.inventory_key`, ...), so partitions are
+the real ones. Write units come from item sizes (`record_item_bytes`).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from seat_inventory.contention.model import (
+    CONDITIONAL_CHECK_FAILED,
+    ContentionModel,
+    ItemRead,
+    ItemWrite,
+    Verdict,
+    read_units,
+    write_units,
+)
+from seat_inventory.dal.inventory_table import customer_key, inventory_key, reservation_key
+from seat_inventory.logic.ports import TransitionsRefused, WriteRefused
+from seat_inventory.models import (
+    TAKES_SEATS,
+    ReservationOutcome,
+    ReservationRecord,
+    RetryableError,
+    SeatClassInventory,
+    SeatKey,
+    TransactionConflict,
+    Transition,
+)
+from seat_inventory.simulation.memory_store import InMemoryInventoryStore
+
+# botocore's standard retry mode (wiring.CLIENT_CONFIG: max_attempts 4): a throttled request is
+# retried after rand(0, 1) x min(1 s x 2^(attempt - 1), 20 s).
+BOTOCORE_MAX_ATTEMPTS = 4
+BOTOCORE_THROTTLING_BASE_S = 1.0
+BOTOCORE_MAX_BACKOFF_S = 20.0
+BATCH_GET_LIMIT = 100
+
+# Sizes of the DAL's items in bytes (attribute names plus values, as DynamoDB counts them), for
+# write units. A reservation record's fixed part (names, status, timestamps, numbers) was measured
+# on the DAL's `_record_item` with `bench.counting.item_size` (tests/unit/test_simulation.py checks
+# the estimate against it); its variable part is its strings.
+RECORD_FIXED_BYTES = 195
+RECORD_TTL_BYTES = 15  # `expires_at`, on rejections
+INVENTORY_ITEM_BYTES = 200
+COUNTER_ITEM_BYTES = 150
+
+
+def record_item_bytes(outcome: ReservationOutcome) -> int:
+    """About the size of the reservation record the DAL writes for `outcome` (within a few bytes)."""
+    strings = (
+        outcome.reservation_id,
+        outcome.reservation_id,  # in the key and as an attribute
+        outcome.reason,
+        outcome.event_id or "",
+        outcome.seat_class or "",
+        outcome.customer_id or "",
+        outcome.message_id or "",
+        outcome.outcome.value,
+        outcome.outcome.value,  # as `outcome` and as `status`
+    )
+    ttl = 0 if outcome.outcome in TAKES_SEATS else RECORD_TTL_BYTES
+    return RECORD_FIXED_BYTES + ttl + sum(len(s.encode()) for s in strings)
+
+
+def _item_key(key: Mapping[str, Any]) -> tuple[str, str]:
+    pk = key["pk"]["S"]
+    return pk, f"{pk}|{key['sk']['S']}"
+
+
+def _write(key: Mapping[str, Any], size_bytes: int) -> ItemWrite:
+    pk, item_key = _item_key(key)
+    return ItemWrite(pk, item_key, write_units(size_bytes, transactional=True))
+
+
+def _read(key: Mapping[str, Any], size_bytes: int) -> ItemRead:
+    pk, item_key = _item_key(key)
+    return ItemRead(pk, item_key, read_units(size_bytes, consistent=True))
+
+
+class ContainerClock(Protocol):
+    """A container's clock: virtual time, and a sleep that may end the invocation (its timeout)."""
+
+    def now(self) -> float: ...
+
+    def sleep(self, seconds: float) -> None: ...
+
+
+class SimulatedTable:
+    """The table every container writes to: its data and its contention."""
+
+    def __init__(self, data: InMemoryInventoryStore, model: ContentionModel, *, seed: int) -> None:
+        self.data = data
+        self.model = model
+        self.rng = random.Random(seed)  # botocore's retry jitter
+        self.requests: dict[str, int] = {}
+        self.read_retries = 0
+
+    def count(self, operation: str) -> None:
+        self.requests[operation] = self.requests.get(operation, 0) + 1
+
+    def client(self, clock: ContainerClock) -> SimulatedDynamoStore:
+        return SimulatedDynamoStore(self, clock)
+
+
+class SimulatedDynamoStore:
+    """One container's view of the table (the `InventoryStore` port)."""
+
+    def __init__(self, table: SimulatedTable, clock: ContainerClock) -> None:
+        self._table = table
+        self._clock = clock
+
+    # ------------------------------------------------------------------ InventoryStore
+    def read_inventory(self, key: SeatKey) -> SeatClassInventory | None:
+        self._read("GetItem", [_read(inventory_key(key), INVENTORY_ITEM_BYTES)])
+        return self._table.data.read_inventory(key)
+
+    def read_reservations(self, reservation_ids: Sequence[str]) -> dict[str, ReservationRecord]:
+        unique = list(dict.fromkeys(reservation_ids))
+        for start in range(0, len(unique), BATCH_GET_LIMIT):
+            chunk = unique[start : start + BATCH_GET_LIMIT]
+            self._read("BatchGetItem", [_read(reservation_key(i), 1024) for i in chunk])
+        return self._table.data.read_reservations(unique)
+
+    def commit_outcomes(
+        self,
+        key: SeatKey,
+        outcomes: Sequence[ReservationOutcome],
+        *,
+        seats_taken: int,
+        rejection_expires_at: int,
+        max_per_customer: int | None = None,
+        customer_seats: Mapping[str, int] | None = None,
+        now: int | None = None,
+    ) -> WriteRefused | None:
+        if not outcomes:
+            return None
+        counters = dict(customer_seats or {}) if max_per_customer is not None else {}
+        items = [_write(inventory_key(key), INVENTORY_ITEM_BYTES)] if seats_taken > 0 else []
+        items += [_write(reservation_key(o.reservation_id), record_item_bytes(o)) for o in outcomes]
+        items += [_write(customer_key(key, c), COUNTER_ITEM_BYTES) for c in counters]
+
+        def apply() -> WriteRefused | None:
+            return self._table.data.commit_outcomes(
+                key,
+                outcomes,
+                seats_taken=seats_taken,
+                rejection_expires_at=rejection_expires_at,
+                max_per_customer=max_per_customer,
+                customer_seats=customer_seats,
+                now=now,
+            )
+
+        return self._transact(items, apply)
+
+    def commit_transitions(
+        self,
+        key: SeatKey,
+        transitions: Sequence[Transition],
+        *,
+        now: int,
+        capacity: int | None,
+        release_expires_at: int,
+    ) -> TransitionsRefused | None:
+        items = [_write(inventory_key(key), INVENTORY_ITEM_BYTES)]
+        items += [
+            _write(reservation_key(t.record.reservation_id), record_item_bytes(t.record.answer))
+            for t in transitions
+        ]
+        customers = {t.record.answer.customer_id or "" for t in transitions if t.uncounts_customer}
+        items += [_write(customer_key(key, c), COUNTER_ITEM_BYTES) for c in sorted(customers)]
+
+        def apply() -> TransitionsRefused | None:
+            return self._table.data.commit_transitions(
+                key, transitions, now=now, capacity=capacity, release_expires_at=release_expires_at
+            )
+
+        return self._transact(items, apply)
+
+    # ------------------------------------------------------------------ internals
+    def _transact(self, items: list[ItemWrite], apply: Any) -> Any:
+        table = self._table
+        table.count("TransactWriteItems")
+        decision = table.model.transact_write(items, now=self._clock.now())
+        try:
+            self._clock.sleep(decision.latency_s)
+        finally:
+            # An admitted transaction commits on DynamoDB even when the caller's invocation ends
+            # while it waits (the function timeout): its effect is applied either way.
+            refused = apply() if decision.verdict is Verdict.ADMITTED else None
+            if refused is not None:
+                table.model.finish(decision, cancelled_by=CONDITIONAL_CHECK_FAILED, now=self._clock.now())
+        if decision.verdict is Verdict.CONFLICT:
+            raise TransactionConflict("TransactionConflict")
+        if decision.verdict is Verdict.THROTTLED:
+            raise RetryableError("ThrottlingError")
+        return refused
+
+    def _read(self, operation: str, items: list[ItemRead]) -> None:
+        table = self._table
+        for attempt in range(1, BOTOCORE_MAX_ATTEMPTS + 1):
+            table.count(operation)
+            decision = table.model.read_items(items, operation=operation, now=self._clock.now())
+            self._clock.sleep(decision.latency_s)
+            if decision.verdict is Verdict.ADMITTED:
+                return
+            if attempt == BOTOCORE_MAX_ATTEMPTS:
+                break
+            table.read_retries += 1
+            cap = min(BOTOCORE_THROTTLING_BASE_S * 2 ** (attempt - 1), BOTOCORE_MAX_BACKOFF_S)
+            self._clock.sleep(table.rng.random() * cap)
+        raise RetryableError("ProvisionedThroughputExceededException")
+
+
+__all__ = ["SimulatedDynamoStore", "SimulatedTable", "record_item_bytes"]

@@ -1,0 +1,188 @@
+"""`seats simulate`: the scheduler, the simulated store and event source, and whole small runs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from seat_inventory.bench.counting import item_size
+from seat_inventory.cli.main import cli
+from seat_inventory.contention.model import ContentionSettings
+from seat_inventory.dal.inventory_table import _record_item
+from seat_inventory.models import Outcome, ReservationOutcome
+from seat_inventory.settings import Settings
+from seat_inventory.simulation.dynamodb import record_item_bytes
+from seat_inventory.simulation.run import SimulationConfig, run_simulation
+from seat_inventory.simulation.scheduler import SimulationError, VirtualScheduler
+
+SETTINGS = Settings(table_name="t", outcomes_topic_arn="arn:aws:sns:us-east-1:123456789012:t")
+
+
+def simulate(**changes: object) -> dict:
+    return run_simulation(SimulationConfig(**changes), SETTINGS).figures  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------------- scheduler
+
+
+def test_tasks_run_in_virtual_time_order_one_at_a_time() -> None:
+    scheduler = VirtualScheduler(start=100.0)
+    trace: list[tuple[str, float]] = []
+
+    def worker(name: str, pauses: list[float]) -> None:
+        for pause in pauses:
+            trace.append((name, scheduler.now()))
+            scheduler.sleep(pause)
+        trace.append((name, scheduler.now()))
+
+    scheduler.spawn("a", lambda: worker("a", [3.0, 3.0]))
+    scheduler.spawn("b", lambda: worker("b", [2.0, 2.0]), at=100.5)
+    scheduler.run()
+
+    assert trace == [
+        ("a", 100.0),
+        ("b", 100.5),
+        ("b", 102.5),
+        ("a", 103.0),
+        ("b", 104.5),
+        ("a", 106.0),
+    ]
+
+
+def test_a_parked_task_resumes_when_unparked_and_a_failing_task_stops_the_run() -> None:
+    scheduler = VirtualScheduler()
+    woken: list[float] = []
+
+    def sleeper() -> None:
+        scheduler.park()
+        woken.append(scheduler.now())
+
+    task = scheduler.spawn("parked", sleeper)
+    scheduler.call_at(7.0, lambda: scheduler.unpark(task))
+    scheduler.run()
+    assert woken == [7.0]
+
+    failing = VirtualScheduler()
+    failing.spawn("bad", lambda: 1 / 0)  # type: ignore[func-returns-value]
+    with pytest.raises(SimulationError, match="ZeroDivisionError"):
+        failing.run()
+
+
+# ---------------------------------------------------------------------------- store
+
+
+@pytest.mark.parametrize("outcome", [Outcome.CONFIRMED, Outcome.SOLD_OUT])
+def test_record_size_estimate_matches_the_dal_item(outcome: Outcome) -> None:
+    answer = ReservationOutcome(
+        reservation_id="r-0001234",
+        outcome=outcome,
+        reason="1 seat(s) confirmed" if outcome is Outcome.CONFIRMED else "requested 1 seat(s), 0 left",
+        event_id="onsale-1",
+        seat_class="GA",
+        quantity=1,
+        customer_id="c-0001234",
+        remaining=120,
+        message_id="m-0001234",
+    )
+    item = _record_item(
+        answer,
+        recorded_at="2026-11-24T20:00:00Z",
+        expires_at=None if outcome is Outcome.CONFIRMED else 1_800_000_000,
+        customer_counted=False,
+    )
+    assert record_item_bytes(answer) == pytest.approx(item_size(item), rel=0.05)
+
+
+# ---------------------------------------------------------------------------- whole runs
+
+
+def test_same_seed_same_figures_other_seed_other_interleaving() -> None:
+    first = simulate(containers=10, requests=2000, seed=3)
+    again = simulate(containers=10, requests=2000, seed=3)
+    other = simulate(containers=10, requests=2000, seed=4)
+
+    assert first == again
+    assert first["transactions_cancelled"] != other["transactions_cancelled"]
+
+
+def test_one_container_never_conflicts_and_sells_every_seat_once() -> None:
+    figures = simulate(containers=1, requests=1000, capacity=1000)
+
+    assert figures["transactions_cancelled"] == {}
+    assert figures["confirmed_reservations"] == 1000
+    assert figures["final_inventory"] == {"available": 0, "sold": 1000, "held": 0}
+    assert figures["messages_handed_back"] == 0
+    # 1,000 one-seat requests in batches of 100: 11 transactions (99 + 1 per batch) at least.
+    assert figures["transactions_committed"] >= 10
+
+
+def test_contended_sell_out_sells_exactly_the_capacity_and_answers_everyone() -> None:
+    figures = simulate(containers=20, requests=3000, capacity=700, duplicates=0.2, seed=5)
+
+    assert figures["invariants"] == "ok"
+    assert figures["confirmed_reservations"] == 700
+    assert figures["final_inventory"]["sold"] == 700
+    assert figures["outcomes"] == {"CONFIRMED": 700, "SOLD_OUT": 2300}
+    assert figures["requests_answered"] == 3000
+    assert figures["transactions_cancelled"].get("TransactionConflict", 0) > 0
+    assert figures["messages_sent"] > 3000
+
+
+def test_conflicts_hand_messages_back_and_the_redrive_policy_dead_letters_them() -> None:
+    figures = simulate(containers=30, requests=6000, max_receive_count=1, visibility_timeout_s=60)
+
+    assert figures["messages_handed_back"] > 0
+    assert figures["messages_dead_lettered"] == figures["messages_handed_back"]
+    assert figures["requests_answered"] == 6000 - figures["messages_dead_lettered"]
+    assert figures["invariants"] == "ok"
+
+
+def test_handed_back_messages_return_after_the_visibility_timeout() -> None:
+    figures = simulate(containers=30, requests=6000, visibility_timeout_s=100)
+
+    assert figures["messages_handed_back"] > 0
+    assert figures["messages_dead_lettered"] == 0
+    assert figures["answer_latency_p99_s"] > 100
+    assert figures["requests_answered"] == 6000
+
+
+def test_a_small_partition_budget_throttles() -> None:
+    figures = simulate(
+        containers=5, requests=2000, contention=ContentionSettings(write_units_per_s=20, burst_s=1)
+    )
+
+    assert figures["throttled_requests"] > 0
+    assert figures["transactions_cancelled"].get("ThrottlingError", 0) > 0
+    assert figures["invariants"] == "ok"
+
+
+def test_an_invocation_past_the_function_timeout_hands_its_whole_batch_back() -> None:
+    figures = simulate(
+        containers=2, requests=400, timeout_s=0.05, max_receive_count=2, visibility_timeout_s=5
+    )
+
+    assert figures["timeouts"] > 0
+    assert figures["invariants"] == "ok"
+
+
+def test_bad_configurations_are_refused() -> None:
+    with pytest.raises(ValueError, match="containers"):
+        SimulationConfig(containers=1001)
+    with pytest.raises(ValueError, match="requests"):
+        SimulationConfig(requests=1_000_001)
+
+
+def test_cli_prints_a_table_and_json_with_the_templates_defaults() -> None:
+    runner = CliRunner()
+    table = runner.invoke(cli, ["simulate", "--requests", "500", "--containers", "3"])
+    assert table.exit_code == 0, table.output
+    assert "confirmed / s" in table.output
+    assert "BatchSize 100" in table.output
+
+    as_json = runner.invoke(cli, ["simulate", "--requests", "500", "--containers", "3", "--output", "json"])
+    assert as_json.exit_code == 0, as_json.output
+    document = json.loads(as_json.output)
+    assert document["config"]["visibility_timeout_s"] == 180
+    assert document["confirmed_reservations"] == 500
