@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from seat_inventory.bench.counting import item_size
 from seat_inventory.cli.main import cli
 from seat_inventory.contention.model import ContentionSettings
-from seat_inventory.dal.inventory_table import _record_item
+from seat_inventory.dal.items import record_item
 from seat_inventory.models import Outcome, ReservationOutcome
 from seat_inventory.settings import Settings
 from seat_inventory.simulation.dynamodb import record_item_bytes
@@ -86,7 +86,7 @@ def test_record_size_estimate_matches_the_dal_item(outcome: Outcome) -> None:
         remaining=120,
         message_id="m-0001234",
     )
-    item = _record_item(
+    item = record_item(
         answer,
         recorded_at="2026-11-24T20:00:00Z",
         expires_at=None if outcome is Outcome.CONFIRMED else 1_800_000_000,

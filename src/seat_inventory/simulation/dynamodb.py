@@ -16,7 +16,7 @@ after botocore:
   condition is reported as the DAL reports it (`WriteRefused`), and counted as cancelled with
   `ConditionalCheckFailed`. Reads see committed data only.
 
-Items are keyed as the DAL keys them (`dal.inventory_table.inventory_key`, ...), so partitions are
+Items are keyed as the DAL keys them (`dal.items.inventory_key`, ...), so partitions are
 the real ones. Write units come from item sizes (`record_item_bytes`).
 """
 
@@ -35,7 +35,7 @@ from seat_inventory.contention.model import (
     read_units,
     write_units,
 )
-from seat_inventory.dal.inventory_table import customer_key, inventory_key, reservation_key
+from seat_inventory.dal.items import customer_key, inventory_key, reservation_key
 from seat_inventory.logic.ports import TransitionsRefused, WriteRefused
 from seat_inventory.models import (
     TAKES_SEATS,
@@ -58,7 +58,7 @@ BATCH_GET_LIMIT = 100
 
 # Sizes of the DAL's items in bytes (attribute names plus values, as DynamoDB counts them), for
 # write units. A reservation record's fixed part (names, status, timestamps, numbers) was measured
-# on the DAL's `_record_item` with `bench.counting.item_size` (tests/unit/test_simulation.py checks
+# on the DAL's `record_item` with `bench.counting.item_size` (tests/unit/test_simulation.py checks
 # the estimate against it); its variable part is its strings.
 RECORD_FIXED_BYTES = 195
 RECORD_TTL_BYTES = 15  # `expires_at`, on rejections
