@@ -2,8 +2,11 @@
 
 No timing is asserted (the benchmark prints figures; `make bench` runs it in full). What is
 checked are counts that follow from each design: the baseline makes exactly one UpdateItem and
-one Publish per message, the service answers every message with far fewer requests and never
-writes the hot item after the sell-out, and both leave every inventory item consistent.
+one Publish per message (and the idempotent baseline a record put and update around it), the
+service answers every message with far fewer requests and never writes the hot item after the
+sell-out, all leave every inventory item consistent, and the contention figures add up
+(committed + cancelled = attempted transactions, every message deleted or dead-lettered, a time
+to outcome for every outcome published).
 """
 
 from __future__ import annotations
@@ -14,7 +17,8 @@ import pytest
 from click.testing import CliRunner
 
 from seat_inventory.bench import report
-from seat_inventory.bench.run import BASELINE, SERVICE, Bench, DesignResult, workloads
+from seat_inventory.bench.counting import COMMITTED
+from seat_inventory.bench.run import BASELINE, IDEMPOTENT, SERVICE, Bench, DesignResult, workloads
 from seat_inventory.cli.main import cli
 from seat_inventory.local.stack import LocalStack
 
@@ -36,7 +40,8 @@ def _result(results: list[DesignResult], workload: str, design: str) -> DesignRe
 
 def test_every_message_is_answered_and_every_item_stays_consistent(results: list[DesignResult]) -> None:
     specs = {spec.name: spec for spec in workloads(SCALE)}
-    assert {(r.workload, r.design) for r in results} == {(w, d) for w in specs for d in (SERVICE, BASELINE)}
+    designs = (SERVICE, BASELINE, IDEMPOTENT)
+    assert {(r.workload, r.design) for r in results} == {(w, d) for w in specs for d in designs}
     for result in results:
         spec = specs[result.workload]
         assert result.invariant_problems == []
@@ -57,6 +62,60 @@ def test_the_baseline_makes_one_update_and_one_publish_per_message(results: list
         assert requests.get("sns.Publish") == baseline.requests
         assert baseline.per_message(baseline.handler_requests) == 2.0
         assert baseline.counts["hot_item_write_requests"] == baseline.requests
+
+
+def test_the_idempotent_baseline_records_each_message_around_the_same_update(
+    results: list[DesignResult],
+) -> None:
+    for workload in ("hot", "many", "tail"):
+        idempotent = _result(results, workload, IDEMPOTENT)
+        requests = idempotent.counts["http_requests"]
+        # an in-progress record put, the inventory update, the record's update to COMPLETED
+        assert requests.get("dynamodb.PutItem") == idempotent.requests
+        assert requests.get("dynamodb.UpdateItem") == 2 * idempotent.requests
+        assert requests.get("sns.Publish") == idempotent.requests
+        assert idempotent.counts["hot_item_write_requests"] == idempotent.requests
+        assert idempotent.confirmed == _result(results, workload, BASELINE).confirmed
+
+
+def test_the_contention_figures_add_up(results: list[DesignResult]) -> None:
+    for r in results:
+        label = (r.workload, r.design)
+        # every TransactWriteItems sent was answered: committed or cancelled
+        assert r.transactions_attempted == r.counts["http_requests"].get("dynamodb.TransactWriteItems", 0), (
+            label
+        )
+        assert r.transactions_committed == r.counts.get("transactions", {}).get(COMMITTED, 0)
+        assert (r.cancelled_write_units > 0) == bool(r.transactions_cancelled), label
+        # each delivery was deleted or handed back; each message deleted once or dead-lettered
+        assert r.handed_back == r.runner["messages"] - r.runner["deleted"] >= 0, label
+        assert r.runner["deleted"] + r.dead_lettered == r.requests, label
+        # a time to outcome for each outcome published (its message received by the same worker)
+        measured = sum(r.counts["send_to_outcome"].values())
+        assert measured + r.counts["outcomes_without_message"] == r.published, label
+        assert measured == sum(r.counts["receive_to_outcome"].values()), label
+        p50, p99 = r.latency_s(0.5), r.latency_s(0.99)
+        assert p50 is not None and p99 is not None and 0 < p50 <= p99, label
+        receive_p99 = r.latency_s(0.99, since="receive")
+        assert receive_p99 is not None and receive_p99 <= p99, label
+    for r in results:
+        if r.design != SERVICE:
+            assert r.transactions_attempted == 0, (r.workload, r.design)
+
+
+def test_the_per_event_ceiling_is_derived_from_the_counts(results: list[DesignResult]) -> None:
+    hot = _result(results, "hot", SERVICE)
+    ceiling = hot.ceiling
+    assert ceiling is not None and ceiling.serialization_bound is not None
+    committed = hot.counts["hot_item_transactions"][COMMITTED]
+    assert ceiling.reservations_per_transaction == hot.confirmed / committed
+    assert ceiling.value == min(ceiling.write_units_bound, ceiling.serialization_bound)
+    for design in (BASELINE, IDEMPOTENT):
+        common = _result(results, "hot", design).ceiling
+        assert common is not None and common.serialization_bound is None
+        # one UpdateItem of the hot item per request: 10 requests per seat here
+        assert common.value == pytest.approx(1000 / 10)
+    assert _result(results, "tail", SERVICE).ceiling is None  # nothing confirmed
 
 
 def test_the_service_writes_the_hot_item_once_per_batch_and_never_after_the_sell_out(
@@ -92,6 +151,7 @@ def test_the_report_tables_and_chart_are_written(results: list[DesignResult], tm
         scale=SCALE,
         workers=2,
         chart="chart.png",
+        engine="the engine",
     )
     for needle in (
         "## Targets",
@@ -100,6 +160,10 @@ def test_the_report_tables_and_chart_are_written(results: list[DesignResult], tm
         "aws.amazon.com/dynamodb/pricing",
         "## Where the time goes",
         "| DynamoDB Local CPU-s | moto server CPU-s | workers CPU-s |",
+        "DynamoDB engine behind every figure: the engine",
+        "## Contention, retries and time to answer",
+        "## Per-event ceiling",
+        "| hot | baseline + idempotency |",
     ):
         assert needle in text
     names = [t.name for t in report.targets(results, None)]
@@ -109,5 +173,14 @@ def test_the_report_tables_and_chart_are_written(results: list[DesignResult], tm
 def test_bench_help_matches_its_options() -> None:
     result = CliRunner().invoke(cli, ["bench", "--help"])
     assert result.exit_code == 0
-    for option in ("--quick", "--scale", "--workers", "--output", "--chart", "--json", "--cold-start-rounds"):
+    for option in (
+        "--quick",
+        "--scale",
+        "--workers",
+        "--output",
+        "--chart",
+        "--json",
+        "--note",
+        "--cold-start-rounds",
+    ):
         assert option in result.output

@@ -27,7 +27,7 @@ from seat_inventory.wiring import CLIENT_CONFIG
 _clients: dict[str, Any] = {}
 
 
-def _client(service: str) -> Any:
+def cached_client(service: str) -> Any:
     if service not in _clients:
         _clients[service] = boto3.session.Session().client(service, config=CLIENT_CONFIG)  # type: ignore[call-overload]
     return _clients[service]
@@ -56,7 +56,7 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     """One UpdateItem and one Publish per message; a message that raised is reported for retry."""
     table_name = os.environ["TABLE_NAME"]
     topic_arn = os.environ["OUTCOMES_TOPIC_ARN"]
-    dynamodb, sns = _client("dynamodb"), _client("sns")
+    dynamodb, sns = cached_client("dynamodb"), cached_client("sns")
     failures = []
     for record in event["Records"]:
         try:

