@@ -52,9 +52,13 @@ def _sigterm_as_interrupt() -> Iterator[None]:
     """SIGTERM and SIGINT stop the stack as Ctrl-C does (engines and workers are stopped, not orphaned).
 
     SIGINT is set explicitly too: a shell starting us in the background ignores it otherwise.
+    Only the first signal interrupts: a second one (a supervisor sending SIGTERM after SIGINT)
+    would otherwise break off the stopping half-way.
     """
 
     def interrupt(signum: int, frame: FrameType | None) -> None:
+        for number in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(number, signal.SIG_IGN)
         raise KeyboardInterrupt
 
     previous = {number: signal.signal(number, interrupt) for number in (signal.SIGTERM, signal.SIGINT)}

@@ -32,6 +32,7 @@ from types import TracebackType
 from typing import IO, Any
 
 import boto3
+import botocore.session
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -82,6 +83,21 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def local_session(region: str = LOCAL_REGION) -> boto3.session.Session:
+    """A boto3 session for the local engines: fake credentials, and the user's AWS profile ignored.
+
+    An AWS_PROFILE naming a profile this machine does not have would otherwise make every client
+    fail (botocore reads the profile's settings even when keys are given).
+    """
+    botocore_session = botocore.session.Session(session_vars={"profile": (None, None, None, None)})
+    return boto3.session.Session(
+        aws_access_key_id=FAKE_ACCESS_KEY_ID,
+        aws_secret_access_key=FAKE_SECRET_ACCESS_KEY,
+        region_name=region,
+        botocore_session=botocore_session,
+    )
 
 
 def fake_credentials() -> dict[str, str]:
@@ -202,6 +218,9 @@ class _ChildProcess:
                 # DynamoDB Local writes dynamodb-local-metadata.json into its working directory:
                 # keep it with the run's logs, never in the caller's checkout.
                 cwd=self._log_path.parent if self._log_path is not None else None,
+                # The user's AWS profile means nothing to a local engine, and moto's server fails
+                # to start when it names a profile this machine does not have.
+                env={k: v for k, v in os.environ.items() if k not in ("AWS_PROFILE", "AWS_DEFAULT_PROFILE")},
                 # The hook only calls prctl(2): nothing that could wait on a lock held by another thread.
                 preexec_fn=_parent_death_signal(),
             )
@@ -245,12 +264,7 @@ class _ChildProcess:
             self._log_file = None
 
     def _client(self, service: str) -> Any:
-        session = boto3.session.Session(
-            aws_access_key_id=FAKE_ACCESS_KEY_ID,
-            aws_secret_access_key=FAKE_SECRET_ACCESS_KEY,
-            region_name=LOCAL_REGION,
-        )
-        return session.client(
+        return local_session().client(
             service,  # type: ignore[call-overload]
             endpoint_url=self.endpoint_url,
             config=_PROBE_CONFIG,

@@ -481,6 +481,42 @@ def _worker_main(config: RunnerConfig, index: int, stop: Any, reports: Any) -> N
 
 # --------------------------------------------------------------------------- the runner
 
+# How often a waiting worker looks at the stop flag.
+STOP_POLL_S = 0.1
+
+
+class StopFlag:
+    """The runner's stop request, shared with its processes, without a lock.
+
+    multiprocessing's Event is a Condition shared by every process: `set()` wakes each process
+    sleeping in `wait()` and waits for it to acknowledge. SIGTERM to the process group killed the
+    sweeper in its `wait()` between runs, so `set()` waited forever for a dead sleeper and
+    `seats local up` hung with the engines still up. One byte of shared memory, written by the
+    runner and polled by its processes, has nobody to wait for.
+    """
+
+    def __init__(self, context: Any) -> None:
+        self._value = context.RawValue("b", 0)
+
+    def set(self) -> None:
+        self._value.value = 1
+
+    def clear(self) -> None:
+        self._value.value = 0
+
+    def is_set(self) -> bool:
+        return bool(self._value.value)
+
+    def wait(self, timeout: float) -> bool:
+        """Sleeps until the flag is set (True) or `timeout` seconds passed (False), like Event.wait."""
+        deadline = time.monotonic() + timeout
+        while not self.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            time.sleep(min(STOP_POLL_S, left))
+        return True
+
 
 class LocalRunner:
     """N worker processes consuming the queue; start(), drain(), stop() (or use it as a context manager).
@@ -496,7 +532,7 @@ class LocalRunner:
             raise ValueError(f"batch_size must be at least 1, got {config.batch_size}")
         self.config = config
         self._context = multiprocessing.get_context("spawn")
-        self._stop = self._context.Event()
+        self._stop = StopFlag(self._context)
         self._reports: Any = self._context.Queue()
         self._processes: list[Any] = []
         self._stats = RunnerStats()

@@ -37,6 +37,7 @@ from seat_inventory.local.engines import (
     LocalStackError,
     MotoServer,
     local_dir,
+    local_session,
     stop_all,
 )
 from seat_inventory.local.template import (
@@ -262,11 +263,7 @@ class LocalStack:
 
     def session(self) -> boto3.session.Session:
         if self._session is None:
-            self._session = boto3.session.Session(
-                aws_access_key_id=FAKE_ACCESS_KEY_ID,
-                aws_secret_access_key=FAKE_SECRET_ACCESS_KEY,
-                region_name=self.region,
-            )
+            self._session = local_session(self.region)
         return self._session
 
     def client(self, service: str) -> Any:
