@@ -11,7 +11,7 @@ from click.testing import CliRunner, Result
 from seat_inventory.cli.main import cli
 from seat_inventory.dal.inventory_table import InventoryTable
 from seat_inventory.models import Outcome, RequestType, ReservationOutcome, SaleStatus, SeatKey
-from tests.integration.conftest import Stack
+from tests.integration.conftest import Stack, sqs_event
 
 GA = SeatKey("gig-1", "GA")
 VIP = SeatKey("gig-1", "VIP")
@@ -274,6 +274,18 @@ def test_reservation_show_of_an_unknown_id_is_an_error(run, table: InventoryTabl
     assert result.exit_code == 1
     assert "no reservation 'r-404' is recorded" in result.output
     assert run("reservation", "show", "bad#id").exit_code == 2
+
+
+def test_reservation_show_says_invalid_answers_are_not_recorded(run, stack: Stack) -> None:
+    # Given a message answered INVALID (its quantity is not a whole number)
+    body = json.dumps({"reservation_id": "r-bad", "event_id": "gig-1", "quantity": 1.5, "customer_id": "c"})
+    stack.invoke(sqs_event(body))
+    assert [o["outcome"] for o in stack.outcomes()] == ["INVALID"]
+
+    # When it is looked up, the answer says why nothing is found
+    result = run("reservation", "show", "r-bad")
+    assert result.exit_code == 1
+    assert "answered INVALID or UNKNOWN_RESERVATION, answers that are never recorded" in result.output
 
 
 # --- holds sweep --------------------------------------------------------------------------------------

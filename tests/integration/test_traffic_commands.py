@@ -388,6 +388,15 @@ def test_dlq_show_says_when_empty(aws: Aws) -> None:
     assert "empty" in result.stdout
 
 
+def test_dlq_redrive_of_an_empty_queue_says_there_is_nothing_to_redrive(aws: Aws) -> None:
+    # When the dead-letter queue is empty, redrive asks nothing and succeeds
+    result = run("dlq", "redrive")
+
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("nothing to redrive:")
+    assert "Move" not in result.stdout + result.stderr
+
+
 def test_dlq_redrive_asks_first_and_moves_everything(aws: Aws) -> None:
     # Given three dead letters
     bodies = dead_letters(aws, 3)

@@ -52,8 +52,9 @@ def show(obj: CliContext, reservation_id: str, as_json: bool) -> None:
     record = obj.inventory_table().get_reservation_record(reservation_id)
     if record is None:
         raise click.ClickException(
-            f"no reservation {reservation_id!r} is recorded"
-            " (never sent, not processed yet, or removed by its TTL)"
+            f"no reservation {reservation_id!r} is recorded: it was never sent or not processed yet,"
+            " its record expired (TTL), or it was answered INVALID or UNKNOWN_RESERVATION, answers"
+            " that are never recorded (`seats watch` shows them as they are published)"
         )
     document = record_document(record)
     if as_json:

@@ -344,6 +344,9 @@ def dlq_redrive(obj: CliContext, max_messages: int | None, yes: bool) -> None:
         )["Attributes"]["ApproximateNumberOfMessages"]
     except (ClientError, BotoCoreError) as exc:
         raise _aws_call_failed("reading the dead-letter queue", exc) from exc
+    if int(waiting) == 0:
+        click.echo(f"nothing to redrive: {resources.dead_letter_queue_url} is empty")
+        return
     limit = "all" if max_messages is None else f"up to {max_messages}"
     if not yes:
         click.confirm(
