@@ -7,6 +7,8 @@ serves assertions: the raw document, with parameter defaults kept in their YAML 
 
 from __future__ import annotations
 
+import copy
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -58,3 +60,32 @@ class Template:
 
 def load_template(path: Path) -> Template:
     return Template(read_template_document(path), load_stack_template(path))
+
+
+class _NoManagedPolicyNames:
+    """SAM asks IAM for the ARNs of managed policies named in `Policies`; the template names none."""
+
+    def load(self) -> dict[str, str]:
+        return {}
+
+
+def sam_translate(
+    document: dict[str, Any], code_uri: str = "s3://seat-inventory-code/function.zip"
+) -> dict[str, Any]:
+    """The template as CloudFormation receives it after SAM's transform (as `sam deploy` sends it),
+    with every function's code at `code_uri` (where `sam package` would have put it)."""
+    from samtranslator.translator.transform import transform
+
+    document = copy.deepcopy(document)
+    for resource in document["Resources"].values():
+        if resource["Type"] == "AWS::Serverless::Function":
+            resource["Properties"]["CodeUri"] = code_uri
+    region = os.environ.get("AWS_DEFAULT_REGION")
+    os.environ["AWS_DEFAULT_REGION"] = "us-east-1"  # the transform builds ARNs with the region
+    try:
+        return transform(document, {}, _NoManagedPolicyNames())
+    finally:
+        if region is None:
+            del os.environ["AWS_DEFAULT_REGION"]
+        else:
+            os.environ["AWS_DEFAULT_REGION"] = region

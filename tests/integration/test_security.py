@@ -7,17 +7,15 @@ test sees every statement the stack grants, not only the ones written in templat
 
 from __future__ import annotations
 
-import copy
 import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from samtranslator.translator.transform import transform
 
 from tests.integration.conftest import REPO
-from tests.template_support import Template
+from tests.template_support import Template, sam_translate
 
 # AWS managed policies SAM attaches to the roles it generates; their resources are "*". Nothing
 # else may be attached.
@@ -44,23 +42,10 @@ SECRET_PATTERNS = {
 SCANNED_FOR_SECRETS = ["template.yaml", "samconfig.toml", "events/*.json", "src/**/*.py", "Makefile"]
 
 
-class _NoManagedPolicyNames:
-    """SAM asks IAM for the ARNs of managed policies named in `Policies`; the template names none."""
-
-    def load(self) -> dict[str, str]:
-        return {}
-
-
 @pytest.fixture(scope="module")
 def deployed(template: Template) -> dict[str, Any]:
     """template.yaml as CloudFormation receives it after SAM's transform (as `sam deploy` sends it)."""
-    document = copy.deepcopy(template.document)
-    for resource in document["Resources"].values():
-        if resource["Type"] == "AWS::Serverless::Function":
-            resource["Properties"]["CodeUri"] = "s3://bucket/code.zip"  # what `sam package` puts there
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("AWS_DEFAULT_REGION", "us-east-1")
-        return transform(document, {}, _NoManagedPolicyNames())
+    return sam_translate(template.document)
 
 
 def as_list(value: Any) -> list[Any]:

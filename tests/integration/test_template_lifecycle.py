@@ -105,7 +105,7 @@ def test_outputs_name_the_sweeper(template: Template, output: str) -> None:
 
 
 def test_the_sweeper_has_its_log_group_and_error_alarm(template: Template) -> None:
-    assert template.properties("SweepHoldsFunctionLogGroup")["RetentionInDays"] > 0
+    assert template.resolve(template.properties("SweepHoldsFunctionLogGroup")["RetentionInDays"]) > 0
     alarm = template.properties("SweepHoldsErrorsAlarm")
     assert (alarm["Namespace"], alarm["MetricName"]) == ("AWS/Lambda", "Errors")
     assert alarm["Dimensions"][0]["Value"] == {"Ref": "SweepHoldsFunction"}
