@@ -29,6 +29,21 @@ SQS_POLLER_POLICY = "service-role/AWSLambdaSQSQueueExecutionRole"
 WILDCARD_DENY_SIDS = {"DenyInsecureTransport"}
 ENCRYPTED_QUEUES = ("ReservationsQueue", "ReservationsDeadLetterQueue")
 TOPIC = "OutcomesTopic"
+# Roles that are not a function's: what the checkout API's integrations assume, and API Gateway's
+# account-wide logging role. Each is written in template.yaml, none has a managed policy.
+API_ROLES = {
+    "CheckoutApiQueueRole": {"sqs:SendMessage"},
+    "CheckoutApiTableRole": {"dynamodb:GetItem", "dynamodb:Query"},
+    "ApiGatewayLoggingRole": {
+        "logs:CreateLogGroup",
+        "logs:CreateLogStream",
+        "logs:DescribeLogGroups",
+        "logs:DescribeLogStreams",
+        "logs:PutLogEvents",
+        "logs:GetLogEvents",
+        "logs:FilterLogEvents",
+    },
+}
 
 SECRET_PATTERNS = {
     "AWS access key id": re.compile(r"(?<![A-Z0-9])(AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9])"),
@@ -98,7 +113,7 @@ def publishers(template: Template) -> set[str]:
 
 def test_the_transform_sees_every_role_and_policy(deployed: dict[str, Any], template: Template) -> None:
     roles = {lid for lid, r in deployed["Resources"].items() if r["Type"] == "AWS::IAM::Role"}
-    assert roles == {f"{name}Role" for name in functions(template)}
+    assert roles == {f"{name}Role" for name in functions(template)} | set(API_ROLES)
     assert sum(1 for _ in statements(deployed)) >= 6
 
 
@@ -146,6 +161,44 @@ def test_dynamodb_grants_name_the_table_or_its_index(deployed: dict[str, Any]) -
                 assert resource == {"Fn::GetAtt": ["InventoryTable", "Arn"]} or (
                     "Fn::Sub" in resource and resource["Fn::Sub"].startswith("${InventoryTable.Arn}/index/")
                 ), where
+
+
+def test_the_api_roles_grant_only_their_actions_and_are_assumed_by_api_gateway_only(
+    deployed: dict[str, Any],
+) -> None:
+    for role_id, actions in API_ROLES.items():
+        role = deployed["Resources"][role_id]["Properties"]
+        assert "ManagedPolicyArns" not in role, role_id
+        (trust,) = role["AssumeRolePolicyDocument"]["Statement"]
+        assert trust["Principal"] == {"Service": "apigateway.amazonaws.com"}, role_id
+        granted = {
+            action
+            for policy in role["Policies"]
+            for statement in as_list(policy["PolicyDocument"]["Statement"])
+            for action in as_list(statement["Action"])
+        }
+        assert granted == actions, role_id
+
+
+def test_the_api_reads_only_reservation_records_and_event_items_and_their_public_attributes(
+    deployed: dict[str, Any],
+) -> None:
+    role = deployed["Resources"]["CheckoutApiTableRole"]["Properties"]
+    (statement,) = role["Policies"][0]["PolicyDocument"]["Statement"]
+    condition = statement["Condition"]
+    assert condition["ForAllValues:StringLike"]["dynamodb:LeadingKeys"] == ["RESERVATION#*", "EVENT#*"]
+    readable = set(condition["ForAllValues:StringEquals"]["dynamodb:Attributes"])
+    internal = {
+        "gsi1pk",
+        "gsi1sk",
+        "expires_at",
+        "customer_id",
+        "customer_counted",
+        "message_id",
+        "entity",
+        "seats",
+    }
+    assert not readable & internal
 
 
 # --- encryption at rest and in transit --------------------------------------------------------

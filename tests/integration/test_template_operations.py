@@ -217,7 +217,8 @@ def test_a_production_stack_keeps_its_table(template: Template) -> None:
 def test_each_function_logs_to_its_own_group_kept_for_the_parameter_days(template: Template) -> None:
     groups = resources_of(template, "AWS::Logs::LogGroup")
     names = {group["Properties"]["LogGroupName"]["Fn::Sub"] for group in groups.values()}
-    assert names == {f"/aws/lambda/${{{lid}}}" for lid in resources_of(template, "AWS::Serverless::Function")}
+    functions = {f"/aws/lambda/${{{lid}}}" for lid in resources_of(template, "AWS::Serverless::Function")}
+    assert names == functions | {"API-Gateway-Access-Logs_${AWS::StackName}-checkout"}  # the checkout API's
     for group in groups.values():
         assert group["Properties"]["RetentionInDays"] == {"Ref": "LogRetentionInDays"}
     assert 30 in template.document["Parameters"]["LogRetentionInDays"]["AllowedValues"]

@@ -12,6 +12,8 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 import uuid
 from collections import defaultdict
 from collections.abc import Iterator
@@ -293,7 +295,7 @@ def test_seats_local_up_prints_exports_and_stops_everything_on_ctrl_c() -> None:
             if line.startswith("export "):
                 name, _, value = line[len("export ") :].strip().partition("=")
                 exports[name] = value.strip("'")
-            if "DEAD_LETTER_QUEUE_URL" in exports:
+            if "SEATS_API_URL" in exports:  # the last one
                 break
 
         # When it is used from another shell with the printed variables, then interrupted
@@ -307,6 +309,9 @@ def test_seats_local_up_prints_exports_and_stops_everything_on_ctrl_c() -> None:
         )
         assert exports["TABLE_NAME"] in dynamodb.list_tables()["TableNames"]
         assert exports["RESERVATIONS_QUEUE_URL"].startswith(exports["AWS_ENDPOINT_URL_SQS"])
+        with pytest.raises(urllib.error.HTTPError) as not_found:  # the checkout API answers too
+            urllib.request.urlopen(exports["SEATS_API_URL"] + "/reservations/none", timeout=5)
+        assert not_found.value.code == 404
         process.send_signal(signal.SIGINT)
         returncode = process.wait(timeout=30)
     finally:

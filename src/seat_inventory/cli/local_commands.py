@@ -124,6 +124,12 @@ def up(
                     f"topic {stack.topic_arn}"
                 )
                 _say("DynamoDB Local listens on all interfaces (it has no bind option); moto on 127.0.0.1.")
+                if stack.api_url:
+                    page = stack.checkout_page_url
+                    _say(
+                        f"checkout API {stack.api_url} (no auth locally; docs/api.md)"
+                        + (f"; example checkout page {page}" if page else "")
+                    )
                 if no_runner:
                     _say("no runner: messages stay in the queue. Ctrl-C to stop.")
                     _wait_forever()

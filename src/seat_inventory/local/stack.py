@@ -25,7 +25,7 @@ import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
 from botocore.config import Config
@@ -38,6 +38,7 @@ from seat_inventory.local.engines import (
     MotoServer,
     local_dir,
     local_session,
+    repository_root,
     stop_all,
 )
 from seat_inventory.local.template import (
@@ -49,7 +50,12 @@ from seat_inventory.local.template import (
 )
 from seat_inventory.stack_outputs import OUTPUT_ENV_VARS
 
+if TYPE_CHECKING:
+    from seat_inventory.local.gateway import LocalApiServer
+
 KEPT_LOG_DIRS = 10
+API_URL_ENV = "SEATS_API_URL"  # the checkout API's base URL among the exports of `seats local up`
+CHECKOUT_PAGE_DIR = "examples/checkout"  # the example checkout page the local API serves
 # Same spirit as the function's client config; the pool is large because the demo sends in threads.
 CLIENT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 5}, max_pool_connections=64)
 
@@ -99,6 +105,7 @@ class LocalStack:
         self._moto = MotoServer()
         self._resources: dict[str, PhysicalResource] = {}
         self._session: boto3.session.Session | None = None
+        self._api: LocalApiServer | None = None
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> LocalStack:
@@ -114,13 +121,17 @@ class LocalStack:
             self._dynamodb.wait_until_ready()
             self._moto.wait_until_ready()
             self._create_resources()
+            self._api = self._start_api()
         except BaseException:
             self.stop()
             raise
         return self
 
     def stop(self) -> None:
-        """Stops both engines (everything in them is gone: they run in memory)."""
+        """Stops the API and both engines (everything in them is gone: they run in memory)."""
+        if self._api is not None:
+            self._api.stop()
+            self._api = None
         stop_all([self._dynamodb, self._moto])
         self._resources = {}
         self._session = None
@@ -179,6 +190,39 @@ class LocalStack:
         function_name = f"{self.stack_name}-{template.function.logical_id}"
         self._resources[template.function.logical_id] = PhysicalResource(
             ref=function_name, attributes={"Arn": self.function_arn(function_name)}
+        )
+
+    def _start_api(self) -> LocalApiServer | None:
+        """The template's checkout API on 127.0.0.1 (none when the template defines no CheckoutApi)."""
+        from seat_inventory.local.gateway import (
+            ApiDefinition,
+            ApiDefinitionError,
+            LocalApiGateway,
+            LocalApiServer,
+            ServiceBackends,
+        )
+
+        resolver = self.template.resolver.with_resources(self._resources)
+        try:
+            api = ApiDefinition.from_template(self.template.path, resolver)
+        except ApiDefinitionError:
+            return None
+        gateway = LocalApiGateway(
+            api, ServiceBackends(self.endpoints(), self.region), account_id=resolver.account_id
+        )
+        page = repository_root() / CHECKOUT_PAGE_DIR
+        return LocalApiServer(gateway, static_dir=page if page.is_dir() else None).start()
+
+    @property
+    def api_url(self) -> str | None:
+        """The local checkout API's base URL (like the stack output CheckoutApiUrl), or None."""
+        return self._api.api_url if self._api is not None else None
+
+    @property
+    def checkout_page_url(self) -> str | None:
+        """The example checkout page served next to the local API, or None."""
+        return (
+            f"{self._api.base_url}/checkout/" if self._api is not None and self._api.serves_static else None
         )
 
     def _create_queue(self, queue: QueueDefinition, *, visibility_timeout_s: int | None) -> None:
@@ -323,4 +367,5 @@ class LocalStack:
         return {
             **self._endpoint_and_credentials(),
             **{variable: outputs[output] for output, variable in OUTPUT_ENV_VARS.items()},
+            **({API_URL_ENV: self.api_url} if self.api_url else {}),
         }

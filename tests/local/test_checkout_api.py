@@ -1,0 +1,255 @@
+"""The checkout API over real HTTP, against the local stack: the template's API definition and mapping
+templates served on 127.0.0.1 (`LocalStack.api_url`), DynamoDB Local, moto, and the real handler in
+the local runner's workers. The client is `requests`, as a shop's backend would use.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+import requests
+
+from seat_inventory.dal.inventory_table import InventoryTable
+from seat_inventory.local.runner import LocalRunner, runner_config
+from seat_inventory.local.stack import LocalStack
+from seat_inventory.models import SeatKey
+from seat_inventory.traffic import OutcomeCollector
+
+pytestmark = pytest.mark.local_stack
+
+FINAL = {"CONFIRMED", "SOLD_OUT", "UNKNOWN_EVENT", "LIMIT_EXCEEDED", "SALE_CLOSED"}
+BURST_REQUESTS = 200
+BURST_CAPACITY = 60
+
+
+@pytest.fixture(scope="module")
+def api(local_stack: LocalStack) -> Iterator[str]:
+    """The local API's base URL, with the function's workers consuming the queue."""
+    assert local_stack.api_url is not None
+    with LocalRunner(runner_config(local_stack, workers=2)):
+        yield local_stack.api_url
+
+
+@pytest.fixture(scope="module")
+def http() -> Iterator[requests.Session]:
+    with requests.Session() as session:
+        adapter = requests.adapters.HTTPAdapter(pool_maxsize=32)
+        session.mount("http://", adapter)
+        yield session
+
+
+def new_event(stack: LocalStack, capacity: int, seat_class: str = "GA") -> str:
+    event_id = f"api-{uuid.uuid4().hex[:8]}"
+    InventoryTable(stack.client("dynamodb"), stack.table_name).create_seat_class(
+        SeatKey(event_id, seat_class), capacity
+    )
+    return event_id
+
+
+def poll(http: requests.Session, api: str, reservation_id: str, timeout_s: float = 60) -> dict[str, Any]:
+    """GET /reservations/{id} until it is answered (404 with Retry-After until then)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        response = http.get(f"{api}/reservations/{reservation_id}", timeout=10)
+        if response.status_code == 200:
+            return dict(response.json())
+        assert response.status_code == 404, response.text
+        assert response.headers["Retry-After"] == "1"
+        assert time.monotonic() < deadline, f"no answer for {reservation_id}"
+        time.sleep(0.2)
+
+
+def seats_left(http: requests.Session, api: str, event_id: str) -> dict[str, dict[str, Any]]:
+    response = http.get(f"{api}/events/{event_id}/availability", timeout=10)
+    assert response.status_code == 200, response.text
+    return {line["seat_class"]: line for line in response.json()["seat_classes"]}
+
+
+def test_reserve_then_poll_until_confirmed_and_see_the_seats_left(
+    local_stack: LocalStack, api: str, http: requests.Session
+) -> None:
+    # Given an event with 10 seats
+    event_id = new_event(local_stack, 10)
+    # When a checkout reserves 3 of them
+    sent = http.post(
+        f"{api}/reservations",
+        json={"event_id": event_id, "quantity": 3, "customer_id": "c-1"},
+        timeout=10,
+    )
+    # Then it is accepted with a generated reservation id and the SQS message id
+    assert sent.status_code == 202, sent.text
+    accepted = sent.json()
+    assert set(accepted) == {"reservation_id", "message_id"}
+    uuid.UUID(accepted["reservation_id"])
+    uuid.UUID(accepted["message_id"])
+    # And polling shows the answer, and nothing internal
+    answer = poll(http, api, accepted["reservation_id"])
+    assert answer["status"] == "CONFIRMED"
+    assert answer["answer"]["outcome"] == "CONFIRMED"
+    assert (answer["event_id"], answer["seat_class"], answer["quantity"], answer["type"]) == (
+        event_id,
+        "GA",
+        3,
+        "reserve",
+    )
+    assert not {"pk", "sk", "customer_id", "message_id", "gsi1pk", "expires_at"} & set(answer)
+    # And the seats left went down by 3
+    assert seats_left(http, api, event_id)["GA"] == {
+        "seat_class": "GA",
+        "seats_left": 7,
+        "capacity": 10,
+        "held": 0,
+        "sold": 3,
+        "sale": "OPEN",
+    }
+
+
+def test_hold_then_confirm_through_the_api(local_stack: LocalStack, api: str, http: requests.Session) -> None:
+    event_id = new_event(local_stack, 5)
+    hold_id = f"h-{uuid.uuid4().hex[:8]}"
+    held = http.post(
+        f"{api}/holds",
+        json={"event_id": event_id, "quantity": 2, "customer_id": "c-2", "hold_seconds": 300},
+        headers={"Idempotency-Key": hold_id},
+        timeout=10,
+    )
+    assert held.status_code == 202 and held.json()["reservation_id"] == hold_id
+    assert poll(http, api, hold_id)["status"] == "HELD"
+    assert seats_left(http, api, event_id)["GA"]["held"] == 2
+
+    confirmed = http.post(
+        f"{api}/reservations/{hold_id}/confirmation", json={"customer_id": "c-2"}, timeout=10
+    )
+    assert confirmed.status_code == 202 and confirmed.json()["reservation_id"] == hold_id
+    deadline = time.monotonic() + 60
+    while poll(http, api, hold_id)["status"] != "CONFIRMED":
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    line = seats_left(http, api, event_id)["GA"]
+    assert (line["seats_left"], line["held"], line["sold"]) == (3, 0, 2)
+
+
+def test_a_duplicate_idempotency_key_takes_seats_once(
+    local_stack: LocalStack, api: str, http: requests.Session
+) -> None:
+    event_id = new_event(local_stack, 10)
+    key = f"order-{uuid.uuid4().hex[:8]}"
+    body = {"event_id": event_id, "quantity": 4, "customer_id": "c-3"}
+    first = http.post(f"{api}/reservations", json=body, headers={"Idempotency-Key": key}, timeout=10)
+    again = http.post(f"{api}/reservations", json=body, headers={"Idempotency-Key": key}, timeout=10)
+    assert first.status_code == again.status_code == 202
+    assert first.json()["reservation_id"] == again.json()["reservation_id"] == key
+    assert first.json()["message_id"] != again.json()["message_id"]  # two messages, one reservation
+    assert poll(http, api, key)["status"] == "CONFIRMED"
+    # Both messages answered (the queue is drained), the seats taken once
+    deadline = time.monotonic() + 60
+    while local_stack.queue_depth() != (0, 0):
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    assert seats_left(http, api, event_id)["GA"]["sold"] == 4
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ({"event_id": "e", "quantity": 1}, "'customer_id' is a required property"),
+        ({"event_id": "e", "quantity": 2.5, "customer_id": "c"}, "quantity: 2.5 is not of type 'integer'"),
+        ({"event_id": "e", "quantity": 0, "customer_id": "c"}, "quantity: 0 is less than the minimum of 1"),
+        ({"event_id": "e f", "quantity": 1, "customer_id": "c"}, "event_id: 'e f' does not match"),
+        ({"event_id": "e", "quantity": 1, "customer_id": "c", "extra": 1}, "('extra' was unexpected)"),
+    ],
+)
+def test_bad_bodies_get_400_with_the_schema_s_message(
+    api: str, http: requests.Session, body: dict[str, Any], message: str
+) -> None:
+    response = http.post(f"{api}/reservations", json=body, timeout=10)
+    assert response.status_code == 400
+    assert message in response.json()["message"]
+
+
+def test_a_malformed_idempotency_key_or_a_quantity_over_the_maximum_gets_400(
+    api: str, http: requests.Session
+) -> None:
+    body = {"event_id": "e", "quantity": 1, "customer_id": "c"}
+    bad_key = http.post(f"{api}/reservations", json=body, headers={"Idempotency-Key": "a b"}, timeout=10)
+    assert bad_key.status_code == 400 and "Idempotency-Key" in bad_key.json()["message"]
+    too_many = http.post(f"{api}/reservations", json={**body, "quantity": 11}, timeout=10)
+    assert too_many.status_code == 400 and too_many.json() == {"message": "quantity must be at most 10"}
+
+
+def test_an_unknown_id_is_404_with_retry_after_and_an_unknown_route_403(
+    api: str, http: requests.Session
+) -> None:
+    response = http.get(f"{api}/reservations/never-{uuid.uuid4().hex}", timeout=10)
+    assert response.status_code == 404 and response.headers["Retry-After"] == "1"
+    assert http.get(f"{api}/events/no-such-event/availability", timeout=10).status_code == 404
+    unknown = http.delete(f"{api}/reservations", timeout=10)
+    assert unknown.status_code == 403 and unknown.json() == {"message": "Missing Authentication Token"}
+
+
+def test_cors_preflight_and_headers(api: str, http: requests.Session) -> None:
+    preflight = http.options(f"{api}/reservations", timeout=10)
+    assert preflight.status_code == 204
+    assert "Idempotency-Key" in preflight.headers["Access-Control-Allow-Headers"]
+    assert preflight.headers["Access-Control-Allow-Origin"] == "*"
+    refused = http.post(f"{api}/reservations", json={}, timeout=10)
+    assert refused.headers["Access-Control-Allow-Origin"] == "*"
+
+
+def test_a_burst_with_duplicates_keeps_every_guarantee(
+    local_stack: LocalStack, api: str, http: requests.Session
+) -> None:
+    # Given 60 seats and 200 reservation requests over HTTP, 10% of them re-sends of an earlier key
+    event_id = new_event(local_stack, BURST_CAPACITY)
+    rng = random.Random(16)
+    keys = [f"b-{i}-{uuid.uuid4().hex[:6]}" for i in range(BURST_REQUESTS)]
+    sends = []
+    for i, key in enumerate(keys):
+        if i and rng.random() < 0.10:
+            key = keys[rng.randrange(i)]  # a re-send of an earlier checkout
+        sends.append((key, rng.choice((1, 1, 2))))
+    quantities: dict[str, int] = {}
+    for key, quantity in sends:
+        quantities.setdefault(key, quantity)
+
+    def send(item: tuple[str, int]) -> tuple[int, str]:
+        key, _ = item
+        body = {"event_id": event_id, "quantity": quantities[key], "customer_id": f"c-{key}"}
+        response = http.post(f"{api}/reservations", json=body, headers={"Idempotency-Key": key}, timeout=30)
+        return response.status_code, response.json()["reservation_id"]
+
+    with (
+        OutcomeCollector(
+            local_stack.client("sns"), local_stack.client("sqs"), local_stack.topic_arn, event_id=event_id
+        ) as outcomes,
+        ThreadPoolExecutor(16) as pool,
+    ):
+        # When they are sent at once
+        accepted = list(pool.map(send, sends))
+        assert all(status == 202 for status, _ in accepted)
+        assert [rid for _, rid in accepted] == [key for key, _ in sends]
+        # Then every reservation id gets an answer through the API
+        answers = dict(
+            zip(quantities, pool.map(lambda key: poll(http, api, key, 120), quantities), strict=True)
+        )
+        published = outcomes.collect(until=lambda docs: len(docs) >= len(sends), timeout_s=120)
+
+    # Exactly the capacity is sold, to the reservations answered CONFIRMED
+    confirmed = {key for key, answer in answers.items() if answer["status"] == "CONFIRMED"}
+    assert sum(quantities[key] for key in confirmed) == BURST_CAPACITY
+    assert all(answer["status"] in FINAL for answer in answers.values())
+    line = seats_left(http, api, event_id)["GA"]
+    assert (line["sold"], line["seats_left"], line["held"]) == (BURST_CAPACITY, 0, 0)
+    # One final answer per id: one first answer each, re-sends answered with it as duplicates
+    first_answers = Counter(doc["reservation_id"] for doc in published if not doc["duplicate"])
+    assert first_answers == Counter(set(quantities))
+    for doc in published:
+        assert doc["outcome"] == answers[doc["reservation_id"]]["answer"]["outcome"]
+    assert len(published) >= len(sends)

@@ -1,0 +1,414 @@
+"""The checkout API's mapping templates, as written in template.yaml, rendered by the renderer the local
+API uses (`seat_inventory.local.mapping_templates`, airspeed-ext). No network: the integration
+answers are the JSON SQS and DynamoDB give API Gateway.
+
+What a request template renders is checked against the message contract itself: the SQS message
+body it produces must parse (`parse_reservation`) to the request the route stands for.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import parse_qs
+
+import pytest
+
+from seat_inventory.local.gateway import ApiDefinition, LocalApiGateway, Route
+from seat_inventory.local.mapping_templates import InputVariable, json_path, render
+from seat_inventory.local.template import PhysicalResource, default_template_path, load_template
+from seat_inventory.models import ChangeRequest, InvalidMessage, RequestType, ReservationRequest
+from seat_inventory.parsing import parse_reservation
+
+TABLE = "seats-test-InventoryTable"
+QUEUE = "seats-test-reservations"
+REQUEST_ID = "0b5c1f6e-7d7a-4c5e-9f43-2a9c8f3d1e00"
+NOW_MS = 1_800_000_000_000
+INTERNAL = ("pk", "sk", "gsi1pk", "gsi1sk", "expires_at", "customer_id", "customer_counted", "message_id")
+
+
+@pytest.fixture(scope="module")
+def api() -> ApiDefinition:
+    template = load_template(default_template_path())
+    resolver = template.resolver.with_resources(
+        {
+            "InventoryTable": PhysicalResource(TABLE, {"Arn": f"arn:aws:dynamodb:us-east-1:1:table/{TABLE}"}),
+            "ReservationsQueue": PhysicalResource(
+                f"http://127.0.0.1/123456789012/{QUEUE}", {"QueueName": QUEUE, "Arn": "arn"}
+            ),
+        }
+    )
+    return ApiDefinition.from_template(template.path, resolver)
+
+
+def route(api: ApiDefinition, method: str, path: str) -> Route:
+    return next(r for r in api.routes if r.method == method and r.resource_path == path)
+
+
+def integration(api: ApiDefinition, method: str, path: str) -> Mapping[str, Any]:
+    return route(api, method, path).operation["x-amazon-apigateway-integration"]
+
+
+def context() -> dict[str, Any]:
+    return {"requestId": REQUEST_ID, "requestTimeEpoch": NOW_MS, "error": {}}
+
+
+def render_request(
+    api: ApiDefinition,
+    method: str,
+    path: str,
+    body: Any = None,
+    *,
+    headers: Mapping[str, str] | None = None,
+    path_parameters: Mapping[str, str] | None = None,
+) -> str:
+    template = integration(api, method, path)["requestTemplates"]["application/json"]
+    payload = "" if body is None else json.dumps(body)
+    variable = InputVariable(payload, path=path_parameters, header=headers)
+    return render(template, input_variable=variable, context=context()).body
+
+
+def render_response(
+    api: ApiDefinition,
+    method: str,
+    path: str,
+    selection: str,
+    answer: Any,
+    *,
+    headers: Mapping[str, str] | None = None,
+    path_parameters: Mapping[str, str] | None = None,
+    now_ms: int = NOW_MS,
+) -> tuple[int, dict[str, str], Any]:
+    response = integration(api, method, path)["responses"][selection]
+    variable = InputVariable(json.dumps(answer), path=path_parameters, header=headers)
+    rendered = render(
+        response["responseTemplates"]["application/json"],
+        input_variable=variable,
+        context={**context(), "requestTimeEpoch": now_ms},
+    )
+    status = rendered.status_override or int(response["statusCode"])
+    return status, rendered.header_overrides, json.loads(rendered.body)
+
+
+def send_message(form: str) -> dict[str, list[str]]:
+    """The SendMessage call a rendered template makes (form fields); no line break may leak in."""
+    assert form.startswith("Action=SendMessage&") and "\n" not in form.strip("\n"), form
+    return parse_qs(form.strip("\n"), keep_blank_values=True)
+
+
+def message(form: str) -> ReservationRequest | ChangeRequest | InvalidMessage:
+    (body,) = send_message(form)["MessageBody"]
+    return parse_reservation("m-1", body, default_seat_class="GA", max_quantity=10, max_hold_seconds=3600)
+
+
+# --- POST /reservations and /holds: SQS SendMessage --------------------------------------------
+
+
+def test_a_reservation_becomes_a_reserve_message_with_the_idempotency_key_as_its_id(
+    api: ApiDefinition,
+) -> None:
+    form = render_request(
+        api,
+        "POST",
+        "/reservations",
+        {"event_id": "concert-2026", "quantity": 2, "customer_id": "c-9", "seat_class": "VIP"},
+        headers={"Idempotency-Key": "order-77"},
+    )
+    assert message(form) == ReservationRequest(
+        message_id="m-1",
+        reservation_id="order-77",
+        event_id="concert-2026",
+        seat_class="VIP",
+        quantity=2,
+        customer_id="c-9",
+    )
+    assert "DelaySeconds" not in send_message(form)
+
+
+def test_without_an_idempotency_key_the_request_id_is_the_reservation_id(api: ApiDefinition) -> None:
+    form = render_request(
+        api, "POST", "/reservations", {"event_id": "e-1", "quantity": 1, "customer_id": "c-1"}
+    )
+    parsed = message(form)
+    assert isinstance(parsed, ReservationRequest)
+    assert (parsed.reservation_id, parsed.seat_class) == (REQUEST_ID, "GA")
+
+
+def test_a_hold_carries_its_hold_seconds(api: ApiDefinition) -> None:
+    body = {"event_id": "e-1", "quantity": 3, "customer_id": "c-1", "hold_seconds": 900}
+    parsed = message(render_request(api, "POST", "/holds", body, headers={"Idempotency-Key": "h-1"}))
+    assert isinstance(parsed, ReservationRequest)
+    assert (parsed.request_type, parsed.reservation_id, parsed.hold_seconds) == (RequestType.HOLD, "h-1", 900)
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "key"),
+    [
+        ("/reservations", {"event_id": "e", "quantity": 1, "customer_id": "c"}, "has space"),
+        ("/reservations", {"event_id": "e", "quantity": 1, "customer_id": "c"}, "-starts-with-dash"),
+        ("/reservations", {"event_id": "e", "quantity": 1, "customer_id": "c"}, "x" * 129),
+        ("/reservations", {"event_id": "e", "quantity": 11, "customer_id": "c"}, ""),
+        ("/holds", {"event_id": "e", "quantity": 1, "customer_id": "c", "hold_seconds": 3601}, ""),
+    ],
+)
+def test_what_the_model_cannot_check_makes_sqs_refuse_the_call(
+    api: ApiDefinition, path: str, body: dict[str, Any], key: str
+) -> None:
+    # A malformed Idempotency-Key, or a number above the deployment's maximum (MaxSeatsPerReservation
+    # 10, MaxHoldSeconds 3600 by default): DelaySeconds 901 is outside SQS's 0..900, so no message.
+    headers = {"Idempotency-Key": key} if key else {}
+    fields = send_message(render_request(api, "POST", path, body, headers=headers))
+    assert fields["DelaySeconds"] == ["901"]
+    assert fields["MessageBody"] == ["refused"]
+
+
+def test_values_are_url_encoded_into_the_form(api: ApiDefinition) -> None:
+    # The model refuses such ids; the template still never lets a value break the form.
+    form = render_request(
+        api, "POST", "/reservations", {"event_id": "a&b=c+d%", "quantity": 1, "customer_id": "c"}
+    )
+    (body,) = send_message(form)["MessageBody"]
+    assert json.loads(body)["event_id"] == "a&b=c+d%"
+
+
+def test_the_202_answer_names_the_reservation_id_and_the_sqs_message_id(api: ApiDefinition) -> None:
+    sqs_answer = {
+        "SendMessageResponse": {
+            "ResponseMetadata": {"RequestId": "r"},
+            "SendMessageResult": {
+                "MD5OfMessageBody": "x",
+                "MessageId": "6f8ce3cd-fe3a-4a21-887f-6479ded6a220",
+            },
+        }
+    }
+    for headers, expected in (({"Idempotency-Key": "order-77"}, "order-77"), ({}, REQUEST_ID)):
+        status, _, body = render_response(
+            api, "POST", "/reservations", "default", sqs_answer, headers=headers
+        )
+        assert (status, body) == (
+            202,
+            {"reservation_id": expected, "message_id": "6f8ce3cd-fe3a-4a21-887f-6479ded6a220"},
+        )
+
+
+def test_the_400_answer_says_why(api: ApiDefinition) -> None:
+    error = {"ErrorResponse": {"Error": {"Code": "InvalidParameterValue"}}}
+    _, _, bad_key = render_response(
+        api, "POST", "/reservations", "400", error, headers={"Idempotency-Key": "a b"}
+    )
+    assert bad_key["message"].startswith("Idempotency-Key must be 1 to 128 characters")
+    _, _, too_many = render_response(api, "POST", "/holds", "400", error)
+    assert too_many == {"message": "quantity must be at most 10 and hold_seconds at most 3600"}
+
+
+# --- confirmations and cancellations -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "kind"), [("confirmation", RequestType.CONFIRM), ("cancellation", RequestType.CANCEL)]
+)
+def test_a_change_names_the_reservation_of_the_path(api: ApiDefinition, path: str, kind: RequestType) -> None:
+    resource = f"/reservations/{{id}}/{path}"
+    with_customer = render_request(
+        api, "POST", resource, {"customer_id": "c-9"}, path_parameters={"id": "h-1"}
+    )
+    assert message(with_customer) == ChangeRequest("m-1", "h-1", kind, "c-9")
+    without = render_request(api, "POST", resource, {}, path_parameters={"id": "h-1"})
+    assert message(without) == ChangeRequest("m-1", "h-1", kind, None)
+    refused = render_request(api, "POST", resource, {}, path_parameters={"id": "h 1"})
+    assert send_message(refused)["DelaySeconds"] == ["901"]
+
+
+# --- GET /reservations/{id}: DynamoDB GetItem ---------------------------------------------------
+
+
+def test_the_status_read_asks_for_the_record_and_only_its_public_attributes(api: ApiDefinition) -> None:
+    request = json.loads(render_request(api, "GET", "/reservations/{id}", path_parameters={"id": "r-1"}))
+    assert request["TableName"] == TABLE
+    assert request["Key"] == {"pk": {"S": "RESERVATION#r-1"}, "sk": {"S": "RESERVATION"}}
+    assert request["ConsistentRead"] is True
+    names = request["ExpressionAttributeNames"]
+    projected = {names.get(name.strip(), name.strip()) for name in request["ProjectionExpression"].split(",")}
+    assert "status" in projected and "outcome" in projected
+    assert not projected & set(INTERNAL)
+
+
+def test_a_recorded_reservation_is_answered_with_its_status_and_answer(api: ApiDefinition) -> None:
+    item = {
+        "reservation_id": {"S": "h-1"},
+        "request_type": {"S": "hold"},
+        "status": {"S": "CONFIRMED"},
+        "outcome": {"S": "HELD"},
+        "reason": {"S": '2 seat(s) held until 2026-05-01T10:10:00Z; it\'s "yours"'},
+        "event_id": {"S": "concert-2026"},
+        "seat_class": {"S": "GA"},
+        "quantity": {"N": "2"},
+        "hold_expires_at": {"N": "1777630200"},
+        # Not projected by the request, but a template must not echo them even if present:
+        "gsi1pk": {"S": "HOLDS#3"},
+        "customer_id": {"S": "c-9"},
+    }
+    status, headers, body = render_response(api, "GET", "/reservations/{id}", "default", {"Item": item})
+    assert status == 200 and "Retry-After" not in headers
+    assert body == {
+        "reservation_id": "h-1",
+        "type": "hold",
+        "status": "CONFIRMED",
+        "event_id": "concert-2026",
+        "seat_class": "GA",
+        "quantity": 2,
+        "answer": {
+            "outcome": "HELD",
+            "reason": '2 seat(s) held until 2026-05-01T10:10:00Z; it\'s "yours"',
+            "remaining": None,
+        },
+        "hold_expires_at": 1777630200,
+    }
+
+
+def test_an_unknown_reservation_is_404_with_retry_after(api: ApiDefinition) -> None:
+    status, headers, body = render_response(api, "GET", "/reservations/{id}", "default", {})
+    assert status == 404
+    assert headers == {"Retry-After": "1"}
+    assert "message" in body
+
+
+# --- GET /events/{event}/availability: DynamoDB Query -------------------------------------------
+
+
+def inventory(
+    seat_class: str, capacity: int, available: int, held: int, sold: int, **sale: Any
+) -> dict[str, Any]:
+    item = {
+        "seat_class": {"S": seat_class},
+        "capacity": {"N": str(capacity)},
+        "available": {"N": str(available)},
+        "held": {"N": str(held)},
+        "sold": {"N": str(sold)},
+    }
+    for name, value in sale.items():
+        item[name] = {"S": value} if isinstance(value, str) else {"N": str(value)}
+    return item
+
+
+def test_the_availability_query_reads_the_event_s_seat_classes(api: ApiDefinition) -> None:
+    request = json.loads(
+        render_request(api, "GET", "/events/{event}/availability", path_parameters={"event": "concert-2026"})
+    )
+    assert request["KeyConditionExpression"] == "pk = :pk AND begins_with(sk, :classes)"
+    assert request["ExpressionAttributeValues"] == {
+        ":pk": {"S": "EVENT#concert-2026"},
+        ":classes": {"S": "CLASS#"},
+    }
+
+
+def test_availability_sums_the_items_of_a_class_and_tells_its_sale_status(api: ApiDefinition) -> None:
+    now_s = NOW_MS // 1000
+    items = [
+        # GA kept in two items (shards): one line, summed
+        inventory("GA", 60, 40, 5, 15),
+        inventory("GA", 40, 30, 0, 10),
+        inventory("VIP", 10, 10, 0, 0, sale_status="CLOSED"),
+        inventory("EARLY", 5, 5, 0, 0, sale_ends_at=now_s),
+        inventory("LATE", 5, 5, 0, 0, sale_starts_at=now_s + 1),
+        inventory("WINDOW", 5, 1, 1, 3, sale_starts_at=now_s, sale_ends_at=now_s + 60),
+    ]
+    status, _, body = render_response(
+        api,
+        "GET",
+        "/events/{event}/availability",
+        "default",
+        {"Items": items, "Count": len(items)},
+        path_parameters={"event": "concert-2026"},
+    )
+    assert status == 200
+    assert body == {
+        "event_id": "concert-2026",
+        "seat_classes": [
+            {"seat_class": "GA", "seats_left": 70, "capacity": 100, "held": 5, "sold": 25, "sale": "OPEN"},
+            {"seat_class": "VIP", "seats_left": 10, "capacity": 10, "held": 0, "sold": 0, "sale": "CLOSED"},
+            {"seat_class": "EARLY", "seats_left": 5, "capacity": 5, "held": 0, "sold": 0, "sale": "ENDED"},
+            {"seat_class": "LATE", "seats_left": 5, "capacity": 5, "held": 0, "sold": 0, "sale": "SCHEDULED"},
+            {"seat_class": "WINDOW", "seats_left": 1, "capacity": 5, "held": 1, "sold": 3, "sale": "OPEN"},
+        ],
+    }
+
+
+def test_an_event_without_seats_is_404(api: ApiDefinition) -> None:
+    status, _, _ = render_response(
+        api, "GET", "/events/{event}/availability", "default", {"Items": [], "Count": 0}
+    )
+    assert status == 404
+
+
+# --- the models and the gateway's own answers ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "problem"),
+    [
+        ({"event_id": "e", "quantity": 1}, "'customer_id' is a required property"),
+        ({"event_id": "e", "quantity": 2.5, "customer_id": "c"}, "quantity: 2.5 is not of type 'integer'"),
+        ({"event_id": "e", "quantity": True, "customer_id": "c"}, "quantity: True is not of type 'integer'"),
+        ({"event_id": "e", "quantity": "2", "customer_id": "c"}, "quantity: '2' is not of type 'integer'"),
+        ({"event_id": "e", "quantity": 0, "customer_id": "c"}, "quantity: 0 is less than the minimum of 1"),
+        ({"event_id": "e", "quantity": 1, "customer_id": "c", "type": "hold"}, "('type' was unexpected)"),
+        ({"event_id": "e#1", "quantity": 1, "customer_id": "c"}, "event_id: 'e#1' does not match"),
+        ({"event_id": "e", "quantity": 1, "customer_id": "c", "seat_class": "x" * 65}, "is too long"),
+        (["not", "an", "object"], "is not of type 'object'"),
+    ],
+)
+def test_the_reservation_model_refuses_what_the_contract_refuses(
+    api: ApiDefinition, body: Any, problem: str
+) -> None:
+    # Given the route's model (the message contract as JSON Schema)
+    gateway = LocalApiGateway(api, backends=None, account_id="123456789012")  # type: ignore[arg-type]
+    schema = route(api, "POST", "/reservations").operation["requestBody"]["content"]["application/json"][
+        "schema"
+    ]
+    # Then the body is refused, saying why
+    problems = gateway.body_problems(schema, json.dumps(body))
+    assert any(problem in p for p in problems), problems
+
+
+def test_a_body_that_fits_the_model_fits_the_contract(api: ApiDefinition) -> None:
+    gateway = LocalApiGateway(api, backends=None, account_id="123456789012")  # type: ignore[arg-type]
+    body = {"event_id": "e.1:x@y", "quantity": 10, "customer_id": "C_9", "seat_class": "GA-2"}
+    schema = route(api, "POST", "/reservations").operation["requestBody"]["content"]["application/json"][
+        "schema"
+    ]
+    assert gateway.body_problems(schema, json.dumps(body)) == []
+    assert isinstance(message(render_request(api, "POST", "/reservations", body)), ReservationRequest)
+
+
+def test_the_bad_request_answer_is_json_carrying_the_validation_message(api: ApiDefinition) -> None:
+    template = api.gateway_responses["BAD_REQUEST_BODY"]["responseTemplates"]["application/json"]
+    validation = '[object has missing required properties (["quantity"]), it\'s "odd"]'
+    rendered = render(
+        template,
+        input_variable=InputVariable(""),
+        context={**context(), "error": {"validationErrorString": validation}},
+    )
+    assert json.loads(rendered.body) == {"message": validation}
+
+
+# --- the renderer's own pieces -----------------------------------------------------------------
+
+
+def test_json_path_subset() -> None:
+    document = {"a": {"b": [1, {"c": "x"}]}, "d e": 2}
+    assert json_path(document, "$") == document
+    assert json_path(document, "$.a.b[1].c") == "x"
+    assert json_path(document, "$['d e']") == 2
+    assert json_path(document, "$.a.missing") is None
+    assert json_path(document, "$.a.b[5]") is None
+
+
+def test_util_escape_javascript_is_java_s_and_json_readable_after_the_usual_fix() -> None:
+    rendered = render(
+        "\"$util.escapeJavaScript($input.path('$.s'))\"",
+        input_variable=InputVariable(json.dumps({"s": "a\"b\\c/d'e\n"})),
+        context=context(),
+    )
+    assert rendered.body == '"a\\"b\\\\c\\/d\\\'e\\n"'
