@@ -2,14 +2,19 @@
 
     SEATS_STACK_NAME=seat-inventory AWS_REGION=us-east-1 .venv/bin/pytest tests/e2e
 
-It creates its own event (a random id), so it never touches real inventory; the records it
-leaves are a handful of reservations of that throwaway event.
+It creates its own events (random ids), so it never touches real inventory; the records it
+leaves are a handful of reservations of those throwaway events. CI runs this tier against the
+stack created on moto's CloudFormation (tests/integration/test_deploy_path.py).
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import uuid
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -71,3 +76,55 @@ def test_an_on_sale_on_the_deployed_stack_sells_exactly_the_capacity(deployed: C
     )
     assert inventory.sold == confirmed_seats <= 20
     assert inventory.available + inventory.held + inventory.sold == 20
+
+
+def seats(*args: str) -> subprocess.CompletedProcess[str]:
+    """The `seats` tool as a user runs it against the stack (`--stack-name`)."""
+    return subprocess.run(
+        [str(Path(sys.executable).with_name("seats")), "--stack-name", str(STACK), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def answers(deployed: CliContext, event_id: str, bodies: list[dict[str, Any]]) -> dict[str, str]:
+    """Sends `bodies` through the queue and returns each reservation's outcome, read from the topic."""
+    resources = deployed.resources()
+    assert resources.outcomes_topic_arn and resources.reservations_queue_url
+    wanted = {b["reservation_id"] for b in bodies}
+    with OutcomeCollector(
+        deployed.client("sns"), deployed.client("sqs"), resources.outcomes_topic_arn, event_id=event_id
+    ) as collector:
+        assert send_messages(deployed.client("sqs"), resources.reservations_queue_url, bodies).failed == 0
+        outcomes = collector.collect(
+            until=lambda docs: {d["reservation_id"] for d in docs} >= wanted, timeout_s=180
+        )
+    return {d["reservation_id"]: d["outcome"] for d in outcomes}
+
+
+def test_event_commands_create_show_resize_and_close_the_sale(deployed: CliContext) -> None:
+    # Given an event created with the seats tool
+    event_id = f"e2e-{uuid.uuid4().hex[:10]}"
+    created = seats("event", "create", event_id, "--capacity", "5")
+    assert created.returncode == 0, created.stderr
+
+    # When its capacity grows by 3 and one buyer takes 2 seats
+    resized = seats("event", "capacity", event_id, "--add", "3")
+    assert resized.returncode == 0, resized.stderr
+    first = {"reservation_id": f"{event_id}-r1", "event_id": event_id, "customer_id": "c1", "quantity": 2}
+    assert answers(deployed, event_id, [first]) == {first["reservation_id"]: "CONFIRMED"}
+
+    # Then `event show` reports the new capacity and the sale
+    shown = seats("event", "show", event_id)
+    assert shown.returncode == 0, shown.stderr
+    [row] = [line.split() for line in shown.stdout.splitlines() if line.startswith("GA ")]
+    assert row[:5] == ["GA", "8", "6", "0", "2"] and row[5] == "OPEN"
+
+    # And once closed, a new reservation is answered SALE_CLOSED and takes nothing
+    closed = seats("event", "close", event_id)
+    assert closed.returncode == 0, closed.stderr
+    late = {"reservation_id": f"{event_id}-r2", "event_id": event_id, "customer_id": "c2", "quantity": 1}
+    assert answers(deployed, event_id, [late]) == {late["reservation_id"]: "SALE_CLOSED"}
+    [inventory] = deployed.inventory_table().get_event(event_id)
+    assert (inventory.capacity, inventory.available, inventory.sold) == (8, 6, 2)

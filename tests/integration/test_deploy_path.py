@@ -1,0 +1,344 @@
+"""The deploy path without AWS: template.yaml -> SAM's translator -> a CloudFormation stack on moto
+-> the e2e tier (tests/e2e) run against that stack through its outputs, as against a real one.
+
+What moto's CloudFormation cannot show is checked on the translated template instead: it skips
+queue and topic policies and alarms (tests/integration/test_security.py and
+test_template_operations.py check those), and it cannot run a Lambda function. The function is
+run here, in this process, by a poller that plays the stack's SQS event source mapping: it reads
+the mapping and the function's configuration from the stack (batch size, queue, handler, the
+environment CloudFormation resolved) and invokes the handler the template names.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+import pytest
+from moto.cloudformation import parsing as moto_cloudformation
+from moto.cloudformation.exceptions import UnformattedGetAttTemplateException
+from moto.cloudwatch.models import Metric, MetricDataQuery, MetricStat, cloudwatch_backends
+from moto.core.common_models import CloudFormationModel
+from moto.server import ThreadedMotoServer
+
+from seat_inventory.local.runner import failed_message_ids, import_handler, sqs_record
+from tests.integration.conftest import REPO, LambdaContext
+from tests.template_support import Template, sam_translate
+
+STACK = "seat-inventory-ci"
+REGION = "us-east-1"
+CODE_BUCKET = "seat-inventory-ci-code"
+CODE_KEY = "function.zip"
+# Skipped by moto's CloudFormation (it warns and creates nothing): checked on the translated
+# template by the tests named in the module docstring.
+NOT_EMULATED = {"AWS::SQS::QueuePolicy", "AWS::SNS::TopicPolicy"}
+
+
+class CloudWatchAlarmResource(CloudFormationModel):
+    """AWS::CloudWatch::Alarm for moto's CloudFormation, which has none: the alarm is created in
+    moto's CloudWatch with PutMetricAlarm's parameters, so the dashboard's `${Alarm.Arn}` resolves
+    and the test can read the alarms back as deployed."""
+
+    def __init__(self, name: str, arn: str) -> None:
+        self.name = name
+        self.arn = arn
+
+    @staticmethod
+    def cloudformation_type() -> str:
+        return "AWS::CloudWatch::Alarm"
+
+    @staticmethod
+    def cloudformation_name_type() -> str:
+        return "AlarmName"
+
+    @property
+    def physical_resource_id(self) -> str:
+        return self.name
+
+    @classmethod
+    def has_cfn_attr(cls, attr: str) -> bool:
+        return attr == "Arn"
+
+    def get_cfn_attribute(self, attribute_name: str) -> str:
+        if attribute_name != "Arn":
+            raise UnformattedGetAttTemplateException()
+        return self.arn
+
+    @classmethod
+    def create_from_cloudformation_json(  # type: ignore[override]
+        cls, resource_name: str, cloudformation_json: Any, account_id: str, region_name: str, **kwargs: Any
+    ) -> CloudWatchAlarmResource:
+        props = cloudformation_json["Properties"]
+        queries = [
+            MetricDataQuery(
+                query_id=query["Id"],
+                label=query.get("Label", ""),
+                period=query["MetricStat"]["Period"] if "MetricStat" in query else None,  # type: ignore[arg-type]
+                return_data=str(query.get("ReturnData", True)).lower(),
+                expression=query.get("Expression"),
+                metric_stat=MetricStat(
+                    Metric(
+                        query["MetricStat"]["Metric"]["MetricName"],
+                        query["MetricStat"]["Metric"]["Namespace"],
+                        query["MetricStat"]["Metric"]["Dimensions"],
+                    ),
+                    query["MetricStat"]["Period"],
+                    query["MetricStat"]["Stat"],
+                    query["MetricStat"].get("Unit", ""),
+                )
+                if "MetricStat" in query
+                else None,
+            )
+            for query in props.get("Metrics", [])
+        ]
+        alarm = cloudwatch_backends[account_id][region_name].put_metric_alarm(
+            name=props.get("AlarmName") or resource_name,
+            namespace=props.get("Namespace", ""),
+            metric_name=props.get("MetricName", ""),
+            comparison_operator=props["ComparisonOperator"],
+            evaluation_periods=int(props["EvaluationPeriods"]),
+            period=int(props["Period"]) if "Period" in props else None,  # type: ignore[arg-type]
+            threshold=float(props["Threshold"]),
+            statistic=props.get("Statistic", ""),
+            description=props.get("AlarmDescription", ""),
+            dimensions=props.get("Dimensions", []),
+            alarm_actions=present(props.get("AlarmActions", [])),
+            ok_actions=present(props.get("OKActions", [])),
+            metric_data_queries=queries or None,
+            datapoints_to_alarm=int(props["DatapointsToAlarm"]) if "DatapointsToAlarm" in props else None,
+            treat_missing_data=props.get("TreatMissingData"),
+            tags=props.get("Tags", []),
+        )
+        return cls(alarm.name, alarm.alarm_arn)
+
+
+def present(values: list[Any]) -> list[Any]:
+    """moto resolves `!Ref AWS::NoValue` in a list to None, where CloudFormation drops the item."""
+    return [value for value in values if value is not None]
+
+
+# moto lists the CloudFormation models once (cached): make it see the one above.
+moto_cloudformation.get_model_list.cache_clear()
+moto_cloudformation.get_model_map.cache_clear()
+moto_cloudformation.get_name_type_map.cache_clear()
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@dataclass
+class DeployedStack:
+    endpoint: str
+    outputs: dict[str, str]
+    resources: dict[str, dict[str, str]]
+    cloudformation: Any
+
+
+def function_package() -> bytes:
+    """A zip of the function's sources: CloudFormation needs an object to point the function at
+    (moto does not run it; the poller below runs the handler from this checkout)."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for path in sorted((REPO / "src" / "seat_inventory").rglob("*.py")):
+            archive.write(path, path.relative_to(REPO / "src"))
+    return buffer.getvalue()
+
+
+@pytest.fixture(scope="module")
+def deployed(template: Template) -> Iterator[DeployedStack]:
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    endpoint = f"http://127.0.0.1:{port}"
+    with pytest.MonkeyPatch.context() as env:
+        for name in (
+            "AWS_PROFILE",
+            "AWS_ENDPOINT_URL_DYNAMODB",
+            "AWS_ENDPOINT_URL_SNS",
+            "AWS_ENDPOINT_URL_SQS",
+        ):
+            env.delenv(name, raising=False)
+        env.setenv("AWS_ACCESS_KEY_ID", "testing")
+        env.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+        env.setenv("AWS_DEFAULT_REGION", REGION)
+        env.setenv("AWS_REGION", REGION)
+        env.setenv("AWS_ENDPOINT_URL", endpoint)
+        try:
+            session = boto3.session.Session(region_name=REGION)
+            s3 = session.client("s3")
+            s3.create_bucket(Bucket=CODE_BUCKET)
+            s3.put_object(Bucket=CODE_BUCKET, Key=CODE_KEY, Body=function_package())
+            cloudformation = session.client("cloudformation")
+            body = sam_translate(template.document, code_uri=f"s3://{CODE_BUCKET}/{CODE_KEY}")
+            cloudformation.create_stack(
+                StackName=STACK, TemplateBody=json.dumps(body), Capabilities=["CAPABILITY_IAM"]
+            )
+            [stack] = cloudformation.describe_stacks(StackName=STACK)["Stacks"]
+            resources = {
+                r["LogicalResourceId"]: {"type": r["ResourceType"], "id": r["PhysicalResourceId"]}
+                for r in cloudformation.list_stack_resources(StackName=STACK)["StackResourceSummaries"]
+            }
+            yield DeployedStack(
+                endpoint=endpoint,
+                outputs={o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", [])},
+                resources=resources | {"_status": {"type": "", "id": stack["StackStatus"]}},
+                cloudformation=cloudformation,
+            )
+        finally:
+            server.stop()
+
+
+class EventSourcePoller:
+    """Plays the stack's SQS event source mapping in this process: long-polls the queue, invokes
+    the handler with Lambda's SQS event, and deletes what succeeded (ReportBatchItemFailures)."""
+
+    def __init__(self, session: boto3.session.Session, function_name: str) -> None:
+        lambda_client = session.client("lambda")
+        [mapping] = lambda_client.list_event_source_mappings(FunctionName=function_name)[
+            "EventSourceMappings"
+        ]
+        # moto would try to run the function itself (in Docker) on each SendMessage: this poller
+        # takes the mapping's place, as the disabled mapping's configuration says.
+        lambda_client.update_event_source_mapping(UUID=mapping["UUID"], Enabled=False)
+        configuration = lambda_client.get_function_configuration(FunctionName=function_name)
+        self.environment: dict[str, str] = configuration["Environment"]["Variables"]
+        self.handler_path: str = configuration["Handler"]
+        self.queue_arn: str = mapping["EventSourceArn"]
+        self.batch_size = min(10, int(mapping["BatchSize"]))  # one ReceiveMessage per batch
+        self.reports_failures = "ReportBatchItemFailures" in mapping.get("FunctionResponseTypes", [])
+        self.sqs = session.client("sqs")
+        self.queue_url = self.sqs.get_queue_url(QueueName=self.queue_arn.rsplit(":", 1)[1])["QueueUrl"]
+        self.stop = threading.Event()
+        self.invocations = 0
+        self.errors: list[BaseException] = []
+        self.thread = threading.Thread(target=self._run, name="event-source-poller", daemon=True)
+
+    def start(self) -> EventSourcePoller:
+        self.handler = import_handler(self.handler_path)
+        self.thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self.stop.is_set():
+            messages = self.sqs.receive_message(
+                QueueUrl=self.queue_url,
+                MaxNumberOfMessages=self.batch_size,
+                WaitTimeSeconds=1,
+                MessageSystemAttributeNames=["All"],
+                MessageAttributeNames=["All"],
+            ).get("Messages", [])
+            if not messages:
+                continue
+            event = {"Records": [sqs_record(m, queue_arn=self.queue_arn, region=REGION) for m in messages]}
+            ids = {m["MessageId"] for m in messages}
+            try:
+                response = self.handler(event, LambdaContext())
+            except Exception as exc:  # noqa: BLE001 Lambda's contract: the whole batch comes back; the test fails on it
+                self.errors.append(exc)
+                continue
+            self.invocations += 1
+            failed = failed_message_ids(response, ids) if self.reports_failures else set()
+            done = [m for m in messages if m["MessageId"] not in failed]
+            if done:
+                self.sqs.delete_message_batch(
+                    QueueUrl=self.queue_url,
+                    Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)],
+                )
+
+
+def test_the_stack_reaches_create_complete_with_every_emulated_resource(
+    deployed: DeployedStack, template: Template
+) -> None:
+    assert deployed.resources["_status"]["id"] == "CREATE_COMPLETE"
+    translated = sam_translate(template.document)
+    expected = {
+        logical_id
+        for logical_id, resource in translated["Resources"].items()
+        if resource["Type"] not in NOT_EMULATED and "Condition" not in resource
+    }
+    assert expected <= set(deployed.resources)
+
+
+def test_every_alarm_is_created_and_notifies_the_stack_alarm_topic(
+    deployed: DeployedStack, template: Template
+) -> None:
+    cloudwatch = boto3.session.Session(region_name=REGION).client(
+        "cloudwatch", endpoint_url=deployed.endpoint
+    )
+    created = {a["AlarmName"]: a for a in cloudwatch.describe_alarms()["MetricAlarms"]}
+    expected = {
+        deployed.resources[lid]["id"]
+        for lid, r in template.document["Resources"].items()
+        if r["Type"] == "AWS::CloudWatch::Alarm"
+    }
+    assert expected == set(created)
+    for alarm in created.values():
+        # AlarmTopicArn is empty by default: the stack's topic only
+        assert alarm["AlarmActions"] == [deployed.outputs["AlarmTopicArn"]], alarm["AlarmName"]
+        assert alarm["OKActions"] == [deployed.outputs["AlarmTopicArn"]], alarm["AlarmName"]
+
+
+def test_every_output_resolves(deployed: DeployedStack, template: Template) -> None:
+    unconditional = {
+        name for name, output in template.document["Outputs"].items() if "Condition" not in output
+    }
+    assert unconditional <= set(deployed.outputs)
+    assert all(value and "${" not in value for value in deployed.outputs.values())
+    assert deployed.outputs["ReservationsQueueName"] == f"{STACK}-reservations"
+
+
+def test_the_e2e_tier_passes_against_the_stack(
+    deployed: DeployedStack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session = boto3.session.Session(region_name=REGION)
+    for name in ("AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_SNS", "AWS_ENDPOINT_URL_SQS", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", deployed.endpoint)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+    poller = EventSourcePoller(session, deployed.outputs["ReserveSeatsFunctionName"])
+    for name, value in poller.environment.items():
+        if value:  # the empty AWS_ENDPOINT_URL_* of the template: AWS_ENDPOINT_URL applies
+            monkeypatch.setenv(name, str(value))
+    from seat_inventory.handlers import reserve_seats
+
+    reserve_seats.reset_container()
+    poller.start()
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "pytest", "tests/e2e", "-p", "no:cacheprovider", "-q", "-rA"],
+            cwd=REPO,
+            env={
+                **os.environ,
+                "SEATS_STACK_NAME": STACK,
+                "AWS_REGION": REGION,
+                "AWS_ENDPOINT_URL": deployed.endpoint,
+            },
+            capture_output=True,
+            text=True,
+            timeout=480,
+        )
+    finally:
+        poller.stop.set()
+        poller.thread.join(timeout=10)
+        reserve_seats.reset_container()
+    report = result.stdout + result.stderr
+    assert result.returncode == 0, report[-4000:]
+    assert "skipped" not in report.splitlines()[-1], report[-2000:]
+    e2e_tests = report.count("PASSED tests/e2e/")
+    assert e2e_tests >= 2 and f"{e2e_tests} passed" in report.splitlines()[-1], report[-2000:]
+    assert poller.invocations > 0 and not poller.errors, poller.errors
