@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from seat_inventory.cli.main import cli
-from tests.integration.conftest import Stack
+from tests.integration.conftest import Stack, sqs_event
 
 
 @pytest.fixture
@@ -39,11 +39,14 @@ def test_create_then_show(run, stack: Stack) -> None:
 
 def test_show_json(run) -> None:
     run("event", "create", "gig-1", "--capacity", "5")
-    shown = run("event", "show", "gig-1", "--json")
+    shown = run("event", "show", "gig-1", "--output", "json")
+    # the hidden --json of earlier scripts says the same
+    assert run("event", "show", "gig-1", "--json").output == shown.output
     assert json.loads(shown.output) == {
         "event_id": "gig-1",
         "seat_classes": [
             {
+                "event_id": "gig-1",
                 "seat_class": "GA",
                 "capacity": 5,
                 "available": 5,
@@ -120,3 +123,52 @@ def test_stack_outputs_are_read_from_cloudformation(stack: Stack, monkeypatch: p
         cli, ["--stack-name", "onsale", "event", "create", "gig-9", "--capacity", "7"], catch_exceptions=False
     )
     assert stack.inventory("gig-9")["capacity"] == 7
+
+
+def test_show_text_is_one_tab_separated_line_per_seat_class(run) -> None:
+    run("event", "create", "gig-1", "--capacity", "5")
+    run("event", "create", "gig-1", "--capacity", "2", "--seat-class", "VIP", "--max-per-customer", "1")
+
+    shown = run("event", "show", "gig-1", "--output", "text")
+
+    assert shown.exit_code == 0, shown.output
+    assert [line.split("\t") for line in shown.output.splitlines()] == [
+        ["gig-1", "GA", "5", "5", "0", "0", "OPEN", "OPEN", "None", "None", "None"],
+        ["gig-1", "VIP", "2", "2", "0", "0", "OPEN", "OPEN", "None", "None", "1"],
+    ]
+
+
+def test_event_list_shows_every_event_and_class(run, stack: Stack) -> None:
+    # Given no event, the list says how to create one
+    empty = run("event", "list")
+    assert empty.exit_code == 0 and "no events" in empty.output
+    assert json.loads(run("event", "list", "--output", "json").output) == {"events": []}
+
+    # Given two events, one with two classes, and a reservation record in the same table
+    run("event", "create", "gig-2", "--capacity", "7")
+    run("event", "create", "gig-1", "--capacity", "5")
+    run("event", "create", "gig-1", "--capacity", "2", "--seat-class", "VIP", "--closed")
+    body = {"reservation_id": "r-1", "event_id": "gig-1", "quantity": 1, "customer_id": "c-1"}
+    stack.invoke(sqs_event(json.dumps(body)))
+
+    listed = run("event", "list")
+    as_json = json.loads(run("event", "list", "--output", "json").output)
+    as_text = run("event", "list", "--output", "text").output
+
+    # Then every class is listed once, sorted by event and class
+    assert listed.exit_code == 0, listed.output
+    assert listed.output.splitlines()[1:] == [
+        "gig-1  GA                       5          4         0         1  OPEN",
+        "gig-1  VIP                      2          2         0         0  CLOSED",
+        "gig-2  GA                       7          7         0         0  OPEN",
+        "2 event(s), 3 seat class(es)",
+    ]
+    assert [(e["event_id"], [c["seat_class"] for c in e["seat_classes"]]) for e in as_json["events"]] == [
+        ("gig-1", ["GA", "VIP"]),
+        ("gig-2", ["GA"]),
+    ]
+    assert [line.split("\t")[:2] for line in as_text.splitlines()] == [
+        ["gig-1", "GA"],
+        ["gig-1", "VIP"],
+        ["gig-2", "GA"],
+    ]

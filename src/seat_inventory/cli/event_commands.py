@@ -7,7 +7,6 @@ capacity changes are relative updates guarded so that capacity never drops below
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from datetime import datetime
@@ -17,6 +16,7 @@ import click
 
 from seat_inventory.cli.context import CliContext
 from seat_inventory.cli.errors import explain
+from seat_inventory.cli.output import OutputFormat, output_option, print_json, print_text
 from seat_inventory.dal.inventory_table import InventoryTable
 from seat_inventory.models import (
     EventAlreadyExists,
@@ -96,6 +96,7 @@ def _apply(
     event_id: str,
     seat_class: str | None,
     change: Callable[[InventoryTable, SeatKey], SeatClassInventory],
+    output: OutputFormat = OutputFormat.TABLE,
 ) -> None:
     """Makes the change to the seat class named (or to every class of the event), then prints them."""
     table = obj.inventory_table()
@@ -110,8 +111,19 @@ def _apply(
         except RetryableError as exc:
             explained = explain(exc, doing=f"{key.seat_class} was not changed")
             raise (explained or click.ClickException(str(exc))) from exc
-    for item in changed:
-        click.echo(_describe(item))
+    _print_classes(changed, output)
+
+
+def _print_classes(classes: list[SeatClassInventory], output: OutputFormat) -> None:
+    """Seat classes after a change: a sentence each, one JSON object, or one text line each."""
+    now = time.time()
+    if output is OutputFormat.JSON:
+        print_json({"seat_classes": [_class_document(c, now) for c in classes]})
+    elif output is OutputFormat.TEXT:
+        print_text(_class_document(c, now) for c in classes)
+    else:
+        for item in classes:
+            click.echo(_describe(item))
 
 
 def _describe(item: SeatClassInventory) -> str:
@@ -147,6 +159,7 @@ _MAX_PER_CUSTOMER_OPTION = click.option(
 @click.option("--starts-at", help="Sale opens at this ISO-8601 time (with offset, e.g. ...Z).")
 @click.option("--ends-at", help="Sale ends at this ISO-8601 time (with offset).")
 @click.option("--closed", is_flag=True, help="Create the class closed; `seats event open` opens it.")
+@output_option
 @pass_cli
 def create(
     obj: CliContext,
@@ -157,6 +170,7 @@ def create(
     starts_at: str | None,
     ends_at: str | None,
     closed: bool,
+    output: OutputFormat,
 ) -> None:
     """Create the inventory of EVENT_ID's seat class. An existing seat class is an error, never overwritten.
 
@@ -179,11 +193,15 @@ def create(
         raise click.ClickException(f"{exc}; nothing was changed") from exc
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from exc
-    click.echo(f"created {created.event_id} {created.seat_class}: capacity {created.capacity}")
+    if output is OutputFormat.TABLE:
+        click.echo(f"created {created.event_id} {created.seat_class}: capacity {created.capacity}")
+    else:
+        _print_classes([created], output)
 
 
 def _class_document(c: SeatClassInventory, now: float) -> dict[str, Any]:
     return {
+        "event_id": c.event_id,
         "seat_class": c.seat_class,
         "capacity": c.capacity,
         "available": c.available,
@@ -199,9 +217,9 @@ def _class_document(c: SeatClassInventory, now: float) -> dict[str, Any]:
 
 @event.command("show")
 @click.argument("event_id")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
+@output_option
 @pass_cli
-def show(obj: CliContext, event_id: str, as_json: bool) -> None:
+def show(obj: CliContext, event_id: str, output: OutputFormat) -> None:
     """Show capacity, available, held and sold seats, sale state and limit per seat class of EVENT_ID.
 
     SALE is OPEN, CLOSED (by `seats event close`), SCHEDULED (before its window) or ENDED.
@@ -210,10 +228,11 @@ def show(obj: CliContext, event_id: str, as_json: bool) -> None:
     if not classes:
         raise click.ClickException(f"event {event_id!r} not found")
     now = time.time()
-    if as_json:
-        click.echo(
-            json.dumps({"event_id": event_id, "seat_classes": [_class_document(c, now) for c in classes]})
-        )
+    if output is OutputFormat.JSON:
+        print_json({"event_id": event_id, "seat_classes": [_class_document(c, now) for c in classes]})
+        return
+    if output is OutputFormat.TEXT:
+        print_text(_class_document(c, now) for c in classes)
         return
     header = f"{'SEAT CLASS':<16}{'CAPACITY':>10}{'AVAILABLE':>11}{'HELD':>10}{'SOLD':>10}"
     click.echo(f"{header}  {'SALE':<10}{'LIMIT':>6}")
@@ -234,31 +253,67 @@ def show(obj: CliContext, event_id: str, as_json: bool) -> None:
             click.echo(f"sale window {c.seat_class}: {window}")
 
 
+@event.command("list")
+@output_option
+@pass_cli
+def list_(obj: CliContext, output: OutputFormat) -> None:
+    """List every event and seat class with its seats and sale state.
+
+    It scans the whole table (reservation records included), billed by the data read: for an
+    operator's look, not for a hot path.
+    """
+    classes = obj.inventory_table().list_seat_classes()
+    now = time.time()
+    if output is OutputFormat.JSON:
+        events: dict[str, list[dict[str, Any]]] = {}
+        for c in classes:
+            events.setdefault(c.event_id, []).append(_class_document(c, now))
+        print_json({"events": [{"event_id": e, "seat_classes": cs} for e, cs in events.items()]})
+        return
+    if output is OutputFormat.TEXT:
+        print_text(_class_document(c, now) for c in classes)
+        return
+    if not classes:
+        click.echo("no events: create one with `seats event create EVENT_ID --capacity N`")
+        return
+    width = max(len("EVENT"), *(len(c.event_id) for c in classes)) + 2
+    click.echo(
+        f"{'EVENT':<{width}}{'SEAT CLASS':<16}{'CAPACITY':>10}{'AVAILABLE':>11}{'HELD':>10}{'SOLD':>10}  SALE"
+    )
+    for c in classes:
+        click.echo(
+            f"{c.event_id:<{width}}{c.seat_class:<16}{c.capacity:>10}{c.available:>11}{c.held:>10}"
+            f"{c.sold:>10}  {sale_state(c, now)}"
+        )
+    click.echo(f"{len({c.event_id for c in classes})} event(s), {len(classes)} seat class(es)")
+
+
 def _class_command(name: str) -> Callable[[Callable[..., None]], click.Command]:
     """`seats event NAME EVENT_ID [--seat-class C] ...`: a change made to one or every seat class.
 
-    The command's own options go below this decorator; they are listed after --seat-class.
+    The command's own options go below this decorator; they are listed after --seat-class and
+    --output, and the function takes `output` (an OutputFormat) after them.
     """
 
     def register(function: Callable[..., None]) -> click.Command:
         seat_class = click.option(
             "--seat-class", help="Only this seat class (default: every seat class of the event)."
         )
-        return event.command(name)(click.argument("event_id")(seat_class(pass_cli(function))))
+        return event.command(name)(click.argument("event_id")(seat_class(output_option(pass_cli(function)))))
 
     return register
 
 
 @_class_command("close")
-def close(obj: CliContext, event_id: str, seat_class: str | None) -> None:
+def close(obj: CliContext, event_id: str, seat_class: str | None, output: OutputFormat) -> None:
     """Stop selling EVENT_ID: reserve and hold are answered SALE_CLOSED. Confirm and cancel go on."""
-    _apply(obj, event_id, seat_class, lambda t, k: t.set_sale_status(k, SaleStatus.CLOSED))
+    _apply(obj, event_id, seat_class, lambda t, k: t.set_sale_status(k, SaleStatus.CLOSED), output)
 
 
 @_class_command("open")
-def open_(obj: CliContext, event_id: str, seat_class: str | None) -> None:
+def open_(obj: CliContext, event_id: str, seat_class: str | None, output: OutputFormat) -> None:
     """Sell EVENT_ID again after `close` (its sale window, if any, still applies)."""
-    _apply(obj, event_id, seat_class, lambda t, k: t.set_sale_status(k, SaleStatus.OPEN))
+    _apply(obj, event_id, seat_class, lambda t, k: t.set_sale_status(k, SaleStatus.OPEN), output)
 
 
 @_class_command("schedule")
@@ -276,6 +331,7 @@ def schedule(
     starts_at: str | None,
     ends_at: str | None,
     clear: bool,
+    output: OutputFormat,
 ) -> None:
     """Set the sale window of EVENT_ID. The window is replaced: a side not given is left open."""
     if clear == bool(starts_at or ends_at):
@@ -283,14 +339,19 @@ def schedule(
     start, end = _epoch(starts_at, "--starts-at"), _epoch(ends_at, "--ends-at")
     if start is not None and end is not None and end <= start:
         raise click.BadParameter("the sale must end after it starts", param_hint="--ends-at")
-    _apply(obj, event_id, seat_class, lambda t, k: t.set_sale_window(k, start, end))
+    _apply(obj, event_id, seat_class, lambda t, k: t.set_sale_window(k, start, end), output)
 
 
 @_class_command("limit")
 @_MAX_PER_CUSTOMER_OPTION
 @click.option("--none", "no_limit", is_flag=True, help="Remove the limit.")
 def limit(
-    obj: CliContext, event_id: str, seat_class: str | None, max_per_customer: int | None, no_limit: bool
+    obj: CliContext,
+    event_id: str,
+    seat_class: str | None,
+    max_per_customer: int | None,
+    no_limit: bool,
+    output: OutputFormat,
 ) -> None:
     """Set the per-customer limit of EVENT_ID (reserve and hold count, cancel and expiry give back).
 
@@ -298,7 +359,7 @@ def limit(
     """
     if no_limit == (max_per_customer is not None):
         raise click.UsageError("give --max-per-customer N or --none")
-    _apply(obj, event_id, seat_class, lambda t, k: t.set_max_per_customer(k, max_per_customer))
+    _apply(obj, event_id, seat_class, lambda t, k: t.set_max_per_customer(k, max_per_customer), output)
 
 
 @event.command("capacity")
@@ -311,6 +372,7 @@ def limit(
 @click.option(
     "--set", "set_to", type=click.IntRange(min=0), help="Set the capacity to N (not below sold + held)."
 )
+@output_option
 @pass_cli
 def capacity(
     obj: CliContext,
@@ -319,6 +381,7 @@ def capacity(
     add: int | None,
     remove: int | None,
     set_to: int | None,
+    output: OutputFormat,
 ) -> None:
     """Change the capacity of one seat class of EVENT_ID, safely under concurrent sales and changes."""
     if sum(v is not None for v in (add, remove, set_to)) != 1:
@@ -337,4 +400,4 @@ def capacity(
             return t.set_capacity(k, set_to)
         return t.change_capacity(k, add if add is not None else -(remove or 0))
 
-    _apply(obj, event_id, key.seat_class, change)
+    _apply(obj, event_id, key.seat_class, change, output)

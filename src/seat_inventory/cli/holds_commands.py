@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from seat_inventory.cli.context import CliContext
+from seat_inventory.cli.output import OutputFormat, output_option, print_json, print_text
 from seat_inventory.logic.sweep_holds import release_expired_holds
 from seat_inventory.publishing.sns_publisher import SnsOutcomePublisher
 from seat_inventory.settings import DEFAULT_SWEEP_LIMIT
@@ -28,9 +27,9 @@ def holds() -> None:
     show_default=True,
     help="Most expired holds to release in this run.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@output_option
 @pass_cli
-def sweep(obj: CliContext, limit: int, as_json: bool) -> None:
+def sweep(obj: CliContext, limit: int, output: OutputFormat) -> None:
     """Release expired holds now (what the scheduled SweepHoldsFunction does every run).
 
     Safe to run while the scheduled sweeper runs: each hold is released once.
@@ -48,8 +47,10 @@ def sweep(obj: CliContext, limit: int, as_json: bool) -> None:
         "skipped": result.skipped,
         "failed_groups": result.failed_groups,
     }
-    if as_json:
-        click.echo(json.dumps(summary))
+    if output is OutputFormat.JSON:
+        print_json(summary)
+    elif output is OutputFormat.TEXT:
+        print_text([summary])
     else:
         click.echo(
             f"released {summary['released']} hold(s), {summary['seats_released']} seat(s);"

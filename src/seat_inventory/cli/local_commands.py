@@ -7,7 +7,6 @@ command runs, so the other commands work without the dev extras (moto, PyYAML).
 
 from __future__ import annotations
 
-import json
 import shlex
 import signal
 import sys
@@ -18,6 +17,8 @@ from types import FrameType
 from typing import Any
 
 import click
+
+from seat_inventory.cli.output import OutputFormat, output_option, print_json, print_text
 
 PARAMETER_HELP = "Template parameter override NAME=VALUE (repeatable), e.g. -p MaxReceiveCount=3."
 
@@ -192,11 +193,14 @@ def _wait_forever(stats: Any = None) -> None:
     help="Percentage of messages that are re-sends of an earlier one.",
 )
 @click.option("--seed", type=int, help="Seed for quantities, customers and duplicate positions.")
-@click.option(
-    "--json", "as_json", is_flag=True, help="Print the summary as one JSON object on the last line."
-)
+@output_option
 def demo(
-    capacity: int, requests: int, workers: int | None, duplicates: float, seed: int | None, as_json: bool
+    capacity: int,
+    requests: int,
+    workers: int | None,
+    duplicates: float,
+    seed: int | None,
+    output: OutputFormat,
 ) -> None:
     """Run an on-sale end to end on a fresh local stack and check the result.
 
@@ -212,8 +216,10 @@ def demo(
             capacity=capacity, requests=requests, duplicates_pct=duplicates, workers=workers, seed=seed
         )
         summary = run_demo(options, progress=_say)
-    if as_json:
-        click.echo(json.dumps(summary, sort_keys=False))
+    if output is OutputFormat.JSON:
+        print_json(summary)
+    elif output is OutputFormat.TEXT:
+        print_text([summary])
     else:
         _print_summary(summary)
     if not checks_passed(summary):
@@ -244,7 +250,7 @@ SUMMARY_ROWS = (
 
 
 def _print_summary(summary: Mapping[str, Any]) -> None:
-    """`key: value  meaning` lines; the keys are those of --json."""
+    """`key: value  meaning` lines; the keys are those of --output json."""
     from seat_inventory.local.demo import checks_passed
 
     click.echo(f"on-sale of event {summary.get('event_id', '')} on the local stack")

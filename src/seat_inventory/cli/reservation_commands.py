@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import click
 
 from seat_inventory.cli.context import CliContext
+from seat_inventory.cli.output import OutputFormat, output_option, print_json, print_text
 from seat_inventory.models import ReservationRecord, iso_utc
 from seat_inventory.parsing import MAX_ID_LENGTH, id_problem
 
@@ -15,7 +15,7 @@ pass_cli = click.make_pass_decorator(CliContext)
 
 
 def record_document(record: ReservationRecord) -> dict[str, Any]:
-    """The record as `reservation show --json` prints it."""
+    """The record as `reservation show --output json` prints it."""
     answer = record.answer
     return {
         "reservation_id": answer.reservation_id,
@@ -42,9 +42,9 @@ def reservation() -> None:
 
 @reservation.command("show")
 @click.argument("reservation_id")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@output_option
 @pass_cli
-def show(obj: CliContext, reservation_id: str, as_json: bool) -> None:
+def show(obj: CliContext, reservation_id: str, output: OutputFormat) -> None:
     """Show RESERVATION_ID: its current status and the answer its reserve or hold message got."""
     problem = id_problem("reservation_id", reservation_id, MAX_ID_LENGTH)
     if problem:
@@ -57,8 +57,11 @@ def show(obj: CliContext, reservation_id: str, as_json: bool) -> None:
             " that are never recorded (`seats watch` shows them as they are published)"
         )
     document = record_document(record)
-    if as_json:
-        click.echo(json.dumps(document))
+    if output is OutputFormat.JSON:
+        print_json(document)
+        return
+    if output is OutputFormat.TEXT:
+        print_text([document])
         return
     width = max(len(name) for name in document)
     for name, value in document.items():

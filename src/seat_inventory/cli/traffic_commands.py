@@ -23,6 +23,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from seat_inventory.cli.context import CliContext, check_endpoint_url
 from seat_inventory.cli.errors import explain
+from seat_inventory.cli.output import OutputFormat, output_option, print_json, print_text, text_line
 from seat_inventory.models import Outcome
 from seat_inventory.parsing import MAX_ID_LENGTH, MAX_SEAT_CLASS_LENGTH, id_problem
 from seat_inventory.traffic import (
@@ -131,6 +132,7 @@ def reserve(
     help="Most seats one request asks for.",
 )
 @click.option("--seed", type=int, help="Make quantities, customers and duplicate positions repeatable.")
+@output_option
 @pass_cli
 def load(
     obj: CliContext,
@@ -141,6 +143,7 @@ def load(
     seat_class: str | None,
     max_quantity: int,
     seed: int | None,
+    output: OutputFormat,
 ) -> None:
     """Send a burst of reservation requests for EVENT_ID, with some duplicates, and report the rate.
 
@@ -177,10 +180,23 @@ def load(
             concurrency=concurrency,
             on_sent=bar.update,
         )
-    click.echo(
-        f"sent {report.sent}, failed {report.failed}; {distinct} distinct reservations, "
-        f"{len(bodies) - distinct} duplicates; {report.elapsed_s:.2f} s, {report.per_second:.1f} msgs/s"
-    )
+    summary = {
+        "sent": report.sent,
+        "failed": report.failed,
+        "distinct_reservations": distinct,
+        "duplicates": len(bodies) - distinct,
+        "elapsed_s": round(report.elapsed_s, 3),
+        "messages_per_s": round(report.per_second, 1),
+    }
+    if output is OutputFormat.JSON:
+        print_json(summary)
+    elif output is OutputFormat.TEXT:
+        print_text([summary])
+    else:
+        click.echo(
+            f"sent {report.sent}, failed {report.failed}; {distinct} distinct reservations, "
+            f"{len(bodies) - distinct} duplicates; {report.elapsed_s:.2f} s, {report.per_second:.1f} msgs/s"
+        )
     if report.failed:
         click.echo(f"error: {report.failed} message(s) could not be sent: {report.first_error}", err=True)
         raise click.exceptions.Exit(1)
@@ -210,6 +226,16 @@ def _outcome_line(document: Mapping[str, Any]) -> str:
     return "  ".join(parts)
 
 
+def _print_outcome(document: Mapping[str, Any], output: OutputFormat) -> None:
+    """One outcome: a readable line, one JSON line, or its fields tab-separated."""
+    if output is OutputFormat.JSON:
+        click.echo(json.dumps(document))
+    elif output is OutputFormat.TEXT:
+        click.echo(text_line(document))
+    else:
+        click.echo(_outcome_line(document))
+
+
 @click.command()
 @click.option(
     "--outcome",
@@ -219,7 +245,7 @@ def _outcome_line(document: Mapping[str, Any]) -> str:
 @click.option("--event", "event_id", help="Only outcomes of this event (filter on the `event_id` attribute).")
 @click.option("--count", type=click.IntRange(min=1), help="Stop after this many outcomes.")
 @click.option("--timeout", type=click.FloatRange(min=0), help="Stop after this many seconds.")
-@click.option("--json", "as_json", is_flag=True, help="Print each outcome document as one JSON line.")
+@output_option
 @pass_cli
 def watch(
     obj: CliContext,
@@ -227,13 +253,13 @@ def watch(
     event_id: str | None,
     count: int | None,
     timeout: float | None,
-    as_json: bool,
+    output: OutputFormat,
 ) -> None:
     """Print outcomes as they are published, until Ctrl-C, --count or --timeout.
 
     Subscribes a temporary SQS queue to the outcomes topic (raw delivery, filtered by SNS) and
     removes the subscription and the queue on exit. Outcomes published before the subscription
-    existed are not shown.
+    existed are not shown. `--output json` prints one JSON object per line.
     """
     resources = obj.resources()
     resources.require("outcomes_topic_arn")
@@ -259,7 +285,7 @@ def watch(
                     break
                 documents = collector.poll(wait_seconds=1 if left is None or left >= 1 else 0)
                 for document in documents[: None if count is None else count - seen]:
-                    click.echo(json.dumps(document) if as_json else _outcome_line(document))
+                    _print_outcome(document, output)
                     seen += 1
                 if not documents and left is not None and left < 1:
                     time.sleep(min(0.1, left))
@@ -288,10 +314,13 @@ def _preview(body: str) -> str:
 @click.option(
     "--max", "max_messages", type=click.IntRange(min=1), default=100, show_default=True, help="Most messages."
 )
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON array (JSON bodies parsed).")
+@output_option
 @pass_cli
-def dlq_show(obj: CliContext, max_messages: int, as_json: bool) -> None:
-    """List dead letters without consuming them (each stays in the queue)."""
+def dlq_show(obj: CliContext, max_messages: int, output: OutputFormat) -> None:
+    """List dead letters without consuming them (each stays in the queue).
+
+    `--output json` prints one JSON array, with the bodies that are JSON parsed.
+    """
     resources = obj.resources()
     resources.require("dead_letter_queue_url")
     assert resources.dead_letter_queue_url is not None
@@ -301,7 +330,10 @@ def dlq_show(obj: CliContext, max_messages: int, as_json: bool) -> None:
         )
     except (ClientError, BotoCoreError) as exc:
         raise _aws_call_failed("reading the dead-letter queue", exc) from exc
-    if as_json:
+    if output is OutputFormat.TEXT:
+        print_text(letters)
+        return
+    if output is OutputFormat.JSON:
         documents = []
         for letter in letters:
             document = dict(letter)

@@ -106,6 +106,29 @@ class OperatorCommands(TableAccess):
                 return sorted(classes, key=lambda c: c.seat_class)
             request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
+    def list_seat_classes(self) -> list[SeatClassInventory]:
+        """Every seat class of every event, sorted by event and class (`seats event list`).
+
+        A Scan: it reads the whole table (reservation records included) and is billed for it,
+        about one read unit per 8 KB scanned (eventually consistent). Fine for an operator's look
+        at a few thousand items; an index would be the way for millions.
+        """
+        classes: list[SeatClassInventory] = []
+        request: dict[str, Any] = {
+            "TableName": self._table_name,
+            "FilterExpression": "begins_with(pk, :event_prefix) AND begins_with(sk, :class_prefix)",
+            "ExpressionAttributeValues": {
+                ":event_prefix": {"S": INVENTORY_PREFIX},
+                ":class_prefix": {"S": CLASS_PREFIX},
+            },
+        }
+        while True:
+            page = call(self._client.scan, **request)
+            classes.extend(inventory_from_item(item) for item in page.get("Items", []))
+            if "LastEvaluatedKey" not in page:
+                return sorted(classes, key=lambda c: (c.event_id, c.seat_class))
+            request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
     def get_reservation(self, reservation_id: str) -> ReservationOutcome | None:
         """The answer recorded for a reservation id, or None when none was recorded (or it expired)."""
         record = self.get_reservation_record(reservation_id)
