@@ -99,11 +99,17 @@ def _read(key: Mapping[str, Any], size_bytes: int) -> ItemRead:
 
 
 class ContainerClock(Protocol):
-    """A container's clock: virtual time, and a sleep that may end the invocation (its timeout)."""
+    """A container's clock: virtual time; waits may end the invocation (its timeout)."""
 
     def now(self) -> float: ...
 
-    def sleep(self, seconds: float) -> None: ...
+    def sleep(self, seconds: float) -> None:
+        """Time the client spends itself (botocore's back-off)."""
+        ...
+
+    def wait_for_aws(self, seconds: float) -> None:
+        """Time a DynamoDB request takes on AWS (the contention model's latency)."""
+        ...
 
 
 class SimulatedTable:
@@ -203,7 +209,7 @@ class SimulatedDynamoStore:
         table.count("TransactWriteItems")
         decision = table.model.transact_write(items, now=self._clock.now())
         try:
-            self._clock.sleep(decision.latency_s)
+            self._clock.wait_for_aws(decision.latency_s)
         finally:
             # An admitted transaction commits on DynamoDB even when the caller's invocation ends
             # while it waits (the function timeout): its effect is applied either way.
@@ -221,7 +227,7 @@ class SimulatedDynamoStore:
         for attempt in range(1, BOTOCORE_MAX_ATTEMPTS + 1):
             table.count(operation)
             decision = table.model.read_items(items, operation=operation, now=self._clock.now())
-            self._clock.sleep(decision.latency_s)
+            self._clock.wait_for_aws(decision.latency_s)
             if decision.verdict is Verdict.ADMITTED:
                 return
             if attempt == BOTOCORE_MAX_ATTEMPTS:

@@ -229,19 +229,29 @@ class FunctionTiming:
     cold_start_s: float
     invoke_overhead_s: float
     per_message_s: float
+    client_time_factor: float = 1.0
 
 
 class _InvocationClock:
-    """The clock the service's code gets: virtual time, and a sleep that stops at the timeout."""
+    """The clock the service's code gets: virtual time, and waits that stop at the timeout.
 
-    def __init__(self, scheduler: VirtualScheduler) -> None:
+    `sleep` is time the function spends itself (its back-off, its own work, SNS calls); it is
+    multiplied by `client_time_factor` (1 on AWS; 1/S to model the local stack, whose contention
+    layer stretches only DynamoDB's time by S). `wait_for_aws` is DynamoDB's modelled latency.
+    """
+
+    def __init__(self, scheduler: VirtualScheduler, client_time_factor: float) -> None:
         self._scheduler = scheduler
+        self._factor = client_time_factor
         self.deadline = math.inf
 
     def now(self) -> float:
         return self._scheduler.now()
 
     def sleep(self, seconds: float) -> None:
+        self.wait_for_aws(seconds * self._factor)
+
+    def wait_for_aws(self, seconds: float) -> None:
         now = self._scheduler.now()
         if now + seconds >= self.deadline:
             self._scheduler.sleep(max(0.0, self.deadline - now))
@@ -272,7 +282,7 @@ class Container:
         self._timing = timing
         self._body_of = body_of
         self._tally = tally
-        self._clock = _InvocationClock(scheduler)
+        self._clock = _InvocationClock(scheduler, timing.client_time_factor)
         self._store = table.client(self._clock)
         self._publisher = SimulatedPublisher(self._clock.sleep, scheduler.now, rng, publisher_latency, tally)
         self._hints = InventoryHints()
@@ -295,9 +305,9 @@ class Container:
         tally.invocations += 1
         if self._cold:
             tally.cold_starts += 1
-            scheduler.sleep(timing.cold_start_s)
+            scheduler.sleep(timing.cold_start_s * timing.client_time_factor)
             self._cold = False
-        self._clock.deadline = scheduler.now() + timing.timeout_s
+        self._clock.deadline = scheduler.now() + timing.timeout_s * timing.client_time_factor
         messages = [QueueMessage(m.message_id, self._body_of(m)) for m in batch]
         try:
             self._clock.sleep(timing.invoke_overhead_s + timing.per_message_s * len(batch))
@@ -334,8 +344,10 @@ class EventSource:
         *,
         batch_size: int,
         batching_window_s: float,
+        gradual_scaling: bool = True,
     ) -> None:
         self._scheduler = scheduler
+        self._gradual = gradual_scaling
         self._queue = queue
         self._containers = containers
         self._batch_size = batch_size
@@ -356,7 +368,7 @@ class EventSource:
 
     def available_at(self, index: int, since: float) -> float:
         """When the mapping may run the `index`-th concurrent batch (5 at once, then 300 a minute)."""
-        if index < INITIAL_CONCURRENT_BATCHES:
+        if index < INITIAL_CONCURRENT_BATCHES or not self._gradual:
             return since
         return since + 60.0 * (index - INITIAL_CONCURRENT_BATCHES + 1) / SCALE_UP_PER_MINUTE
 

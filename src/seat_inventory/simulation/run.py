@@ -66,6 +66,12 @@ class SimulationConfig:
     max_per_customer: int | None = None
     customers: int | None = None  # distinct customers (default: one per request)
     contention: ContentionSettings = field(default_factory=ContentionSettings)
+    # None: AWS. S: the local stack with its contention layer at time scale S, where only
+    # DynamoDB's time is stretched by S: every other duration (the function's own work and
+    # back-off, SNS, cold starts, the batching window, the visibility and function timeouts) runs
+    # at wall speed, S times shorter in the model's time, and the local runner starts every
+    # container at once. Used to check the simulation against the layer (docs/simulation.md).
+    local_stack_time_scale: float | None = None
 
     def __post_init__(self) -> None:
         if not 1 <= self.containers <= 1000:
@@ -76,6 +82,13 @@ class SimulationConfig:
             raise ValueError(f"duplicates is a share from 0 to 1, not {self.duplicates}")
         if self.contention.time_scale != 1:
             raise ValueError("the simulation runs on AWS's own time: contention time_scale must be 1")
+        if self.local_stack_time_scale is not None and not self.local_stack_time_scale > 0:
+            raise ValueError("local_stack_time_scale must be positive")
+
+    @property
+    def client_time_factor(self) -> float:
+        """How much of the model's time one second of everything but DynamoDB takes."""
+        return 1.0 / self.local_stack_time_scale if self.local_stack_time_scale else 1.0
 
     @property
     def seats(self) -> int:
@@ -150,7 +163,7 @@ def _run(config: SimulationConfig, settings: Settings) -> SimulationResult:
     arrivals = _arrivals(config, rng)
     queue = SimulatedQueue(
         arrivals,
-        visibility_timeout_s=config.visibility_timeout_s,
+        visibility_timeout_s=config.visibility_timeout_s * config.client_time_factor,
         max_receive_count=config.max_receive_count,
         tally=tally,
     )
@@ -173,6 +186,7 @@ def _run(config: SimulationConfig, settings: Settings) -> SimulationResult:
         cold_start_s=config.cold_start_ms / 1000,
         invoke_overhead_s=config.invoke_overhead_ms / 1000,
         per_message_s=config.per_message_ms / 1000,
+        client_time_factor=config.client_time_factor,
     )
     publish_latency = LatencyModel(*config.publish_ms)
     containers = [
@@ -194,7 +208,8 @@ def _run(config: SimulationConfig, settings: Settings) -> SimulationResult:
         queue,
         containers,
         batch_size=config.batch_size,
-        batching_window_s=config.batching_window_s,
+        batching_window_s=config.batching_window_s * config.client_time_factor,
+        gradual_scaling=config.local_stack_time_scale is None,
     )
     source.start()
     scheduler.run()
