@@ -114,6 +114,12 @@ def _template_defaults() -> tuple[SimulationConfig, Settings]:
     help="Table-wide on-demand quota (AWS default 40,000) [default: not modelled].",
 )
 @click.option(
+    "--local-stack-scale",
+    type=click.FloatRange(min=0.001),
+    help="Model the local stack with its contention layer at this time scale instead of AWS"
+    " (only DynamoDB's time stretched; docs/simulation.md, validation).",
+)
+@click.option(
     "--output",
     type=click.Choice(["table", "json"]),
     default="table",
@@ -140,6 +146,7 @@ def simulate(
     write_units_per_s: float,
     read_units_per_s: float,
     table_write_units_per_s: float | None,
+    local_stack_scale: float | None,
     output: str,
 ) -> None:
     """Simulate one event's on-sale on AWS: the service's own logic in 1-1,000 containers against
@@ -172,6 +179,7 @@ def simulate(
                 read_units_per_s=read_units_per_s,
                 table_write_units_per_s=table_write_units_per_s,
             ),
+            local_stack_time_scale=local_stack_scale,
         )
     except (LocalStackError, ValueError) as exc:
         raise click.UsageError(str(exc)) from exc

@@ -20,6 +20,25 @@ def _cancelled(figures: dict[str, Any]) -> str:
     return f"{total:,} ({figures['cancelled_share']:.0%} of transactions: {parts})"
 
 
+def _contention(result: SimulationResult) -> str:
+    settings = result.config.contention
+    table = (
+        f"table {settings.table_write_units_per_s:,.0f} WCU/s"
+        if settings.table_write_units_per_s
+        else "no table quota"
+    )
+    where = (
+        f"the local stack's layer at time scale x{result.config.local_stack_time_scale:g}"
+        if result.config.local_stack_time_scale
+        else "AWS"
+    )
+    return (
+        f"{where}: per partition key {settings.write_units_per_s:,.0f} WCU/s and"
+        f" {settings.read_units_per_s:,.0f} RCU/s, burst {settings.burst_s:g} s; {table};"
+        f" conflicts; {'published latencies' if settings.latency else 'no latency'}"
+    )
+
+
 def format_table(result: SimulationResult) -> str:
     """The figures as aligned lines, grouped like docs/simulation.md describes them."""
     c, f = result.config, result.figures
@@ -38,7 +57,7 @@ def format_table(result: SimulationResult) -> str:
             f" {c.batching_window_s:g} s, timeout {c.timeout_s:g} s, {c.memory_mb} MB; visibility"
             f" {c.visibility_timeout_s:g} s, maxReceiveCount {c.max_receive_count}",
         ),
-        ("DynamoDB model", c.contention.describe()),
+        ("DynamoDB model", _contention(result)),
         ("", ""),
         ("confirmed reservations", f"{f['confirmed_reservations']:,}"),
         (
