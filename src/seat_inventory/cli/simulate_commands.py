@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import time
 
 import click
 
+from seat_inventory.cli.output import OutputFormat, output_option, print_json, print_text
 from seat_inventory.contention.model import ContentionSettings
 from seat_inventory.local.engines import LocalStackError
 from seat_inventory.local.template import load_template
@@ -119,13 +119,7 @@ def _template_defaults() -> tuple[SimulationConfig, Settings]:
     help="Model the local stack with its contention layer at this time scale instead of AWS"
     " (only DynamoDB's time stretched; docs/simulation.md, validation).",
 )
-@click.option(
-    "--output",
-    type=click.Choice(["table", "json"]),
-    default="table",
-    show_default=True,
-    help="Output format.",
-)
+@output_option
 def simulate(
     containers: int | None,
     requests: int,
@@ -147,7 +141,7 @@ def simulate(
     read_units_per_s: float,
     table_write_units_per_s: float | None,
     local_stack_scale: float | None,
-    output: str,
+    output: OutputFormat,
 ) -> None:
     """Simulate one event's on-sale on AWS: the service's own logic in 1-1,000 containers against
     an in-memory DynamoDB with AWS's conflicts, throttling and latency, fed by SQS, on a virtual
@@ -185,8 +179,10 @@ def simulate(
         raise click.UsageError(str(exc)) from exc
     started = time.monotonic()
     result = run_simulation(config, settings)
-    if output == "json":
-        click.echo(json.dumps(result.as_dict(), indent=2, sort_keys=False))
+    if output is OutputFormat.JSON:
+        print_json(result.as_dict())
+    elif output is OutputFormat.TEXT:
+        print_text({"figure": name, "value": value} for name, value in result.as_dict().items())
     else:
         click.echo(format_table(result))
         click.echo(f"(simulated in {time.monotonic() - started:.1f} s of wall time)", err=True)
