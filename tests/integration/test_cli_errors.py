@@ -31,8 +31,9 @@ MISSING_RESOURCES = {
     "RESERVATIONS_QUEUE_URL": f"https://sqs.{REGION}.amazonaws.com/123456789012/no-such-queue",
     "DEAD_LETTER_QUEUE_URL": f"https://sqs.{REGION}.amazonaws.com/123456789012/no-such-dlq",
 }
-# Commands that start the local engines instead of using the user's AWS settings.
-LOCAL_COMMANDS = {("local", "up"), ("demo",), ("bench",)}
+# Commands that use no AWS settings of the user's: they start the local engines or simulate.
+# A new command of that kind goes here (this test expects every other one to call AWS).
+LOCAL_COMMANDS = {("local", "up"), ("demo",), ("bench",), ("simulate",)}
 # Options that keep a command from waiting or prompting (everything else is made up from its params).
 EXTRA_ARGS: dict[tuple[str, ...], list[str]] = {
     ("watch",): ["--timeout", "1"],
