@@ -2,8 +2,9 @@
 -> the e2e tier (tests/e2e) run against that stack through its outputs, as against a real one.
 
 What moto's CloudFormation cannot show is checked on the translated template instead: it skips
-queue and topic policies and alarms (tests/integration/test_security.py and
-test_template_operations.py check those), and it cannot run a Lambda function. The function is
+queue and topic policies and API stages (tests/integration/test_security.py and the API's tests
+check those), it has no alarms (a small model below creates them in moto's CloudWatch, checked by
+test_template_operations.py too), and it cannot run a Lambda function. The function is
 run here, in this process, by a poller that plays the stack's SQS event source mapping: it reads
 the mapping and the function's configuration from the stack (batch size, queue, handler, the
 environment CloudFormation resolved) and invokes the handler the template names.
@@ -11,6 +12,7 @@ environment CloudFormation resolved) and invokes the handler the template names.
 
 from __future__ import annotations
 
+import copy
 import io
 import json
 import os
@@ -25,6 +27,7 @@ from typing import Any
 
 import boto3
 import pytest
+from moto.apigateway.models import RestAPI, apigateway_backends
 from moto.cloudformation import parsing as moto_cloudformation
 from moto.cloudformation.exceptions import UnformattedGetAttTemplateException
 from moto.cloudwatch.models import Metric, MetricDataQuery, MetricStat, cloudwatch_backends
@@ -39,9 +42,15 @@ STACK = "seat-inventory-ci"
 REGION = "us-east-1"
 CODE_BUCKET = "seat-inventory-ci-code"
 CODE_KEY = "function.zip"
-# Skipped by moto's CloudFormation (it warns and creates nothing): checked on the translated
-# template by the tests named in the module docstring.
-NOT_EMULATED = {"AWS::SQS::QueuePolicy", "AWS::SNS::TopicPolicy"}
+# Skipped by moto's CloudFormation (it warns and creates nothing): the policies are checked on
+# the translated template by the tests named in the module docstring; the API's stage settings
+# and account (its logging role) by the API's own tests.
+NOT_EMULATED = {
+    "AWS::SQS::QueuePolicy",
+    "AWS::SNS::TopicPolicy",
+    "AWS::ApiGateway::Stage",
+    "AWS::ApiGateway::Account",
+}
 
 
 class CloudWatchAlarmResource(CloudFormationModel):
@@ -127,6 +136,30 @@ def present(values: list[Any]) -> list[Any]:
     return [value for value in values if value is not None]
 
 
+def rest_api_with_its_body(
+    resource_name: str, cloudformation_json: dict[str, Any], account_id: str, region_name: str, **kwargs: Any
+) -> RestAPI:
+    """moto's AWS::ApiGateway::RestApi ignores `Body` (the OpenAPI definition SAM puts there), so
+    its deployment finds no methods; import the body as CloudFormation does."""
+    properties = cloudformation_json["Properties"]
+    backend = apigateway_backends[account_id][region_name]
+    api = backend.create_rest_api(
+        name=properties.get("Name", resource_name),
+        description=properties.get("Description", ""),
+        endpoint_configuration=properties.get("EndpointConfiguration"),
+    )
+    if "Body" in properties:
+        body = copy.deepcopy(properties["Body"])
+        for methods in body.get("paths", {}).values():
+            for method in methods.values():
+                integration = method.get("x-amazon-apigateway-integration", {})
+                # moto's importer requires both, which a MOCK integration (CORS preflight) lacks
+                integration.setdefault("uri", "")
+                integration.setdefault("httpMethod", "POST")
+        backend.put_rest_api(api.id, body, fail_on_warnings=False, mode="overwrite")
+    return api
+
+
 # moto lists the CloudFormation models once (cached): make it see the one above.
 moto_cloudformation.get_model_list.cache_clear()
 moto_cloudformation.get_model_map.cache_clear()
@@ -164,6 +197,7 @@ def deployed(template: Template) -> Iterator[DeployedStack]:
     server.start()
     endpoint = f"http://127.0.0.1:{port}"
     with pytest.MonkeyPatch.context() as env:
+        env.setattr(RestAPI, "create_from_cloudformation_json", rest_api_with_its_body)
         for name in (
             "AWS_PROFILE",
             "AWS_ENDPOINT_URL_DYNAMODB",
