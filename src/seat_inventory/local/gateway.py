@@ -538,6 +538,10 @@ class LocalApiServer:
                 if parts.path in ("/", "/checkout") and server.serves_static:
                     self._send(302, {"Location": "/checkout/"}, b"")
                     return
+                if parts.path == "/checkout/config.js" and server.serves_static:
+                    config = f"window.SEATS_API_URL = {json.dumps(server.api_url)};\n"
+                    self._send(200, {"Content-Type": "text/javascript; charset=utf-8"}, config.encode())
+                    return
                 static = server._static_file(parts.path)
                 if static is not None and self.command == "GET":
                     content_type = {

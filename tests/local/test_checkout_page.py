@@ -1,0 +1,99 @@
+"""The example checkout page (examples/checkout/), driven in headless Chromium through Selenium, reserving
+through the local checkout API that the local stack serves next to it.
+
+Skipped when Chromium or its driver is not installed (`apt-get install chromium chromium-driver`).
+`SEATS_UPDATE_SCREENSHOT=1` also writes the final screenshot to docs/checkout-page.png.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from seat_inventory.dal.inventory_table import InventoryTable
+from seat_inventory.local.runner import LocalRunner, runner_config
+from seat_inventory.local.stack import LocalStack
+from seat_inventory.models import SeatKey
+
+pytestmark = pytest.mark.local_stack
+
+webdriver = pytest.importorskip("selenium.webdriver")
+from selenium.webdriver.chrome.options import Options  # noqa: E402
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support import expected_conditions  # noqa: E402
+from selenium.webdriver.support.select import Select  # noqa: E402
+from selenium.webdriver.support.wait import WebDriverWait  # noqa: E402
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+CHROMEDRIVER = shutil.which("chromedriver")
+SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "checkout-page.png"
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    if CHROMIUM is None or CHROMEDRIVER is None:
+        pytest.skip("headless Chromium and chromedriver are not installed")
+    options = Options()
+    options.binary_location = CHROMIUM
+    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=900,820"):
+        options.add_argument(argument)
+    # The driver given explicitly: Selenium never downloads one.
+    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def test_the_checkout_page_reserves_and_shows_the_answer_and_the_seats_left(
+    local_stack: LocalStack, browser: object, tmp_path: Path
+) -> None:
+    driver = browser
+    assert local_stack.checkout_page_url is not None
+    # Given an event with two seat classes and the function's workers running
+    event_id = f"page-{uuid.uuid4().hex[:6]}"
+    table = InventoryTable(local_stack.client("dynamodb"), local_stack.table_name)
+    table.create_seat_class(SeatKey(event_id, "GA"), 120)
+    table.create_seat_class(SeatKey(event_id, "VIP"), 8)
+    with LocalRunner(runner_config(local_stack, workers=1)):
+        # When a buyer opens the page, asks for the seats of the event
+        driver.get(local_stack.checkout_page_url)  # type: ignore[attr-defined]
+        wait = WebDriverWait(driver, 60)
+        driver.find_element(By.ID, "event").send_keys(event_id)  # type: ignore[attr-defined]
+        driver.find_element(By.ID, "show-seats").click()  # type: ignore[attr-defined]
+        wait.until(
+            expected_conditions.presence_of_element_located((By.CSS_SELECTOR, "tr[data-seat-class=VIP]"))
+        )
+        # picks 3 VIP seats and reserves
+        Select(driver.find_element(By.ID, "seat-class")).select_by_value("VIP")  # type: ignore[attr-defined]
+        quantity = driver.find_element(By.ID, "quantity")  # type: ignore[attr-defined]
+        quantity.clear()
+        quantity.send_keys("3")
+        driver.find_element(By.ID, "reserve").click()  # type: ignore[attr-defined]
+
+        # Then the page polls until the answer arrives, and shows it with the seats left
+        wait.until(expected_conditions.text_to_be_present_in_element((By.ID, "outcome"), "CONFIRMED:"))
+        wait.until(
+            expected_conditions.text_to_be_present_in_element(
+                (By.CSS_SELECTOR, "tr[data-seat-class=VIP] td:nth-child(2)"), "5"
+            )
+        )
+        outcome = driver.find_element(By.ID, "outcome").text  # type: ignore[attr-defined]
+        ga_left = driver.find_element(By.CSS_SELECTOR, "tr[data-seat-class=GA] td:nth-child(2)").text  # type: ignore[attr-defined]
+        shot = tmp_path / "checkout-page.png"
+        driver.save_screenshot(str(shot))  # type: ignore[attr-defined]
+
+    assert outcome.startswith("CONFIRMED: ") and "reservation " in outcome
+    assert ga_left == "120"
+    # and the table agrees with the page
+    vip = table.read_inventory(SeatKey(event_id, "VIP"))
+    assert vip is not None and (vip.available, vip.sold) == (5, 3)
+    assert shot.stat().st_size > 10_000
+    if os.environ.get("SEATS_UPDATE_SCREENSHOT") == "1":
+        shutil.copyfile(shot, SCREENSHOT)
