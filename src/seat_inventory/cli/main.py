@@ -78,9 +78,13 @@ def cli(
 
 cli.add_command(event)
 # Commands of the local stack and of traffic are registered below by their modules' authors.
-from seat_inventory.cli.traffic_commands import dlq, invoke, load, reserve, watch  # noqa: E402
+from seat_inventory.cli.request_commands import cancel, confirm, hold, reserve  # noqa: E402
+from seat_inventory.cli.traffic_commands import dlq, invoke, load, watch  # noqa: E402
 
 cli.add_command(reserve)
+cli.add_command(hold)
+cli.add_command(confirm)
+cli.add_command(cancel)
 cli.add_command(load)
 cli.add_command(watch)
 cli.add_command(dlq)

@@ -1,4 +1,4 @@
-"""`seats reserve | load | watch | dlq | invoke`: send traffic, watch the answers, handle dead letters.
+"""`seats load | watch | dlq | invoke`: send traffic, watch the answers, handle dead letters.
 
 The work is done by `seat_inventory.traffic` (shared with the local demo); these commands only
 resolve resources, parse options and print.
@@ -32,7 +32,6 @@ from seat_inventory.traffic import (
     peek_dead_letters,
     plan_burst,
     redrive_dead_letters,
-    reservation_body,
     send_messages,
 )
 
@@ -66,48 +65,6 @@ def _aws_call_failed(action: str, exc: Exception) -> click.ClickException:
 
 
 # --------------------------------------------------------------------------- reserve and load
-
-
-@click.command()
-@click.argument("event_id")
-@click.option("--quantity", type=click.IntRange(min=1), required=True, help="Seats to reserve.")
-@click.option("--customer", required=True, help="Customer id sent with the request.")
-@click.option("--seat-class", help="Seat class; the service's default class when omitted.")
-@click.option("--reservation-id", help="Reservation id (the dedupe key); default r-<12 random hex>.")
-@pass_cli
-def reserve(
-    obj: CliContext,
-    event_id: str,
-    quantity: int,
-    customer: str,
-    seat_class: str | None,
-    reservation_id: str | None,
-) -> None:
-    """Send one reservation request for EVENT_ID to the reservations queue.
-
-    Send the same --reservation-id again to see the service answer a duplicate.
-    """
-    resources = obj.resources()
-    resources.require("reservations_queue_url")
-    body = reservation_body(
-        reservation_id=_checked_id(
-            "reservation_id", reservation_id or f"r-{uuid.uuid4().hex[:12]}", MAX_ID_LENGTH
-        ),
-        event_id=_checked_id("event_id", event_id, MAX_ID_LENGTH),
-        quantity=quantity,
-        customer_id=_checked_id("customer", customer, MAX_ID_LENGTH),
-        seat_class=None
-        if seat_class is None
-        else _checked_id("seat_class", seat_class, MAX_SEAT_CLASS_LENGTH),
-    )
-    try:
-        response = obj.client("sqs").send_message(
-            QueueUrl=resources.reservations_queue_url, MessageBody=json.dumps(body, separators=(",", ":"))
-        )
-    except (ClientError, BotoCoreError) as exc:
-        raise _aws_call_failed("sending the reservation", exc) from exc
-    click.echo(f"reservation_id {body['reservation_id']}")
-    click.echo(f"message_id     {response['MessageId']}")
 
 
 @click.command()
