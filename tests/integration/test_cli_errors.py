@@ -202,3 +202,10 @@ def test_an_unreachable_endpoint_is_reported_within_seconds(clean_env: pytest.Mo
     assert "cannot reach http://127.0.0.1:" in result.stderr
     # botocore's default (5 attempts with backoff) took 17-28 s; one retry takes at most a few.
     assert elapsed < 8, elapsed
+
+
+def test_bench_profiles_the_handler_with_profile_handler_not_profile() -> None:
+    # `--profile` is the AWS CLI's (and seats') named profile; bench no longer takes it for a file
+    assert "--profile-handler FILE" in run("bench", "--help").output
+    refused = run("bench", "--profile", "out.txt")
+    assert refused.exit_code == ExitCode.USAGE and "No such option: --profile" in refused.stderr

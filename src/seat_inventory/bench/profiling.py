@@ -1,4 +1,4 @@
-"""`seats bench --profile`: where one invocation's time goes, by pyinstrument.
+"""`seats bench --profile-handler FILE`: where one invocation's time goes, by pyinstrument.
 
 Runs the service's handler in this process on the local stack: a class of `capacity` seats and
 `batches` SQS batches of 100 one-seat requests (the first one unprofiled: it builds the clients),

@@ -66,7 +66,7 @@ DEFAULT_WORKERS = 4
     help="Fresh interpreters per import measured for the cold start; 0 skips it.",
 )
 @click.option(
-    "--profile",
+    "--profile-handler",
     "profile_path",
     type=click.Path(dir_okay=False, path_type=Path),
     help="Instead of benchmarking, profile the handler on a hot on-sale (pyinstrument) and write the"
