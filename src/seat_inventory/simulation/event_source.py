@@ -20,6 +20,7 @@
 from __future__ import annotations
 
 import heapq
+import itertools
 import json
 import math
 import random
@@ -131,7 +132,7 @@ class SimulatedQueue:
         return len(self._visible)
 
     def oldest_visible_since(self) -> float:
-        return min(m.visible_since for m in list(self._visible)[:SQS_RECEIVE_LIMIT])
+        return min(m.visible_since for m in itertools.islice(self._visible, SQS_RECEIVE_LIMIT))
 
     def take(self, count: int, now: float) -> list[Message]:
         batch = [self._visible.popleft() for _ in range(min(count, len(self._visible)))]
