@@ -20,6 +20,9 @@ import click
 
 from seat_inventory.cli.output import OutputFormat, output_option, print_json, print_text
 
+# The ports events/env.local.json names, so that `sam local invoke --env-vars` finds this stack.
+DEFAULT_DYNAMODB_PORT = 8000
+DEFAULT_MOTO_PORT = 5000
 PARAMETER_HELP = "Template parameter override NAME=VALUE (repeatable), e.g. -p MaxReceiveCount=3."
 
 
@@ -98,12 +101,36 @@ def local() -> None:
     help="Seconds between runs of the hold sweeper (default: the template's SweepSchedule, 1 minute).",
 )
 @click.option("--parameter", "-p", "parameters", multiple=True, help=PARAMETER_HELP)
+@click.option(
+    "--dynamodb-port",
+    type=click.IntRange(0, 65535),
+    default=DEFAULT_DYNAMODB_PORT,
+    show_default=True,
+    help="DynamoDB Local's port, fixed so that the exports stay valid across restarts (the one"
+    " events/env.local.json names); 0: any free port.",
+)
+@click.option(
+    "--moto-port",
+    type=click.IntRange(0, 65535),
+    default=DEFAULT_MOTO_PORT,
+    show_default=True,
+    help="The moto server's port (SQS, SNS), as events/env.local.json names it; 0: any free port.",
+)
+@click.option(
+    "--moto-host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Where moto listens; 0.0.0.0 lets a `sam local invoke` container reach it on Linux.",
+)
 def up(
     no_runner: bool,
     workers: int | None,
     visibility_timeout: int | None,
     sweep_interval: float | None,
     parameters: tuple[str, ...],
+    dynamodb_port: int,
+    moto_port: int,
+    moto_host: str,
 ) -> None:
     """Start the local stack in the foreground; Ctrl-C stops it (everything is in memory).
 
@@ -117,14 +144,22 @@ def up(
 
         _say("starting DynamoDB Local and the moto server ...")
         try:
-            with LocalStack(parameter_overrides=overrides, visibility_timeout_s=visibility_timeout) as stack:
+            with LocalStack(
+                parameter_overrides=overrides,
+                visibility_timeout_s=visibility_timeout,
+                dynamodb_port=dynamodb_port,
+                moto_port=moto_port,
+                moto_host=moto_host,
+            ) as stack:
                 _print_exports(stack.cli_environment())
                 _say(
                     f"table {stack.table_name}; queue {stack.queue_url} (visibility timeout "
                     f"{stack.visibility_timeout_s} s); dead-letter queue {stack.dead_letter_queue_url}; "
                     f"topic {stack.topic_arn}"
                 )
-                _say("DynamoDB Local listens on all interfaces (it has no bind option); moto on 127.0.0.1.")
+                _say(
+                    f"DynamoDB Local listens on all interfaces (it has no bind option); moto on {moto_host}."
+                )
                 if stack.api_url:
                     page = stack.checkout_page_url
                     _say(

@@ -100,6 +100,13 @@ def local_session(region: str = LOCAL_REGION) -> boto3.session.Session:
     )
 
 
+def port_in_use(port: int) -> bool:
+    """Whether something already accepts connections on 127.0.0.1:`port`."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(1)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
 def fake_credentials() -> dict[str, str]:
     return {"aws_access_key_id": FAKE_ACCESS_KEY_ID, "aws_secret_access_key": FAKE_SECRET_ACCESS_KEY}
 
@@ -125,11 +132,14 @@ class _ChildProcess:
     stop it in order), logged to a file, stopped by pid."""
 
     name = "engine"
+    port_option = "--port"
 
-    def __init__(self, *, log_path: Path | None = None) -> None:
+    def __init__(self, *, log_path: Path | None = None, port: int | None = None) -> None:
+        """`port`: a fixed port (exports stay valid across restarts); None or 0 picks a free one."""
         self._log_path = log_path
         self._log_file: IO[bytes] | None = None
         self._process: subprocess.Popen[bytes] | None = None
+        self._fixed_port = port or None
         self.port: int | None = None
 
     @property
@@ -164,15 +174,26 @@ class _ChildProcess:
         """
         if self._process is not None:
             return
+        if self._fixed_port is not None and port_in_use(self._fixed_port):
+            raise LocalStackError(
+                f"{self.name} cannot listen on port {self._fixed_port}: another process does (another"
+                f" `seats local up`?); stop it, or pass {self.port_option} with another port"
+                " (0: any free one)"
+            )
         self._prepare()
-        self.port = free_port()
+        self.port = self._fixed_port or free_port()
         self._spawn(self._command(self.port))
 
     def wait_until_ready(self) -> None:
         """Waits until the launched engine answers; relaunches on another port if that one was taken."""
         problem = self._readiness_problem()
         attempts = 1
-        while problem is not None and attempts < PORT_ATTEMPTS and self._port_was_taken():
+        while (
+            problem is not None
+            and attempts < PORT_ATTEMPTS
+            and self._fixed_port is None
+            and self._port_was_taken()
+        ):
             # Another process bound the port between free_port() and the engine's bind.
             self.stop()
             self.launch()
@@ -346,9 +367,12 @@ class DynamoDBLocal(_ChildProcess):
     """
 
     name = "DynamoDB Local"
+    port_option = "--dynamodb-port"
 
-    def __init__(self, *, install_dir: Path | None = None, log_path: Path | None = None) -> None:
-        super().__init__(log_path=log_path)
+    def __init__(
+        self, *, install_dir: Path | None = None, log_path: Path | None = None, port: int | None = None
+    ) -> None:
+        super().__init__(log_path=log_path, port=port)
         self._install_dir = install_dir or local_dir()
         self._java: str | None = None
         self._lib_dir: Path | None = None
@@ -390,10 +414,18 @@ class MotoServer(_ChildProcess):
     """
 
     name = "moto server"
+    port_option = "--moto-port"
+
+    def __init__(
+        self, *, log_path: Path | None = None, port: int | None = None, host: str = "127.0.0.1"
+    ) -> None:
+        """`host`: the address to listen on; 0.0.0.0 lets a container (`sam local invoke`) reach it."""
+        super().__init__(log_path=log_path, port=port)
+        self.host = host
 
     def _command(self, port: int) -> list[str]:
         launcher = "from seat_inventory.local.engines import run_moto_server; run_moto_server()"
-        return [sys.executable, "-c", launcher, "-H", "127.0.0.1", "-p", str(port)]
+        return [sys.executable, "-c", launcher, "-H", self.host, "-p", str(port)]
 
     def _prepare(self) -> None:
         try:

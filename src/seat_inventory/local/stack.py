@@ -89,7 +89,13 @@ class LocalStack:
         stack_name: str = DEFAULT_STACK_NAME,
         visibility_timeout_s: int | None = None,
         log_dir: Path | None = None,
+        dynamodb_port: int | None = None,
+        moto_port: int | None = None,
+        moto_host: str = "127.0.0.1",
     ) -> None:
+        """`dynamodb_port`, `moto_port`: fixed ports (None or 0: free ones); `moto_host`: moto's address."""
+        self._ports = {"dynamodb": dynamodb_port, "moto": moto_port}
+        self._moto_host = moto_host
         self.template = template or load_template(
             template_path, parameter_overrides=parameter_overrides, stack_name=stack_name
         )
@@ -112,8 +118,10 @@ class LocalStack:
         if self._resources:
             return self
         log_dir = self.log_dir
-        self._dynamodb = DynamoDBLocal(log_path=log_dir / "dynamodb-local.log")
-        self._moto = MotoServer(log_path=log_dir / "moto-server.log")
+        self._dynamodb = DynamoDBLocal(log_path=log_dir / "dynamodb-local.log", port=self._ports["dynamodb"])
+        self._moto = MotoServer(
+            log_path=log_dir / "moto-server.log", port=self._ports["moto"], host=self._moto_host
+        )
         try:
             # Both take a few seconds to boot: launch both, then wait for each.
             self._dynamodb.launch()

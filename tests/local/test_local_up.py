@@ -1,4 +1,5 @@
-"""`seats local up` stops everything within seconds when its process group gets SIGINT or SIGTERM.
+"""`seats local up`: fixed ports, the resources events/env.local.json names, and a stop within seconds
+when its process group gets SIGINT or SIGTERM.
 
 SIGINT to the group is Ctrl-C in a terminal; SIGTERM to the group is what supervisors and CI
 cancellation send. Before the fix, SIGTERM killed the sweeper while it slept in the runner's
@@ -8,6 +9,7 @@ up (this test failed with a timeout on that code; the sweeper sleeps its default
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -20,6 +22,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from seat_inventory.local.engines import DynamoDBLocal, LocalStackError, MotoServer, free_port
+
+REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.local_stack
 
 READY_TIMEOUT_S = 180
@@ -49,10 +54,21 @@ def group_alive(pgid: int) -> bool:
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_local_up_stops_everything_on_a_signal_to_its_process_group(signum: int, tmp_path: Path) -> None:
     # Given `seats local up` running with its workers and sweeper, in a process group of its own
+    ports = {"dynamodb": free_port(), "moto": free_port()}
     stdout, stderr = tmp_path / "stdout", tmp_path / "stderr"
     with stdout.open("wb") as out, stderr.open("wb") as err:
         process = subprocess.Popen(
-            [*seats_command(), "local", "up", "--workers", "2", *free_port_options()],
+            [
+                *seats_command(),
+                "local",
+                "up",
+                "--workers",
+                "2",
+                "--dynamodb-port",
+                str(ports["dynamodb"]),
+                "--moto-port",
+                str(ports["moto"]),
+            ],
             stdout=out,
             stderr=err,
             stdin=subprocess.DEVNULL,
@@ -66,9 +82,15 @@ def test_local_up_stops_everything_on_a_signal_to_its_process_group(signum: int,
             assert process.poll() is None, stderr.read_text()
             assert time.monotonic() < deadline, stderr.read_text()
             time.sleep(0.5)
-        exports = dict(re.findall(r"^export (AWS_ENDPOINT_URL_\w+)=(\S+)$", stdout.read_text(), re.M))
+        exports = dict(re.findall(r"^export (\w+)=(\S+)$", stdout.read_text(), re.M))
         endpoints = {exports["AWS_ENDPOINT_URL_DYNAMODB"], exports["AWS_ENDPOINT_URL_SQS"]}
         assert all(port_open(url) for url in endpoints)
+        # the ports asked for, and the resources events/env.local.json names (for sam local invoke)
+        assert exports["AWS_ENDPOINT_URL_DYNAMODB"] == f"http://127.0.0.1:{ports['dynamodb']}"
+        assert exports["AWS_ENDPOINT_URL_SQS"] == f"http://127.0.0.1:{ports['moto']}"
+        function_env = json.loads((REPO / "events" / "env.local.json").read_text())["ReserveSeatsFunction"]
+        assert exports["TABLE_NAME"] == function_env["TABLE_NAME"]
+        assert exports["OUTCOMES_TOPIC_ARN"] == function_env["OUTCOMES_TOPIC_ARN"]
         time.sleep(2)  # the workers long-poll and the sweeper runs: the moment the signal lands varies
 
         # When the whole process group gets the signal
@@ -93,6 +115,16 @@ def test_local_up_stops_everything_on_a_signal_to_its_process_group(signum: int,
     assert not any(port_open(url) for url in endpoints), "an engine outlived `seats local up`"
 
 
-def free_port_options() -> list[str]:
-    """Free ports for both engines when `local up` has fixed-port options (their defaults may be taken)."""
-    return []
+@pytest.mark.parametrize("engine", [DynamoDBLocal, MotoServer], ids=["DynamoDB Local", "moto"])
+def test_a_fixed_port_in_use_is_one_clear_error(engine: type[DynamoDBLocal | MotoServer]) -> None:
+    # Given something already listening on the port asked for
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+
+        # When the engine is launched on it, it says so (and which option to change) before starting
+        with pytest.raises(
+            LocalStackError, match=rf"cannot listen on port {port}: .* pass --(dynamodb|moto)-port"
+        ):
+            engine(port=port).launch()
