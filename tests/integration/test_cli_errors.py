@@ -209,3 +209,12 @@ def test_bench_profiles_the_handler_with_profile_handler_not_profile() -> None:
     assert "--profile-handler FILE" in run("bench", "--help").output
     refused = run("bench", "--profile", "out.txt")
     assert refused.exit_code == ExitCode.USAGE and "No such option: --profile" in refused.stderr
+
+
+def test_an_unknown_stack_name_is_one_line(clean_env: pytest.MonkeyPatch) -> None:
+    with_credentials(clean_env)
+    with mock_aws():
+        result = run("--stack-name", "no-such-stack", "event", "show", "x-1")
+    assert result.exit_code == ExitCode.REFUSED
+    assert result.stderr.startswith("Error: cannot read the outputs of stack 'no-such-stack': DescribeStacks")
+    assert len(result.stderr.strip().splitlines()) == 1
