@@ -14,6 +14,7 @@ from seat_inventory.dal.items import record_item
 from seat_inventory.models import Outcome, ReservationOutcome
 from seat_inventory.settings import Settings
 from seat_inventory.simulation.dynamodb import record_item_bytes
+from seat_inventory.simulation.event_source import scale_up_delay_s
 from seat_inventory.simulation.run import SimulationConfig, run_simulation
 from seat_inventory.simulation.scheduler import SimulationError, VirtualScheduler
 
@@ -186,3 +187,18 @@ def test_cli_prints_a_table_and_json_with_the_templates_defaults() -> None:
     document = json.loads(as_json.output)
     assert document["config"]["visibility_timeout_s"] == 180
     assert document["confirmed_reservations"] == 500
+
+
+def test_the_batching_window_gathers_what_arrives_within_it() -> None:
+    # 20 requests a second, a 1 s window: batches of about 20, not of BatchSize (100).
+    figures = simulate(containers=2, requests=400, arrival_rate=20, batching_window_s=1.0)
+
+    assert 15 <= figures["invocations"] <= 25
+    assert figures["answer_latency_p50_s"] < 1.5  # waited at most the window, plus the writes
+
+
+def test_the_event_source_scales_as_lambda_documents() -> None:
+    # 5 concurrent batches at once, then up to 300 more containers a minute.
+    assert [scale_up_delay_s(i) for i in (0, 4)] == [0.0, 0.0]
+    assert scale_up_delay_s(5) == pytest.approx(0.2)
+    assert scale_up_delay_s(304) == pytest.approx(60.0)

@@ -42,6 +42,14 @@ INITIAL_CONCURRENT_BATCHES = 5
 SCALE_UP_PER_MINUTE = 300
 
 
+def scale_up_delay_s(index: int) -> float:
+    """Seconds of backlog before Lambda runs the `index`-th concurrent batch (from 0): 5 at once,
+    then up to 300 more a minute."""
+    if index < INITIAL_CONCURRENT_BATCHES:
+        return 0.0
+    return 60.0 * (index - INITIAL_CONCURRENT_BATCHES + 1) / SCALE_UP_PER_MINUTE
+
+
 class FunctionTimedOut(BaseException):
     """The invocation reached the function's timeout; Lambda stops it (not an Exception: the
     service's code must not be able to catch it)."""
@@ -368,10 +376,8 @@ class EventSource:
         self._scheduler.call_at(self._scheduler.now(), self._dispatch)
 
     def available_at(self, index: int, since: float) -> float:
-        """When the mapping may run the `index`-th concurrent batch (5 at once, then 300 a minute)."""
-        if index < INITIAL_CONCURRENT_BATCHES or not self._gradual:
-            return since
-        return since + 60.0 * (index - INITIAL_CONCURRENT_BATCHES + 1) / SCALE_UP_PER_MINUTE
+        """When the mapping may run the `index`-th concurrent batch (all at once for the local runner)."""
+        return since + (scale_up_delay_s(index) if self._gradual else 0.0)
 
     def wait_for_batch(self, container: Container) -> list[Message] | None:
         """Called by a container's task: parks it until the mapping gives it a batch (None: done)."""

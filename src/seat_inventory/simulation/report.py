@@ -81,7 +81,11 @@ def format_table(result: SimulationResult) -> str:
             f"{f['wasted_write_units']:,.0f}"
             f" ({f['wasted_write_units_per_confirmed']:.2f} per confirmed reservation)",
         ),
-        ("messages handed back", f"{f['messages_handed_back']:,} (return after the visibility timeout)"),
+        (
+            "messages handed back",
+            f"{f['messages_handed_back']:,} ({_n(f['messages_handed_back_per_busy_s'])} per busy second;"
+            " they return after the visibility timeout)",
+        ),
         ("messages dead-lettered", f"{f['messages_dead_lettered']:,}"),
         (
             "answer latency",

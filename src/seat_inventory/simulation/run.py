@@ -303,6 +303,7 @@ def _figures(
         "timeouts": tally.timeouts,
         "messages_received": tally.messages_received,
         "messages_handed_back": tally.messages_handed_back,
+        "messages_handed_back_per_busy_s": tally.messages_handed_back / busy_s if busy_s > 0 else 0.0,
         "messages_dead_lettered": tally.messages_dead_lettered,
         "answer_latency_p50_s": _percentile(latencies, 0.5),
         "answer_latency_p99_s": _percentile(latencies, 0.99),
