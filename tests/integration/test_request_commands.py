@@ -10,9 +10,11 @@ from typing import Any
 import pytest
 from click.testing import Result
 
+from seat_inventory.cli import request_commands
 from seat_inventory.handlers import reserve_seats as handler_module
 from seat_inventory.models import InvalidMessage
 from seat_inventory.parsing import parse_reservation
+from seat_inventory.traffic import OutcomeCollector
 from tests.integration.conftest import LambdaContext
 from tests.integration.test_traffic_commands import Aws, aws, run, seed_events  # noqa: F401
 
@@ -140,3 +142,23 @@ def test_wait_gives_up_after_the_timeout(aws: Aws) -> None:  # noqa: F811
     assert result.exit_code == 1
     assert "no answer to cancel r-nobody within 1 s" in result.stderr
     assert aws.subscriptions() == [] and aws.watch_queues() == []
+
+
+def test_wait_reads_the_recorded_answer_when_sns_delivers_nothing(
+    service: Service, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a subscription that delivers nothing (as a new one on AWS may, for a few seconds)
+    monkeypatch.setattr(request_commands, "RECORD_GRACE_S", 0.5)
+    monkeypatch.setattr(OutcomeCollector, "poll", lambda self, wait_seconds=1: [])
+
+    # When a hold is sent with --wait
+    result = run(
+        "hold", "concert-2026", "--quantity", "1", "--customer", "c-4", "--reservation-id", "h-rec",
+        "--wait", "--timeout", "20", "--output", "json",
+    )  # fmt: skip
+
+    # Then the answer recorded for that message is printed, as SNS would have delivered it
+    assert result.exit_code == 0, result.output + result.stderr
+    document = answer(result)
+    assert (document["reservation_id"], document["outcome"], document["type"]) == ("h-rec", "HELD", "hold")
+    assert document["duplicate"] is False and document["message_id"]

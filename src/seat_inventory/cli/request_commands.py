@@ -3,9 +3,11 @@
 
 `--wait` subscribes a temporary queue to the outcomes topic before sending (as `seats watch`
 does, removed afterwards), then prints the outcome whose reservation id and type match the
-request. Exit status with `--wait`: 0 when the answer is the one asked for (CONFIRMED for a
-reservation or a confirm, HELD for a hold, CANCELLED for a cancel), 1 for any other answer
-(SOLD_OUT, EXPIRED, ...) or when none came within `--timeout`.
+request (for a reserve or hold, the answer recorded in the table if SNS has not delivered it
+within a few seconds: a new subscription may start late on AWS). Exit status with `--wait`:
+0 when the answer is the one asked for (CONFIRMED for a reservation or a confirm, HELD for a
+hold, CANCELLED for a cancel), 1 for any other answer (SOLD_OUT, EXPIRED, ...) or when none came
+within `--timeout`.
 """
 
 from __future__ import annotations
@@ -24,11 +26,15 @@ from seat_inventory.cli.errors import ExitCode, explain
 from seat_inventory.cli.output import OutputFormat, output_option, print_json, print_text, text_line
 from seat_inventory.models import Outcome
 from seat_inventory.parsing import MAX_ID_LENGTH, MAX_SEAT_CLASS_LENGTH, id_problem
+from seat_inventory.publishing.sns_publisher import outcome_document
 from seat_inventory.traffic import OutcomeCollector, reservation_body
 
 pass_cli = click.make_pass_decorator(CliContext)
 
 DEFAULT_WAIT_TIMEOUT_S = 60.0
+# --wait reads the recorded answer of a reserve or hold when SNS has not delivered it by then.
+RECORD_GRACE_S = 5.0
+RECORD_POLL_S = 2.0
 # The answer each request type asks for; any other answer exits 1 under --wait.
 WANTED = {
     "reserve": Outcome.CONFIRMED.value,
@@ -99,7 +105,12 @@ def _send(
                     " waiting for the answer",
                     err=True,
                 )
-            answer = _await_answer(collector, body["reservation_id"], request_type, timeout)
+            recorded = (
+                _recorded_answer(obj, body["reservation_id"], message_id)
+                if resources.table_name and request_type in ("reserve", "hold")
+                else None
+            )
+            answer = _await_answer(collector, body["reservation_id"], request_type, timeout, recorded)
     except (ClientError, BotoCoreError) as exc:
         raise _failed(f"waiting for the answer to {body['reservation_id']}", exc) from exc
     if answer is None:
@@ -120,15 +131,45 @@ def _send_message(sqs: Any, queue_url: str | None, body: dict[str, Any], request
     return str(response["MessageId"])
 
 
+def _recorded_answer(
+    obj: CliContext, reservation_id: str, message_id: str
+) -> Callable[[], dict[str, Any] | None]:
+    """Reads the answer recorded for this very message (a reserve or hold), as it was published."""
+
+    def read() -> dict[str, Any] | None:
+        record = obj.inventory_table().get_reservation_record(reservation_id)
+        if record is None or record.answer.message_id != message_id:
+            return None
+        return outcome_document(record.answer)
+
+    return read
+
+
 def _await_answer(
-    collector: OutcomeCollector, reservation_id: str, request_type: str, timeout: float
+    collector: OutcomeCollector,
+    reservation_id: str,
+    request_type: str,
+    timeout: float,
+    recorded: Callable[[], dict[str, Any] | None] | None = None,
 ) -> dict[str, Any] | None:
-    """The outcome answering this request (same reservation id and type), or None after `timeout`."""
-    deadline = time.monotonic() + timeout
+    """The outcome answering this request (same reservation id and type), or None after `timeout`.
+
+    On AWS, SNS may start delivering to a new subscription a few seconds late, and miss the
+    answer. So after RECORD_GRACE_S the answer recorded in the table for a reserve or hold (the
+    same document) is read too, every RECORD_POLL_S (a GetItem each).
+    """
+    started = time.monotonic()
+    deadline = started + timeout
+    next_record_read = started + RECORD_GRACE_S
     while (left := deadline - time.monotonic()) > 0:
         for document in collector.poll(wait_seconds=1 if left >= 1 else 0):
             if document.get("reservation_id") == reservation_id and document.get("type") == request_type:
                 return document
+        if recorded is not None and time.monotonic() >= next_record_read:
+            answer = recorded()
+            if answer is not None:
+                return answer
+            next_record_read = time.monotonic() + RECORD_POLL_S
         if left < 1:
             time.sleep(min(0.1, left))
     return None
