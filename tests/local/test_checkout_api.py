@@ -111,6 +111,31 @@ def test_reserve_then_poll_until_confirmed_and_see_the_seats_left(
     }
 
 
+def test_availability_sums_the_items_of_a_class_in_the_event_s_partition(
+    local_stack: LocalStack, api: str, http: requests.Session
+) -> None:
+    # Given a class kept in two items of the event's partition, and a customer counter there too
+    event_id = new_event(local_stack, 10)
+    dynamodb = local_stack.client("dynamodb")
+    second = {
+        "pk": {"S": f"EVENT#{event_id}"},
+        "sk": {"S": "CLASS#GA#2"},
+        "event_id": {"S": event_id},
+        "seat_class": {"S": "GA"},
+        "capacity": {"N": "5"},
+        "available": {"N": "3"},
+        "held": {"N": "1"},
+        "sold": {"N": "1"},
+    }
+    dynamodb.put_item(TableName=local_stack.table_name, Item=second)
+    counter = {"pk": {"S": f"EVENT#{event_id}"}, "sk": {"S": "CUSTOMER#GA#c-1"}, "seats": {"N": "2"}}
+    dynamodb.put_item(TableName=local_stack.table_name, Item=counter)
+    # Then the availability is one line for the class, summed over both items
+    assert seats_left(http, api, event_id) == {
+        "GA": {"seat_class": "GA", "seats_left": 13, "capacity": 15, "held": 1, "sold": 1, "sale": "OPEN"}
+    }
+
+
 def test_hold_then_confirm_through_the_api(local_stack: LocalStack, api: str, http: requests.Session) -> None:
     event_id = new_event(local_stack, 5)
     hold_id = f"h-{uuid.uuid4().hex[:8]}"
