@@ -55,8 +55,15 @@ BENCH_ARGS ?=
 bench: install ## Benchmark the service against the common design on the local stack; writes docs/benchmarks.md (BENCH_ARGS=--quick for a short run)
 	$(BIN)/seats bench $(BENCH_ARGS)
 
-build: install ## sam build (python3.11, offline-capable)
+build: install ## sam build: both functions' packages, with only what they import (scripts/build_function.py)
 	$(BIN)/sam build
+
+# `sam build` runs these (template.yaml: BuildMethod makefile) in a scratch directory, with
+# ARTIFACTS_DIR set: paths are taken from this Makefile's own place.
+ROOT := $(dir $(abspath $(lastword $(MAKEFILE_LIST))))
+BUILD_PYTHON ?= $(if $(wildcard $(ROOT)$(BIN)/python),$(ROOT)$(BIN)/python,$(PYTHON))
+build-ReserveSeatsFunction build-SweepHoldsFunction:
+	$(BUILD_PYTHON) $(ROOT)scripts/build_function.py "$(ARTIFACTS_DIR)"
 
 validate: install ## sam validate --lint
 	$(BIN)/sam validate --lint --region us-east-1

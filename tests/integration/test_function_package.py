@@ -1,0 +1,121 @@
+"""`sam build` and the function package: only what the functions import, and it runs on its own.
+
+The build is the real one (`sam build` -> the Makefile's build-<Function> targets ->
+scripts/build_function.py), into a temporary directory; pip installs the pinned wheels for arm64.
+The package is then imported by an interpreter that sees nothing else (-I -S) and writes no
+bytecode (-B), as Lambda's read-only /var/task.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from scripts.build_function import BOTOCORE_DATA_FILES, SERVICES, function_modules
+
+from tests.integration.conftest import REPO
+from tests.template_support import Template
+
+FUNCTIONS = ("ReserveSeatsFunction", "SweepHoldsFunction")
+OPERATOR_CODE = ("cli", "local", "bench", "simulation", "contention", "traffic.py")
+# 39 MB before (boto3's every service model, the cli/local/bench code); about 18 MB now.
+MAX_PACKAGE_BYTES = 25_000_000
+
+
+@pytest.fixture(scope="module")
+def build_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    build = tmp_path_factory.mktemp("sam-build")
+    result = subprocess.run(
+        [
+            str(Path(sys.executable).with_name("sam")),
+            "build",
+            "--build-dir",
+            str(build / "out"),
+            "--cache-dir",
+            str(build / "cache"),
+            "--no-cached",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
+    return build / "out"
+
+
+def run_in_package(package: Path, code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-I", "-S", "-B", "-c", f"import sys; sys.path.insert(0, {str(package)!r}); {code}"],
+        capture_output=True,
+        text=True,
+        env={"AWS_DEFAULT_REGION": "us-east-1", "POWERTOOLS_TRACE_DISABLED": "true"},
+        timeout=120,
+    )
+
+
+def test_every_function_is_built_by_the_makefile_target(template: Template) -> None:
+    makefile = (REPO / "Makefile").read_text()
+    for function in FUNCTIONS:
+        metadata = template.resource(function)["Metadata"]
+        assert (metadata["BuildMethod"], metadata["ContextPath"]) == ("makefile", ".")
+        assert f"build-{function}" in makefile
+    assert template.document["Globals"]["Function"]["Architectures"] == ["arm64"]
+    assert template.document["Globals"]["Function"]["Runtime"] == "python3.11"
+
+
+@pytest.mark.parametrize("function", FUNCTIONS)
+def test_the_package_holds_only_the_modules_the_handlers_import(build_dir: Path, function: str) -> None:
+    package = build_dir / function
+    code = package / "seat_inventory"
+    for operator_code in OPERATOR_CODE:
+        assert not (code / operator_code).exists(), operator_code
+    shipped = sorted(
+        ".".join(p.relative_to(package).with_suffix("").parts).removesuffix(".__init__")
+        for p in code.rglob("*.py")
+    )
+    assert shipped == function_modules()
+    assert "seat_inventory.handlers.reserve_seats" in shipped and "seat_inventory.dal" in shipped
+
+
+@pytest.mark.parametrize("function", FUNCTIONS)
+def test_botocore_keeps_the_models_of_the_services_called_only(build_dir: Path, function: str) -> None:
+    data = build_dir / function / "botocore" / "data"
+    assert sorted(p.name for p in data.iterdir()) == sorted((*SERVICES, *BOTOCORE_DATA_FILES))
+
+
+@pytest.mark.parametrize("function", FUNCTIONS)
+def test_every_module_ships_its_bytecode_used_whatever_the_timestamps(build_dir: Path, function: str) -> None:
+    package = build_dir / function
+    tag = sys.implementation.cache_tag
+    sources = [p for p in package.rglob("*.py") if "__pycache__" not in p.parts]
+    assert len(sources) > 500
+    for source in sources:
+        compiled = Path(importlib.util.cache_from_source(str(source)))
+        assert compiled.exists() and tag in compiled.name, source
+        flags = int.from_bytes(compiled.read_bytes()[4:8], "little")
+        assert flags == 0b01, source  # hash-based, unchecked (PEP 552)
+
+
+@pytest.mark.parametrize("function", FUNCTIONS)
+def test_the_package_runs_on_its_own_with_and_without_tracing(build_dir: Path, function: str) -> None:
+    package = build_dir / function
+    result = run_in_package(
+        package,
+        "import boto3, seat_inventory.handlers.reserve_seats, seat_inventory.handlers.sweep_holds; "
+        "session = boto3.session.Session(); session.client('dynamodb'); session.client('sns'); "
+        # Tracing: Active (the handler imports the X-Ray SDK, which builds an xray client)
+        "from aws_xray_sdk.core import patch, xray_recorder; patch(['botocore']); "
+        "import seat_inventory; print(seat_inventory.__file__)",
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip() == str(package / "seat_inventory" / "__init__.py")
+
+
+def test_the_package_is_small(build_dir: Path) -> None:
+    for function in FUNCTIONS:
+        size = sum(p.stat().st_size for p in (build_dir / function).rglob("*") if p.is_file())
+        assert size < MAX_PACKAGE_BYTES, (function, size)
