@@ -376,3 +376,67 @@ def test_the_e2e_tier_passes_against_the_stack(
     e2e_tests = report.count("PASSED tests/e2e/")
     assert e2e_tests >= 2 and f"{e2e_tests} passed" in report.splitlines()[-1], report[-2000:]
     assert poller.invocations > 0 and not poller.errors, poller.errors
+
+
+def evaluate(value: Any, conditions: dict[str, Any], parameters: dict[str, str]) -> Any:
+    """A condition's value: the few intrinsics conditions use."""
+    if isinstance(value, dict):
+        ((name, argument),) = value.items()
+        if name == "Ref":
+            return parameters[argument]
+        if name == "Condition":
+            return evaluate(conditions[argument], conditions, parameters)
+        operands = [evaluate(item, conditions, parameters) for item in argument]
+        return {
+            "Fn::Equals": lambda: operands[0] == operands[1],
+            "Fn::Not": lambda: not operands[0],
+            "Fn::And": lambda: all(operands),
+            "Fn::Or": lambda: any(operands),
+        }[name]()
+    return value
+
+
+def with_language_extensions(body: dict[str, Any], overrides: dict[str, str]) -> dict[str, Any]:
+    """What the AWS::LanguageExtensions transform does for this template before the stack is
+    created (moto has no such transform): `Fn::If` in DeletionPolicy and UpdateReplacePolicy
+    resolved with the stack's parameters."""
+    parameters = {name: str(p.get("Default", "")) for name, p in body["Parameters"].items()} | overrides
+    resolved = copy.deepcopy(body)
+    for resource in resolved["Resources"].values():
+        for policy in ("DeletionPolicy", "UpdateReplacePolicy"):
+            value = resource.get(policy)
+            if isinstance(value, dict):
+                condition, when_true, when_false = value["Fn::If"]
+                chosen = evaluate({"Condition": condition}, body["Conditions"], parameters)
+                resource[policy] = when_true if chosen else when_false
+    return resolved
+
+
+@pytest.mark.parametrize("stage", ["production", "dev"])
+def test_deleting_the_stack_keeps_the_table_in_production_only(
+    deployed: DeployedStack, template: Template, stage: str
+) -> None:
+    session = boto3.session.Session(region_name=REGION)
+    ops_topic = session.client("sns").create_topic(Name=f"ops-pager-{stage}")["TopicArn"]
+    overrides = {"Stage": stage, "AlarmTopicArn": ops_topic}
+    body = with_language_extensions(
+        sam_translate(template.document, code_uri=f"s3://{CODE_BUCKET}/{CODE_KEY}"), overrides
+    )
+    name = f"seat-inventory-{stage}"
+    deployed.cloudformation.create_stack(
+        StackName=name,
+        TemplateBody=json.dumps(body),
+        Parameters=[{"ParameterKey": k, "ParameterValue": v} for k, v in overrides.items()],
+        Capabilities=["CAPABILITY_IAM"],
+    )
+    [stack] = deployed.cloudformation.describe_stacks(StackName=name)["Stacks"]
+    outputs = {o["OutputKey"]: o["OutputValue"] for o in stack["Outputs"]}
+    dynamodb = session.client("dynamodb")
+    table = dynamodb.describe_table(TableName=outputs["InventoryTableName"])["Table"]
+    assert table.get("DeletionProtectionEnabled", False) is (stage == "production")
+    alarms = session.client("cloudwatch").describe_alarms(AlarmNamePrefix=name)["MetricAlarms"]
+    assert alarms and all(a["AlarmActions"] == [outputs["AlarmTopicArn"], ops_topic] for a in alarms)
+
+    deployed.cloudformation.delete_stack(StackName=name)
+
+    assert (outputs["InventoryTableName"] in dynamodb.list_tables()["TableNames"]) is (stage == "production")
