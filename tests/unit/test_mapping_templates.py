@@ -15,7 +15,7 @@ from urllib.parse import parse_qs
 
 import pytest
 
-from seat_inventory.local.gateway import ApiDefinition, LocalApiGateway, Route
+from seat_inventory.local.gateway import ApiDefinition, ApiRequest, IntegrationResult, LocalApiGateway, Route
 from seat_inventory.local.mapping_templates import InputVariable, json_path, render
 from seat_inventory.local.template import PhysicalResource, default_template_path, load_template
 from seat_inventory.models import ChangeRequest, InvalidMessage, RequestType, ReservationRequest
@@ -412,3 +412,74 @@ def test_util_escape_javascript_is_java_s_and_json_readable_after_the_usual_fix(
         context=context(),
     )
     assert rendered.body == '"a\\"b\\\\c\\/d\\\'e\\n"'
+
+
+# --- the local gateway's request lifecycle, with an in-memory backend ---------------------------
+
+
+class FakeBackends:
+    """Answers integration calls with a fixed status and body, and records what was sent."""
+
+    def __init__(self, status: int, body: Any) -> None:
+        self.status = status
+        self.body = body
+        self.calls: list[tuple[str, dict[str, str], str]] = []
+
+    def call(self, uri: str, headers: Mapping[str, str], body: str) -> IntegrationResult:
+        self.calls.append((uri, dict(headers), body))
+        return IntegrationResult(self.status, {}, json.dumps(self.body))
+
+
+def gateway_with(api: ApiDefinition, status: int, body: Any) -> tuple[LocalApiGateway, FakeBackends]:
+    backends = FakeBackends(status, body)
+    return LocalApiGateway(api, backends, account_id="123456789012"), backends  # type: ignore[arg-type]
+
+
+SENT = {"SendMessageResponse": {"SendMessageResult": {"MessageId": "m-42"}}}
+JSON_HEADERS = {"Content-Type": "application/json"}
+
+
+def test_the_gateway_sends_the_rendered_request_to_the_integration_uri(api: ApiDefinition) -> None:
+    gateway, backends = gateway_with(api, 200, SENT)
+    body = json.dumps({"event_id": "e-1", "quantity": 1, "customer_id": "c-1"})
+    response = gateway.handle(
+        ApiRequest("POST", "/reservations", {**JSON_HEADERS, "idempotency-key": "k-1"}, body)
+    )
+    assert (response.status, json.loads(response.body)) == (
+        202,
+        {"reservation_id": "k-1", "message_id": "m-42"},
+    )
+    assert response.headers["Access-Control-Allow-Origin"] == "*"
+    ((uri, headers, sent),) = backends.calls
+    assert uri == f"arn:aws:apigateway:us-east-1:sqs:path/123456789012/{QUEUE}"
+    assert headers == {"Content-Type": "application/x-www-form-urlencoded"}
+    assert json.loads(parse_qs(sent)["MessageBody"][0])["reservation_id"] == "k-1"
+
+
+def test_the_gateway_refuses_before_calling_anything(api: ApiDefinition) -> None:
+    gateway, backends = gateway_with(api, 200, SENT)
+    bad_body = gateway.handle(ApiRequest("POST", "/reservations", JSON_HEADERS, '{"quantity": "two"}'))
+    assert bad_body.status == 400 and "is not of type 'integer'" in json.loads(bad_body.body)["message"]
+    not_json = gateway.handle(ApiRequest("POST", "/reservations", JSON_HEADERS, "{nope"))
+    assert not_json.status == 400 and "Invalid JSON" in json.loads(not_json.body)["message"]
+    form = gateway.handle(ApiRequest("POST", "/reservations", {"Content-Type": "text/plain"}, "x"))
+    assert (form.status, json.loads(form.body)) == (415, {"message": "Unsupported Media Type"})
+    unknown = gateway.handle(ApiRequest("GET", "/tickets", {}))
+    assert (unknown.status, json.loads(unknown.body)) == (403, {"message": "Missing Authentication Token"})
+    assert backends.calls == []
+
+
+def test_an_integration_error_selects_the_error_response(api: ApiDefinition) -> None:
+    gateway, _ = gateway_with(api, 500, {"__type": "InternalServerError"})
+    body = json.dumps({"event_id": "e-1", "quantity": 1, "customer_id": "c-1"})
+    response = gateway.handle(ApiRequest("POST", "/reservations", JSON_HEADERS, body))
+    assert response.status == 502
+    assert "did not take the request" in json.loads(response.body)["message"]
+
+
+def test_a_preflight_is_answered_by_the_mock_integration(api: ApiDefinition) -> None:
+    gateway, backends = gateway_with(api, 200, {})
+    response = gateway.handle(ApiRequest("OPTIONS", "/reservations/r-1", {}))
+    assert response.status == 204
+    assert response.headers["Access-Control-Allow-Methods"] == "GET,OPTIONS"
+    assert backends.calls == []

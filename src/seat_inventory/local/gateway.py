@@ -131,6 +131,11 @@ class ApiRequest:
     query: Mapping[str, str] = field(default_factory=dict)
     source_ip: str = "127.0.0.1"
 
+    @property
+    def content_type(self) -> str:
+        """The body's media type, application/json when the request names none (as API Gateway)."""
+        return (self.header("Content-Type") or JSON).split(";", 1)[0].strip().lower()
+
     def header(self, name: str) -> str | None:
         for key, value in self.headers.items():
             if key.lower() == name.lower():
@@ -286,7 +291,10 @@ class LocalApiGateway:
                 return self._gateway_response(
                     "BAD_REQUEST_PARAMETERS", 400, message, context, request, path_parameters
                 )
-        schema = ((operation.get("requestBody") or {}).get("content") or {}).get(JSON, {}).get("schema")
+        # The model of the request's content type: none for another type (the integration's
+        # passthrough behaviour decides then).
+        content = ((operation.get("requestBody") or {}).get("content") or {}).get(request.content_type, {})
+        schema = content.get("schema")
         if not validator.get("validateRequestBody") or schema is None:
             return None
         problems = self.body_problems(schema, request.body)
@@ -333,9 +341,8 @@ class LocalApiGateway:
         integration = route.operation.get("x-amazon-apigateway-integration")
         if not isinstance(integration, dict):
             raise ApiDefinitionError(f"{route.method} {route.resource_path} has no integration")
-        content_type = (request.header("Content-Type") or JSON).split(";", 1)[0].strip().lower()
         templates = integration.get("requestTemplates") or {}
-        template = templates.get(content_type)
+        template = templates.get(request.content_type)
         if template is None and str(integration.get("passthroughBehavior", "")).lower() == "never":
             return self._gateway_response(
                 "UNSUPPORTED_MEDIA_TYPE",
