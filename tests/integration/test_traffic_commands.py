@@ -395,6 +395,10 @@ def test_dlq_redrive_of_an_empty_queue_says_there_is_nothing_to_redrive(aws: Aws
     assert result.exit_code == 0, result.output
     assert result.stdout.startswith("nothing to redrive:")
     assert "Move" not in result.stdout + result.stderr
+    assert json.loads(run("dlq", "redrive", "--output", "json").stdout) == {
+        "moved": 0,
+        "queue_url": aws.queue_url,
+    }
 
 
 def test_dlq_redrive_asks_first_and_moves_everything(aws: Aws) -> None:

@@ -316,8 +316,9 @@ def dlq_show(obj: CliContext, max_messages: int, output: OutputFormat) -> None:
     "--max", "max_messages", type=click.IntRange(min=1), help="Move at most this many (all by default)."
 )
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@output_option
 @pass_cli
-def dlq_redrive(obj: CliContext, max_messages: int | None, yes: bool) -> None:
+def dlq_redrive(obj: CliContext, max_messages: int | None, yes: bool, output: OutputFormat) -> None:
     """Move dead letters back to the reservations queue to be processed again.
 
     Each message is sent before it is deleted, so none is lost; one caught between the two
@@ -334,7 +335,7 @@ def dlq_redrive(obj: CliContext, max_messages: int | None, yes: bool) -> None:
     except (ClientError, BotoCoreError) as exc:
         raise _aws_call_failed("reading the dead-letter queue", exc) from exc
     if int(waiting) == 0:
-        click.echo(f"nothing to redrive: {resources.dead_letter_queue_url} is empty")
+        _print_moved(0, resources.reservations_queue_url, output, empty=resources.dead_letter_queue_url)
         return
     limit = "all" if max_messages is None else f"up to {max_messages}"
     if not yes:
@@ -351,7 +352,18 @@ def dlq_redrive(obj: CliContext, max_messages: int | None, yes: bool) -> None:
         raise click.ClickException(str(exc)) from exc
     except (ClientError, BotoCoreError) as exc:
         raise _aws_call_failed("redriving", exc) from exc
-    click.echo(f"moved {moved} message(s) to {resources.reservations_queue_url}")
+    _print_moved(moved, resources.reservations_queue_url, output)
+
+
+def _print_moved(moved: int, queue_url: str, output: OutputFormat, *, empty: str | None = None) -> None:
+    if output is OutputFormat.JSON:
+        print_json({"moved": moved, "queue_url": queue_url})
+    elif output is OutputFormat.TEXT:
+        print_text([{"moved": moved, "queue_url": queue_url}])
+    elif empty is not None:
+        click.echo(f"nothing to redrive: {empty} is empty")
+    else:
+        click.echo(f"moved {moved} message(s) to {queue_url}")
 
 
 # --------------------------------------------------------------------------- invoke
