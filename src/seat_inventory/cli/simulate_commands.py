@@ -49,11 +49,23 @@ def _template_defaults() -> tuple[SimulationConfig, Settings]:
     type=click.IntRange(1, 1000),
     help="Concurrent containers (MaximumConcurrency) [default: the template's].",
 )
-@click.option("--requests", type=click.IntRange(1, 1_000_000), default=10_000, show_default=True)
+@click.option(
+    "--requests",
+    type=click.IntRange(1, 1_000_000),
+    default=10_000,
+    show_default=True,
+    help="Reservation requests for the event.",
+)
 @click.option(
     "--capacity", type=click.IntRange(min=0), help="Seats of the event [default: enough for every request]."
 )
-@click.option("--seats-per-request", type=click.IntRange(1, 10), default=1, show_default=True)
+@click.option(
+    "--seats-per-request",
+    type=click.IntRange(1, 10),
+    default=1,
+    show_default=True,
+    help="Seats each request asks for.",
+)
 @click.option(
     "--duplicates",
     type=click.FloatRange(0.0, 1.0),
@@ -83,9 +95,19 @@ def _template_defaults() -> tuple[SimulationConfig, Settings]:
 @click.option(
     "--customers", type=click.IntRange(min=1), help="Distinct customers [default: one per request]."
 )
-@click.option("--seed", type=int, default=1, show_default=True)
 @click.option(
-    "--cold-start-ms", type=click.FloatRange(min=0.0), default=DEFAULT_COLD_START_MS, show_default=True
+    "--seed",
+    type=int,
+    default=1,
+    show_default=True,
+    help="Every figure is the same for the same seed and options.",
+)
+@click.option(
+    "--cold-start-ms",
+    type=click.FloatRange(min=0.0),
+    default=DEFAULT_COLD_START_MS,
+    show_default=True,
+    help="A new container's start before its first invocation.",
 )
 @click.option(
     "--publish-ms",

@@ -18,6 +18,11 @@ after botocore:
 
 Items are keyed as the DAL keys them (`dal.items.inventory_key`, ...), so partitions are
 the real ones. Write units come from item sizes (`record_item_bytes`).
+
+To add a store method (say, one that writes shard items): implement it on the in-memory store,
+then here list the items it writes (keys from `dal.items`, sizes) and pass them with the
+in-memory call to `_transact` (or the reads to `_read`); the model then gives it conflicts,
+throttling, latency and units like every other call.
 """
 
 from __future__ import annotations
