@@ -129,6 +129,17 @@ def test_the_alarm_topic_always_exists_and_email_and_ops_topic_are_optional(temp
     assert not pattern.match("ops-pager") and not pattern.match("arn:aws:sqs:eu-west-1:123456789012:q")
 
 
+def test_the_checkout_api_alarm_and_widget_name_the_api_and_its_stage(template: Template) -> None:
+    api = template.properties("CheckoutApi")
+    alarm = template.properties("CheckoutApiServerErrorsAlarm")
+    [(namespace, metric, dimensions)] = metrics_of(alarm)
+    assert (namespace, metric) == ("AWS/ApiGateway", "5XXError")
+    assert dimensions == {"ApiName": api["Name"], "Stage": api["StageName"]}
+    shown = {(m[1], m[3], m[5]) for m in dashboard_metrics(template) if m[0] == "AWS/ApiGateway"}
+    name = "<" + api["Name"]["Fn::Sub"].removeprefix("${").replace("}", ">", 1)
+    assert ("5XXError", name, api["StageName"]) in shown and ("Count", name, api["StageName"]) in shown
+
+
 def test_the_queue_age_alarm_threshold_is_the_parameter(template: Template) -> None:
     alarm = template.properties("QueueAgeAlarm")
     assert alarm["Threshold"] == {"Ref": "QueueAgeAlarmSeconds"}
