@@ -9,6 +9,7 @@ stack created on moto's CloudFormation (tests/integration/test_deploy_path.py).
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -116,10 +117,11 @@ def test_event_commands_create_show_resize_and_close_the_sale(deployed: CliConte
     assert answers(deployed, event_id, [first]) == {first["reservation_id"]: "CONFIRMED"}
 
     # Then `event show` reports the new capacity and the sale
-    shown = seats("event", "show", event_id)
+    shown = seats("event", "show", event_id, "--output", "json")
     assert shown.returncode == 0, shown.stderr
-    [row] = [line.split() for line in shown.stdout.splitlines() if line.startswith("GA ")]
-    assert row[:5] == ["GA", "8", "6", "0", "2"] and row[5] == "OPEN"
+    [seat_class] = json.loads(shown.stdout)["seat_classes"]
+    assert (seat_class["seat_class"], seat_class["capacity"], seat_class["available"]) == ("GA", 8, 6)
+    assert (seat_class["held"], seat_class["sold"], seat_class["sale"]) == (0, 2, "OPEN")
 
     # And once closed, a new reservation is answered SALE_CLOSED and takes nothing
     closed = seats("event", "close", event_id)
