@@ -202,3 +202,15 @@ def test_the_event_source_scales_as_lambda_documents() -> None:
     assert [scale_up_delay_s(i) for i in (0, 4)] == [0.0, 0.0]
     assert scale_up_delay_s(5) == pytest.approx(0.2)
     assert scale_up_delay_s(304) == pytest.approx(60.0)
+
+
+def test_the_local_stack_mode_stretches_only_dynamodb_time() -> None:
+    # At time scale 20 the visibility timeout (wall time on the local stack) is 20 times shorter
+    # in the model's time, while a transaction still takes its modelled latency.
+    aws = simulate(containers=30, requests=6000, visibility_timeout_s=100)
+    local = simulate(containers=30, requests=6000, visibility_timeout_s=100, local_stack_time_scale=20)
+
+    assert aws["messages_handed_back"] > 0 and local["messages_handed_back"] > 0
+    assert aws["answer_latency_p99_s"] > 100
+    # Each return waits 100 s on AWS and 5 s of model time on the local stack.
+    assert local["answer_latency_p99_s"] < aws["answer_latency_p99_s"] / 5
