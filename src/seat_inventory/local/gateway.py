@@ -243,6 +243,8 @@ class LocalApiGateway:
             return self._gateway_response(
                 "DEFAULT_5XX", 500, "Internal server error", context, request, path_parameters
             )
+        except ApiDefinitionError as exc:  # something of the template the local gateway cannot run
+            return ApiResponse(500, {"Content-Type": JSON}, json.dumps({"message": f"local API: {exc}"}))
 
     def _context(self, request: ApiRequest, resource_path: str) -> dict[str, Any]:
         now = self._clock()
