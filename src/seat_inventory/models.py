@@ -274,8 +274,10 @@ class TransactionConflict(RetryableError):
 class StoreInconsistency(RetryableError):
     """The stored state breaks an invariant (a guard that cannot fail on consistent data failed).
 
-    Only the affected messages are handed back; after MaxReceiveCount receives they reach the
-    dead-letter queue, whose alarm calls an operator. Nothing is written meanwhile.
+    In the reservations handler only the affected messages are handed back; after
+    MaxReceiveCount receives they reach the dead-letter queue, whose alarm calls an operator. In
+    the hold sweeper the seat class is not retried, and the run fails after the rest of its work
+    (`SweepHoldsErrorsAlarm`, `HoldsOverdueAlarm`). Nothing is written meanwhile.
     """
 
 

@@ -131,7 +131,15 @@ def record_sweep(result: SweepResult) -> None:
     metrics.add_metric(name="ExpiriesRepublished", unit=MetricUnit.Count, value=result.republished)
     metrics.add_metric(name="ExpiriesUnpublished", unit=MetricUnit.Count, value=result.unpublished)
     metrics.add_metric(name="HoldsSkipped", unit=MetricUnit.Count, value=result.skipped)
+    metrics.add_metric(name="HoldsOverdue", unit=MetricUnit.Count, value=result.holds_overdue)
+    metrics.add_metric(
+        name="OldestOverdueHoldSeconds", unit=MetricUnit.Seconds, value=result.oldest_overdue_seconds
+    )
     if result.unpublished:
         logger.warning("expiries left in the outbox for the next run", count=result.unpublished)
     if result.failed_groups:
-        logger.warning("seat classes left for the next run", groups=result.failed_groups)
+        logger.error(
+            "due holds left unreleased after the run's retries",
+            holds_overdue=result.holds_overdue,
+            groups=result.failed_groups,
+        )

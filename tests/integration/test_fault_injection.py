@@ -741,9 +741,14 @@ def test_a_transient_fault_at_a_call_site_settles_with_nothing_lost_or_doubled(
         assert run.sweeps == 2 and run.sweeper_errors == []
     else:
         assert run.redelivered == 0
-        # The sweeper left the work for its next run: the run failed (the index query or taking
-        # expiries out of the outbox: an uncaught RetryableError), or reported what it left.
-        assert run.sweeps > 2
+        # A release (its read of the inventory, its transaction) is retried within the run, so the
+        # first run releases and announces everything (after a lost reply, from the outbox where
+        # its own release put it). The other sites leave the work for the next run: the run
+        # failed (the index query, taking expiries out of the outbox: an uncaught
+        # RetryableError), or left the expiries SNS refused in the outbox.
+        retried_in_run = site.operation in ("dynamodb.GetItem", "dynamodb.TransactWriteItems")
+        assert (run.sweeps == 2) == retried_in_run, run.sweeps
+        assert run.summary()["failed_groups"] == 0
         sweeper_raises = site.operation in ("dynamodb.Query", "dynamodb.UpdateItem")
         assert (run.sweeper_errors != []) == sweeper_raises
     # Answers published more than once: only when SNS took a batch and the reply was lost.
@@ -865,6 +870,64 @@ def test_a_permanent_publish_fault_of_the_sweeper_raises_its_alarm(
     # ... every run feeds ExpiriesUnpublishedAlarm's metric above its threshold, so after
     # EvaluationPeriods consecutive minutes an operator hears of it.
     assert [[alarm_sees(alarm, d) for d in documents] for documents in sweeps] == [[True]] * ALARM_RUNS
+
+
+SCHEDULED_RUNS = 10
+RETRYABLE_FOREVER = [
+    Fault("throttling, never heals", lambda site: inject_error(site.throttling), times=None),
+    Fault(
+        "transaction conflict, never heals",
+        lambda site: inject_error("TransactionConflictException"),
+        times=None,
+    ),
+]
+
+
+@pytest.mark.parametrize("fault", RETRYABLE_FOREVER, ids=[f.name for f in RETRYABLE_FOREVER])
+def test_a_release_that_never_gets_through_fails_every_run_and_raises_the_overdue_alarm(
+    on_sale: OnSale, template: Any, capsys: pytest.CaptureFixture[str], fault: Fault
+) -> None:
+    # Given a retryable fault of the sweeper's release transaction that never heals
+    [site] = [s for s in CALL_SITES if s.name == "sweeper dynamodb.TransactWriteItems"]
+    injection = Injection(None)
+    fault.install(site)(on_sale.session(site), site, injection)
+    alarm = template.properties("HoldsOverdueAlarm")
+    assert (alarm["EvaluationPeriods"], alarm["Period"], alarm["Statistic"]) == (1, 60, "Maximum")
+    run = on_sale.play(whole_burst=False)  # h-3 and hv-1 ran out 1 s ago
+    capsys.readouterr()
+
+    # When the schedule runs the sweeper once a minute
+    sweeps = []
+    for _ in range(SCHEDULED_RUNS):
+        sweep_once(on_sale.stack, run)
+        sweeps.append(emitted_metrics(capsys.readouterr().out))
+        on_sale.clock.advance(60)
+    report(f"{site.name} / {fault.name}", injection, run)
+
+    # Then the holds keep their seats (counted as held, none lost) ...
+    records = assert_inventory_adds_up(on_sale.stack, run)
+    assert {records[rid]["status"] for rid in ("h-3", "hv-1")} == {"HELD"} and run.expiries == {}
+    # ... every run retried, then failed: the function's Errors metric counts each run, so
+    # SweepHoldsErrorsAlarm (Errors >= 1 in 5 consecutive minutes) fires ...
+    assert run.sweeper_errors == ["SweepIncomplete"] * SCHEDULED_RUNS
+    assert injection.fired >= SCHEDULED_RUNS * 2 * 4  # 2 seat classes, the first try and 3 rounds
+    # ... each run counted the holds it left, and how late the oldest was: 1 s, 61 s, ...
+    documents = [document for [document] in sweeps]
+    assert [d["HoldsOverdue"] for d in documents] == [[2.0]] * SCHEDULED_RUNS
+    assert [d["OldestOverdueHoldSeconds"] for d in documents] == [
+        [1.0 + 60 * n] for n in range(SCHEDULED_RUNS)
+    ]
+    # ... and HoldsOverdueAlarm fires from the run that finds them 5 minutes late.
+    assert [alarm_sees(alarm, d) for d in documents] == [False] * 5 + [True] * (SCHEDULED_RUNS - 5)
+
+    # When the fault heals, the next run releases and announces them once; the alarm goes quiet.
+    injection.times = injection.fired
+    capsys.readouterr()
+    sweep_until_settled(on_sale.stack, run)
+    assert run.expiries == {"h-3": 1, "hv-1": 1}
+    assert not alarm_sees(alarm, emitted_metrics(capsys.readouterr().out)[-1])
+    records = assert_inventory_adds_up(on_sale.stack, run)
+    assert_everything_settled_as_without_faults(on_sale.stack, run, records)
 
 
 def test_the_expiries_alarm_stays_silent_while_the_outbox_drains(

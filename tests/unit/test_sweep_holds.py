@@ -211,7 +211,7 @@ def test_holds_of_several_classes_are_released_one_transaction_per_class(store, 
     assert seats(store, GA) == (10, 0, 0) and seats(store, VIP) == (5, 0, 0)
 
 
-def test_a_throttled_class_is_left_for_the_next_run_and_the_others_are_released(store, clock) -> None:
+def test_a_throttled_class_is_retried_in_the_same_run_after_a_back_off(store, clock) -> None:
     hold(store, clock, "g-1")
     hold(store, clock, "v-1", seat_class="VIP")
     clock.time += 60
@@ -219,9 +219,77 @@ def test_a_throttled_class_is_left_for_the_next_run_and_the_others_are_released(
 
     result = sweep(store, clock)
 
-    assert len(result.released) == 1 and len(result.failed_groups) == 1
-    assert sweep(store, clock).released != []
+    assert len(result.released) == 2 and result.failed_groups == []
+    assert (result.holds_overdue, len(clock.slept)) == (0, 1)
     assert seats(store, GA) == (10, 0, 0) and seats(store, VIP) == (5, 0, 0)
+
+
+def test_a_release_retried_after_a_fault_goes_in_smaller_transactions(store, clock) -> None:
+    for n in range(4):
+        hold(store, clock, f"h-{n}")
+    clock.time += 60
+    store.fail_next_commit = [RetryableError("ThrottlingException")] * 2
+    transactions = store.transactions
+
+    result = sweep(store, clock)
+
+    # refused with 4 holds; after a back-off, refused again with the first 2 (the round stops at
+    # its first failure); after another, one transaction per hold
+    assert len(result.released) == 4 and result.failed_groups == []
+    assert store.transactions - transactions == 1 + 1 + 4 and len(clock.slept) == 2
+    assert seats(store) == (10, 0, 0)
+
+
+def test_a_class_whose_release_keeps_failing_is_reported_overdue_and_the_others_are_released(
+    store, clock
+) -> None:
+    hold(store, clock, "g-1", quantity=2)
+    hold(store, clock, "v-1", seat_class="VIP")
+    clock.time += 90
+    throttled = RetryableError("ThrottlingException")
+    calls: list[SeatKey] = []
+    commit = store.commit_transitions
+
+    def refuse_ga(key, transitions, **kwargs):
+        calls.append(key)
+        if key == GA:
+            raise throttled
+        return commit(key, transitions, **kwargs)
+
+    store.commit_transitions = refuse_ga  # type: ignore[method-assign]
+
+    result = sweep(store, clock)
+
+    assert [o.reservation_id for o in result.released] == ["v-1"]
+    assert result.failed_groups == ["e-1 GA: ThrottlingException"]
+    assert (result.holds_overdue, result.oldest_overdue_seconds) == (1, 30)
+    assert calls.count(GA) == 4 and len(clock.slept) == 3  # the first try, then 3 rounds after a back-off
+    assert seats(store, GA) == (8, 2, 0) and seats(store, VIP) == (5, 0, 0)
+
+
+def test_an_inconsistent_class_is_reported_at_once_without_retries(store, clock) -> None:
+    hold(store, clock, "g-1")
+    clock.time += 60
+    del store.inventory[GA]  # a hold whose seat class has no inventory item
+    reads = store.reads
+
+    result = sweep(store, clock)
+
+    assert result.failed_groups == [
+        "e-1 GA: SeatKey(event_id='e-1', seat_class='GA') has reservations but no inventory item"
+    ]
+    assert result.holds_overdue == 1 and store.reads - reads == 1 and clock.slept == []
+
+
+def test_a_run_reports_how_late_the_oldest_due_hold_it_found_was(store, clock) -> None:
+    hold(store, clock, "h-1", seconds=60)
+    hold(store, clock, "h-2", seconds=120)
+    clock.time += 200
+
+    result = sweep(store, clock)
+
+    assert (len(result.released), result.oldest_overdue_seconds, result.holds_overdue) == (2, 140, 0)
+    assert sweep(store, clock).oldest_overdue_seconds == 0
 
 
 def test_conflicts_are_retried_in_place(store, clock) -> None:
@@ -254,3 +322,24 @@ def test_an_expiry_gives_the_customer_their_seats_back(store, clock) -> None:
     sweep(store, clock)
 
     assert store.counters[(GA, "c-7")] == 0
+
+
+def test_a_release_whose_reply_was_lost_is_announced_by_the_same_run(store, clock) -> None:
+    hold(store, clock, "h-1")
+    clock.time += 60
+    commit = store.commit_transitions
+
+    def lose_the_first_reply(key, transitions, **kwargs):
+        store.commit_transitions = commit  # type: ignore[method-assign]
+        commit(key, transitions, **kwargs)
+        raise RetryableError("DynamoDB unreachable: Read timeout")
+
+    store.commit_transitions = lose_the_first_reply  # type: ignore[method-assign]
+    publisher = RecordingPublisher()
+
+    result = sweep(store, clock, publisher)
+
+    # the retry finds the hold released and in the outbox: announced now, once, not a run later
+    assert [(o.reservation_id, o.outcome) for o in publisher.published] == [("h-1", Outcome.EXPIRED)]
+    assert (result.released, result.republished, result.skipped, result.failed_groups) == ([], 1, 0, [])
+    assert store.outbox == set() and seats(store) == (10, 0, 0)

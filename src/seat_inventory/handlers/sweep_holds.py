@@ -2,8 +2,10 @@
 
 Releases the holds that ran out (seats back to `available`, outcome EXPIRED on SNS); see
 `logic.sweep_holds`. The scheduled event's content is not used: every run looks at "now".
-A transient fault leaves work for the next run; an error the service cannot classify fails
-the invocation, so it shows in the function's Errors metric and alarm.
+A release that still fails after the run's own retries (or finds the stored state inconsistent)
+fails the invocation once the rest of the run's work is done and its metrics are recorded, as an
+error the service cannot classify does: it shows in the function's Errors metric and
+`SweepHoldsErrorsAlarm`, and the holds it left in `HoldsOverdue` / `OldestOverdueHoldSeconds`.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from seat_inventory.logic.sweep_holds import release_expired_holds
+from seat_inventory.logic.sweep_holds import SweepIncomplete, release_expired_holds
 from seat_inventory.observability import logger, metrics, record_sweep, tracer
 from seat_inventory.wiring import ContainerAdapters, build_adapters
 
@@ -39,6 +41,10 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         hints=adapters.hints,
     )
     record_sweep(result)
+    if result.failed_groups:
+        raise SweepIncomplete(
+            f"{result.holds_overdue} due hold(s) left unreleased: " + "; ".join(result.failed_groups)
+        )
     return {
         "released": len(result.released),
         "seats_released": result.seats_released,
@@ -46,4 +52,5 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         "unpublished": result.unpublished,
         "skipped": result.skipped,
         "failed_groups": result.failed_groups,
+        "oldest_overdue_seconds": result.oldest_overdue_seconds,
     }

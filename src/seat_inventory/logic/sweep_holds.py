@@ -9,16 +9,25 @@ The sweeper runs on a schedule (template parameter `SweepSchedule`) and:
 3. releases them per seat class in one transaction per 100 actions (`settle_transitions`): each
    record moves HELD -> EXPIRED only if it is still HELD and due, so a hold confirmed or cancelled
    meanwhile is skipped, and two sweepers running at once release it once; released records
-   enter the outbox in the same transaction;
+   enter the outbox in the same transaction. A seat class whose release hits a transient fault
+   is tried again within the run, after a jittered back-off and in smaller transactions
+   (`RELEASE_RETRY_ROUNDS`): the release writes the inventory item that every reservation of an
+   on-sale writes, so conflicts and throttling are likeliest exactly when seats are scarce;
 4. publishes their EXPIRED outcomes and takes the published ones out of the outbox.
+
+A run that still could not release every due hold it found reports them (`failed_groups`,
+`holds_overdue`) and the handler fails the invocation (`SweepIncomplete`), so the function's
+Errors metric and `SweepHoldsErrorsAlarm` see it; every run also reports how late the oldest due
+hold it found was (`oldest_overdue_seconds`, the metric of `HoldsOverdueAlarm`).
 """
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from seat_inventory.logic.change_reservations import settle_transitions
+from seat_inventory.logic.change_reservations import TransitionResult, settle_transitions
 from seat_inventory.logic.hints import InventoryHints
 from seat_inventory.logic.ports import Clock, HoldStore, OutcomePublisher
 from seat_inventory.models import (
@@ -26,11 +35,25 @@ from seat_inventory.models import (
     RequestType,
     ReservationOutcome,
     ReservationRecord,
+    RetryableError,
     SeatKey,
+    StoreInconsistency,
     Transition,
     iso_utc,
 )
 from seat_inventory.settings import DEFAULT_REJECTION_RECORD_TTL_DAYS, SECONDS_PER_DAY
+
+# Rounds after the first for the seat classes whose release failed with a transient fault (after
+# `settle_transitions`' own conflict retries). Each round waits a full-jitter back-off of up to
+# RELEASE_BACKOFF_SECONDS * 2**round, once for all the classes left, and halves the transactions:
+# at most 0.5 + 1 + 2 = 3.5 s of waiting per run, far inside the function's 30 s timeout.
+RELEASE_RETRY_ROUNDS = 3
+RELEASE_BACKOFF_SECONDS = 0.25
+
+
+class SweepIncomplete(Exception):
+    """A run left due holds unreleased (a fault outlasted its retries, or the stored state is
+    inconsistent): the invocation fails, so that the function's Errors metric counts it."""
 
 
 @dataclass(slots=True)
@@ -38,10 +61,15 @@ class SweepResult:
     """What one sweeper run did.
 
     `released` are the EXPIRED outcomes of holds this run released (published or not);
-    `republished` counts outbox entries of earlier runs published now; `unpublished` counts
+    `republished` counts outbox entries published now: of earlier runs, and those a retry found
+    already released (most likely by this run's own attempt, whose reply was lost); `unpublished` counts
     outcomes SNS did not take (they stay in the outbox for the next run); `skipped` counts holds
     found due that were confirmed, cancelled or released by someone else first; `failed_groups`
-    names seat classes whose release hit a transient fault (retried by the next run).
+    names the seat classes whose release still failed after the run's retries (a transient fault
+    that outlasted them, or a `StoreInconsistency`), with the error; `holds_overdue` counts their
+    due holds, still HELD. `oldest_overdue_seconds` is how long past its expiry the oldest due
+    hold this run found was when the run started (0 when none was due): the sweeper's lag, which
+    grows while releases fail or a backlog outgrows `limit`.
     """
 
     released: list[ReservationOutcome] = field(default_factory=list)
@@ -50,6 +78,8 @@ class SweepResult:
     unpublished: int = 0
     skipped: int = 0
     failed_groups: list[str] = field(default_factory=list)
+    holds_overdue: int = 0
+    oldest_overdue_seconds: int = 0
 
 
 def expiry_outcome(record: ReservationRecord) -> ReservationOutcome:
@@ -101,8 +131,9 @@ def release_expired_holds(
 ) -> SweepResult:
     """Runs the sweeper once: flushes the outbox, then releases at most `limit` holds due by now.
 
-    Transient faults of one seat class leave its holds for the next run (`failed_groups`);
-    errors the service cannot classify propagate, so the scheduled invocation fails visibly.
+    A seat class whose release fails with a transient fault is tried again in this run (back-off,
+    smaller transactions); what still failed is reported (`failed_groups`, `holds_overdue`) after
+    the other classes were released and announced. Errors the service cannot classify propagate.
     """
     hints = hints if hints is not None else InventoryHints()
     result = SweepResult()
@@ -124,9 +155,10 @@ def release_expired_holds(
         if record.seat_key is not None:
             groups.setdefault(record.seat_key, []).append(Transition(record, Outcome.EXPIRED))
 
-    released: list[ReservationRecord] = []
-    for key, transitions in groups.items():
-        settled = settle_transitions(
+    result.oldest_overdue_seconds = max((now - (r.hold_expires_at or now) for r in due), default=0)
+
+    def settle(key: SeatKey, transitions: Sequence[Transition]) -> TransitionResult:
+        return settle_transitions(
             key,
             transitions,
             now=now,
@@ -135,15 +167,48 @@ def release_expired_holds(
             hints=hints,
             release_ttl_seconds=rejection_ttl_seconds,
         )
-        result.skipped += len(settled.superseded)
-        if settled.error is not None:
-            result.failed_groups.append(f"{key.event_id} {key.seat_class}: {settled.error}")
-        for transition in settled.committed:
-            released.append(transition.record)
-            result.seats_released += transition.record.quantity
+
+    released: list[ReservationRecord] = []
+    recovered: list[ReservationRecord] = []  # found in the outbox by a retry
+    errors: dict[SeatKey, RetryableError] = {}
+    failed: dict[SeatKey, list[Transition]] = {}
+    size = max((len(t) for t in groups.values()), default=0)
+    for attempt in range(1 + RELEASE_RETRY_ROUNDS):
+        if attempt:
+            if not groups:
+                break
+            clock.sleep(random.uniform(0, RELEASE_BACKOFF_SECONDS * 2**attempt))
+            size = max(1, -(-size // 2))
+        left: dict[SeatKey, list[Transition]] = {}
+        for key, transitions in groups.items():
+            for start in range(0, len(transitions), size):
+                settled = settle(key, transitions[start : start + size])
+                released.extend(t.record for t in settled.committed)
+                for now_stored in settled.superseded.values():
+                    # In a retry, a hold found EXPIRED and in the outbox is most likely this run's
+                    # own release whose reply was lost: announce it now, not a run later.
+                    if attempt and now_stored is not None and now_stored.awaiting_publication:
+                        recovered.append(now_stored)
+                    else:
+                        result.skipped += 1
+                if settled.error is not None:
+                    errors[key] = settled.error
+                    left[key] = settled.failed + transitions[start + size :]
+                    break
+        # A StoreInconsistency is not cured by waiting: it is reported at once.
+        groups = {k: t for k, t in left.items() if not isinstance(errors[k], StoreInconsistency)}
+        failed.update((k, t) for k, t in left.items() if k not in groups)
+    failed.update(groups)
+    result.failed_groups = [f"{k.event_id} {k.seat_class}: {errors[k]}" for k in failed]
+    result.holds_overdue = sum(len(t) for t in failed.values())
+    result.seats_released = sum(r.quantity for r in released)
 
     result.released = [expiry_outcome(r) for r in released]
     result.unpublished += _publish_and_clear(
         released, store=store, publisher=publisher, expires_at=record_ttl
     )
+    if recovered:
+        left_over = _publish_and_clear(recovered, store=store, publisher=publisher, expires_at=record_ttl)
+        result.unpublished += left_over
+        result.republished += len(recovered) - left_over
     return result
