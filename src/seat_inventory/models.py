@@ -281,6 +281,12 @@ class StoreInconsistency(RetryableError):
     """
 
 
+class OperatorOutcomeUnknown(Exception):
+    """An operator change got no answer from DynamoDB, and neither did the reads that would tell
+    whether it was applied: it may or may not have been. Not a retryable error: sending the change
+    again under a new operation id could apply it twice."""
+
+
 class EventAlreadyExists(Exception):
     """`create_event` was asked to create a seat class that already exists."""
 

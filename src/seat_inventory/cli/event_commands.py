@@ -15,12 +15,13 @@ from typing import Any
 import click
 
 from seat_inventory.cli.context import CliContext
-from seat_inventory.cli.errors import explain
+from seat_inventory.cli.errors import CommandError, ExitCode, explain
 from seat_inventory.cli.output import OutputFormat, output_option, print_json, print_text
 from seat_inventory.dal.inventory_table import InventoryTable
 from seat_inventory.models import (
     EventAlreadyExists,
     InventoryChangeRefused,
+    OperatorOutcomeUnknown,
     RetryableError,
     SaleStatus,
     SeatClassInventory,
@@ -109,8 +110,11 @@ def _apply(
         except (InventoryChangeRefused, ValueError) as exc:
             raise click.ClickException(f"{exc}; {key.seat_class} was not changed") from exc
         except RetryableError as exc:
+            # The data access checked: the change was not applied (see OperatorCommands).
             explained = explain(exc, doing=f"{key.seat_class} was not changed")
             raise (explained or click.ClickException(str(exc))) from exc
+        except OperatorOutcomeUnknown as exc:
+            raise CommandError(str(exc), ExitCode.UNAVAILABLE) from exc
     _print_classes(changed, output)
 
 
@@ -193,6 +197,11 @@ def create(
         raise click.ClickException(f"{exc}; nothing was changed") from exc
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from exc
+    except RetryableError as exc:  # checked by the data access: not created
+        explained = explain(exc, doing=f"{key.seat_class} was not created")
+        raise (explained or click.ClickException(str(exc))) from exc
+    except OperatorOutcomeUnknown as exc:
+        raise CommandError(str(exc), ExitCode.UNAVAILABLE) from exc
     if output is OutputFormat.TABLE:
         click.echo(f"created {created.event_id} {created.seat_class}: capacity {created.capacity}")
     else:

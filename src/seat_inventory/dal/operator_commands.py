@@ -1,8 +1,23 @@
-"""The operator's commands and reads: create seat classes, sale status and window, limits, capacity."""
+"""The operator's commands and reads: create seat classes, sale status and window, limits, capacity.
+
+Every operator write happens exactly once, even when DynamoDB's reply is lost and the request is
+sent again (botocore retries a read timeout or a 500 that may have succeeded). Each write carries
+an operation id, and the inventory item keeps the ids of its last `RECENT_OPERATIONS` operator
+writes (`recent_operations`). A change is read first, then written with one UpdateItem
+conditional on the `version` read (every operator write bumps it; sales do not), so a retry of
+a write that committed is refused, and the refusal (ALL_OLD) shows the retry's own id: that is
+the success it was, not a conflict. A creation is a PutItem conditional on the item not existing,
+recorded with its id the same way. When a write fails without an answer, the item is read again:
+its own id says it was applied; otherwise it was not, and the error says so. Only when that read
+fails too is the outcome unknown (`OperatorOutcomeUnknown`).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import random
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -23,6 +38,7 @@ from seat_inventory.dal.items import (
 from seat_inventory.models import (
     EventAlreadyExists,
     InventoryChangeRefused,
+    OperatorOutcomeUnknown,
     ReservationOutcome,
     ReservationRecord,
     RetryableError,
@@ -31,6 +47,37 @@ from seat_inventory.models import (
     SeatKey,
     UnknownSeatClass,
 )
+
+# Operation ids an inventory item remembers: a lost reply's retry is recognised as long as fewer
+# operator writes than this landed on the same seat class in between (they come seconds apart at
+# most). 8 ids of 16 characters add about 150 bytes to the item, well inside the 1 KB that one
+# write unit of every reservation transaction covers.
+RECENT_OPERATIONS = 8
+OPERATIONS_ATTRIBUTE = "recent_operations"
+# Reads and writes of one operator command: another operator's change in between makes it read
+# again; a write without an answer is verified by reading, at most this often.
+OPERATOR_ATTEMPTS = 5
+OPERATOR_BACKOFF_SECONDS = 0.1
+
+
+def new_operation_id() -> str:
+    """A fresh operation id (64 random bits, 16 hex characters)."""
+    return uuid.uuid4().hex[:16]
+
+
+def _operations(item: Mapping[str, Any]) -> list[str]:
+    return [value["S"] for value in item.get(OPERATIONS_ATTRIBUTE, {}).get("L", [])]
+
+
+@dataclass(frozen=True, slots=True)
+class _Change:
+    """One operator change planned from the item as read: what to set, and what else to guard."""
+
+    expression: str  # SET and/or REMOVE clauses; the version and the operation ids are added
+    values: dict[str, Any] = field(default_factory=dict)
+    names: dict[str, str] = field(default_factory=dict)
+    guard: str | None = None  # a condition on what sales move (`available`), checked by the write
+    refused: Callable[[SeatClassInventory], Exception] | None = None  # when the guard fails
 
 
 class OperatorCommands(TableAccess):
@@ -45,8 +92,14 @@ class OperatorCommands(TableAccess):
         sale_starts_at: int | None = None,
         sale_ends_at: int | None = None,
         closed: bool = False,
+        operation_id: str | None = None,
     ) -> SeatClassInventory:
-        """Creates the inventory of one seat class; never overwrites an existing one."""
+        """Creates the inventory of one seat class; never overwrites an existing one.
+
+        A class that exists already raises `EventAlreadyExists`, unless this very operation
+        created it (its reply was lost and the request was sent again): then it is returned.
+        """
+        operation_id = operation_id or new_operation_id()
         if capacity < 0:
             raise ValueError("capacity must not be negative")
         _check_limit(max_per_customer)
@@ -61,6 +114,7 @@ class OperatorCommands(TableAccess):
             "held": number(0),
             "sold": number(0),
             "created_at": {"S": timestamp()},
+            OPERATIONS_ATTRIBUTE: {"L": [{"S": operation_id}]},
         }
         if max_per_customer is not None:
             item["max_per_customer"] = number(max_per_customer)
@@ -70,16 +124,31 @@ class OperatorCommands(TableAccess):
             item["sale_ends_at"] = number(sale_ends_at)
         if closed:
             item["sale_status"] = {"S": SaleStatus.CLOSED.value}
-        exists = call_expecting(
-            CONDITION_FAILED,
-            self._client.put_item,
-            TableName=self._table_name,
-            Item=item,
-            ConditionExpression="attribute_not_exists(pk)",
-            ReturnValuesOnConditionCheckFailure="ALL_OLD",
-        )
+        exists: ClientError | None = None
+        for attempt in range(OPERATOR_ATTEMPTS):
+            try:
+                response = call_expecting(
+                    CONDITION_FAILED,
+                    self._client.put_item,
+                    TableName=self._table_name,
+                    Item=item,
+                    ConditionExpression="attribute_not_exists(pk)",
+                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                )
+            except RetryableError as exc:
+                # No answer: the item, read again, tells whether this operation created it.
+                stored = self._read_after_no_answer(key, operation_id, exc)
+                if stored is not None:
+                    return inventory_from_item(stored)
+                if attempt == OPERATOR_ATTEMPTS - 1:
+                    raise RetryableError(f"{exc}; {key.event_id} {key.seat_class} was not created") from exc
+                continue
+            exists = response if isinstance(response, ClientError) else None
+            break
         if isinstance(exists, ClientError):
             old: Any = exists.response.get("Item")
+            if old and operation_id in _operations(old):
+                return inventory_from_item(old)  # this operation created it; its reply was lost
             existing = inventory_from_item(old) if old else None
             raise EventAlreadyExists(
                 f"event {key.event_id!r} already has seat class {key.seat_class!r}"
@@ -156,11 +225,19 @@ class OperatorCommands(TableAccess):
         item = response.get("Item")
         return int(item["seats"]["N"]) if item else 0
 
-    def set_sale_status(self, key: SeatKey, status: SaleStatus) -> SeatClassInventory:
+    def set_sale_status(
+        self, key: SeatKey, status: SaleStatus, *, operation_id: str | None = None
+    ) -> SeatClassInventory:
         """Opens or closes the sale of one seat class (confirmations and cancellations go on)."""
-        return self._operator_update(key, "SET sale_status = :status", {":status": {"S": status.value}})
+        return self._operator_write(
+            key,
+            lambda _: _Change("SET sale_status = :status", {":status": {"S": status.value}}),
+            operation_id,
+        )
 
-    def set_sale_window(self, key: SeatKey, starts_at: int | None, ends_at: int | None) -> SeatClassInventory:
+    def set_sale_window(
+        self, key: SeatKey, starts_at: int | None, ends_at: int | None, *, operation_id: str | None = None
+    ) -> SeatClassInventory:
         """Replaces the sale window: seats sell from `starts_at` (inclusive) to `ends_at` (exclusive).
 
         None on either side leaves that side open; both None removes the window.
@@ -178,9 +255,11 @@ class OperatorCommands(TableAccess):
         expression = ("SET " + ", ".join(sets) if sets else "") + (
             " REMOVE " + ", ".join(removes) if removes else ""
         )
-        return self._operator_update(key, expression.strip(), values)
+        return self._operator_write(key, lambda _: _Change(expression.strip(), values), operation_id)
 
-    def set_max_per_customer(self, key: SeatKey, limit: int | None) -> SeatClassInventory:
+    def set_max_per_customer(
+        self, key: SeatKey, limit: int | None, *, operation_id: str | None = None
+    ) -> SeatClassInventory:
         """Sets (or with None removes) the per-customer limit of one seat class.
 
         It applies to seats taken from now on: counters count only what was taken while a
@@ -188,123 +267,198 @@ class OperatorCommands(TableAccess):
         """
         _check_limit(limit)
         if limit is None:
-            return self._operator_update(key, "REMOVE max_per_customer", {})
-        return self._operator_update(key, "SET max_per_customer = :limit", {":limit": number(limit)})
+            change = _Change("REMOVE max_per_customer")
+        else:
+            change = _Change("SET max_per_customer = :limit", {":limit": number(limit)})
+        return self._operator_write(key, lambda _: change, operation_id)
 
-    def change_capacity(self, key: SeatKey, delta: int) -> SeatClassInventory:
+    def change_capacity(
+        self, key: SeatKey, delta: int, *, operation_id: str | None = None
+    ) -> SeatClassInventory:
         """Adds seats (`capacity += n, available += n`) or removes unsold, unheld ones.
 
-        Removing is guarded by `available >= :n`, so capacity never drops below sold + held; both
-        are single conditional updates, so concurrent changes and sales never lose an update.
+        Removing is guarded by `available >= :n`, so capacity never drops below sold + held.
+        Sales between the read and the write are harmless (`available` moves by a relative
+        amount, guarded); another operator change makes it read again; a retry of a write that
+        committed is recognised by its operation id, so the seats are added or removed once.
         """
         if delta == 0:
             raise ValueError("the capacity change must not be 0")
-        if delta > 0:
-            return self._operator_update(
-                key,
-                "SET #capacity = #capacity + :n, available = available + :n",
-                {":n": number(delta)},
-                names={"#capacity": "capacity"},
+
+        def plan(current: SeatClassInventory) -> _Change:
+            if delta < 0 and current.available < -delta:
+                raise _too_few(key, -delta, current)
+            return _Change(
+                "SET #capacity = :capacity, available = available + :delta",
+                {":capacity": number(current.capacity + delta), ":delta": number(delta)},
+                {"#capacity": "capacity"},
+                guard="available >= :minus_delta",
+                refused=lambda item: _too_few(key, -delta, item),
             )
-        return self._operator_update(
-            key,
-            "SET #capacity = #capacity - :n, available = available - :n",
-            {":n": number(-delta)},
-            names={"#capacity": "capacity"},
-            extra_condition="available >= :n",
-            refused=lambda item: InventoryChangeRefused(
-                f"cannot remove {-delta} seat(s) from {key.event_id} {key.seat_class}: only"
-                f" {item.available} available ({item.sold} sold, {item.held} held, capacity {item.capacity})"
-            ),
-        )
 
-    def set_capacity(self, key: SeatKey, capacity: int, *, attempts: int = 5) -> SeatClassInventory:
-        """Sets the capacity to an absolute value: read, then one write guarded by the `version` read.
+        return self._operator_write(key, plan, operation_id)
 
-        The new `available` is derived from the capacity read, which an expression cannot do, so
-        the write also requires the item's `version` to be the one read; a concurrent operator
-        change makes it read and try again. Sales in between are harmless: `available` moves by
-        a relative amount, guarded to stay at or above 0.
+    def set_capacity(
+        self, key: SeatKey, capacity: int, *, operation_id: str | None = None
+    ) -> SeatClassInventory:
+        """Sets the capacity to an absolute value (not below sold + held).
+
+        The new `available` is derived from the capacity read, which an expression cannot do;
+        the write requires the `version` read, so a concurrent operator change makes it read and
+        try again.
         """
         if capacity < 0:
             raise ValueError("capacity must not be negative")
-        for _ in range(attempts):
-            current = self.read_inventory(key)
-            if current is None:
-                raise UnknownSeatClass(f"event {key.event_id!r} has no seat class {key.seat_class!r}")
-            delta = capacity - current.capacity
-            if delta < 0 and current.available < -delta:
-                raise InventoryChangeRefused(
-                    f"cannot set the capacity of {key.event_id} {key.seat_class} to {capacity}:"
-                    f" {current.sold} sold and {current.held} held"
-                )
-            version_condition = (
-                "version = :version"
-                if current.version
-                else "(attribute_not_exists(version) OR version = :version)"
-            )
-            try:
-                return self._operator_update(
-                    key,
-                    "SET #capacity = :capacity, available = available + :delta",
-                    {
-                        ":capacity": number(capacity),
-                        ":delta": number(delta),
-                        ":version": number(current.version),
-                        ":minus_delta": number(max(0, -delta)),
-                    },
-                    names={"#capacity": "capacity"},
-                    extra_condition=f"{version_condition} AND available >= :minus_delta",
-                    refused=lambda item: _VersionMoved(),
-                )
-            except _VersionMoved:
-                continue
-        raise RetryableError(f"the capacity of {key} kept changing; try again")
 
-    def _operator_update(
+        def plan(current: SeatClassInventory) -> _Change:
+            delta = capacity - current.capacity
+
+            def refused(item: SeatClassInventory) -> Exception:
+                return InventoryChangeRefused(
+                    f"cannot set the capacity of {key.event_id} {key.seat_class} to {capacity}:"
+                    f" {item.sold} sold and {item.held} held"
+                )
+
+            if delta < 0 and current.available < -delta:
+                raise refused(current)
+            return _Change(
+                "SET #capacity = :capacity, available = available + :delta",
+                {":capacity": number(capacity), ":delta": number(delta)},
+                {"#capacity": "capacity"},
+                guard="available >= :minus_delta",
+                refused=refused,
+            )
+
+        return self._operator_write(key, plan, operation_id)
+
+    def _read_item(self, key: SeatKey) -> dict[str, Any] | None:
+        response = call(
+            self._client.get_item, TableName=self._table_name, Key=inventory_key(key), ConsistentRead=True
+        )
+        item: Any = response.get("Item")
+        return item
+
+    def _read_after_no_answer(
+        self, key: SeatKey, operation_id: str, error: RetryableError
+    ) -> dict[str, Any] | None:
+        """After a write that got no answer: the item if it shows `operation_id` (the write was
+        applied), None if it does not (it was not). Raises `OperatorOutcomeUnknown` when the item
+        cannot be read either."""
+        for attempt in range(OPERATOR_ATTEMPTS):
+            self._sleep(random.uniform(0, OPERATOR_BACKOFF_SECONDS * 2**attempt))
+            try:
+                item = self._read_item(key)
+            except RetryableError:
+                continue
+            return item if item is not None and operation_id in _operations(item) else None
+        raise OperatorOutcomeUnknown(
+            f"DynamoDB did not answer the change of {key.event_id} {key.seat_class} ({error}), nor"
+            f" the reads that would tell whether it was applied: it may or may not have been"
+            f" (operation {operation_id}); `seats event show {key.event_id}` shows where it stands"
+        )
+
+    def _operator_write(
         self,
         key: SeatKey,
-        expression: str,
-        values: dict[str, Any],
-        *,
-        names: dict[str, str] | None = None,
-        extra_condition: str | None = None,
-        refused: Callable[[SeatClassInventory], Exception] | None = None,
+        plan: Callable[[SeatClassInventory], _Change],
+        operation_id: str | None,
     ) -> SeatClassInventory:
-        """One conditional UpdateItem on an existing inventory item that also bumps its `version`."""
-        bump = "version = if_not_exists(version, :zero) + :one"
-        expression = (
-            expression.replace("SET ", f"SET {bump}, ", 1)
-            if "SET " in expression
-            else f"SET {bump} {expression}"
-        )
-        condition = "attribute_exists(pk)" + (f" AND {extra_condition}" if extra_condition else "")
-        request: dict[str, Any] = {
-            "TableName": self._table_name,
-            "Key": inventory_key(key),
-            "UpdateExpression": expression,
-            "ConditionExpression": condition,
-            "ExpressionAttributeValues": {**values, ":zero": number(0), ":one": number(1)},
-            "ReturnValues": "ALL_NEW",
-            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-        }
-        if names:
-            request["ExpressionAttributeNames"] = names
-        response = call_expecting(CONDITION_FAILED, self._client.update_item, **request)
-        if isinstance(response, ClientError):
+        """Reads the item, then writes `plan(item)` once: one UpdateItem conditional on the
+        `version` read, which bumps it and records `operation_id` among the item's recent ones.
+
+        Returns the item as written. A refusal that shows `operation_id` is this write, sent
+        again after its reply was lost: success. A refusal because another operator change
+        moved the version reads again; one by the change's guard raises its `refused` error.
+        """
+        operation_id = operation_id or new_operation_id()
+        unanswered: RetryableError | None = None
+        for _ in range(OPERATOR_ATTEMPTS):
+            item = self._read_item(key)
+            if item is None:
+                raise UnknownSeatClass(f"event {key.event_id!r} has no seat class {key.seat_class!r}")
+            current = inventory_from_item(item)
+            if operation_id in _operations(item):
+                return current  # applied by an earlier attempt of this operation
+            change = plan(current)
+            try:
+                response = call_expecting(
+                    CONDITION_FAILED,
+                    self._client.update_item,
+                    **self._update_request(key, item, change, operation_id),
+                )
+            except RetryableError as exc:
+                # No answer: the item, read again, tells whether this write was applied.
+                stored = self._read_after_no_answer(key, operation_id, exc)
+                if stored is not None:
+                    return inventory_from_item(stored)
+                unanswered = exc
+                continue
+            if not isinstance(response, ClientError):
+                return inventory_from_item(response["Attributes"])
             old: Any = response.response.get("Item")
             if not old:
                 raise UnknownSeatClass(
                     f"event {key.event_id!r} has no seat class {key.seat_class!r}"
                 ) from response
-            if refused is None:
+            if operation_id in _operations(old):
+                return inventory_from_item(old)  # this write, sent again after its reply was lost
+            refused_item = inventory_from_item(old)
+            if refused_item.version != current.version:
+                continue  # another operator change came first: plan again from what it left
+            if change.refused is None:
                 raise response
-            raise refused(inventory_from_item(old)) from response
-        return inventory_from_item(response["Attributes"])
+            raise change.refused(refused_item) from response
+        if unanswered is not None:
+            raise RetryableError(
+                f"{unanswered}; {key.event_id} {key.seat_class} was not changed"
+            ) from unanswered
+        raise RetryableError(f"{key.event_id} {key.seat_class} kept changing; it was not changed, try again")
+
+    def _update_request(
+        self, key: SeatKey, item: Mapping[str, Any], change: _Change, operation_id: str
+    ) -> dict[str, Any]:
+        recent = [*_operations(item), operation_id][-RECENT_OPERATIONS:]
+        version = inventory_from_item(item).version
+        bump = f"version = :next_version, {OPERATIONS_ATTRIBUTE} = :operations"
+        expression = change.expression
+        expression = (
+            expression.replace("SET ", f"SET {bump}, ", 1)
+            if "SET " in expression
+            else f"SET {bump} {expression}"
+        )
+        condition = "attribute_exists(pk) AND " + (
+            "version = :version" if "version" in item else "attribute_not_exists(version)"
+        )
+        values = {
+            **change.values,
+            ":next_version": number(version + 1),
+            ":operations": {"L": [{"S": op} for op in recent]},
+        }
+        if "version" in item:
+            values[":version"] = number(version)
+        if change.guard:
+            condition += f" AND {change.guard}"
+            delta = int(change.values.get(":delta", {"N": "0"})["N"])
+            values[":minus_delta"] = number(max(0, -delta))
+        request: dict[str, Any] = {
+            "TableName": self._table_name,
+            "Key": inventory_key(key),
+            "UpdateExpression": expression,
+            "ConditionExpression": condition,
+            "ExpressionAttributeValues": values,
+            "ReturnValues": "ALL_NEW",
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+        if change.names:
+            request["ExpressionAttributeNames"] = change.names
+        return request
 
 
-class _VersionMoved(Exception):
-    """The item's version changed between the read and the write of `set_capacity`."""
+def _too_few(key: SeatKey, seats: int, item: SeatClassInventory) -> InventoryChangeRefused:
+    return InventoryChangeRefused(
+        f"cannot remove {seats} seat(s) from {key.event_id} {key.seat_class}: only"
+        f" {item.available} available ({item.sold} sold, {item.held} held, capacity {item.capacity})"
+    )
 
 
 def _check_limit(limit: int | None) -> None:
