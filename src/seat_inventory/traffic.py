@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import BotoCoreError, ClientError, ConnectionClosedError, ReadTimeoutError
 
 from seat_inventory.parsing import MAX_ID_LENGTH, id_problem
 
@@ -535,15 +535,47 @@ def peek_dead_letters(sqs_client: Any, dlq_url: str, *, max_messages: int = 100)
 
 
 class RedriveIncomplete(Exception):
-    """SQS refused to take some dead letters back; they are still in the dead-letter queue."""
+    """A redrive stopped at an SQS error; says what became of the messages it had in hand.
 
-    def __init__(self, moved: int, refused: int, error: str) -> None:
-        super().__init__(
-            f"moved {moved} message(s); {refused} could not be sent back and stay in the DLQ: {error}"
-        )
+    `moved` were sent and deleted from the DLQ. `unsent` were refused (or never sent) and stay
+    in the DLQ. `maybe_sent` got no answer to their send: they stay in the DLQ and may also be on
+    the queue. `not_deleted` were sent but their deletion from the DLQ failed (or got no answer):
+    they may come back there after the redrive's visibility hold. A copy on both queues is
+    answered once per reservation id by the service, so redriving again is always safe.
+    """
+
+    def __init__(
+        self, moved: int, refused: int, error: str, *, maybe_sent: int = 0, not_deleted: int = 0
+    ) -> None:
+        parts = [f"moved {moved} message(s)"]
+        if refused:
+            parts.append(f"{refused} could not be sent back and stay in the DLQ")
+        if maybe_sent:
+            parts.append(
+                f"{maybe_sent} got no answer from SQS: they stay in the DLQ and may also have reached"
+                " the queue (the service answers a reservation id once, so redriving them again is safe)"
+            )
+        if not_deleted:
+            parts.append(
+                f"{not_deleted} were sent but may not have been deleted from the DLQ: they come back"
+                f" there after {REDRIVE_HOLD_S} s (redriving them again is safe)"
+            )
+        super().__init__("; ".join(parts) + f": {error}")
         self.moved = moved
         self.refused = refused
+        self.maybe_sent = maybe_sent
+        self.not_deleted = not_deleted
         self.error = error
+
+
+def _no_answer(exc: Exception) -> bool:
+    """Whether a failed SQS call may have been carried out: no reply came, or SQS failed inside."""
+    if isinstance(exc, ReadTimeoutError | ConnectionClosedError):
+        return True
+    return (
+        isinstance(exc, ClientError)
+        and exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) >= 500
+    )
 
 
 def redrive_dead_letters(
@@ -553,19 +585,25 @@ def redrive_dead_letters(
 
     Each message is sent to `queue_url` (same body and message attributes) before it is
     deleted from the DLQ: a crash in between leaves a copy in both, which the service answers
-    once since it dedupes by reservation_id; nothing can be lost. Stops at the first refusal
-    and raises `RedriveIncomplete`, leaving the refused messages visible in the DLQ.
+    once since it dedupes by reservation_id; nothing can be lost. Stops at the first error and
+    raises `RedriveIncomplete`, which counts what was moved and says where the rest is.
     """
     moved = 0
     while max_messages is None or moved < max_messages:
         wanted = SQS_BATCH_LIMIT if max_messages is None else min(SQS_BATCH_LIMIT, max_messages - moved)
-        messages = sqs_client.receive_message(
-            QueueUrl=dlq_url,
-            MaxNumberOfMessages=wanted,
-            VisibilityTimeout=REDRIVE_HOLD_S,
-            WaitTimeSeconds=EMPTY_QUEUE_WAIT_S,
-            MessageAttributeNames=["All"],
-        ).get("Messages", [])
+        try:
+            messages = sqs_client.receive_message(
+                QueueUrl=dlq_url,
+                MaxNumberOfMessages=wanted,
+                VisibilityTimeout=REDRIVE_HOLD_S,
+                WaitTimeSeconds=EMPTY_QUEUE_WAIT_S,
+                MessageAttributeNames=["All"],
+            ).get("Messages", [])
+        except (ClientError, BotoCoreError) as exc:
+            held = (
+                f" (what it took comes back to the DLQ within {REDRIVE_HOLD_S} s)" if _no_answer(exc) else ""
+            )
+            raise RedriveIncomplete(moved, 0, _describe_error(exc) + held) from exc
         if not messages:
             break
         entries = []
@@ -578,17 +616,22 @@ def redrive_dead_letters(
             response = sqs_client.send_message_batch(QueueUrl=queue_url, Entries=entries)
         except (ClientError, BotoCoreError) as exc:
             _release(sqs_client, dlq_url, [message["ReceiptHandle"] for message in messages])
+            if _no_answer(exc):
+                raise RedriveIncomplete(moved, 0, _describe_error(exc), maybe_sent=len(messages)) from exc
             raise RedriveIncomplete(moved, len(messages), _describe_error(exc)) from exc
         sent_ids = {int(entry["Id"]) for entry in response.get("Successful", [])}
         sent = [messages[index] for index in sorted(sent_ids)]
         if sent:
-            sqs_client.delete_message_batch(
-                QueueUrl=dlq_url,
-                Entries=[
-                    {"Id": str(index), "ReceiptHandle": message["ReceiptHandle"]}
-                    for index, message in enumerate(sent)
-                ],
-            )
+            try:
+                sqs_client.delete_message_batch(
+                    QueueUrl=dlq_url,
+                    Entries=[
+                        {"Id": str(index), "ReceiptHandle": message["ReceiptHandle"]}
+                        for index, message in enumerate(sent)
+                    ],
+                )
+            except (ClientError, BotoCoreError) as exc:
+                raise RedriveIncomplete(moved, 0, _describe_error(exc), not_deleted=len(sent)) from exc
             moved += len(sent)
         refused = [message for index, message in enumerate(messages) if index not in sent_ids]
         if refused:

@@ -341,5 +341,6 @@ def test_a_release_whose_reply_was_lost_is_announced_by_the_same_run(store, cloc
 
     # the retry finds the hold released and in the outbox: announced now, once, not a run later
     assert [(o.reservation_id, o.outcome) for o in publisher.published] == [("h-1", Outcome.EXPIRED)]
-    assert (result.released, result.republished, result.skipped, result.failed_groups) == ([], 1, 0, [])
+    assert [o.reservation_id for o in result.released] == ["h-1"]
+    assert (result.republished, result.skipped, result.failed_groups) == (0, 0, [])
     assert store.outbox == set() and seats(store) == (10, 0, 0)

@@ -27,6 +27,7 @@ from seat_inventory.cli.output import OutputFormat, output_option, print_json, p
 from seat_inventory.models import Outcome
 from seat_inventory.parsing import MAX_ID_LENGTH, MAX_SEAT_CLASS_LENGTH, id_problem
 from seat_inventory.traffic import (
+    REDRIVE_HOLD_S,
     OutcomeCollector,
     RedriveIncomplete,
     peek_dead_letters,
@@ -353,6 +354,25 @@ def dlq_redrive(obj: CliContext, max_messages: int | None, yes: bool, output: Ou
     except (ClientError, BotoCoreError) as exc:
         raise _aws_call_failed("redriving", exc) from exc
     _print_moved(moved, resources.reservations_queue_url, output)
+    # "moved N" alone would hide messages a receive held without answering (SQS returns them
+    # after the hold): say what the DLQ still has (on stderr, so that --output json stays one object).
+    try:
+        left = sqs.get_queue_attributes(
+            QueueUrl=resources.dead_letter_queue_url,
+            AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+        )["Attributes"]
+    except (ClientError, BotoCoreError) as exc:
+        raise _aws_call_failed("reading what the dead-letter queue still holds", exc) from exc
+    visible, held = (
+        int(left["ApproximateNumberOfMessages"]),
+        int(left["ApproximateNumberOfMessagesNotVisible"]),
+    )
+    if visible or held:
+        click.echo(
+            f"the DLQ still holds about {visible + held} message(s) ({held} held by a receive, visible"
+            f" again within {REDRIVE_HOLD_S} s): run `seats dlq redrive` again then",
+            err=True,
+        )
 
 
 def _print_moved(moved: int, queue_url: str, output: OutputFormat, *, empty: str | None = None) -> None:

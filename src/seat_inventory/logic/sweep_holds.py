@@ -60,9 +60,9 @@ class SweepIncomplete(Exception):
 class SweepResult:
     """What one sweeper run did.
 
-    `released` are the EXPIRED outcomes of holds this run released (published or not);
-    `republished` counts outbox entries published now: of earlier runs, and those a retry found
-    already released (most likely by this run's own attempt, whose reply was lost); `unpublished` counts
+    `released` are the EXPIRED outcomes of holds this run released (published or not), including
+    those a retry found released and in the outbox (this run's own attempt, whose reply was lost);
+    `republished` counts outbox entries of earlier runs published now; `unpublished` counts
     outcomes SNS did not take (they stay in the outbox for the next run); `skipped` counts holds
     found due that were confirmed, cancelled or released by someone else first; `failed_groups`
     names the seat classes whose release still failed after the run's retries (a transient fault
@@ -201,14 +201,10 @@ def release_expired_holds(
     failed.update(groups)
     result.failed_groups = [f"{k.event_id} {k.seat_class}: {errors[k]}" for k in failed]
     result.holds_overdue = sum(len(t) for t in failed.values())
+    released += recovered  # released by this run as far as it can tell (its reply was lost)
     result.seats_released = sum(r.quantity for r in released)
-
     result.released = [expiry_outcome(r) for r in released]
     result.unpublished += _publish_and_clear(
         released, store=store, publisher=publisher, expires_at=record_ttl
     )
-    if recovered:
-        left_over = _publish_and_clear(recovered, store=store, publisher=publisher, expires_at=record_ttl)
-        result.unpublished += left_over
-        result.republished += len(recovered) - left_over
     return result
