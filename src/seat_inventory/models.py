@@ -258,6 +258,7 @@ class BatchResult:
 
     published: list[ReservationOutcome] = field(default_factory=list)
     failed_message_ids: list[str] = field(default_factory=list)
+    handed_back: dict[str, str] = field(default_factory=dict)  # failed message id -> why
     seats_confirmed: int = 0
     seats_held: int = 0
     seats_released: int = 0

@@ -109,8 +109,11 @@ def record_batch(result: BatchResult) -> None:
     metrics.add_metric(name="SeatsHeld", unit=MetricUnit.Count, value=result.seats_held)
     metrics.add_metric(name="SeatsReleased", unit=MetricUnit.Count, value=result.seats_released)
     metrics.add_metric(name="MessagesRetried", unit=MetricUnit.Count, value=len(result.failed_message_ids))
-    if result.failed_message_ids:
-        logger.warning("messages handed back for retry", message_ids=result.failed_message_ids)
+    reasons: dict[str, list[str]] = {}
+    for message_id in result.failed_message_ids:
+        reasons.setdefault(result.handed_back.get(message_id, "not recorded"), []).append(message_id)
+    for reason, message_ids in reasons.items():
+        logger.warning("messages handed back to the queue", reason=reason, message_ids=message_ids)
 
 
 def record_sweep(result: SweepResult) -> None:

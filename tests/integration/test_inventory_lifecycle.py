@@ -8,6 +8,7 @@ outbox, and the operator's conditional updates.
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Any
 
 import pytest
@@ -75,7 +76,7 @@ def raw_record(stack: Stack, reservation_id: str) -> dict[str, Any]:
 
 
 def counter(stack: Stack, customer_id: str) -> int | None:
-    item = raw(stack, "EVENT#e-1", f"CUSTOMER#GA#{customer_id}")
+    item = raw(stack, f"CUSTOMER#e-1#GA#{customer_id}", "COUNTER")
     return int(item["seats"]["N"]) if item else None
 
 
@@ -246,6 +247,29 @@ def test_counters_are_only_written_with_a_limit(stack: Stack, table: InventoryTa
     take(table, answer("r-1"))
     assert counter(stack, "c-1") is None
     assert "customer_counted" not in raw_record(stack, "r-1")
+
+
+def test_customer_counters_stay_off_the_events_hot_partition(stack: Stack) -> None:
+    # With a limit, every customer's counter is in the transaction that takes the seats: under
+    # the event's partition key each added 2 write units to the partition the hot item is on.
+    client = stack.dynamodb
+    sent: list[dict[str, Any]] = []
+    client.meta.events.register(
+        "before-call.dynamodb.TransactWriteItems", lambda params, **_: sent.append(json.loads(params["body"]))
+    )
+    table = InventoryTable(client, stack.table_name)
+    table.create_seat_class(KEY, 10, max_per_customer=4)
+
+    take(table, answer("r-1", customer_id="c-1"), answer("r-2", customer_id="c-2"), limit=4)
+
+    [transaction] = sent
+    keys = [
+        next(iter(action.values()))["Key" if "Update" in action else "Item"]
+        for action in transaction["TransactItems"]
+    ]
+    on_the_event = [key["sk"]["S"] for key in keys if key["pk"]["S"] == "EVENT#e-1"]
+    assert on_the_event == ["CLASS#GA"]
+    assert (counter(stack, "c-1"), counter(stack, "c-2")) == (2, 2)
 
 
 # --- read_reservations: consistent BatchGetItem ----------------------------------------------------
@@ -489,7 +513,7 @@ def test_a_counter_lower_than_its_seats_refuses_the_release(stack: Stack, table:
     take(table, answer("r-1", quantity=2), limit=6)
     stack.dynamodb.update_item(
         TableName=stack.table_name,
-        Key={"pk": {"S": "EVENT#e-1"}, "sk": {"S": "CUSTOMER#GA#c-1"}},
+        Key={"pk": {"S": "CUSTOMER#e-1#GA#c-1"}, "sk": {"S": "COUNTER"}},
         UpdateExpression="SET seats = :one",
         ExpressionAttributeValues={":one": {"N": "1"}},
     )
@@ -680,3 +704,24 @@ def test_a_reservation_record_shows_status_and_original_answer(table: InventoryT
     assert shown.status_changed_at is not None
     assert table.get_reservation("h-1") == held("h-1", quantity=2)
     assert table.get_reservation_record("nope") is None
+
+
+def test_an_expiry_a_transaction_is_writing_stays_in_the_outbox_for_the_next_run(stack: Stack) -> None:
+    # On AWS an UpdateItem on a record that an ongoing transaction includes (a confirm or cancel of
+    # the expired hold) gets TransactionConflictException; the sweeper's run must not fail on it.
+    table = InventoryTable(stack.dynamodb, stack.table_name)
+    table.create_seat_class(KEY, 10)
+    for hold_id in ("h-1", "h-2"):
+        take(table, held(hold_id, expires_at=NOW))
+        commit(table, transition(table, hold_id, Outcome.EXPIRED), now=NOW)
+    pending = sorted(table.find_unpublished_expiries(10), key=lambda r: r.reservation_id)
+    stack.faults.fail(
+        "dynamodb.UpdateItem", "TransactionConflictException", when=lambda params: b"h-1" in params["body"]
+    )
+    faulty = InventoryTable(stack.faults.session.client("dynamodb"), stack.table_name)
+
+    assert faulty.mark_expiries_published(pending, expires_at=NOW + 5) == 1
+
+    assert [r.reservation_id for r in table.find_unpublished_expiries(10)] == ["h-1"]
+    assert table.mark_expiries_published(pending, expires_at=NOW + 6) == 1
+    assert table.find_unpublished_expiries(10) == []

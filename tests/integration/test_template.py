@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 from cfnlint.api import lint_file
 
+from seat_inventory.logic.reserve_seats import MAX_RESERVATIONS_PER_TRANSACTION, QueueMessage, reserve_seats
 from seat_inventory.settings import Settings
+from tests.fakes import FakeClock, InMemoryInventoryStore, RecordingPublisher
 from tests.integration.conftest import REPO
 from tests.template_support import Template
 
@@ -120,3 +122,30 @@ def test_samconfig_points_local_invoke_at_the_shipped_env_file() -> None:
     assert 'env_vars = "events/env.local.json"' in text
     env_file = json.loads(Path(REPO / "events" / "env.local.json").read_text())
     assert {"TABLE_NAME", "OUTCOMES_TOPIC_ARN"} <= set(env_file["ReserveSeatsFunction"])
+
+
+def test_a_full_batch_for_one_seat_class_is_one_transaction(template: Template) -> None:
+    # One transaction holds the inventory update and at most 99 reservation records: a batch of
+    # 100 became two transactions (99 + 1) on the hot item, each holding it in turn.
+    [event] = template.properties("ReserveSeatsFunction")["Events"].values()
+    batch_size = template.resolve(event["Properties"]["BatchSize"])
+    store = InMemoryInventoryStore()
+    store.add_event("e-1", capacity=10 * batch_size)
+    messages = [
+        QueueMessage(
+            f"m-{n}",
+            json.dumps(
+                {"reservation_id": f"r-{n}", "event_id": "e-1", "quantity": 1, "customer_id": f"c-{n}"}
+            ),
+        )
+        for n in range(batch_size)
+    ]
+    settings = Settings(table_name="t", outcomes_topic_arn="arn:aws:sns:us-east-1:1:t")
+
+    result = reserve_seats(
+        messages, store=store, publisher=RecordingPublisher(), settings=settings, clock=FakeClock()
+    )
+
+    assert result.seats_confirmed == batch_size
+    assert store.transactions == 1
+    assert batch_size <= MAX_RESERVATIONS_PER_TRANSACTION

@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from seat_inventory.logic.hints import MAX_ACTIONS_PER_TRANSACTION, MAX_CONFLICT_RETRIES, InventoryHints
+from seat_inventory.logic.hints import MAX_ACTIONS_PER_TRANSACTION, InventoryHints
 from seat_inventory.logic.reserve_seats import QueueMessage, reserve_seats
 from seat_inventory.models import (
     BatchResult,
@@ -395,13 +395,24 @@ def test_conflicts_on_a_status_change_are_retried_in_place(service, store, clock
     assert store.status["r-1"] is Outcome.CONFIRMED
 
 
-def test_persistent_conflicts_on_a_status_change_hand_the_message_back(service, store) -> None:
+def test_a_conflict_storm_on_a_status_change_is_waited_out_in_place(service, store, clock) -> None:
     service.run(hold(1))
-    store.fail_next_commit = [TransactionConflict("TransactionConflict")] * (MAX_CONFLICT_RETRIES + 1)
+    store.fail_next_commit = [TransactionConflict("TransactionConflict")] * 30
+
+    result = service.run(confirm(2, "r-1"))
+
+    assert result.failed_message_ids == []
+    assert store.status["r-1"] is Outcome.CONFIRMED
+
+
+def test_conflicts_on_a_status_change_past_the_deadline_hand_the_message_back(service, store) -> None:
+    service.run(hold(1))
+    store.fail_next_commit = [TransactionConflict("TransactionConflict")] * 10_000
 
     result = service.run(confirm(2, "r-1"))
 
     assert result.failed_message_ids == ["m-2"]
+    assert result.handed_back["m-2"].startswith("TransactionConflict: status changes of")
     assert store.status["r-1"] is Outcome.HELD
 
 

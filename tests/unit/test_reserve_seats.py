@@ -7,11 +7,12 @@ import json
 
 import pytest
 
+from seat_inventory.logic.hints import CONFLICT_BACKOFF_CAP_SECONDS
 from seat_inventory.logic.reserve_seats import (
-    MAX_CONFLICT_RETRIES,
     MAX_RESERVATIONS_PER_TRANSACTION,
     InventoryHints,
     QueueMessage,
+    conflict_deadline,
     reserve_seats,
 )
 from seat_inventory.models import Outcome, RetryableError, SeatKey, TransactionConflict
@@ -234,13 +235,52 @@ def test_transaction_conflicts_are_retried_in_place_with_backoff(store, publishe
     assert store.inventory[SeatKey("e-1", "GA")].sold == 1
 
 
-def test_persistent_conflicts_hand_the_messages_back(store, publisher) -> None:
-    store.fail_next_commit = [TransactionConflict("TransactionConflict")] * (MAX_CONFLICT_RETRIES + 1)
+def test_a_conflict_storm_is_waited_out_in_place_until_the_deadline(store, publisher) -> None:
+    # 40 conflicts in a row (other containers' transactions on the hot item): no message goes back
+    # to the queue, where each return would count towards the dead-letter queue.
+    store.fail_next_commit = [TransactionConflict("TransactionConflict")] * 40
+    clock = FakeClock()
+    started = clock.now()
+
+    result = reserve_seats(
+        [message(1)], store=store, publisher=publisher, settings=SETTINGS, clock=clock, deadline=started + 25
+    )
+
+    assert result.failed_message_ids == []
+    assert outcomes_by_message(publisher) == {"m-1": Outcome.CONFIRMED}
+    assert len(clock.slept) == 40
+    assert max(clock.slept) <= CONFLICT_BACKOFF_CAP_SECONDS
+    assert clock.now() <= started + 25
+
+
+def test_conflicts_past_the_deadline_hand_the_messages_back_and_say_why(store, publisher) -> None:
+    store.fail_next_commit = [TransactionConflict("TransactionConflict")] * 1000
+    clock = FakeClock()
+    deadline = conflict_deadline(clock.now(), remaining_ms=8_000)  # 3 s for conflicts, 5 s kept back
+
+    result = reserve_seats(
+        [message(1), message(2, event_id="e-2")],
+        store=store,
+        publisher=publisher,
+        settings=SETTINGS,
+        clock=clock,
+        deadline=deadline,
+    )
+
+    assert result.failed_message_ids == ["m-1", "m-2"]
+    assert publisher.published == []
+    assert clock.now() <= deadline
+    assert result.handed_back["m-1"].startswith("e-1 GA: TransactionConflict: ")
+    assert "transaction conflicts in a row, none committed before the deadline" in result.handed_back["m-1"]
+    assert result.handed_back["m-2"].startswith("e-2 GA: TransactionConflict: ")
+
+
+def test_a_transient_fault_hands_the_group_back_with_its_reason(store, publisher) -> None:
+    store.fail_next_commit = [RetryableError("ThrottlingException")]
 
     result = run([message(1)], store, publisher)
 
-    assert result.failed_message_ids == ["m-1"]
-    assert publisher.published == []
+    assert result.handed_back == {"m-1": "e-1 GA: RetryableError: ThrottlingException"}
 
 
 def test_a_failed_publication_is_retried_and_republishes_without_taking_seats(store) -> None:

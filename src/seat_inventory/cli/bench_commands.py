@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 
+from seat_inventory.cli.local_commands import aws_contention_options, aws_contention_settings
 from seat_inventory.local.engines import LocalStackError
 
 QUICK_SCALE = 0.1
@@ -72,6 +73,7 @@ DEFAULT_WORKERS = 4
     help="Instead of benchmarking, profile the handler on a hot on-sale (pyinstrument) and write the"
     " profile here as text.",
 )
+@aws_contention_options
 def bench(
     quick: bool,
     scale: float | None,
@@ -82,6 +84,8 @@ def bench(
     note: str,
     cold_start_rounds: int,
     profile_path: Path | None,
+    no_aws_contention: bool,
+    contention_time_scale: float,
 ) -> None:
     """Benchmark the service against the common design, with and without Powertools idempotency.
 
@@ -104,7 +108,12 @@ def bench(
     started_at = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     started = time.monotonic()
     try:
-        run = run_bench(scale=size, workers=workers, progress=lambda line: click.echo(line, err=True))
+        run = run_bench(
+            scale=size,
+            workers=workers,
+            progress=lambda line: click.echo(line, err=True),
+            aws_contention=aws_contention_settings(no_aws_contention, contention_time_scale),
+        )
     except LocalStackError as exc:
         raise click.ClickException(str(exc)) from exc
     cold = None

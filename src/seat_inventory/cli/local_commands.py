@@ -11,7 +11,7 @@ import shlex
 import signal
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from types import FrameType
 from typing import Any
@@ -19,11 +19,37 @@ from typing import Any
 import click
 
 from seat_inventory.cli.output import OutputFormat, output_option, print_json, print_text
+from seat_inventory.contention.model import ContentionSettings
 
 # The ports events/env.local.json names, so that `sam local invoke --env-vars` finds this stack.
 DEFAULT_DYNAMODB_PORT = 8000
 DEFAULT_MOTO_PORT = 5000
+
 PARAMETER_HELP = "Template parameter override NAME=VALUE (repeatable), e.g. -p MaxReceiveCount=3."
+
+
+def aws_contention_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Adds `--no-aws-contention` and `--aws-contention-time-scale` (arguments `no_aws_contention`,
+    `contention_time_scale`; see `aws_contention_settings`)."""
+    command = click.option(
+        "--aws-contention-time-scale",
+        "contention_time_scale",
+        type=click.FloatRange(min=0.001, max=10_000),
+        default=1.0,
+        show_default=True,
+        help="Wall seconds per modelled second of the contention layer: latencies x it, unit rates / it.",
+    )(command)
+    return click.option(
+        "--no-aws-contention",
+        is_flag=True,
+        help="Run on DynamoDB Local alone: no transaction conflicts, throttling or AWS latencies"
+        " (the layer is on by default; docs/contention.md).",
+    )(command)
+
+
+def aws_contention_settings(no_aws_contention: bool, time_scale: float) -> ContentionSettings | None:
+    """The contention layer's settings from the options, or None when it is switched off."""
+    return None if no_aws_contention else ContentionSettings(time_scale=time_scale)
 
 
 def _parameter_overrides(values: tuple[str, ...]) -> dict[str, str]:
@@ -106,7 +132,8 @@ def local() -> None:
     type=click.IntRange(0, 65535),
     default=DEFAULT_DYNAMODB_PORT,
     show_default=True,
-    help="DynamoDB Local's port, fixed so that the exports stay valid across restarts (the one"
+    help="The DynamoDB endpoint's port (the AWS contention layer's; DynamoDB Local's with"
+    " --no-aws-contention), fixed so that the exports stay valid across restarts (the one"
     " events/env.local.json names); 0: any free port.",
 )
 @click.option(
@@ -122,6 +149,7 @@ def local() -> None:
     show_default=True,
     help="Where moto listens; 0.0.0.0 lets a `sam local invoke` container reach it on Linux.",
 )
+@aws_contention_options
 def up(
     no_runner: bool,
     workers: int | None,
@@ -131,6 +159,8 @@ def up(
     dynamodb_port: int,
     moto_port: int,
     moto_host: str,
+    no_aws_contention: bool,
+    contention_time_scale: float,
 ) -> None:
     """Start the local stack in the foreground; Ctrl-C stops it (everything is in memory).
 
@@ -150,8 +180,10 @@ def up(
                 dynamodb_port=dynamodb_port,
                 moto_port=moto_port,
                 moto_host=moto_host,
+                aws_contention=aws_contention_settings(no_aws_contention, contention_time_scale),
             ) as stack:
                 _print_exports(stack.cli_environment())
+                _say(stack.contention_description())
                 _say(
                     f"table {stack.table_name}; queue {stack.queue_url} (visibility timeout "
                     f"{stack.visibility_timeout_s} s); dead-letter queue {stack.dead_letter_queue_url}; "
@@ -229,6 +261,7 @@ def _wait_forever(stats: Any = None) -> None:
 )
 @click.option("--seed", type=int, help="Seed for quantities, customers and duplicate positions.")
 @output_option
+@aws_contention_options
 def demo(
     capacity: int,
     requests: int,
@@ -236,6 +269,8 @@ def demo(
     duplicates: float,
     seed: int | None,
     output: OutputFormat,
+    no_aws_contention: bool,
+    contention_time_scale: float,
 ) -> None:
     """Run an on-sale end to end on a fresh local stack and check the result.
 
@@ -248,7 +283,12 @@ def demo(
         from seat_inventory.local.demo import DemoOptions, checks_passed, run_demo
 
         options = DemoOptions(
-            capacity=capacity, requests=requests, duplicates_pct=duplicates, workers=workers, seed=seed
+            capacity=capacity,
+            requests=requests,
+            duplicates_pct=duplicates,
+            workers=workers,
+            seed=seed,
+            aws_contention=aws_contention_settings(no_aws_contention, contention_time_scale),
         )
         summary = run_demo(options, progress=_say)
     if output is OutputFormat.JSON:
@@ -293,5 +333,13 @@ def _print_summary(summary: Mapping[str, Any]) -> None:
     for key, meaning in SUMMARY_ROWS:
         if key in summary:
             click.echo(f"  {key + ':':<{width}} {summary[key]!s:<8} {meaning}")
+    contention = summary.get("aws_contention")
+    if contention:
+        click.echo(
+            "  AWS contention layer: {transactions_committed} transactions committed, cancelled by"
+            " reason {transactions_cancelled}, {write_conflicts} single-item write conflicts,"
+            " {throttled_requests} throttled requests, {write_units_cancelled:g} write units spent on"
+            " cancelled transactions".format(**contention)
+        )
     verdict = "all checks passed" if checks_passed(summary) else "CHECKS FAILED"
     click.echo(f"{verdict}; worker logs in {summary.get('log_dir')}")

@@ -122,8 +122,8 @@ class ContentionSettings:
         return (
             f"AWS contention: per partition key {self.write_units_per_s:g} WCU/s and "
             f"{self.read_units_per_s:g} RCU/s, burst {self.burst_s:g} s; {table}; {latency}; "
-            f"time scale x{self.time_scale:g} (conflicts, throttling and latency as AWS at "
-            f"{1 / self.time_scale:g} x this machine's rates)"
+            f"time scale x{self.time_scale:g} (wall seconds per modelled second: latencies "
+            f"x{self.time_scale:g}, unit rates /{self.time_scale:g})"
         )
 
 

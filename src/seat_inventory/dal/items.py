@@ -3,11 +3,15 @@
 Single-table layout (table keys `pk`, `sk`; TTL attribute `expires_at`; sparse index
 `HoldsByExpiry` on `gsi1pk` (S) / `gsi1sk` (N)):
 
-| item                 | pk                     | sk                            |
-|----------------------|------------------------|-------------------------------|
-| seat-class inventory | `EVENT#<event_id>`     | `CLASS#<class>`               |
-| customer counter     | `EVENT#<event_id>`     | `CUSTOMER#<class>#<customer>` |
-| reservation record   | `RESERVATION#<res_id>` | `RESERVATION`                 |
+| item                 | pk                                       | sk              |
+|----------------------|------------------------------------------|-----------------|
+| seat-class inventory | `EVENT#<event_id>`                       | `CLASS#<class>` |
+| customer counter     | `CUSTOMER#<event_id>#<class>#<customer>` | `COUNTER`       |
+| reservation record   | `RESERVATION#<res_id>`                   | `RESERVATION`   |
+
+Customer counters were under `pk EVENT#<event_id>`, `sk CUSTOMER#<class>#<customer>` until
+this layout (one partition key each, off the event's hot partition); docs/contention.md says how
+to migrate them.
 
 - inventory: capacity, available, held, sold; optional max_per_customer, sale_status,
   sale_starts_at, sale_ends_at (epoch seconds); version (bumped by every operator change);
@@ -47,6 +51,7 @@ from seat_inventory.models import (
 INVENTORY_PREFIX = "EVENT#"
 CLASS_PREFIX = "CLASS#"
 CUSTOMER_PREFIX = "CUSTOMER#"
+CUSTOMER_SK = "COUNTER"
 RESERVATION_PREFIX = "RESERVATION#"
 RESERVATION_SK = "RESERVATION"
 HOLDS_INDEX = "HoldsByExpiry"
@@ -71,9 +76,11 @@ def reservation_key(reservation_id: str) -> dict[str, Any]:
 
 
 def customer_key(key: SeatKey, customer_id: str) -> dict[str, Any]:
+    """A customer's counter has a partition key of its own: under the event's key (the layout
+    before) every reservation of a class with a limit added 2 write units to the hot partition."""
     return {
-        "pk": {"S": INVENTORY_PREFIX + key.event_id},
-        "sk": {"S": f"{CUSTOMER_PREFIX}{key.seat_class}#{customer_id}"},
+        "pk": {"S": f"{CUSTOMER_PREFIX}{key.event_id}#{key.seat_class}#{customer_id}"},
+        "sk": {"S": CUSTOMER_SK},
     }
 
 

@@ -19,7 +19,7 @@ from seat_inventory.dal.items import (
     record_from_item,
     reservation_key,
 )
-from seat_inventory.models import Outcome, ReservationRecord
+from seat_inventory.models import Outcome, ReservationRecord, TransactionConflict
 
 
 class SweeperQueries(TableAccess):
@@ -79,23 +79,32 @@ class SweeperQueries(TableAccess):
     def mark_expiries_published(self, records: Sequence[ReservationRecord], *, expires_at: int) -> int:
         """`REMOVE gsi1pk, gsi1sk SET expires_at` per record, conditional on it still being in the outbox.
 
-        A record another sweeper took out first is skipped. The TTL starts only now, so an expiry
-        is never deleted before it was announced.
+        A record another sweeper took out first is skipped, and so is one that a transaction is
+        writing right now (TransactionConflictException, e.g. a confirm or cancel of the expired
+        hold): it stays in the outbox and the next run announces it again (expiries are announced
+        at least once). The TTL starts only now, so an expiry is never deleted before it was
+        announced.
         """
         cleared = 0
         for record in records:
-            taken_out_first = call_expecting(
-                CONDITION_FAILED,
-                self._client.update_item,
-                TableName=self._table_name,
-                Key=reservation_key(record.reservation_id),
-                UpdateExpression="SET expires_at = :expires_at REMOVE gsi1pk, gsi1sk",
-                ConditionExpression="gsi1pk = :outbox",
-                ExpressionAttributeValues={
-                    ":outbox": {"S": f"{OUTBOX_PREFIX}{hold_shard(record.reservation_id)}"},
-                    ":expires_at": number(expires_at),
-                },
-            )
+            try:
+                taken_out_first = self._take_out_of_outbox(record, expires_at)
+            except TransactionConflict:
+                continue
             if not isinstance(taken_out_first, ClientError):
                 cleared += 1
         return cleared
+
+    def _take_out_of_outbox(self, record: ReservationRecord, expires_at: int) -> Any:
+        return call_expecting(
+            CONDITION_FAILED,
+            self._client.update_item,
+            TableName=self._table_name,
+            Key=reservation_key(record.reservation_id),
+            UpdateExpression="SET expires_at = :expires_at REMOVE gsi1pk, gsi1sk",
+            ConditionExpression="gsi1pk = :outbox",
+            ExpressionAttributeValues={
+                ":outbox": {"S": f"{OUTBOX_PREFIX}{hold_shard(record.reservation_id)}"},
+                ":expires_at": number(expires_at),
+            },
+        )

@@ -10,7 +10,7 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from seat_inventory.logic.reserve_seats import QueueMessage, reserve_seats
+from seat_inventory.logic.reserve_seats import QueueMessage, conflict_deadline, reserve_seats
 from seat_inventory.observability import logger, metrics, record_batch, tracer
 from seat_inventory.wiring import ContainerAdapters, build_adapters
 
@@ -36,6 +36,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         settings=adapters.settings,
         clock=adapters.clock,
         hints=adapters.hints,
+        deadline=conflict_deadline(adapters.clock.now(), context.get_remaining_time_in_millis()),
     )
     record_batch(result)
     return {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in result.failed_message_ids]}

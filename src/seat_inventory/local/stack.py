@@ -30,9 +30,11 @@ from typing import TYPE_CHECKING, Any
 import boto3
 from botocore.config import Config
 
+from seat_inventory.contention.model import ContentionSettings
 from seat_inventory.local.engines import (
     FAKE_ACCESS_KEY_ID,
     FAKE_SECRET_ACCESS_KEY,
+    ContentionProxy,
     DynamoDBLocal,
     LocalStackError,
     MotoServer,
@@ -58,6 +60,9 @@ API_URL_ENV = "SEATS_API_URL"  # the checkout API's base URL among the exports o
 CHECKOUT_PAGE_DIR = "examples/checkout"  # the example checkout page the local API serves
 # Same spirit as the function's client config; the pool is large because the demo sends in threads.
 CLIENT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 5}, max_pool_connections=64)
+
+# The AWS contention layer is on unless a caller passes aws_contention=None (docs/contention.md).
+DEFAULT_CONTENTION = ContentionSettings()
 
 # A log folder older than this is not in use by another run and may be pruned.
 PRUNE_AFTER_S = 3600
@@ -92,8 +97,11 @@ class LocalStack:
         dynamodb_port: int | None = None,
         moto_port: int | None = None,
         moto_host: str = "127.0.0.1",
+        aws_contention: ContentionSettings | None = DEFAULT_CONTENTION,
     ) -> None:
-        """`dynamodb_port`, `moto_port`: fixed ports (None or 0: free ones); `moto_host`: moto's address."""
+        """`dynamodb_port`, `moto_port`: fixed ports (None or 0: free ones); `moto_host`: moto's address.
+        `aws_contention`: the contention layer's settings (None: off); when it is on, the DynamoDB
+        endpoint (and `dynamodb_port`) is the layer's, and DynamoDB Local behind it takes a free port."""
         self._ports = {"dynamodb": dynamodb_port, "moto": moto_port}
         self._moto_host = moto_host
         self.template = template or load_template(
@@ -109,6 +117,8 @@ class LocalStack:
         self._log_dir = log_dir
         self._dynamodb = DynamoDBLocal()
         self._moto = MotoServer()
+        self.aws_contention = aws_contention
+        self._proxy: ContentionProxy | None = None
         self._resources: dict[str, PhysicalResource] = {}
         self._session: boto3.session.Session | None = None
         self._api: LocalApiServer | None = None
@@ -118,7 +128,10 @@ class LocalStack:
         if self._resources:
             return self
         log_dir = self.log_dir
-        self._dynamodb = DynamoDBLocal(log_path=log_dir / "dynamodb-local.log", port=self._ports["dynamodb"])
+        layered = self.aws_contention is not None
+        self._dynamodb = DynamoDBLocal(
+            log_path=log_dir / "dynamodb-local.log", port=None if layered else self._ports["dynamodb"]
+        )
         self._moto = MotoServer(
             log_path=log_dir / "moto-server.log", port=self._ports["moto"], host=self._moto_host
         )
@@ -127,6 +140,15 @@ class LocalStack:
             self._dynamodb.launch()
             self._moto.launch()
             self._dynamodb.wait_until_ready()
+            if self.aws_contention is not None:
+                self._proxy = ContentionProxy(
+                    self.aws_contention,
+                    self._dynamodb.endpoint_url,
+                    log_path=log_dir / "contention-proxy.log",
+                    port=self._ports["dynamodb"],
+                )
+                self._proxy.launch()
+                self._proxy.wait_until_ready()
             self._moto.wait_until_ready()
             self._create_resources()
             self._api = self._start_api()
@@ -136,17 +158,28 @@ class LocalStack:
         return self
 
     def stop(self) -> None:
-        """Stops the API and both engines (everything in them is gone: they run in memory)."""
+        """Stops the API, both engines and the contention layer (everything is gone: they run in memory)."""
         if self._api is not None:
             self._api.stop()
             self._api = None
-        stop_all([self._dynamodb, self._moto])
+        stop_all([e for e in (self._dynamodb, self._moto, self._proxy) if e is not None])
         self._resources = {}
         self._session = None
 
     def engine_pids(self) -> dict[str, int]:
         """The running engines' process ids, by name (for the benchmark's CPU accounting)."""
-        return {e.name: e.pid for e in (self._dynamodb, self._moto) if e.pid is not None}
+        engines = (self._dynamodb, self._moto, self._proxy)
+        return {e.name: e.pid for e in engines if e is not None and e.pid is not None}
+
+    def contention_description(self) -> str:
+        """One line saying whether the AWS contention layer is on, and its settings."""
+        if self.aws_contention is None:
+            return "AWS contention layer: off (DynamoDB Local alone: no conflicts, throttling or latency)"
+        return self.aws_contention.describe()
+
+    def contention_status(self) -> dict[str, Any] | None:
+        """The contention layer's settings and counters, or None when it is off."""
+        return self._proxy.status() if self._proxy is not None and self._proxy.pid is not None else None
 
     def __enter__(self) -> LocalStack:
         return self.start()
@@ -300,6 +333,12 @@ class LocalStack:
     # ------------------------------------------------------------------ endpoints and clients
     @property
     def dynamodb_endpoint(self) -> str:
+        """The contention layer's endpoint when it is on, else DynamoDB Local's."""
+        return (self._proxy or self._dynamodb).endpoint_url
+
+    @property
+    def dynamodb_local_endpoint(self) -> str:
+        """DynamoDB Local's own endpoint, behind the contention layer (tests put their own layer there)."""
         return self._dynamodb.endpoint_url
 
     @property

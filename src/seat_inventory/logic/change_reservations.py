@@ -20,10 +20,9 @@ from dataclasses import dataclass, field
 
 from seat_inventory.logic.hints import (
     MAX_ACTIONS_PER_TRANSACTION,
-    MAX_CONFLICT_RETRIES,
     MAX_SETTLE_ROUNDS,
+    ConflictDeadline,
     InventoryHints,
-    back_off,
 )
 from seat_inventory.logic.ports import Clock, InventoryStore
 from seat_inventory.models import (
@@ -174,18 +173,21 @@ def settle_transitions(
     clock: Clock,
     hints: InventoryHints,
     release_ttl_seconds: int,
+    deadline: ConflictDeadline | None = None,
 ) -> TransitionResult:
     """Commits the transitions of one seat class, one transaction per 100 actions.
 
     A transition refused because its record changed meanwhile is reported in `superseded` with
     the record as it is now. A transient fault or persistent contention (or a
     `StoreInconsistency`: a guard that cannot fail on consistent data failed) stops the group:
-    what was not committed yet is reported in `failed`, with the `error`.
+    what was not committed yet is reported in `failed`, with the `error`. Transaction conflicts
+    are retried in place until `deadline` (default: `ConflictDeadline.after(clock)`).
     """
     result = TransitionResult()
     pending = list(transitions)
+    deadline = deadline or ConflictDeadline.after(clock)
     try:
-        _commit_transitions(key, pending, result, now, store, clock, hints, release_ttl_seconds)
+        _commit_transitions(key, pending, result, now, store, clock, hints, release_ttl_seconds, deadline)
     except RetryableError as exc:
         done = set(result.superseded) | {t.record.reservation_id for t in result.committed}
         result.failed = [t for t in transitions if t.record.reservation_id not in done]
@@ -202,6 +204,7 @@ def _commit_transitions(
     clock: Clock,
     hints: InventoryHints,
     release_ttl_seconds: int,
+    deadline: ConflictDeadline,
 ) -> None:
     capacity: int | None = None
     if any(t.releases_seats for t in pending):
@@ -222,12 +225,13 @@ def _commit_transitions(
             refused = store.commit_transitions(
                 key, chunk, now=now, capacity=capacity, release_expires_at=now + release_ttl_seconds
             )
-        except TransactionConflict:
+        except TransactionConflict as exc:
             conflicts += 1
-            if conflicts > MAX_CONFLICT_RETRIES:
-                raise
-            rounds -= 1
-            back_off(clock, conflicts)
+            if not deadline.back_off(clock, conflicts):
+                raise TransactionConflict(
+                    f"status changes of {key}: {conflicts} transaction conflicts in a row until the deadline"
+                ) from exc
+            rounds -= 1  # a conflict teaches nothing; the deadline bounds them instead
             continue
         if refused is None:
             result.committed.extend(chunk)
@@ -275,27 +279,31 @@ def apply_changes(
     hints: InventoryHints,
     rejection_ttl_seconds: int,
     in_flight: Collection[str] = (),
-) -> tuple[dict[str, ReservationOutcome], set[str]]:
-    """Answers every confirm and cancel of a batch; returns answers by message id and failed message ids.
+    deadline: ConflictDeadline | None = None,
+) -> tuple[dict[str, ReservationOutcome], dict[str, str]]:
+    """Answers every confirm and cancel of a batch; returns answers by message id, and the message
+    ids to hand back to the queue with the reason for each.
 
     Changes of the same reservation in one batch apply in arrival order (the second sees the
     first's result). Changes of a reservation in `in_flight` (its own reserve or hold message is
     being retried) and changes after a failed one of the same reservation are handed back too.
     """
     answers: dict[str, ReservationOutcome] = {}
-    failed: set[str] = set()
-    blocked = set(in_flight)
+    failed: dict[str, str] = {}
+    blocked = dict.fromkeys(in_flight, "its reserve or hold message is being retried")
+    deadline = deadline or ConflictDeadline.after(clock)
     for wave in _waves(requests):
         live = [r for r in wave if r.reservation_id not in blocked]
-        failed.update(r.message_id for r in wave if r.reservation_id in blocked)
+        failed.update((r.message_id, blocked[r.reservation_id]) for r in wave if r.reservation_id in blocked)
         if not live:
             continue
         now = int(clock.now())
         try:
             records = store.read_reservations([r.reservation_id for r in live])
-        except RetryableError:
-            failed.update(r.message_id for r in live)
-            blocked.update(r.reservation_id for r in live)
+        except RetryableError as exc:
+            reason = f"reading the reservations failed: {type(exc).__name__}: {exc}"
+            failed.update((r.message_id, reason) for r in live)
+            blocked.update((r.reservation_id, "an earlier change of it is being retried") for r in live)
             continue
         groups: dict[SeatKey, list[tuple[ChangeRequest, Transition]]] = {}
         for request in live:
@@ -305,8 +313,8 @@ def apply_changes(
                 continue
             key = decision.record.seat_key
             if key is None:
-                failed.add(request.message_id)
-                blocked.add(request.reservation_id)
+                failed[request.message_id] = "its record names no seat class"
+                blocked[request.reservation_id] = "an earlier change of it is being retried"
                 continue
             groups.setdefault(key, []).append((request, decision))
         for key, items in groups.items():
@@ -318,13 +326,15 @@ def apply_changes(
                 clock=clock,
                 hints=hints,
                 release_ttl_seconds=rejection_ttl_seconds,
+                deadline=deadline,
             )
             failed_ids = {t.record.reservation_id for t in result.failed}
             for request, transition in items:
                 reservation_id = request.reservation_id
                 if reservation_id in failed_ids:
-                    failed.add(request.message_id)
-                    blocked.add(reservation_id)
+                    error = result.error
+                    failed[request.message_id] = f"{type(error).__name__}: {error}"
+                    blocked[reservation_id] = "an earlier change of it is being retried"
                 elif reservation_id not in result.superseded:
                     answers[request.message_id] = transition_answer(request, transition)
                 else:
@@ -332,6 +342,6 @@ def apply_changes(
                     if isinstance(current, ReservationOutcome):
                         answers[request.message_id] = current
                     else:  # changed back into a state this change applies to: try again later
-                        failed.add(request.message_id)
-                        blocked.add(reservation_id)
+                        failed[request.message_id] = "its reservation changed meanwhile; tried again later"
+                        blocked[reservation_id] = "an earlier change of it is being retried"
     return answers, failed

@@ -16,15 +16,34 @@ MAX_ACTIONS_PER_TRANSACTION = 100
 # missing event, a closed sale, a customer's counter, a changed status); under heavy contention
 # the state can change between rounds, so bound it.
 MAX_SETTLE_ROUNDS = 8
-# Transaction conflicts with a concurrent batch on the same hot item are retried in place, with
-# jittered back-off, before the messages are handed back to the queue.
-MAX_CONFLICT_RETRIES = 5
+# A transaction conflict is not a failure: another container's transaction held the same item for
+# a few tens of milliseconds. It is retried in place with capped full-jitter exponential back-off
+# until the invocation's deadline (`ConflictDeadline`); only a group that never got its turn by
+# then is handed back to the queue.
 CONFLICT_BACKOFF_SECONDS = 0.02
+CONFLICT_BACKOFF_CAP_SECONDS = 0.5
+# How long conflicts are retried when the caller gives no deadline (tools, tests, the sweeper).
+DEFAULT_CONFLICT_PATIENCE_SECONDS = 20.0
 
 
-def back_off(clock: Clock, conflicts: int) -> None:
-    """Full-jitter exponential back-off after the `conflicts`-th transaction conflict in a row."""
-    clock.sleep(random.uniform(0, CONFLICT_BACKOFF_SECONDS * 2**conflicts))
+@dataclass(frozen=True, slots=True)
+class ConflictDeadline:
+    """The clock time until which transaction conflicts are retried in place."""
+
+    at: float
+
+    @classmethod
+    def after(cls, clock: Clock, seconds: float = DEFAULT_CONFLICT_PATIENCE_SECONDS) -> ConflictDeadline:
+        return cls(clock.now() + seconds)
+
+    def back_off(self, clock: Clock, conflicts: int) -> bool:
+        """Sleeps a full-jitter exponential back-off after the `conflicts`-th conflict in a row and
+        returns True; returns False (without sleeping) when the pause would end past the deadline."""
+        pause = random.uniform(0, min(CONFLICT_BACKOFF_CAP_SECONDS, CONFLICT_BACKOFF_SECONDS * 2**conflicts))
+        if clock.now() + pause > self.at:
+            return False
+        clock.sleep(pause)
+        return True
 
 
 # A group wanting at least this many seats is worth a second look at its class (one read) to learn

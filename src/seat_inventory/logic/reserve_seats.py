@@ -25,10 +25,9 @@ from dataclasses import dataclass, field
 from seat_inventory.logic.change_reservations import apply_changes
 from seat_inventory.logic.hints import (
     MAX_ACTIONS_PER_TRANSACTION,
-    MAX_CONFLICT_RETRIES,
     MAX_SETTLE_ROUNDS,
+    ConflictDeadline,
     InventoryHints,
-    back_off,
 )
 from seat_inventory.logic.ports import Clock, InventoryStore, OutcomePublisher
 from seat_inventory.models import (
@@ -49,7 +48,6 @@ from seat_inventory.models import (
 
 __all__ = [
     "MAX_ACTIONS_PER_TRANSACTION",
-    "MAX_CONFLICT_RETRIES",
     "MAX_RESERVATIONS_PER_TRANSACTION",
     "InventoryHints",
     "QueueMessage",
@@ -60,6 +58,14 @@ from seat_inventory.settings import Settings
 
 # Without a per-customer limit: one inventory update plus 99 reservation records.
 MAX_RESERVATIONS_PER_TRANSACTION = MAX_ACTIONS_PER_TRANSACTION - 1
+# Kept back from the invocation's remaining time for publishing and answering after the last
+# conflict retry (publishing a batch's outcomes takes well under a second).
+FINISH_RESERVE_SECONDS = 5.0
+
+
+def conflict_deadline(now: float, remaining_ms: int) -> float:
+    """Until when (clock time) an invocation with `remaining_ms` left retries conflicts in place."""
+    return now + max(0.0, remaining_ms / 1000 - FINISH_RESERVE_SECONDS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,14 +257,16 @@ def settle_group(
     clock: Clock,
     rejection_ttl_seconds: int,
     hints: InventoryHints,
+    deadline: ConflictDeadline | None = None,
 ) -> tuple[dict[str, ReservationOutcome], list[ReservationRequest]]:
     """Commits the answers of one group in one transaction.
 
     Returns the answer for every reservation id it settled, and the requests (a tail of
     `requests`, in order) that did not fit in that transaction's 100 actions and still need one.
-    Raises `RetryableError` when a transient fault or persistent contention prevented a commit;
-    nothing was written then.
+    Raises `RetryableError` when a transient fault prevented a commit, or transaction conflicts
+    went on until `deadline` (default: `ConflictDeadline.after(clock)`); nothing was written then.
     """
+    deadline = deadline or ConflictDeadline.after(clock)
     by_id = {r.reservation_id: r for r in requests}
     pending = list(requests)
     leftover: list[ReservationRequest] = []
@@ -302,12 +310,13 @@ def settle_group(
                 customer_seats=plan.customer_seats,
                 now=now,
             )
-        except TransactionConflict:
+        except TransactionConflict as exc:
             conflicts += 1
-            if conflicts > MAX_CONFLICT_RETRIES:
-                raise
-            rounds -= 1  # a conflict teaches nothing; it is bounded by MAX_CONFLICT_RETRIES instead
-            back_off(clock, conflicts)
+            if not deadline.back_off(clock, conflicts):
+                raise TransactionConflict(
+                    f"{conflicts} transaction conflicts in a row, none committed before the deadline"
+                ) from exc
+            rounds -= 1  # a conflict teaches nothing; the deadline bounds them instead
             continue
         if refused is None:
             answers.update((o.reservation_id, o) for o in plan.outcomes)
@@ -374,13 +383,14 @@ def _settle_groups(
     clock: Clock,
     settings: Settings,
     hints: InventoryHints,
-) -> tuple[dict[str, ReservationOutcome], set[str]]:
+    deadline: ConflictDeadline,
+) -> tuple[dict[str, ReservationOutcome], dict[str, str]]:
     """Settles every group, one transaction at a time.
 
-    Returns the answers by reservation id, and the message ids to retry.
+    Returns the answers by reservation id, and the message ids to retry with the reason for each.
     """
     answers: dict[str, ReservationOutcome] = {}
-    failed: set[str] = set()
+    failed: dict[str, str] = {}
     for key, requests in groups.items():
         remaining = list(requests)
         while remaining:
@@ -393,9 +403,11 @@ def _settle_groups(
                     clock=clock,
                     rejection_ttl_seconds=settings.rejection_record_ttl_seconds,
                     hints=hints,
+                    deadline=deadline,
                 )
-            except RetryableError:
-                failed.update(r.message_id for r in chunk)
+            except RetryableError as exc:
+                reason = f"{key.event_id} {key.seat_class}: {type(exc).__name__}: {exc}"
+                failed.update((r.message_id, reason) for r in chunk)
                 remaining = remaining[len(chunk) :]
                 continue
             answers.update(settled)
@@ -411,13 +423,19 @@ def reserve_seats(
     settings: Settings,
     clock: Clock,
     hints: InventoryHints | None = None,
+    deadline: float | None = None,
 ) -> BatchResult:
     """Answers every message of one SQS batch; returns what was published and what to retry.
 
     `hints` lives as long as the container, so that what one batch learns about a class (sold
     out, closed, its limit) spares the next batches a doomed write (see `InventoryHints`).
+    Transaction conflicts are retried in place until `deadline` (clock time; the handler gives
+    `conflict_deadline(...)` of the invocation; default `DEFAULT_CONFLICT_PATIENCE_SECONDS` from
+    now): a conflict is not a failure, and a message handed back for one would count towards the
+    dead-letter queue.
     """
     hints = hints if hints is not None else InventoryHints()
+    conflicts_until = ConflictDeadline(deadline) if deadline is not None else ConflictDeadline.after(clock)
     result = BatchResult()
     answers: dict[str, ReservationOutcome] = {}  # message id -> answer
     first_request: dict[str, ReservationRequest] = {}  # reservation id -> first message carrying it
@@ -448,7 +466,9 @@ def reserve_seats(
             first_request[parsed.reservation_id] = parsed
             groups.setdefault(parsed.seat_key, []).append(parsed)
 
-    group_answers, failed = _settle_groups(groups, store=store, clock=clock, settings=settings, hints=hints)
+    group_answers, failed = _settle_groups(
+        groups, store=store, clock=clock, settings=settings, hints=hints, deadline=conflicts_until
+    )
 
     for request in first_request.values():
         if request.reservation_id in group_answers:
@@ -456,7 +476,7 @@ def reserve_seats(
     for repeat in repeats:
         original = group_answers.get(repeat.reservation_id)
         if original is None:
-            failed.add(repeat.message_id)
+            failed[repeat.message_id] = "the first delivery of its reservation in this batch is retried"
         else:
             answers[repeat.message_id] = original.as_duplicate(repeat.message_id)
 
@@ -471,6 +491,7 @@ def reserve_seats(
             hints=hints,
             rejection_ttl_seconds=settings.rejection_record_ttl_seconds,
             in_flight=in_flight,
+            deadline=conflicts_until,
         )
         answers.update(change_answers)
         failed.update(change_failed)
@@ -483,11 +504,12 @@ def reserve_seats(
     not_published = {o.message_id for o in publisher.publish(ordered)}
     for outcome in ordered:
         if outcome.message_id in not_published:
-            failed.add(outcome.message_id or "")
+            failed[outcome.message_id or ""] = "its outcome was not published"
         else:
             result.published.append(outcome)
             _count_seats(result, outcome)
     result.failed_message_ids = [m.message_id for m in messages if m.message_id in failed]
+    result.handed_back = {message_id: failed[message_id] for message_id in result.failed_message_ids}
     return result
 
 

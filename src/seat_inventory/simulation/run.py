@@ -53,7 +53,7 @@ class SimulationConfig:
     duplicates: float = 0.0  # share of requests sent twice (the producer's retry)
     arrival_rate: float = 0.0  # requests sent per second; 0: all at the start (a burst)
     seed: int = 1
-    batch_size: int = 100
+    batch_size: int = 99  # the template's BatchSize (a full batch of one class is one transaction)
     batching_window_s: float = 1.0
     visibility_timeout_s: float = 180.0
     max_receive_count: int = 5

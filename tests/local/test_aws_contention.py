@@ -1,0 +1,215 @@
+"""The AWS contention layer as an engine: DynamoDB Local behind it conflicts and throttles as AWS does.
+
+Each test puts its own layer (`seat_inventory.contention.proxy.serve`, in this process) in front of
+the session's DynamoDB Local, with the settings it needs: long holds (a large time scale) to make
+transactions overlap, or a small write budget to throttle. botocore parses every answer, and the
+DAL maps the errors as it does on AWS.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import boto3
+import pytest
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+from seat_inventory.contention.model import ContentionSettings
+from seat_inventory.contention.proxy import serve
+from seat_inventory.dal.inventory_table import InventoryTable
+from seat_inventory.local.engines import FAKE_ACCESS_KEY_ID, FAKE_SECRET_ACCESS_KEY
+from seat_inventory.local.stack import LocalStack
+from seat_inventory.models import RetryableError, SeatKey
+
+pytestmark = pytest.mark.local_stack
+
+NO_RETRIES = Config(retries={"mode": "standard", "max_attempts": 1}, max_pool_connections=32)
+
+
+class Layer:
+    """A contention layer of its own in front of the session's DynamoDB Local."""
+
+    def __init__(self, stack: LocalStack, settings: ContentionSettings) -> None:
+        self.stack = stack
+        self.server = serve(settings, stack.dynamodb_local_endpoint, seed=5)
+        self.endpoint = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def client(self) -> Any:
+        session = boto3.session.Session(
+            aws_access_key_id=FAKE_ACCESS_KEY_ID,
+            aws_secret_access_key=FAKE_SECRET_ACCESS_KEY,
+            region_name=self.stack.region,
+        )
+        return session.client("dynamodb", endpoint_url=self.endpoint, config=NO_RETRIES)
+
+    def counters(self) -> dict[str, Any]:
+        return dict(self.server.proxy.status()["counters"])
+
+
+@pytest.fixture
+def layer_factory(local_stack: LocalStack) -> Iterator[Any]:
+    layers: list[Layer] = []
+
+    def make(**settings: Any) -> Layer:
+        layer = Layer(local_stack, ContentionSettings(**settings))
+        layers.append(layer)
+        return layer
+
+    yield make
+    for layer in layers:
+        layer.server.shutdown()
+        layer.server.server_close()
+
+
+def _hot_key(event_id: str) -> dict[str, Any]:
+    return {"pk": {"S": f"EVENT#{event_id}"}, "sk": {"S": "CLASS#GA"}}
+
+
+def _create_hot_item(client: Any, table: str, event_id: str, available: int) -> None:
+    client.put_item(TableName=table, Item={**_hot_key(event_id), "available": {"N": str(available)}})
+
+
+def _take_one(table: str, event_id: str, record_id: str) -> list[dict[str, Any]]:
+    """A transaction: one record put, then a guarded decrement of the hot item (at position 1)."""
+    return [
+        {
+            "Put": {
+                "TableName": table,
+                "Item": {"pk": {"S": f"RESERVATION#{record_id}"}, "sk": {"S": "RESERVATION"}},
+                "ConditionExpression": "attribute_not_exists(pk)",
+            }
+        },
+        {
+            "Update": {
+                "TableName": table,
+                "Key": _hot_key(event_id),
+                "UpdateExpression": "SET available = available - :one",
+                "ConditionExpression": "available >= :one",
+                "ExpressionAttributeValues": {":one": {"N": "1"}},
+            }
+        },
+    ]
+
+
+def test_concurrent_transactions_on_one_item_are_cancelled_with_the_conflict_at_its_position(
+    local_stack: LocalStack, layer_factory: Any
+) -> None:
+    # x20: a transaction holds the item for about 0.5 s of wall time, so the 12 overlap.
+    layer = layer_factory(time_scale=20)
+    client = layer.client()
+    table = local_stack.table_name
+    event_id = f"conflict-{uuid.uuid4().hex[:8]}"
+    _create_hot_item(client, table, event_id, available=100)
+    start = threading.Barrier(12)
+
+    def attempt(n: int) -> tuple[str, list[str] | None]:
+        record_id = f"{event_id}-{n}"
+        start.wait()
+        try:
+            client.transact_write_items(TransactItems=_take_one(table, event_id, record_id))
+        except ClientError as exc:
+            assert exc.response["Error"]["Code"] == "TransactionCanceledException"
+            return record_id, [r["Code"] for r in exc.response["CancellationReasons"]]
+        return record_id, None
+
+    with ThreadPoolExecutor(12) as pool:
+        results = list(pool.map(attempt, range(12)))
+
+    committed = [record_id for record_id, reasons in results if reasons is None]
+    cancelled = {record_id: reasons for record_id, reasons in results if reasons is not None}
+    assert len(committed) >= 1 and len(cancelled) >= 8
+    assert all(reasons == ["None", "TransactionConflict"] for reasons in cancelled.values())
+    # Nothing a cancelled transaction wrote exists; the item counts exactly the commits.
+    item = client.get_item(TableName=table, Key=_hot_key(event_id), ConsistentRead=True)["Item"]
+    assert int(item["available"]["N"]) == 100 - len(committed)
+    for record_id in cancelled:
+        key = {"pk": {"S": f"RESERVATION#{record_id}"}, "sk": {"S": "RESERVATION"}}
+        assert "Item" not in client.get_item(TableName=table, Key=key, ConsistentRead=True)
+    counters = layer.counters()
+    assert counters["transactions_committed"] == len(committed)
+    assert counters["transactions_cancelled"] == {"TransactionConflict": len(cancelled)}
+    assert counters["write_units_cancelled"] == 4 * len(cancelled)
+
+
+def test_a_single_item_write_on_a_held_item_gets_a_conflict_which_the_dal_maps(
+    local_stack: LocalStack, layer_factory: Any
+) -> None:
+    layer = layer_factory(time_scale=100)  # a 2-action transaction holds its items for 1.3 s or more
+    client = layer.client()
+    table = local_stack.table_name
+    event_id = f"held-{uuid.uuid4().hex[:8]}"
+    key = SeatKey(event_id, "GA")
+    InventoryTable(local_stack.client("dynamodb"), table).create_seat_class(key, 10)
+    holder = threading.Thread(
+        target=client.transact_write_items,
+        kwargs={"TransactItems": _take_one(table, event_id, f"{event_id}-0")},
+    )
+    holder.start()
+    time.sleep(0.3)  # the holder's transaction is in flight: the three writes below arrive while it holds
+    dal = InventoryTable(client, table)
+
+    def raw_update() -> None:
+        client.update_item(
+            TableName=table,
+            Key=_hot_key(event_id),
+            UpdateExpression="SET sale_status = :closed",
+            ExpressionAttributeValues={":closed": {"S": "CLOSED"}},
+        )
+
+    def outcome(write: Any) -> str:
+        try:
+            write()
+        except ClientError as exc:
+            return str(exc.response["Error"]["Code"])
+        except Exception as exc:  # noqa: BLE001 - the DAL's domain error is the answer here
+            return type(exc).__name__
+        return "written"
+
+    writes = [raw_update, lambda: dal.set_max_per_customer(key, 4), lambda: dal.change_capacity(key, 5)]
+    with ThreadPoolExecutor(3) as pool:
+        outcomes = list(pool.map(outcome, writes))
+    holder.join()
+
+    assert outcomes == ["TransactionConflictException", "TransactionConflict", "TransactionConflict"]
+    assert layer.counters()["write_conflicts"] == 3
+    inventory = InventoryTable(local_stack.client("dynamodb"), table).get_event(event_id)[0]
+    assert (inventory.available, inventory.capacity, inventory.max_per_customer) == (9, 10, None)
+
+
+def test_a_hot_partition_throttles_past_its_write_units(local_stack: LocalStack, layer_factory: Any) -> None:
+    # A bucket of 20 write units (100 s of 0.2 a second: it barely refills while the test runs),
+    # no added latency (no holds to wait for).
+    layer = layer_factory(write_units_per_s=0.2, burst_s=100, latency=False)
+    client = layer.client()
+    table = local_stack.table_name
+    event_id = f"throttle-{uuid.uuid4().hex[:8]}"
+    hot_item = {**_hot_key(event_id), "available": {"N": "5"}}
+
+    answers = []
+    for _ in range(25):  # 1 unit each: 20 fit in the burst, the rest come too fast
+        try:
+            client.put_item(TableName=table, Item=hot_item)
+            answers.append("ok")
+        except ClientError as exc:
+            answers.append(exc.response["Error"]["Code"])
+            throttling = exc.response.get("ThrottlingReasons") or []
+    assert answers.count("ok") in (20, 21)  # 20, plus one if the loop took more than 5 s
+    assert set(answers) == {"ok", "ProvisionedThroughputExceededException"}
+    assert throttling[0]["reason"] == "TableWriteKeyRangeThroughputExceeded"
+
+    # A transaction on the throttled partition is cancelled with ThrottlingError at its position,
+    # which the DAL maps to a retryable error; another partition is not throttled.
+    with pytest.raises(ClientError) as cancelled:
+        client.transact_write_items(TransactItems=_take_one(table, event_id, f"{event_id}-1"))
+    assert [r["Code"] for r in cancelled.value.response["CancellationReasons"]] == ["None", "ThrottlingError"]
+    with pytest.raises(RetryableError, match="ProvisionedThroughputExceededException"):
+        InventoryTable(client, table).change_capacity(SeatKey(event_id, "GA"), 1)
+    other = {"pk": {"S": f"RESERVATION#{event_id}-x"}, "sk": {"S": "RESERVATION"}}
+    client.put_item(TableName=table, Item=other)
+    assert layer.counters()["throttled_requests"] >= 5
