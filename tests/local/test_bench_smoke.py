@@ -109,6 +109,24 @@ def test_the_contention_figures_add_up(results: list[DesignResult]) -> None:
             assert r.transactions_attempted == 0, (r.workload, r.design)
 
 
+def test_the_contention_layer_counted_what_the_workers_saw(
+    results: list[DesignResult], local_stack: LocalStack
+) -> None:
+    if local_stack.aws_contention is None:
+        pytest.skip("the contention layer is off (SEATS_AWS_CONTENTION=off)")
+    for r in results:
+        label = (r.workload, r.design)
+        layer = r.layer_counters
+        assert layer is not None, label
+        # the layer's verdicts and the workers' botocore events are two separate counts
+        cancelled = sum(layer["transactions_cancelled"].values())
+        assert layer["transactions_committed"] == r.transactions_committed, label
+        assert cancelled == sum(r.transactions_cancelled.values()), label
+        assert layer["throttled_requests"] == r.throttled_requests, label
+        assert layer["write_conflicts"] == r.single_write_conflicts, label
+        assert r.aws == local_stack.aws_contention
+
+
 def test_the_per_event_ceiling_is_derived_from_the_counts(results: list[DesignResult]) -> None:
     hot = _result(results, "hot", SERVICE)
     ceiling = hot.ceiling

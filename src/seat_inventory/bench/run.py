@@ -37,6 +37,7 @@ from seat_inventory.bench.counting import (
     add_snapshots,
     item_size,
     latency_percentile,
+    subtract_snapshots,
 )
 from seat_inventory.bench.pricing import (
     CostBreakdown,
@@ -127,8 +128,10 @@ class DesignResult:
     cpu_seconds: dict[str, float] = field(default_factory=dict)
     # Messages the dead-letter queue gained while this design's queue drained.
     dead_lettered: int = 0
-    # AWS's figures the ceiling is derived with (the contention model's settings).
+    # AWS's figures the ceiling is derived with (the contention layer's settings).
     aws: ContentionSettings = field(default_factory=ContentionSettings)
+    # What the contention layer counted while the queue drained (None when it was off).
+    layer_counters: dict[str, Any] | None = None
 
     # ------------------------------------------------------------ transactions and messages
     @property
@@ -314,6 +317,8 @@ class DesignResult:
                 "reservations_per_transaction": ceiling.reservations_per_transaction,
             },
             "confirmed_per_s": self.confirmed_per_s,
+            "time_scale": self.aws.time_scale,
+            "layer_counters": self.layer_counters,
             "http_requests": self.counts.get("http_requests", {}),
             "transactions_committed": self.transactions_committed,
             "transactions_cancelled": self.transactions_cancelled,
@@ -356,6 +361,8 @@ class Bench:
         self.producer = RequestCounter()
         self.sqs = self.producer.register(stack.client("sqs"))
         self.idempotency_table: str | None = None
+        # The figures AWS's limits are read from: the layer's settings when it is on.
+        self.aws = stack.aws_contention or ContentionSettings()
 
     def run(
         self,
@@ -474,7 +481,9 @@ class Bench:
         producer_after = self.producer.snapshot()
         cpu_before = cpu_seconds_by_process(self.stack)
         dead_letters_before = self._dead_letters()
+        layer_before = self.stack.contention_status()
         stats, elapsed = self._drain(design, counted=True)
+        layer_after = self.stack.contention_status()
         cpu_after = cpu_seconds_by_process(self.stack)
         dead_lettered = self._dead_letters() - dead_letters_before
         after = [self.store.read_inventory(key) for key in keys]
@@ -512,6 +521,10 @@ class Bench:
                 name: cpu_after[name] - cpu_before[name] for name in cpu_after if name in cpu_before
             },
             dead_lettered=dead_lettered,
+            aws=self.aws,
+            layer_counters=subtract_snapshots(layer_after["counters"], layer_before["counters"])
+            if layer_before and layer_after
+            else None,
         )
 
 
