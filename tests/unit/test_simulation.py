@@ -3,18 +3,27 @@
 from __future__ import annotations
 
 import json
+import random
 
 import pytest
 from click.testing import CliRunner
 
 from seat_inventory.bench.counting import item_size
 from seat_inventory.cli.main import cli
-from seat_inventory.contention.model import ContentionSettings
+from seat_inventory.contention.model import ContentionModel, ContentionSettings
 from seat_inventory.dal.items import record_item
-from seat_inventory.models import Outcome, ReservationOutcome
+from seat_inventory.logic.ports import WriteRefused
+from seat_inventory.models import (
+    Outcome,
+    ReservationOutcome,
+    RetryableError,
+    SeatKey,
+    TransactionConflict,
+)
 from seat_inventory.settings import Settings
-from seat_inventory.simulation.dynamodb import record_item_bytes
+from seat_inventory.simulation.dynamodb import SimulatedTable, record_item_bytes
 from seat_inventory.simulation.event_source import scale_up_delay_s
+from seat_inventory.simulation.memory_store import InMemoryInventoryStore
 from seat_inventory.simulation.run import SimulationConfig, run_simulation
 from seat_inventory.simulation.scheduler import SimulationError, VirtualScheduler
 
@@ -223,3 +232,105 @@ def test_the_local_stack_mode_stretches_only_dynamodb_time() -> None:
     assert aws["answer_latency_p99_s"] > 100
     # Each return waits 100 s on AWS and 5 s of model time on the local stack.
     assert local["answer_latency_p99_s"] < aws["answer_latency_p99_s"] / 4
+
+
+# ---------------------------------------------------------------------------- the store's AWS semantics
+
+
+class _Clock:
+    def __init__(self, scheduler: VirtualScheduler) -> None:
+        self._scheduler = scheduler
+
+    def now(self) -> float:
+        return self._scheduler.now()
+
+    def sleep(self, seconds: float) -> None:
+        self._scheduler.sleep(seconds)
+
+    def wait_for_aws(self, seconds: float) -> None:
+        self._scheduler.sleep(seconds)
+
+
+def _table(
+    settings: ContentionSettings | None = None, capacity: int = 10
+) -> tuple[VirtualScheduler, SimulatedTable]:
+    scheduler = VirtualScheduler(start=1_800_000_000.0)
+    data = InMemoryInventoryStore()
+    data.add_event("e", capacity)
+    model = ContentionModel(settings or ContentionSettings(), clock=scheduler.now, rng=random.Random(1))
+    return scheduler, SimulatedTable(data, model, seed=1)
+
+
+def _confirm(reservation_id: str) -> ReservationOutcome:
+    return ReservationOutcome(reservation_id, Outcome.CONFIRMED, "1 seat(s) confirmed", "e", "GA", 1, "c")
+
+
+def test_a_transaction_on_a_held_item_is_cancelled_by_a_conflict_and_writes_nothing() -> None:
+    scheduler, table = _table()
+    key = SeatKey("e", "GA")
+    results: dict[str, object] = {}
+
+    def commit(name: str) -> None:
+        store = table.client(_Clock(scheduler))
+        try:
+            results[name] = store.commit_outcomes(
+                key, [_confirm(name)], seats_taken=1, rejection_expires_at=0, now=0
+            )
+        except TransactionConflict as exc:
+            results[name] = exc
+
+    scheduler.spawn("first", lambda: commit("r-1"))
+    scheduler.spawn("second", lambda: commit("r-2"), at=scheduler.now() + 0.001)  # while r-1 holds the item
+    scheduler.run()
+
+    assert results["r-1"] is None
+    assert isinstance(results["r-2"], TransactionConflict)
+    assert table.data.inventory[key].available == 9
+    assert "r-2" not in table.data.records
+    assert table.model.counters().transactions_cancelled == {"TransactionConflict": 1}
+
+
+def test_a_refused_guard_is_reported_as_the_dal_does_and_counted_as_cancelled() -> None:
+    scheduler, table = _table(capacity=0)
+    key = SeatKey("e", "GA")
+    refused: list[object] = []
+
+    def commit() -> None:
+        store = table.client(_Clock(scheduler))
+        refused.append(
+            store.commit_outcomes(key, [_confirm("r-1")], seats_taken=1, rejection_expires_at=0, now=0)
+        )
+
+    scheduler.spawn("only", commit)
+    scheduler.run()
+
+    assert isinstance(refused[0], WriteRefused) and refused[0].inventory_refused
+    assert table.model.counters().transactions_cancelled == {"ConditionalCheckFailed": 1}
+
+
+def test_throttling_fails_a_transaction_at_once_and_a_read_after_botocores_retries() -> None:
+    scheduler, table = _table(ContentionSettings(write_units_per_s=1, read_units_per_s=1, burst_s=1))
+    key = SeatKey("e", "GA")
+    errors: list[str] = []
+
+    def run() -> None:
+        store = table.client(_Clock(scheduler))
+        try:  # 2 units for the inventory item alone: more than the partition's 1
+            store.commit_outcomes(key, [_confirm("r-1")], seats_taken=1, rejection_expires_at=0, now=0)
+        except RetryableError as exc:
+            errors.append(str(exc))
+        store.read_inventory(key)  # takes the one read unit
+        started = scheduler.now()
+        try:
+            store.read_inventory(key)
+        except RetryableError as exc:
+            errors.append(str(exc))
+        errors.append(f"{scheduler.now() - started > 0}")
+
+    scheduler.spawn("only", run)
+    scheduler.run()
+
+    assert errors[0] == "ThrottlingError"
+    # The second read found the bucket refilling at 1 unit/s; botocore's back-off waits for it.
+    assert table.read_retries >= 1
+    assert errors[-1] == "True"
