@@ -310,7 +310,7 @@ def test_samconfig_names_the_region_for_every_command() -> None:
     assert "region" not in config["deploy"]["parameters"]  # one place only
 
 
-def test_the_readme_configuration_table_lists_every_parameter(template: Template) -> None:
-    readme = (REPO / "README.md").read_text()
+def test_the_configuration_table_lists_every_parameter(template: Template) -> None:
+    table = (REPO / "docs" / "configuration.md").read_text()
     for name in template.document["Parameters"]:
-        assert f"| `{name}` |" in readme, name
+        assert f"| `{name}` |" in table, name
