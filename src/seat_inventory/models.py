@@ -20,7 +20,7 @@ def iso_utc(epoch_seconds: float) -> str:
 class Outcome(StrEnum):
     """The final answer to one message; published on SNS as the `outcome` attribute.
 
-    The same values name a reservation record's `status` (README "Reservation lifecycle").
+    The same values name a reservation record's `status` (docs/contract.md, "Reservation lifecycle").
     """
 
     CONFIRMED = "CONFIRMED"

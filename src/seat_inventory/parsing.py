@@ -198,7 +198,7 @@ def parse_reservation(
     max_quantity: int,
     max_hold_seconds: int = DEFAULT_MAX_HOLD_SECONDS,
 ) -> ReservationRequest | ChangeRequest | InvalidMessage:
-    """Validates one message body against the message contract (README "Message contract").
+    """Validates one message body against the message contract (docs/contract.md).
 
     A body without `type` (or `"type": "reserve"`) is a reservation, exactly as before holds
     existed; `hold` adds `hold_seconds`; `confirm` and `cancel` name only the reservation.

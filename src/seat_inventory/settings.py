@@ -65,7 +65,7 @@ class Settings:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
-        """Reads the variables template.yaml sets on the function (see README "Configuration")."""
+        """Reads the variables template.yaml sets on the function (see docs/configuration.md)."""
         missing = [name for name in ("TABLE_NAME", "OUTCOMES_TOPIC_ARN") if not env.get(name)]
         if missing:
             raise ConfigurationError("missing environment variable(s): " + ", ".join(missing))

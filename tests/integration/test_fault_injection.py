@@ -13,7 +13,7 @@ Between phases the test plays the Lambda poller: receive up to 10, invoke the re
 what it did not hand back (nothing when it raised), repeat until the queue is empty. Transient
 faults hit the first few calls of one site and stop; the permanent one never stops. Afterwards the
 inventory, the reservation records, the published outcomes and the DLQ are checked against the
-guarantees (README "Guarantees"). docs/reliability.md tabulates what each cell saw.
+guarantees (docs/guarantees.md). docs/reliability.md tabulates what each cell saw.
 
 Faults are botocore hooks on the session of the function the site belongs to (each function has
 its own). A `before-call` hook that returns a response (or raises) replaces the request, so

@@ -12,7 +12,7 @@ took effect at most once, every status moved only along the lifecycle (HELD -> C
 CANCELLED, HELD -> CANCELLED, HELD -> EXPIRED), and every message delivered got exactly one
 answer: the one its id and the clock call for (a redelivery or a producer's resend republishes a
 recorded answer flagged `duplicate`; a confirm of a hold that ran out is answered EXPIRED, of a
-cancelled one CANCELLED, and so on, README "Reservation lifecycle"). Every expiry is announced
+cancelled one CANCELLED, and so on, docs/contract.md, "Reservation lifecycle"). Every expiry is announced
 at least once: a history that ends with expiries still in the sweeper's outbox runs it once more.
 
 One moto serves every example: each teardown counts the table's items against the model and
@@ -93,7 +93,7 @@ PUBLISH_BATCH_LIMIT = 10
 
 REQUESTS = ("reserve", "hold")  # the messages that take seats; "confirm" and "cancel" change a status
 HELD, CONFIRMED, CANCELLED, EXPIRED = "HELD", "CONFIRMED", "CANCELLED", "EXPIRED"
-# The statuses a record may move to from each status (README "Reservation lifecycle"); the answers
+# The statuses a record may move to from each status (docs/contract.md, "Reservation lifecycle"); the answers
 # of a reserve or hold that took no seats (SOLD_OUT, UNKNOWN_EVENT) are final, like CANCELLED and EXPIRED.
 LEGAL_MOVES = {HELD: {CONFIRMED, CANCELLED, EXPIRED}, CONFIRMED: {CANCELLED}}
 

@@ -1,6 +1,6 @@
 """Hostile input: a corpus of bad messages, mixed batches, and fuzzing of the message parser.
 
-README "Guarantees" 4: an invalid message is answered INVALID with a precise reason and deleted; it
+docs/guarantees.md, 4: an invalid message is answered INVALID with a precise reason and deleted; it
 never fails the rest of the batch and never touches the inventory. Every case of the corpus is a
 distinct way a producer (or an attacker with send rights on the queue) can get a body wrong.
 """
@@ -28,7 +28,7 @@ SETTINGS = Settings(
     outcomes_topic_arn="arn:aws:sns:us-east-1:123456789012:t",
     max_seats_per_reservation=MAX_QUANTITY,
 )
-# The documented contract (README "Message contract"), written out again so the tests do not
+# The documented contract (docs/contract.md), written out again so the tests do not
 # borrow the parser's own pattern.
 ID_RULE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]*")
 PRINTABLE_ASCII = frozenset(chr(c) for c in range(0x20, 0x7F))

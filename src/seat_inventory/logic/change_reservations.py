@@ -1,6 +1,6 @@
 """Confirmations, cancellations and expiries: status changes of recorded reservations.
 
-The rules (README "Reservation lifecycle"):
+The rules (docs/contract.md, "Reservation lifecycle"):
 - the records of all confirm and cancel messages of a batch are read in one consistent
   BatchGetItem; each change is decided from the record as read (`decide_change`);
 - the changes of one (event, seat class) commit in one transaction: each record's update is

@@ -1,6 +1,6 @@
 """Answers one SQS batch of messages: reservations, holds, confirmations and cancellations.
 
-The rules (README "Guarantees"):
+The rules (docs/guarantees.md):
 - seats are taken only by one conditional transaction per (event, seat class) group, which also
   writes one record per reservation id (reserve and hold alike); a record that already exists
   means the request was answered before, and its stored answer is published again;

@@ -3,7 +3,7 @@
 The calls of one batch are made concurrently (a batch of 100 outcomes is ten calls; one after
 the other they would take ten round trips of the invocation's time).
 
-Each outcome is one SNS message. Its body is the JSON document in README "Subscribe to outcomes";
+Each outcome is one SNS message. Its body is the JSON document in docs/contract.md ("The answer");
 its message attributes `outcome`, `type`, `event_id` and `seat_class` let subscribers filter (for
 instance a filter policy `{"outcome": ["SOLD_OUT"]}` or `{"type": ["hold"]}`).
 """
