@@ -147,7 +147,8 @@ def local() -> None:
     "--moto-host",
     default="127.0.0.1",
     show_default=True,
-    help="Where moto listens; 0.0.0.0 lets a `sam local invoke` container reach it on Linux.",
+    help="Where moto (and the AWS contention layer) listen; 0.0.0.0 lets a `sam local invoke`"
+    " container reach them on Linux.",
 )
 @aws_contention_options
 def up(
@@ -189,8 +190,10 @@ def up(
                     f"{stack.visibility_timeout_s} s); dead-letter queue {stack.dead_letter_queue_url}; "
                     f"topic {stack.topic_arn}"
                 )
+                layer = "all interfaces" if no_aws_contention else f"{moto_host} (the contention layer)"
                 _say(
-                    f"DynamoDB Local listens on all interfaces (it has no bind option); moto on {moto_host}."
+                    f"DynamoDB listens on {layer}; DynamoDB Local itself listens on all interfaces"
+                    f" (it has no bind option); moto on {moto_host}."
                 )
                 if stack.api_url:
                     page = stack.checkout_page_url

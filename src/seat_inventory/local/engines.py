@@ -462,16 +462,20 @@ class ContentionProxy(_ChildProcess):
         *,
         log_path: Path | None = None,
         port: int | None = None,
+        host: str = "127.0.0.1",
         seed: int | None = None,
     ) -> None:
+        """`host`: the address to listen on; 0.0.0.0 lets a container (`sam local invoke`) reach it."""
         super().__init__(log_path=log_path, port=port)
+        self.host = host
         self.settings = settings
         self._target = target
         self._seed = seed
 
     def _command(self, port: int) -> list[str]:
         command = [sys.executable, "-m", "seat_inventory.contention.proxy", "--target", self._target]
-        command += ["--port", str(port), "--settings", json.dumps(dataclasses.asdict(self.settings))]
+        command += ["--host", self.host, "--port", str(port)]
+        command += ["--settings", json.dumps(dataclasses.asdict(self.settings))]
         return command + (["--seed", str(self._seed)] if self._seed is not None else [])
 
     def status(self) -> dict[str, Any]:

@@ -146,6 +146,7 @@ class LocalStack:
                     self._dynamodb.endpoint_url,
                     log_path=log_dir / "contention-proxy.log",
                     port=self._ports["dynamodb"],
+                    host=self._moto_host,  # where the local services listen (containers: 0.0.0.0)
                 )
                 self._proxy.launch()
                 self._proxy.wait_until_ready()
