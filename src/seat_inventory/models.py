@@ -159,7 +159,8 @@ class ReservationRecord:
     `status` moves on with confirm, cancel and expiry (HELD -> CONFIRMED -> CANCELLED, ...).
     `customer_counted` says the seats were added to the customer's per-class counter, so
     releasing them must take them off again. `awaiting_publication` marks an expired hold whose
-    EXPIRED outcome the sweeper has not yet published (its outbox).
+    EXPIRED outcome the sweeper has not yet published (its outbox). `shard` is the shard item of
+    the seat class its seats were taken from, and go back to.
     """
 
     answer: ReservationOutcome
@@ -168,6 +169,7 @@ class ReservationRecord:
     customer_counted: bool = False
     awaiting_publication: bool = False
     status_changed_at: str | None = None
+    shard: int = 0  # the shard item its seats came from
 
     @property
     def reservation_id(self) -> str:
@@ -210,14 +212,36 @@ class Transition:
         return self.releases_seats and self.record.customer_counted
 
 
+# A seat class's inventory is split over at most this many shard items (docs/sharding.md).
+MAX_SHARDS = 16
+
+
+@dataclass(frozen=True, slots=True)
+class ShardSeats:
+    """The seats of one shard item of a seat class; `available + held + sold == capacity` on each."""
+
+    shard: int
+    capacity: int
+    available: int
+    held: int
+    sold: int
+
+
 @dataclass(frozen=True, slots=True)
 class SeatClassInventory:
-    """The state of one inventory item.
+    """The state of one seat class: its totals over its shard items, and the sale rules.
 
-    Invariant: `available + held + sold == capacity`, none negative. The optional sale rules
-    (`max_per_customer`, `sale_status`, `sale_starts_at`/`sale_ends_at` in epoch seconds) are
-    enforced by the same conditional write that takes the seats. `version` counts operator
-    changes (capacity, status, window, limit).
+    Invariant: `available + held + sold == capacity`, none negative, on the class and on each
+    shard. The optional sale rules (`max_per_customer`, `sale_status`, `sale_starts_at`/
+    `sale_ends_at` in epoch seconds) are the same on every shard and are enforced by the same
+    conditional write that takes the seats. `version` counts operator changes (capacity, status,
+    window, limit).
+
+    Sharding (docs/sharding.md): `shard_items` items exist; groups are routed to the first
+    `shard_count` of them (the others were retired by a reshard and still hold seats). `shards`
+    holds the items this view was built from: all of them (`complete`, the totals are the
+    class's) or only one (the item a refused write handed back: its own numbers, not the
+    class's). An empty `shards` is a class of one item whose totals are its own.
     """
 
     event_id: str
@@ -231,10 +255,24 @@ class SeatClassInventory:
     sale_starts_at: int | None = None
     sale_ends_at: int | None = None
     version: int = 0
+    shards: tuple[ShardSeats, ...] = ()
+    shard_count: int = 1
+    shard_items: int = 1
 
     @property
     def key(self) -> SeatKey:
         return SeatKey(self.event_id, self.seat_class)
+
+    @property
+    def complete(self) -> bool:
+        """True when the view covers every shard item: its totals are the class's."""
+        return not self.shards or len(self.shards) == self.shard_items
+
+    def shard_seats(self) -> tuple[ShardSeats, ...]:
+        """The shard items of this view (a class of one item is its shard 0)."""
+        if self.shards:
+            return self.shards
+        return (ShardSeats(0, self.capacity, self.available, self.held, self.sold),)
 
     def sale_closed_reason(self, now: float) -> str | None:
         """Why the class does not sell at `now`, or None when it does.

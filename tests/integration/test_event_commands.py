@@ -57,6 +57,7 @@ def test_show_json(run) -> None:
                 "sale_starts_at": None,
                 "sale_ends_at": None,
                 "max_per_customer": None,
+                "shard_count": 1,
             }
         ],
     }

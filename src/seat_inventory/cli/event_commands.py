@@ -19,6 +19,7 @@ from seat_inventory.cli.errors import CommandError, ExitCode, explain
 from seat_inventory.cli.output import OutputFormat, output_option, print_json, print_text
 from seat_inventory.dal.inventory_table import InventoryTable
 from seat_inventory.models import (
+    MAX_SHARDS,
     EventAlreadyExists,
     InventoryChangeRefused,
     OperatorOutcomeUnknown,
@@ -133,10 +134,11 @@ def _print_classes(classes: list[SeatClassInventory], output: OutputFormat) -> N
 def _describe(item: SeatClassInventory) -> str:
     limit = item.max_per_customer if item.max_per_customer is not None else "none"
     window = _window(item) or "none"
+    shards = f", {item.shard_count} shards" if item.shard_items > 1 else ""
     return (
         f"{item.event_id} {item.seat_class}: sale {sale_state(item, time.time())}, window {window},"
         f" limit per customer {limit}, capacity {item.capacity} (available {item.available},"
-        f" held {item.held}, sold {item.sold})"
+        f" held {item.held}, sold {item.sold}){shards}"
     )
 
 
@@ -164,6 +166,13 @@ _MAX_PER_CUSTOMER_OPTION = click.option(
 @click.option("--ends-at", help="Sale ends at this ISO-8601 time (with offset).")
 @click.option("--closed", is_flag=True, help="Create the class closed; `seats event open` opens it.")
 @output_option
+@click.option(
+    "--shards",
+    type=click.IntRange(min=1, max=MAX_SHARDS),
+    default=1,
+    show_default=True,
+    help="Split the class's seats over K items, each its own partition key (docs/sharding.md).",
+)
 @pass_cli
 def create(
     obj: CliContext,
@@ -175,6 +184,7 @@ def create(
     ends_at: str | None,
     closed: bool,
     output: OutputFormat,
+    shards: int,
 ) -> None:
     """Create the inventory of EVENT_ID's seat class. An existing seat class is an error, never overwritten.
 
@@ -192,6 +202,7 @@ def create(
             sale_starts_at=_epoch(starts_at, "--starts-at"),
             sale_ends_at=_epoch(ends_at, "--ends-at"),
             closed=closed,
+            shards=shards,
         )
     except EventAlreadyExists as exc:
         raise click.ClickException(f"{exc}; nothing was changed") from exc
@@ -203,9 +214,33 @@ def create(
     except OperatorOutcomeUnknown as exc:
         raise CommandError(str(exc), ExitCode.UNAVAILABLE) from exc
     if output is OutputFormat.TABLE:
-        click.echo(f"created {created.event_id} {created.seat_class}: capacity {created.capacity}")
+        spread = f" over {created.shard_items} shards" if created.shard_items > 1 else ""
+        click.echo(f"created {created.event_id} {created.seat_class}: capacity {created.capacity}{spread}")
     else:
         _print_classes([created], output)
+
+
+@event.command("reshard")
+@click.argument("event_id")
+@click.option("--seat-class", required=True, help="The seat class to reshard.")
+@click.option(
+    "--shards",
+    type=click.IntRange(min=1, max=MAX_SHARDS),
+    required=True,
+    help="Route sales over K shard items from now on (docs/sharding.md).",
+)
+@pass_cli
+def reshard(obj: CliContext, event_id: str, seat_class: str, shards: int) -> None:
+    """Split a seat class of EVENT_ID over K shard items, also during its sale.
+
+    Only available seats move, in one transaction that keeps the class's capacity, available,
+    held and sold the same; shards beyond K are kept (their held and sold seats stay) and drained.
+    """
+    key = SeatKey(
+        _checked_id("event_id", event_id, MAX_ID_LENGTH),
+        _checked_id("seat_class", seat_class, MAX_SEAT_CLASS_LENGTH),
+    )
+    _apply(obj, event_id, key.seat_class, lambda t, k: t.reshard(k, shards))
 
 
 def _class_document(c: SeatClassInventory, now: float) -> dict[str, Any]:
@@ -221,27 +256,48 @@ def _class_document(c: SeatClassInventory, now: float) -> dict[str, Any]:
         "sale_starts_at": iso_utc(c.sale_starts_at) if c.sale_starts_at is not None else None,
         "sale_ends_at": iso_utc(c.sale_ends_at) if c.sale_ends_at is not None else None,
         "max_per_customer": c.max_per_customer,
+        "shard_count": c.shard_count,
     }
+
+
+def _shard_documents(c: SeatClassInventory) -> list[dict[str, Any]]:
+    return [
+        {
+            "shard": s.shard,
+            "routed": s.shard < c.shard_count,
+            "capacity": s.capacity,
+            "available": s.available,
+            "held": s.held,
+            "sold": s.sold,
+        }
+        for s in c.shard_seats()
+    ]
 
 
 @event.command("show")
 @click.argument("event_id")
 @output_option
+@click.option("--shards", "per_shard", is_flag=True, help="Also show each shard item of every class.")
 @pass_cli
-def show(obj: CliContext, event_id: str, output: OutputFormat) -> None:
+def show(obj: CliContext, event_id: str, output: OutputFormat, per_shard: bool) -> None:
     """Show capacity, available, held and sold seats, sale state and limit per seat class of EVENT_ID.
 
-    SALE is OPEN, CLOSED (by `seats event close`), SCHEDULED (before its window) or ENDED.
+    SALE is OPEN, CLOSED (by `seats event close`), SCHEDULED (before its window) or ENDED. The
+    totals of a sharded class come from one consistent read of all its shard items; --shards
+    lists them (a shard not routed to any more was retired by `seats event reshard`).
     """
     classes = obj.inventory_table().get_event(event_id)
     if not classes:
         raise click.ClickException(f"event {event_id!r} not found")
     now = time.time()
+    documents = [
+        {**_class_document(c, now), **({"shards": _shard_documents(c)} if per_shard else {})} for c in classes
+    ]
     if output is OutputFormat.JSON:
-        print_json({"event_id": event_id, "seat_classes": [_class_document(c, now) for c in classes]})
+        print_json({"event_id": event_id, "seat_classes": documents})
         return
     if output is OutputFormat.TEXT:
-        print_text(_class_document(c, now) for c in classes)
+        print_text(documents)
         return
     header = f"{'SEAT CLASS':<16}{'CAPACITY':>10}{'AVAILABLE':>11}{'HELD':>10}{'SOLD':>10}"
     click.echo(f"{header}  {'SALE':<10}{'LIMIT':>6}")
@@ -256,6 +312,15 @@ def show(obj: CliContext, event_id: str, output: OutputFormat) -> None:
             f"{'TOTAL':<16}{sum(c.capacity for c in classes):>10}{sum(c.available for c in classes):>11}"
             f"{sum(c.held for c in classes):>10}{sum(c.sold for c in classes):>10}"
         )
+    if per_shard:
+        click.echo(f"{'SEAT CLASS':<16}{'SHARD':>6}{'CAPACITY':>10}{'AVAILABLE':>11}{'HELD':>10}{'SOLD':>10}")
+        for c in classes:
+            for s in c.shard_seats():
+                retired = "" if s.shard < c.shard_count else "  retired"
+                click.echo(
+                    f"{c.seat_class:<16}{s.shard:>6}{s.capacity:>10}{s.available:>11}{s.held:>10}"
+                    f"{s.sold:>10}{retired}"
+                )
     for c in classes:
         window = _window(c)
         if window:

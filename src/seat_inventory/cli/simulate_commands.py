@@ -10,6 +10,7 @@ from seat_inventory.cli.output import OutputFormat, output_option, print_json, p
 from seat_inventory.contention.model import ContentionSettings
 from seat_inventory.local.engines import LocalStackError
 from seat_inventory.local.template import load_template
+from seat_inventory.models import MAX_SHARDS
 from seat_inventory.settings import Settings
 from seat_inventory.simulation.report import format_table
 from seat_inventory.simulation.run import (
@@ -96,6 +97,13 @@ def _template_defaults() -> tuple[SimulationConfig, Settings]:
     "--customers", type=click.IntRange(min=1), help="Distinct customers [default: one per request]."
 )
 @click.option(
+    "--shards",
+    type=click.IntRange(1, MAX_SHARDS),
+    default=1,
+    show_default=True,
+    help="Shard items of the seat class (docs/sharding.md).",
+)
+@click.option(
     "--seed",
     type=int,
     default=1,
@@ -156,6 +164,7 @@ def simulate(
     function_timeout: float | None,
     max_per_customer: int | None,
     customers: int | None,
+    shards: int,
     seed: int,
     cold_start_ms: float,
     publish_ms: tuple[float, float],
@@ -190,6 +199,7 @@ def simulate(
             publish_ms=publish_ms,
             max_per_customer=max_per_customer,
             customers=customers,
+            shards=shards,
             contention=ContentionSettings(
                 write_units_per_s=write_units_per_s,
                 read_units_per_s=read_units_per_s,

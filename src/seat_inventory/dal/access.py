@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from seat_inventory.dal.errors import call
-from seat_inventory.dal.items import inventory_from_item, inventory_key
-from seat_inventory.models import SeatClassInventory, SeatKey
+from botocore.exceptions import ClientError
+
+from seat_inventory.dal.errors import TRANSACTION_CANCELED, call, call_expecting, cancellation_reasons
+from seat_inventory.dal.items import class_view, inventory_from_item, inventory_key
+from seat_inventory.models import SeatClassInventory, SeatKey, StoreInconsistency, TransactionConflict
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+
+SHARDED_READ_ATTEMPTS = 5
+SHARDED_READ_BACKOFF_SECONDS = 0.01
 
 
 class TableAccess:
@@ -29,9 +34,47 @@ class TableAccess:
         return self._table_name
 
     def read_inventory(self, key: SeatKey) -> SeatClassInventory | None:
-        """GetItem with ConsistentRead: the seats left now, without writing to the hot item."""
+        """The seat class read strongly consistently, without writing to it.
+
+        A class of one item is one GetItem. A sharded class is read in one `TransactGetItems` of
+        all its shard items, a serializable snapshot: seats moving between shards are counted
+        exactly once. A transaction in flight on one of them cancels the read; it is read again.
+        """
         response = call(
             self._client.get_item, TableName=self._table_name, Key=inventory_key(key), ConsistentRead=True
         )
         item = response.get("Item")
-        return inventory_from_item(item) if item else None
+        if not item:
+            return None
+        head = inventory_from_item(item)
+        for attempt in range(SHARDED_READ_ATTEMPTS):
+            if head.complete:
+                return head
+            try:
+                items = self._read_shard_items(key, head.shard_items)
+            except TransactionConflict:
+                self._sleep(SHARDED_READ_BACKOFF_SECONDS * 2**attempt)
+                continue
+            if items is None:
+                return None
+            view = class_view(items)
+            if view.shard_items == head.shard_items:
+                return view
+            head = view  # resharded between the two reads: read the new set of items
+        raise TransactionConflict(f"the shards of {key} kept changing while read")
+
+    def _read_shard_items(self, key: SeatKey, shard_items: int) -> list[dict[str, Any]] | None:
+        gets: list[dict[str, Any]] = [
+            {"Get": {"TableName": self._table_name, "Key": inventory_key(key, shard)}}
+            for shard in range(shard_items)
+        ]
+        cancelled = call_expecting(TRANSACTION_CANCELED, self._client.transact_get_items, TransactItems=gets)
+        if isinstance(cancelled, ClientError):
+            cancellation_reasons(cancelled, len(gets))
+            raise RuntimeError("TransactGetItems cancelled without a reason") from cancelled
+        items = [response.get("Item") for response in cancelled.get("Responses", [])]
+        if not items or not items[0]:
+            return None  # the class was deleted between the two reads
+        if len(items) != shard_items or not all(items):
+            raise StoreInconsistency(f"{key} lists {shard_items} shard items; not all exist")
+        return [dict(item) for item in items if item]

@@ -6,6 +6,7 @@ Single-table layout (table keys `pk`, `sk`; TTL attribute `expires_at`; sparse i
 | item                 | pk                                       | sk              |
 |----------------------|------------------------------------------|-----------------|
 | seat-class inventory | `EVENT#<event_id>`                       | `CLASS#<class>` |
+| its shard n (1-15)   | `EVENT#<event_id>#SHARD#<n>`             | `CLASS#<class>` |
 | customer counter     | `CUSTOMER#<event_id>#<class>#<customer>` | `COUNTER`       |
 | reservation record   | `RESERVATION#<res_id>`                   | `RESERVATION`   |
 
@@ -15,9 +16,13 @@ to migrate them.
 
 - inventory: capacity, available, held, sold; optional max_per_customer, sale_status,
   sale_starts_at, sale_ends_at (epoch seconds); version (bumped by every operator change);
+  a sharded class (docs/sharding.md) has one such item per shard, each with its own capacity,
+  available, held, sold and the same sale rules; shard n > 0 has `shard`; shard 0 (today's item)
+  has `shard_count` (shards groups are routed to) and `shard_items` (items that exist), absent = 1;
 - customer counter: seats (taken while the class had a per-customer limit);
 - reservation record: the answer given (outcome, reason, ...), its current status, request_type;
-  a hold's hold_expires_at; customer_counted when its seats count against a limit.
+  a hold's hold_expires_at; customer_counted when its seats count against a limit; `shard`
+  when its seats came from a shard item other than 0.
 
 A record is in the index while it is a live hold (`gsi1pk = HOLDS#<shard>`, `gsi1sk =
 hold_expires_at`) and while its expiry waits to be published (`gsi1pk = EXPIRED#<shard>`, the
@@ -33,9 +38,10 @@ conditional on the status it was read with, plus one guarded inventory update an
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import zlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from seat_inventory.models import (
@@ -46,6 +52,7 @@ from seat_inventory.models import (
     SaleStatus,
     SeatClassInventory,
     SeatKey,
+    ShardSeats,
 )
 
 INVENTORY_PREFIX = "EVENT#"
@@ -67,8 +74,13 @@ SALE_OPEN_CONDITION = (
 )
 
 
-def inventory_key(key: SeatKey) -> dict[str, Any]:
-    return {"pk": {"S": INVENTORY_PREFIX + key.event_id}, "sk": {"S": CLASS_PREFIX + key.seat_class}}
+SHARD_MARK = "#SHARD#"
+
+
+def inventory_key(key: SeatKey, shard: int = 0) -> dict[str, Any]:
+    """The key of a seat class's shard item; shard 0 is the class's original item."""
+    pk = INVENTORY_PREFIX + key.event_id + (f"{SHARD_MARK}{shard}" if shard else "")
+    return {"pk": {"S": pk}, "sk": {"S": CLASS_PREFIX + key.seat_class}}
 
 
 def reservation_key(reservation_id: str) -> dict[str, Any]:
@@ -108,19 +120,50 @@ def _optional_int(item: Mapping[str, Any], name: str) -> int | None:
 
 
 def inventory_from_item(item: Mapping[str, Any]) -> SeatClassInventory:
+    """The view of one shard item: the class's totals when it is the class's only item."""
     # Items written before holds existed have no `held`: it is 0 (updates use if_not_exists).
+    seats = ShardSeats(
+        shard=_optional_int(item, "shard") or 0,
+        capacity=int(item["capacity"]["N"]),
+        available=int(item["available"]["N"]),
+        held=_optional_int(item, "held") or 0,
+        sold=int(item["sold"]["N"]),
+    )
+    # Only shard 0 knows how many items there are; another shard's view is never complete.
+    shard_items = (_optional_int(item, "shard_items") or 1) if seats.shard == 0 else 0
     return SeatClassInventory(
         event_id=item["event_id"]["S"],
         seat_class=item["seat_class"]["S"],
-        capacity=int(item["capacity"]["N"]),
-        available=int(item["available"]["N"]),
-        sold=int(item["sold"]["N"]),
-        held=_optional_int(item, "held") or 0,
+        capacity=seats.capacity,
+        available=seats.available,
+        sold=seats.sold,
+        held=seats.held,
         max_per_customer=_optional_int(item, "max_per_customer"),
         sale_status=SaleStatus(_optional_text(item, "sale_status") or SaleStatus.OPEN.value),
         sale_starts_at=_optional_int(item, "sale_starts_at"),
         sale_ends_at=_optional_int(item, "sale_ends_at"),
         version=_optional_int(item, "version") or 0,
+        # A class of one item (today's layout) is its own view: no shards listed.
+        shards=() if shard_items == 1 else (seats,),
+        shard_count=_optional_int(item, "shard_count") or 1,
+        shard_items=shard_items,
+    )
+
+
+def class_view(items: Sequence[Mapping[str, Any]]) -> SeatClassInventory:
+    """The class's totals from all its shard items (read together), the sale rules from shard 0."""
+    views = sorted((inventory_from_item(item) for item in items), key=lambda v: v.shard_seats()[0].shard)
+    head = views[0]
+    if len(views) == 1 and head.complete:
+        return head
+    shards = tuple(v.shard_seats()[0] for v in views)
+    return dataclasses.replace(
+        head,
+        capacity=sum(s.capacity for s in shards),
+        available=sum(s.available for s in shards),
+        held=sum(s.held for s in shards),
+        sold=sum(s.sold for s in shards),
+        shards=shards,
     )
 
 
@@ -151,11 +194,17 @@ def record_from_item(item: Mapping[str, Any]) -> ReservationRecord:
         customer_counted=bool(item.get("customer_counted", {}).get("BOOL", False)),
         awaiting_publication=(_optional_text(item, "gsi1pk") or "").startswith(OUTBOX_PREFIX),
         status_changed_at=_optional_text(item, "status_changed_at"),
+        shard=_optional_int(item, "shard") or 0,
     )
 
 
 def record_item(
-    outcome: ReservationOutcome, *, recorded_at: str, expires_at: int | None, customer_counted: bool
+    outcome: ReservationOutcome,
+    *,
+    recorded_at: str,
+    expires_at: int | None,
+    customer_counted: bool,
+    shard: int = 0,
 ) -> dict[str, Any]:
     item: dict[str, Any] = {
         **reservation_key(outcome.reservation_id),
@@ -184,4 +233,6 @@ def record_item(
         item["customer_counted"] = {"BOOL": True}
     if expires_at is not None:
         item["expires_at"] = number(expires_at)
+    if shard:
+        item["shard"] = number(shard)
     return item

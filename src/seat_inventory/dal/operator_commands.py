@@ -16,14 +16,20 @@ from __future__ import annotations
 
 import random
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from botocore.exceptions import ClientError
 
 from seat_inventory.dal.access import TableAccess
-from seat_inventory.dal.errors import CONDITION_FAILED, call, call_expecting
+from seat_inventory.dal.errors import (
+    CONDITION_FAILED,
+    TRANSACTION_CANCELED,
+    call,
+    call_expecting,
+    cancellation_reasons,
+)
 from seat_inventory.dal.items import (
     CLASS_PREFIX,
     INVENTORY_PREFIX,
@@ -35,6 +41,7 @@ from seat_inventory.dal.items import (
     reservation_key,
     timestamp,
 )
+from seat_inventory.logic.shards import check_shard_count, rebalance, removal, spread
 from seat_inventory.models import (
     EventAlreadyExists,
     InventoryChangeRefused,
@@ -78,6 +85,8 @@ class _Change:
     names: dict[str, str] = field(default_factory=dict)
     guard: str | None = None  # a condition on what sales move (`available`), checked by the write
     refused: Callable[[SeatClassInventory], Exception] | None = None  # when the guard fails
+    # A capacity change of the class, which a sharded class spreads over its shard items.
+    capacity_delta: int | None = None
 
 
 class OperatorCommands(TableAccess):
@@ -93,17 +102,25 @@ class OperatorCommands(TableAccess):
         sale_ends_at: int | None = None,
         closed: bool = False,
         operation_id: str | None = None,
+        shards: int = 1,
     ) -> SeatClassInventory:
         """Creates the inventory of one seat class; never overwrites an existing one.
 
         A class that exists already raises `EventAlreadyExists`, unless this very operation
         created it (its reply was lost and the request was sent again): then it is returned.
+        With `shards` > 1 the capacity is spread evenly over that many shard items, written in one
+        transaction (docs/sharding.md); 1 writes today's single item.
         """
         operation_id = operation_id or new_operation_id()
         if capacity < 0:
             raise ValueError("capacity must not be negative")
         _check_limit(max_per_customer)
         _check_window(sale_starts_at, sale_ends_at)
+        check_shard_count(shards)
+        if shards > 1:
+            return self._create_sharded(
+                key, capacity, shards, max_per_customer, sale_starts_at, sale_ends_at, closed, operation_id
+            )
         item: dict[str, Any] = {
             **inventory_key(key),
             "entity": {"S": "inventory"},
@@ -156,6 +173,65 @@ class OperatorCommands(TableAccess):
             ) from exists
         return inventory_from_item(item)
 
+    def _create_sharded(
+        self,
+        key: SeatKey,
+        capacity: int,
+        shards: int,
+        max_per_customer: int | None,
+        sale_starts_at: int | None,
+        sale_ends_at: int | None,
+        closed: bool,
+        operation_id: str,
+    ) -> SeatClassInventory:
+        created_at = timestamp()
+        puts: list[dict[str, Any]] = []
+        for shard, seats in enumerate(spread(capacity, shards)):
+            item: dict[str, Any] = {
+                **inventory_key(key, shard),
+                **_shard_attributes(key, shard, seats, created_at),
+            }
+            if shard == 0:
+                item["shard_count"] = number(shards)
+                item["shard_items"] = number(shards)
+                item[OPERATIONS_ATTRIBUTE] = {"L": [{"S": operation_id}]}
+            if max_per_customer is not None:
+                item["max_per_customer"] = number(max_per_customer)
+            if sale_starts_at is not None:
+                item["sale_starts_at"] = number(sale_starts_at)
+            if sale_ends_at is not None:
+                item["sale_ends_at"] = number(sale_ends_at)
+            if closed:
+                item["sale_status"] = {"S": SaleStatus.CLOSED.value}
+            puts.append(
+                {
+                    "Put": {
+                        "TableName": self._table_name,
+                        "Item": item,
+                        "ConditionExpression": "attribute_not_exists(pk)",
+                    }
+                }
+            )
+        try:
+            cancelled = call_expecting(
+                TRANSACTION_CANCELED, self._client.transact_write_items, TransactItems=puts
+            )
+        except RetryableError as exc:
+            if self._read_after_no_answer(key, operation_id, exc) is None:
+                raise RetryableError(f"{exc}; {key.event_id} {key.seat_class} was not created") from exc
+            cancelled = None
+        if isinstance(cancelled, ClientError):
+            cancellation_reasons(cancelled, len(puts))
+            old = self._read_item(key)
+            if old is None or operation_id not in _operations(old):
+                raise EventAlreadyExists(
+                    f"event {key.event_id!r} already has seat class {key.seat_class!r}"
+                ) from cancelled
+        created = self.read_inventory(key)
+        if created is None:
+            raise RetryableError(f"{key} was created but could not be read back")
+        return created
+
     def get_event(self, event_id: str) -> list[SeatClassInventory]:
         """Every seat class of an event, read strongly consistently; empty when the event is unknown."""
         classes: list[SeatClassInventory] = []
@@ -170,7 +246,7 @@ class OperatorCommands(TableAccess):
         }
         while True:
             page = call(self._client.query, **request)
-            classes.extend(inventory_from_item(item) for item in page.get("Items", []))
+            classes.extend(self._whole_classes(page.get("Items", [])))
             if "LastEvaluatedKey" not in page:
                 return sorted(classes, key=lambda c: c.seat_class)
             request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
@@ -193,10 +269,21 @@ class OperatorCommands(TableAccess):
         }
         while True:
             page = call(self._client.scan, **request)
-            classes.extend(inventory_from_item(item) for item in page.get("Items", []))
+            classes.extend(self._whole_classes(page.get("Items", [])))
             if "LastEvaluatedKey" not in page:
                 return sorted(classes, key=lambda c: (c.event_id, c.seat_class))
             request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    def _whole_classes(self, items: Sequence[Mapping[str, Any]]) -> list[SeatClassInventory]:
+        """The classes whose shard 0 is among `items` (other shard items are skipped); a sharded
+        class's totals come from a consistent read of all its items."""
+        classes: list[SeatClassInventory] = []
+        for item in items:
+            view = inventory_from_item(item)
+            if view.shard_seats()[0].shard != 0:
+                continue
+            classes.append(view if view.complete else self.read_inventory(view.key) or view)
+        return classes
 
     def get_reservation(self, reservation_id: str) -> ReservationOutcome | None:
         """The answer recorded for a reservation id, or None when none was recorded (or it expired)."""
@@ -294,6 +381,7 @@ class OperatorCommands(TableAccess):
                 {"#capacity": "capacity"},
                 guard="available >= :minus_delta",
                 refused=lambda item: _too_few(key, -delta, item),
+                capacity_delta=delta,
             )
 
         return self._operator_write(key, plan, operation_id)
@@ -327,9 +415,146 @@ class OperatorCommands(TableAccess):
                 {"#capacity": "capacity"},
                 guard="available >= :minus_delta",
                 refused=refused,
+                capacity_delta=delta,
             )
 
         return self._operator_write(key, plan, operation_id)
+
+    def reshard(self, key: SeatKey, shards: int, *, operation_id: str | None = None) -> SeatClassInventory:
+        """Splits the class over `shards` shard items (1-16), during a sale if need be.
+
+        One transaction planned from a consistent read: missing shard items are created, the
+        available seats (and as much capacity) move so that the first `shards` items hold equal
+        shares and the others none, and shard 0 records the new counts. Every move is guarded by
+        `available >=` what it takes off, shard 0 by the version and the number of items read, so
+        capacity, available, held and sold of the class are the same before and after; a sale in
+        between refuses it and it is planned again. Items beyond `shards` are kept (their held and
+        sold seats come back to them) and still count.
+        """
+        check_shard_count(shards)
+        operation_id = operation_id or new_operation_id()
+        for _ in range(OPERATOR_ATTEMPTS * 2):
+            item = self._read_item(key)
+            if item is None:
+                raise UnknownSeatClass(f"event {key.event_id!r} has no seat class {key.seat_class!r}")
+            view = self.read_inventory(key)
+            if view is None:
+                raise UnknownSeatClass(f"event {key.event_id!r} has no seat class {key.seat_class!r}")
+            if operation_id in _operations(item):
+                return view
+            per_shard = rebalance(view, shards)
+            try:
+                written = self._write_shards(
+                    key, item, view, operation_id, "", None, per_shard, routed=shards
+                )
+            except RetryableError as exc:
+                if self._read_after_no_answer(key, operation_id, exc) is not None:
+                    return self._whole(key, view)
+                continue
+            if written:
+                return self._whole(key, view)
+        raise RetryableError(f"the seats of {key} kept moving during the reshard; try again")
+
+    def _whole(self, key: SeatKey, fallback: SeatClassInventory) -> SeatClassInventory:
+        """The class as it is now, read consistently over all its items."""
+        return self.read_inventory(key) or fallback
+
+    def _write_shards(
+        self,
+        key: SeatKey,
+        item: Mapping[str, Any],
+        view: SeatClassInventory,
+        operation_id: str,
+        expression: str,
+        change: _Change | None,
+        per_shard: Mapping[int, int],
+        *,
+        routed: int | None = None,
+    ) -> bool:
+        """One transaction over the shard items of a class: the sale-rule `expression` on every item
+        (unless the change is a capacity change), `per_shard[n]` added to capacity and available of
+        item n (creating items that do not exist yet), and on shard 0 the version, the operation
+        id and (with `routed`) the new shard counts, guarded by the version and the number of items
+        read. False when a condition refused it (nothing was written)."""
+        rule = "" if change is not None and change.capacity_delta is not None else expression
+        values_common = dict(change.values) if change is not None and rule else {}
+        names_common = dict(change.names) if change is not None and rule else {}
+        items = max(view.shard_items, max(per_shard, default=-1) + 1)
+        actions: list[dict[str, Any]] = []
+        created_at = timestamp()
+        for shard in range(items):
+            delta = per_shard.get(shard, 0)
+            if shard >= view.shard_items:
+                new_item = {**inventory_key(key, shard), **_shard_attributes(key, shard, delta, created_at)}
+                for name in ("max_per_customer", "sale_starts_at", "sale_ends_at"):
+                    value = getattr(view, name)
+                    if value is not None:
+                        new_item[name] = number(value)
+                if view.sale_status is SaleStatus.CLOSED:
+                    new_item["sale_status"] = {"S": SaleStatus.CLOSED.value}
+                actions.append(
+                    {
+                        "Put": {
+                            "TableName": self._table_name,
+                            "Item": new_item,
+                            "ConditionExpression": "attribute_not_exists(pk)",
+                        }
+                    }
+                )
+                continue
+            if shard != 0 and not rule and delta == 0:
+                continue
+            sets: list[str] = []
+            conditions = ["attribute_exists(pk)"]
+            values: dict[str, Any] = dict(values_common)
+            names: dict[str, str] = dict(names_common)
+            if delta:
+                sets.append(
+                    "#shard_capacity = #shard_capacity + :shard_delta, available = available + :shard_delta"
+                )
+                names["#shard_capacity"] = "capacity"
+                values[":shard_delta"] = number(delta)
+            if delta < 0:
+                conditions.append("available >= :shard_taken")
+                values[":shard_taken"] = number(-delta)
+            if shard == 0:
+                recent = [*_operations(item), operation_id][-RECENT_OPERATIONS:]
+                sets += ["version = :next_version", f"{OPERATIONS_ATTRIBUTE} = :operations"]
+                values[":next_version"] = number(view.version + 1)
+                values[":operations"] = {"L": [{"S": op} for op in recent]}
+                if "version" in item:
+                    conditions.append("version = :version")
+                    values[":version"] = number(view.version)
+                else:
+                    conditions.append("attribute_not_exists(version)")
+                conditions.append(
+                    "(attribute_not_exists(shard_items) OR shard_items = :items)"
+                    if view.shard_items == 1
+                    else "shard_items = :items"
+                )
+                values[":items"] = number(view.shard_items)
+                if routed is not None:
+                    sets.append("shard_items = :new_items, shard_count = :routed")
+                    values[":new_items"] = number(items)
+                    values[":routed"] = number(routed)
+            update: dict[str, Any] = {
+                "TableName": self._table_name,
+                "Key": inventory_key(key, shard),
+                "UpdateExpression": _with_sets(rule, sets),
+                "ConditionExpression": " AND ".join(conditions),
+            }
+            if values:
+                update["ExpressionAttributeValues"] = values
+            if names:
+                update["ExpressionAttributeNames"] = names
+            actions.append({"Update": update})
+        cancelled = call_expecting(
+            TRANSACTION_CANCELED, self._client.transact_write_items, TransactItems=actions
+        )
+        if isinstance(cancelled, ClientError):
+            cancellation_reasons(cancelled, len(actions))
+            return False
+        return True
 
     def _read_item(self, key: SeatKey) -> dict[str, Any] | None:
         response = call(
@@ -378,7 +603,26 @@ class OperatorCommands(TableAccess):
                 raise UnknownSeatClass(f"event {key.event_id!r} has no seat class {key.seat_class!r}")
             current = inventory_from_item(item)
             if operation_id in _operations(item):
-                return current  # applied by an earlier attempt of this operation
+                return self._whole(key, current)  # applied by an earlier attempt of this operation
+            if current.shard_items > 1:
+                # A sharded class: planned from all its items, written to all in one transaction.
+                view = self.read_inventory(key)
+                if view is None:
+                    raise UnknownSeatClass(f"event {key.event_id!r} has no seat class {key.seat_class!r}")
+                change = plan(view)
+                per_shard = _capacity_changes(view, change.capacity_delta)
+                try:
+                    written = self._write_shards(
+                        key, item, view, operation_id, change.expression, change, per_shard
+                    )
+                except RetryableError as exc:
+                    if self._read_after_no_answer(key, operation_id, exc) is not None:
+                        return self._whole(key, current)
+                    unanswered = exc
+                    continue
+                if written or operation_id in _operations(self._read_item(key) or {}):
+                    return self._whole(key, current)
+                continue  # another change or a sale came first: plan again from a new read
             change = plan(current)
             try:
                 response = call_expecting(
@@ -403,8 +647,8 @@ class OperatorCommands(TableAccess):
             if operation_id in _operations(old):
                 return inventory_from_item(old)  # this write, sent again after its reply was lost
             refused_item = inventory_from_item(old)
-            if refused_item.version != current.version:
-                continue  # another operator change came first: plan again from what it left
+            if refused_item.version != current.version or refused_item.shard_items > 1:
+                continue  # another operator change (or a reshard) came first: plan again
             if change.refused is None:
                 raise response
             raise change.refused(refused_item) from response
@@ -426,13 +670,16 @@ class OperatorCommands(TableAccess):
             if "SET " in expression
             else f"SET {bump} {expression}"
         )
-        condition = "attribute_exists(pk) AND " + (
-            "version = :version" if "version" in item else "attribute_not_exists(version)"
+        # Never only shard 0 of a sharded class (a reshard between the read and the write).
+        condition = (
+            "attribute_exists(pk) AND (attribute_not_exists(shard_items) OR shard_items = :one_item) AND "
+            + ("version = :version" if "version" in item else "attribute_not_exists(version)")
         )
         values = {
             **change.values,
             ":next_version": number(version + 1),
             ":operations": {"L": [{"S": op} for op in recent]},
+            ":one_item": number(1),
         }
         if "version" in item:
             values[":version"] = number(version)
@@ -452,6 +699,44 @@ class OperatorCommands(TableAccess):
         if change.names:
             request["ExpressionAttributeNames"] = change.names
         return request
+
+
+def _capacity_changes(view: SeatClassInventory, delta: int | None) -> dict[int, int]:
+    """A capacity change of a sharded class per shard item: seats added are spread over the routed
+    shards, seats removed come off the shards with the most available."""
+    if not delta:
+        return {}
+    if delta > 0:
+        routed = max(1, min(view.shard_count, view.shard_items))
+        return dict(enumerate(spread(delta, routed)))
+    return {shard: -seats for shard, seats in removal(view, -delta).items()}
+
+
+def _shard_attributes(key: SeatKey, shard: int, capacity: int, created_at: str) -> dict[str, Any]:
+    """The attributes of a new inventory item holding `capacity` available seats."""
+    attributes: dict[str, Any] = {
+        "entity": {"S": "inventory"},
+        "event_id": {"S": key.event_id},
+        "seat_class": {"S": key.seat_class},
+        "capacity": number(capacity),
+        "available": number(capacity),
+        "held": number(0),
+        "sold": number(0),
+        "created_at": {"S": created_at},
+    }
+    if shard:
+        attributes["shard"] = number(shard)
+    return attributes
+
+
+def _with_sets(expression: str, sets: Sequence[str]) -> str:
+    """`expression` (SET and/or REMOVE clauses, or empty) with `sets` added to its SET clause."""
+    if not sets:
+        return expression
+    joined = ", ".join(sets)
+    if "SET " in expression:
+        return expression.replace("SET ", f"SET {joined}, ", 1)
+    return f"SET {joined} {expression}".strip()
 
 
 def _too_few(key: SeatKey, seats: int, item: SeatClassInventory) -> InventoryChangeRefused:

@@ -33,6 +33,7 @@ from seat_inventory.models import (
     SaleStatus,
     SeatClassInventory,
     SeatKey,
+    StoreInconsistency,
 )
 
 
@@ -49,9 +50,15 @@ class Reservations(TableAccess):
         max_per_customer: int | None = None,
         customer_seats: Mapping[str, int] | None = None,
         now: int | None = None,
+        shard: int = 0,
+        moves: Mapping[int, int] | None = None,
     ) -> WriteRefused | None:
         """One transaction: guarded decrement of the inventory (if seats are taken), one record per
         answer, and one guarded increment per customer counter (with a per-customer limit).
+
+        The seats are taken from shard item `shard`; `moves` (shard -> seats) moves available seats
+        (and as much capacity) from other shard items into it in the same transaction, each guarded
+        by `available >=` what it gives, so the class's totals never change by a move.
 
         Confirmed sales are kept for good, and so are holds while they last; rejections
         (SOLD_OUT, UNKNOWN_EVENT, LIMIT_EXCEEDED, SALE_CLOSED) expire by TTL after
@@ -62,9 +69,15 @@ class Reservations(TableAccess):
         now = int(time.time()) if now is None else now
         counters = dict(customer_seats or {}) if max_per_customer is not None else {}
         recorded_at = timestamp()
+        moves = {donor: seats for donor, seats in (moves or {}).items() if seats > 0}
+        if moves and (shard in moves or sum(moves.values()) > seats_taken):
+            raise ValueError(f"moves {moves} into shard {shard} do not fit {seats_taken} seat(s)")
         actions: list[dict[str, Any]] = []
         if seats_taken > 0:
-            actions.append(self._take_seats_action(key, outcomes, seats_taken, max_per_customer, now))
+            actions.append(
+                self._take_seats_action(key, outcomes, seats_taken, max_per_customer, now, shard, moves)
+            )
+            actions.extend(self._move_seats_action(key, donor, seats) for donor, seats in moves.items())
         for outcome in outcomes:
             takes_seats = outcome.outcome in TAKES_SEATS
             expires_at = None if takes_seats else rejection_expires_at
@@ -77,6 +90,7 @@ class Reservations(TableAccess):
                             recorded_at=recorded_at,
                             expires_at=expires_at,
                             customer_counted=takes_seats and max_per_customer is not None,
+                            shard=shard if takes_seats else 0,
                         ),
                         "ConditionExpression": "attribute_not_exists(pk)",
                         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
@@ -93,7 +107,8 @@ class Reservations(TableAccess):
             TRANSACTION_CANCELED, self._client.transact_write_items, TransactItems=actions
         )
         if isinstance(cancelled, ClientError):
-            return self._refusal(cancelled, outcomes, customers, has_inventory_action=seats_taken > 0)
+            inventory_actions = 1 + len(moves) if seats_taken > 0 else 0
+            return self._refusal(cancelled, outcomes, customers, inventory_actions=inventory_actions)
         return None
 
     def _take_seats_action(
@@ -103,15 +118,24 @@ class Reservations(TableAccess):
         seats_taken: int,
         max_per_customer: int | None,
         now: int,
+        shard: int,
+        moves: Mapping[int, int],
     ) -> dict[str, Any]:
         held = sum(o.quantity or 0 for o in outcomes if o.outcome is Outcome.HELD)
         sold = seats_taken - held
+        moved = sum(moves.values())
         values: dict[str, Any] = {
-            ":seats": number(seats_taken),
+            # What the item itself must have: the seats taken less those moved into it.
+            ":seats": number(seats_taken - moved),
             ":open": {"S": SaleStatus.OPEN.value},
             ":now": number(now),
         }
+        names: dict[str, str] = {}
         updates = ["available = available - :seats"]
+        if moved:
+            updates.append("#capacity = #capacity + :moved")
+            values[":moved"] = number(moved)
+            names["#capacity"] = "capacity"
         if sold:
             updates.append("sold = sold + :sold")
             values[":sold"] = number(sold)
@@ -127,13 +151,28 @@ class Reservations(TableAccess):
         else:
             condition += " AND max_per_customer = :limit"
             values[":limit"] = number(max_per_customer)
+        update: dict[str, Any] = {
+            "TableName": self._table_name,
+            "Key": inventory_key(key, shard),
+            "UpdateExpression": "SET " + ", ".join(updates),
+            "ConditionExpression": condition,
+            "ExpressionAttributeValues": values,
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+        if names:
+            update["ExpressionAttributeNames"] = names
+        return {"Update": update}
+
+    def _move_seats_action(self, key: SeatKey, donor: int, seats: int) -> dict[str, Any]:
+        """Takes `seats` available seats and as much capacity off a shard item (they move to another)."""
         return {
             "Update": {
                 "TableName": self._table_name,
-                "Key": inventory_key(key),
-                "UpdateExpression": "SET " + ", ".join(updates),
-                "ConditionExpression": condition,
-                "ExpressionAttributeValues": values,
+                "Key": inventory_key(key, donor),
+                "UpdateExpression": "SET #capacity = #capacity - :moved, available = available - :moved",
+                "ConditionExpression": "attribute_exists(pk) AND available >= :moved",
+                "ExpressionAttributeNames": {"#capacity": "capacity"},
+                "ExpressionAttributeValues": {":moved": number(seats)},
                 "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
             }
         }
@@ -171,20 +210,26 @@ class Reservations(TableAccess):
         outcomes: Sequence[ReservationOutcome],
         customers: Sequence[str],
         *,
-        has_inventory_action: bool,
+        inventory_actions: int,
     ) -> WriteRefused:
-        """Reads the cancellation reasons (one per action, in order) into what the planner needs."""
-        expected_count = len(outcomes) + len(customers) + (1 if has_inventory_action else 0)
+        """Reads the cancellation reasons (one per action, in order) into what the planner needs.
+
+        A refused shard item hands back only its own numbers (`SeatClassInventory.complete` is
+        False for a sharded class): the planner reads the whole class before deciding on it.
+        """
+        expected_count = len(outcomes) + len(customers) + inventory_actions
         reasons = cancellation_reasons(exc, expected_count)
         inventory_refused = False
         inventory: SeatClassInventory | None = None
-        record_reasons = reasons
-        if has_inventory_action:
-            inventory_reason, record_reasons = reasons[0], reasons[1:]
+        inventory_reasons, record_reasons = reasons[:inventory_actions], reasons[inventory_actions:]
+        for position, inventory_reason in enumerate(inventory_reasons):
             if failed_condition(inventory_reason):
-                inventory_refused = True
                 old = inventory_reason.get("Item")
-                inventory = inventory_from_item(old) if old else None
+                if not old and position > 0:
+                    raise StoreInconsistency("a shard item that seats move from does not exist") from exc
+                if not inventory_refused:
+                    inventory = inventory_from_item(old) if old else None
+                inventory_refused = True
         counter_reasons = record_reasons[len(outcomes) :]
         record_reasons = record_reasons[: len(outcomes)]
         already_recorded: dict[str, ReservationOutcome] = {}

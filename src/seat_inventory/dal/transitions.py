@@ -102,21 +102,33 @@ class Transitions(TableAccess):
 
         The inventory update is `held -= confirmed + released holds`, `sold += confirmed - released
         sales`, `available += released`, guarded by `held >=` and `sold >=` what it takes off and,
-        when seats go back, by `capacity = :capacity AND available <= :capacity - released`
-        (DynamoDB conditions have no arithmetic, so the caller's capacity is checked too).
+        when seats go back and `capacity` is given, by `capacity = :capacity AND available <=
+        :capacity - released` (DynamoDB conditions have no arithmetic, so the caller's capacity
+        is checked too).
+
+        A sharded class gets one such update per shard item its records' seats came from; the
+        caller gives `capacity` only for a class of one item (shard 0). The guards on `held` and
+        `sold` suffice on their own: every write keeps `available + held + sold == capacity` on
+        each item, so seats given back can never exceed it.
         """
         if not transitions:
             return None
-        delta = _InventoryDelta.of(transitions)
-        if delta.released and capacity is None:
-            raise ValueError("releasing seats needs the capacity to guard against")
+        by_shard: dict[int, list[Transition]] = {}
+        for transition in transitions:
+            by_shard.setdefault(transition.record.shard, []).append(transition)
+        shards = sorted(by_shard)
         counters: dict[str, int] = {}
         for transition in transitions:
             if transition.uncounts_customer:
                 customer = transition.record.answer.customer_id or ""
                 counters[customer] = counters.get(customer, 0) + transition.record.quantity
         changed_at = timestamp()
-        actions = [self._inventory_delta_action(key, delta, capacity)]
+        actions = [
+            self._inventory_delta_action(
+                key, _InventoryDelta.of(by_shard[shard]), capacity if shard == 0 else None, shard
+            )
+            for shard in shards
+        ]
         actions += [
             self._transition_action(t, now=now, changed_at=changed_at, release_expires_at=release_expires_at)
             for t in transitions
@@ -127,24 +139,24 @@ class Transitions(TableAccess):
             TRANSACTION_CANCELED, self._client.transact_write_items, TransactItems=actions
         )
         if isinstance(cancelled, ClientError):
-            return self._transition_refusal(cancelled, transitions, customers)
+            return self._transition_refusal(cancelled, transitions, customers, inventory_actions=len(shards))
         return None
 
     def _inventory_delta_action(
-        self, key: SeatKey, delta: _InventoryDelta, capacity: int | None
+        self, key: SeatKey, delta: _InventoryDelta, capacity: int | None, shard: int
     ) -> dict[str, Any]:
         updates: list[str] = []
         conditions = ["attribute_exists(pk)"]
         values: dict[str, Any] = {}
         names: dict[str, str] = {}
         if delta.released:
-            assert capacity is not None
             updates.append("available = available + :released")
-            conditions.append("#capacity = :capacity AND available <= :available_max")
-            names["#capacity"] = "capacity"
             values[":released"] = number(delta.released)
-            values[":capacity"] = number(capacity)
-            values[":available_max"] = number(capacity - delta.released)
+            if capacity is not None:
+                conditions.append("#capacity = :capacity AND available <= :available_max")
+                names["#capacity"] = "capacity"
+                values[":capacity"] = number(capacity)
+                values[":available_max"] = number(capacity - delta.released)
         if delta.unheld:
             updates.append("held = held - :unheld")
             conditions.append("held >= :unheld")
@@ -157,7 +169,7 @@ class Transitions(TableAccess):
             values[":sold_delta"] = number(delta.sold - delta.unsold)
         update: dict[str, Any] = {
             "TableName": self._table_name,
-            "Key": inventory_key(key),
+            "Key": inventory_key(key, shard),
             "UpdateExpression": "SET " + ", ".join(updates),
             "ConditionExpression": " AND ".join(conditions),
             "ExpressionAttributeValues": values,
@@ -222,14 +234,19 @@ class Transitions(TableAccess):
 
     @staticmethod
     def _transition_refusal(
-        exc: ClientError, transitions: Sequence[Transition], customers: Sequence[str]
+        exc: ClientError,
+        transitions: Sequence[Transition],
+        customers: Sequence[str],
+        *,
+        inventory_actions: int,
     ) -> TransitionsRefused:
-        reasons = cancellation_reasons(exc, 1 + len(transitions) + len(customers))
-        inventory_reason = reasons[0]
-        record_reasons = reasons[1 : 1 + len(transitions)]
-        counter_reasons = reasons[1 + len(transitions) :]
-        inventory_refused = failed_condition(inventory_reason)
-        old_inventory = inventory_reason.get("Item")
+        reasons = cancellation_reasons(exc, inventory_actions + len(transitions) + len(customers))
+        inventory_reasons = reasons[:inventory_actions]
+        record_reasons = reasons[inventory_actions : inventory_actions + len(transitions)]
+        counter_reasons = reasons[inventory_actions + len(transitions) :]
+        refused_items = [r for r in inventory_reasons if failed_condition(r)]
+        inventory_refused = bool(refused_items)
+        old_inventory = refused_items[0].get("Item") if refused_items else None
         records: dict[str, ReservationRecord | None] = {}
         for transition, reason in zip(transitions, record_reasons, strict=True):
             if failed_condition(reason):

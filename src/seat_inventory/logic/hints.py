@@ -7,6 +7,7 @@ import random
 from dataclasses import dataclass
 
 from seat_inventory.logic.ports import Clock
+from seat_inventory.logic.shards import Draws
 from seat_inventory.models import SeatClassInventory, SeatKey
 
 # DynamoDB allows 100 actions per transaction: one inventory update, one record per reservation
@@ -88,12 +89,16 @@ class InventoryHints:
 
     _MISSING = -1
 
-    def __init__(self) -> None:
+    def __init__(self, rng: Draws | None = None) -> None:
+        # Draws the shard each transaction of a sharded class goes to (`logic.shards.route`); by
+        # default the `random` module, so that a run seeded with `random.seed` is reproducible.
+        self.rng: Draws = rng if rng is not None else random
         self._seats_left: dict[SeatKey, int] = {}
         self._items: dict[SeatKey, SeatClassInventory | None] = {}
         self._observed: dict[SeatKey, _Observation] = {}
         self._observations: dict[SeatKey, int] = {}
         self._contention: dict[SeatKey, float] = {}
+        self._shards: dict[SeatKey, int] = {}
 
     def should_read_first(self, key: SeatKey, seats_wanted: int, now: float | None = None) -> bool:
         known = self._seats_left.get(key)
@@ -134,7 +139,10 @@ class InventoryHints:
 
     def observe(self, key: SeatKey, item: SeatClassInventory | None) -> None:
         """Records the item as DynamoDB returned it (a consistent read, or a refused write's
-        ALL_OLD), or None for no item, and updates the contention estimate."""
+        ALL_OLD), or None for no item, and updates the contention estimate. A view of one shard
+        of a sharded class (not `complete`) says nothing about the class and is ignored."""
+        if item is not None and not item.complete:
+            return
         previous = self._observed.get(key)
         if item is None:
             self._observed.pop(key, None)
@@ -162,6 +170,22 @@ class InventoryHints:
         """Records the whole item (limit, sale status and window, capacity), or None for no item."""
         self._items[key] = item
         self.learn(key, None if item is None else item.available)
+
+    def shard(self, key: SeatKey, routed: int) -> int:
+        """This container's shard of a class (`logic.shards.route`): kept until it conflicts."""
+        shard = self._shards.get(key)
+        if shard is None or shard >= routed:
+            shard = self.rng.randrange(routed) if routed > 1 else 0
+            self._shards[key] = shard
+        return shard
+
+    def keep_shard(self, key: SeatKey, shard: int) -> None:
+        """The shard a committed transaction used becomes this container's shard of the class."""
+        self._shards[key] = shard
+
+    def leave_shard(self, key: SeatKey) -> None:
+        """A transaction conflicted on this container's shard: the next one draws another."""
+        self._shards.pop(key, None)
 
     def assumed(self, key: SeatKey) -> SeatClassInventory | None:
         """The item as last seen, for the assumptions of an optimistic write; None when never seen."""

@@ -25,7 +25,8 @@ class WriteRefused:
 
     `inventory_refused` is True when the inventory guard failed; `inventory` then holds the item
     as it was (too few seats left, sale closed, another per-customer limit than assumed), or is
-    None when there is no such item (unknown event).
+    None when there is no such item (unknown event); for a sharded class it is only the shard
+    item that refused (not `complete`).
     `already_recorded` maps each reservation id whose record already existed to the answer
     stored with it: those requests were answered before and must not take seats again.
     `customer_seats` maps each customer whose counter refused the increment to the seats the
@@ -67,8 +68,14 @@ class InventoryStore(Protocol):
         max_per_customer: int | None = None,
         customer_seats: Mapping[str, int] | None = None,
         now: int | None = None,
+        shard: int = 0,
+        moves: Mapping[int, int] | None = None,
     ) -> WriteRefused | None:
         """Atomically takes `seats_taken` seats (if any) and records every outcome.
+
+        The seats come from the class's shard item `shard` (0 for a class of one item), after
+        `moves` (shard -> seats) moved available seats into it from other shard items in the same
+        transaction; each record says which shard its seats came from.
 
         HELD outcomes' seats go to `held`, CONFIRMED ones to `sold`. The inventory guard also
         checks the sale status and window at `now` and that the class's per-customer limit is
@@ -105,7 +112,9 @@ class InventoryStore(Protocol):
         Each record's change is conditional on the status it was read with (so a change takes
         effect once however often it is asked for). Seats given back are guarded so that the
         class never exceeds `capacity` (the capacity the caller believes; a different one refuses).
-        Records of seats that were never sold get TTL `release_expires_at`.
+        Records of seats that were never sold get TTL `release_expires_at`. Seats go back to the
+        shard item each record names; `capacity` is given only for a class of one item (None
+        leaves the guards on held and sold, which keep each item's invariant on their own).
         """
         ...
 

@@ -30,6 +30,7 @@ from seat_inventory.logic.hints import (
     InventoryHints,
 )
 from seat_inventory.logic.ports import Clock, InventoryStore, OutcomePublisher
+from seat_inventory.logic.shards import route, routed_shards
 from seat_inventory.models import (
     TAKES_SEATS,
     BatchResult,
@@ -227,9 +228,10 @@ def plan_group(
     return GroupPlan(outcomes, seats, limit, taken_by_customer if limit is not None else {})
 
 
-def _prefix_that_fits(plan: GroupPlan) -> int:
-    """How many of the plan's answers (in arrival order) fit in one transaction with their actions."""
-    actions = 0
+def _prefix_that_fits(plan: GroupPlan, shard_moves: int = 0) -> int:
+    """How many of the plan's answers (in arrival order) fit in one transaction with their actions,
+    leaving room for `shard_moves` actions that move seats between shard items."""
+    actions = shard_moves
     inventory_counted = False
     customers: set[str] = set()
     for index, outcome in enumerate(plan.outcomes):
@@ -295,11 +297,17 @@ def settle_group(
             # guard that checks them: observe the item first.
             read()
             continue
-        fits = min(_prefix_that_fits(plan), _prefix_within_share(plan, knowledge, hints, key))
+        view = knowledge.inventory if knowledge.verified else None
+        # A sharded class read whole may need seats moved from other shards: keep room for them.
+        room = view.shard_items - 1 if view is not None and view.shard_items > 1 else 0
+        fits = min(_prefix_that_fits(plan, room), _prefix_within_share(plan, knowledge, hints, key))
         if fits < len(pending):
             leftover = pending[fits:] + leftover
             pending = pending[:fits]
             plan = plan_group(key, pending, knowledge, now=now)
+        seen = view or hints.assumed(key)
+        preferred = hints.shard(key, routed_shards(seen))
+        shard, moves = route(seen, plan.seats_taken, preferred, hints.rng, read_whole=view is not None)
         try:
             refused = store.commit_outcomes(
                 key,
@@ -309,8 +317,11 @@ def settle_group(
                 max_per_customer=plan.limit,
                 customer_seats=plan.customer_seats,
                 now=now,
+                shard=shard,
+                moves=moves,
             )
         except TransactionConflict as exc:
+            hints.leave_shard(key)
             conflicts += 1
             if not deadline.back_off(clock, conflicts):
                 raise TransactionConflict(
@@ -319,6 +330,8 @@ def settle_group(
             rounds -= 1  # a conflict teaches nothing; the deadline bounds them instead
             continue
         if refused is None:
+            if plan.seats_taken:
+                hints.keep_shard(key, shard)
             answers.update((o.reservation_id, o) for o in plan.outcomes)
             _learn_commit(hints, key, knowledge, plan)
             return answers, leftover
@@ -327,7 +340,10 @@ def settle_group(
             answers[reservation_id] = stored.as_duplicate(request.message_id)
         pending = [r for r in pending if r.reservation_id not in refused.already_recorded]
         knowledge.counted.update(refused.customer_seats)
-        if refused.inventory_refused:
+        if refused.inventory_refused and refused.inventory is not None and not refused.inventory.complete:
+            # One shard refused: its numbers are not the class's. Read every shard together.
+            read()
+        elif refused.inventory_refused:
             knowledge.observe(refused.inventory)
             hints.observe(key, refused.inventory)
         elif not refused.already_recorded and not refused.customer_seats:

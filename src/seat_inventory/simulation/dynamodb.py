@@ -147,7 +147,14 @@ class SimulatedDynamoStore:
     # ------------------------------------------------------------------ InventoryStore
     def read_inventory(self, key: SeatKey) -> SeatClassInventory | None:
         self._read("GetItem", [_read(inventory_key(key), INVENTORY_ITEM_BYTES)])
-        return self._table.data.read_inventory(key)
+        item = self._table.data.read_inventory(key)
+        if item is not None and not item.complete:
+            # A sharded class: a TransactGetItems of all its shard items (dal.access).
+            shards = range(item.shard_items)
+            self._read(
+                "TransactGetItems", [_read(inventory_key(key, n), INVENTORY_ITEM_BYTES) for n in shards]
+            )
+        return item
 
     def read_reservations(self, reservation_ids: Sequence[str]) -> dict[str, ReservationRecord]:
         unique = list(dict.fromkeys(reservation_ids))
@@ -166,11 +173,15 @@ class SimulatedDynamoStore:
         max_per_customer: int | None = None,
         customer_seats: Mapping[str, int] | None = None,
         now: int | None = None,
+        shard: int = 0,
+        moves: Mapping[int, int] | None = None,
     ) -> WriteRefused | None:
         if not outcomes:
             return None
         counters = dict(customer_seats or {}) if max_per_customer is not None else {}
-        items = [_write(inventory_key(key), INVENTORY_ITEM_BYTES)] if seats_taken > 0 else []
+        items = [_write(inventory_key(key, shard), INVENTORY_ITEM_BYTES)] if seats_taken > 0 else []
+        if seats_taken > 0:
+            items += [_write(inventory_key(key, donor), INVENTORY_ITEM_BYTES) for donor in (moves or {})]
         items += [_write(reservation_key(o.reservation_id), record_item_bytes(o)) for o in outcomes]
         items += [_write(customer_key(key, c), COUNTER_ITEM_BYTES) for c in counters]
 
@@ -183,6 +194,8 @@ class SimulatedDynamoStore:
                 max_per_customer=max_per_customer,
                 customer_seats=customer_seats,
                 now=now,
+                shard=shard,
+                moves=moves,
             )
 
         return self._transact(items, apply)
@@ -196,7 +209,8 @@ class SimulatedDynamoStore:
         capacity: int | None,
         release_expires_at: int,
     ) -> TransitionsRefused | None:
-        items = [_write(inventory_key(key), INVENTORY_ITEM_BYTES)]
+        shards = sorted({t.record.shard for t in transitions})
+        items = [_write(inventory_key(key, shard), INVENTORY_ITEM_BYTES) for shard in shards]
         items += [
             _write(reservation_key(t.record.reservation_id), record_item_bytes(t.record.answer))
             for t in transitions

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from seat_inventory.logic.ports import TransitionsRefused, WriteRefused
+from seat_inventory.logic.shards import check_shard_count, rebalance, spread
 from seat_inventory.models import (
     Outcome,
     ReservationOutcome,
@@ -22,6 +23,7 @@ from seat_inventory.models import (
     SaleStatus,
     SeatClassInventory,
     SeatKey,
+    ShardSeats,
     Transition,
 )
 
@@ -39,6 +41,7 @@ class InMemoryInventoryStore:
     counted: set[str] = field(default_factory=set)  # records with customer_counted
     outbox: set[str] = field(default_factory=set)  # EXPIRED records awaiting publication
     counters: dict[tuple[SeatKey, str], int] = field(default_factory=dict)
+    shard_of: dict[str, int] = field(default_factory=dict)  # records' `shard` when not 0
     transactions: int = 0
     inventory_writes: int = 0
     reads: int = 0
@@ -60,7 +63,9 @@ class InMemoryInventoryStore:
         sale_status: SaleStatus = SaleStatus.OPEN,
         sale_starts_at: int | None = None,
         sale_ends_at: int | None = None,
+        shards: int = 1,
     ) -> None:
+        check_shard_count(shards)
         self.inventory[SeatKey(event_id, seat_class)] = SeatClassInventory(
             event_id,
             seat_class,
@@ -71,6 +76,24 @@ class InMemoryInventoryStore:
             sale_status=sale_status,
             sale_starts_at=sale_starts_at,
             sale_ends_at=sale_ends_at,
+            shards=()
+            if shards == 1
+            else tuple(ShardSeats(n, seats, seats, 0, 0) for n, seats in enumerate(spread(capacity, shards))),
+            shard_count=shards,
+            shard_items=shards,
+        )
+
+    def reshard(self, key: SeatKey, shards: int) -> None:
+        """`InventoryTable.reshard`: the available seats spread evenly over the first `shards` items."""
+        item = self.inventory[key]
+        changes = rebalance(item, shards)
+        current = {s.shard: s for s in item.shard_seats()}
+        moved = tuple(
+            _add(current.get(n, ShardSeats(n, 0, 0, 0, 0)), capacity=change, available=change)
+            for n, change in sorted(changes.items())
+        )
+        self.inventory[key] = _with_shards(
+            dataclasses.replace(item, shard_count=shards, shard_items=len(moved)), moved
         )
 
     def change_item(self, key: SeatKey, **changes: object) -> None:
@@ -107,16 +130,33 @@ class InMemoryInventoryStore:
         max_per_customer: int | None = None,
         customer_seats: Mapping[str, int] | None = None,
         now: int | None = None,
+        shard: int = 0,
+        moves: Mapping[int, int] | None = None,
     ) -> WriteRefused | None:
         self._begin_commit()
         now = int(time.time()) if now is None else now
         item = self.inventory.get(key)
-        inventory_refused = seats_taken > 0 and (
-            item is None
-            or item.available < seats_taken
-            or item.sale_closed_reason(now) is not None
-            or item.max_per_customer != max_per_customer
-        )
+        moves = {donor: seats for donor, seats in (moves or {}).items() if seats > 0}
+        shards = {s.shard: s for s in item.shard_seats()} if item is not None else {}
+        refusing: SeatClassInventory | None = None
+        inventory_refused = False
+        if seats_taken > 0:
+            target = shards.get(shard)
+            if item is None or target is None:
+                inventory_refused = True
+            elif (
+                target.available < seats_taken - sum(moves.values())
+                or item.sale_closed_reason(now) is not None
+                or item.max_per_customer != max_per_customer
+            ):
+                inventory_refused, refusing = True, _shard_view(item, target)
+            else:
+                for donor, seats in moves.items():
+                    if donor not in shards or shards[donor].available < seats:
+                        inventory_refused = True
+                        if donor in shards:
+                            refusing = _shard_view(item, shards[donor])
+                        break
         recorded = {
             o.reservation_id: self.records[o.reservation_id]
             for o in outcomes
@@ -133,23 +173,30 @@ class InMemoryInventoryStore:
         if inventory_refused or recorded or refused_counters:
             return WriteRefused(
                 inventory_refused=inventory_refused,
-                inventory=item if inventory_refused else None,
+                inventory=refusing,
                 already_recorded=recorded,
                 customer_seats=refused_counters,
             )
         if seats_taken > 0:
             assert item is not None
             held = sum(o.quantity or 0 for o in outcomes if o.outcome is Outcome.HELD)
-            self.inventory_writes += 1
-            self.inventory[key] = dataclasses.replace(
-                item,
-                available=item.available - seats_taken,
-                sold=item.sold + seats_taken - held,
-                held=item.held + held,
+            moved = sum(moves.values())
+            self.inventory_writes += 1 + len(moves)
+            for donor, seats in moves.items():
+                shards[donor] = _add(shards[donor], capacity=-seats, available=-seats)
+            shards[shard] = _add(
+                shards[shard],
+                capacity=moved,
+                available=moved - seats_taken,
+                sold=seats_taken - held,
+                held=held,
             )
+            self.inventory[key] = _with_shards(item, tuple(shards[n] for n in sorted(shards)))
         for outcome in outcomes:
             takes_seats = outcome.outcome in (Outcome.CONFIRMED, Outcome.HELD)
             self.records[outcome.reservation_id] = outcome
+            if takes_seats and shard:
+                self.shard_of[outcome.reservation_id] = shard
             self.status[outcome.reservation_id] = outcome.outcome
             self.expiry[outcome.reservation_id] = None if takes_seats else rejection_expires_at
             if takes_seats and max_per_customer is not None:
@@ -169,6 +216,7 @@ class InMemoryInventoryStore:
             hold_expires_at=answer.hold_expires_at,
             customer_counted=reservation_id in self.counted,
             awaiting_publication=reservation_id in self.outbox,
+            shard=self.shard_of.get(reservation_id, 0),
         )
 
     def read_reservations(self, reservation_ids: Sequence[str]) -> dict[str, ReservationRecord]:
@@ -187,28 +235,42 @@ class InMemoryInventoryStore:
         release_expires_at: int,
     ) -> TransitionsRefused | None:
         self._begin_commit()
-        released = unheld = unsold = sold = 0
+        deltas: dict[int, list[int]] = {}  # shard -> [released, unheld, unsold, sold]
         uncount: dict[str, int] = {}
         for t in transitions:
             seats = t.record.quantity
+            delta = deltas.setdefault(t.record.shard, [0, 0, 0, 0])
             if t.record.status is Outcome.HELD:
-                unheld += seats
+                delta[1] += seats
             else:
-                unsold += seats
+                delta[2] += seats
             if t.to is Outcome.CONFIRMED:
-                sold += seats
+                delta[3] += seats
             else:
-                released += seats
+                delta[0] += seats
             if t.uncounts_customer:
                 customer = t.record.answer.customer_id or ""
                 uncount[customer] = uncount.get(customer, 0) + seats
         item = self.inventory.get(key)
-        inventory_refused = (
-            item is None
-            or item.held < unheld
-            or item.sold < unsold
-            or (released > 0 and (item.capacity != capacity or item.available > (capacity or 0) - released))
-        )
+        shards = {s.shard: s for s in item.shard_seats()} if item is not None else {}
+        refusing: SeatClassInventory | None = None
+        inventory_refused = item is None
+        for n in sorted(deltas):
+            released, unheld, unsold, _ = deltas[n]
+            seats_of = shards.get(n)
+            if seats_of is None:
+                inventory_refused = True
+                break
+            capacity_refuses = (
+                n == 0
+                and released > 0
+                and capacity is not None
+                and (seats_of.capacity != capacity or seats_of.available > capacity - released)
+            )
+            if seats_of.held < unheld or seats_of.sold < unsold or capacity_refuses:
+                assert item is not None
+                inventory_refused, refusing = True, _shard_view(item, seats_of)
+                break
         refused_records: dict[str, ReservationRecord | None] = {}
         for t in transitions:
             current = self.record(t.record.reservation_id)
@@ -225,18 +287,15 @@ class InMemoryInventoryStore:
         if inventory_refused or refused_records or refused_counters:
             return TransitionsRefused(
                 inventory_refused=inventory_refused,
-                inventory=item if inventory_refused else None,
+                inventory=refusing,
                 records=refused_records,
                 counters_refused=refused_counters,
             )
         assert item is not None
-        self.inventory_writes += 1
-        self.inventory[key] = dataclasses.replace(
-            item,
-            available=item.available + released,
-            held=item.held - unheld,
-            sold=item.sold - unsold + sold,
-        )
+        self.inventory_writes += len(deltas)
+        for n, (released, unheld, unsold, sold) in deltas.items():
+            shards[n] = _add(shards[n], available=released, held=-unheld, sold=sold - unsold)
+        self.inventory[key] = _with_shards(item, tuple(shards[n] for n in sorted(shards)))
         for t in transitions:
             reservation_id = t.record.reservation_id
             self.status[reservation_id] = t.to
@@ -272,3 +331,42 @@ class InMemoryInventoryStore:
                 self.expiry[record.reservation_id] = expires_at
                 cleared += 1
         return cleared
+
+
+def _add(
+    shard: ShardSeats, *, capacity: int = 0, available: int = 0, held: int = 0, sold: int = 0
+) -> ShardSeats:
+    return ShardSeats(
+        shard.shard,
+        shard.capacity + capacity,
+        shard.available + available,
+        shard.held + held,
+        shard.sold + sold,
+    )
+
+
+def _with_shards(item: SeatClassInventory, shards: tuple[ShardSeats, ...]) -> SeatClassInventory:
+    """The class with these shard items, its totals their sums (a class of one item lists none)."""
+    return dataclasses.replace(
+        item,
+        capacity=sum(s.capacity for s in shards),
+        available=sum(s.available for s in shards),
+        held=sum(s.held for s in shards),
+        sold=sum(s.sold for s in shards),
+        shards=() if len(shards) == 1 and item.shard_items == 1 else shards,
+    )
+
+
+def _shard_view(item: SeatClassInventory, shard: ShardSeats) -> SeatClassInventory:
+    """What a refused write on one shard item hands back, as `dal.items.inventory_from_item` builds it."""
+    if item.shard_items == 1:
+        return item
+    return dataclasses.replace(
+        item,
+        capacity=shard.capacity,
+        available=shard.available,
+        held=shard.held,
+        sold=shard.sold,
+        shards=(shard,),
+        shard_items=item.shard_items if shard.shard == 0 else 0,
+    )

@@ -65,6 +65,7 @@ class SimulationConfig:
     publish_ms: tuple[float, float] = DEFAULT_PUBLISH_MS
     max_per_customer: int | None = None
     customers: int | None = None  # distinct customers (default: one per request)
+    shards: int = 1  # shard items of the event's seat class (docs/sharding.md)
     contention: ContentionSettings = field(default_factory=ContentionSettings)
     # None: AWS. S: the local stack with its contention layer at time scale S, where only
     # DynamoDB's time is stretched by S: every other duration (the function's own work and
@@ -156,7 +157,9 @@ def _run(config: SimulationConfig, settings: Settings) -> SimulationResult:
     scheduler = VirtualScheduler(start=EPOCH)
     data = InMemoryInventoryStore()
     key = SeatKey(EVENT_ID, settings.default_seat_class)
-    data.add_event(EVENT_ID, config.seats, key.seat_class, max_per_customer=config.max_per_customer)
+    data.add_event(
+        EVENT_ID, config.seats, key.seat_class, max_per_customer=config.max_per_customer, shards=config.shards
+    )
     model = ContentionModel(config.contention, clock=scheduler.now, rng=random.Random(rng.random()))
     table = SimulatedTable(data, model, seed=rng.randrange(2**32))
     tally = Tally()

@@ -1,0 +1,109 @@
+"""How a sharded seat class's seats are spread over its shard items (docs/sharding.md).
+
+Pure arithmetic on a consistent view of the class (`SeatClassInventory` with every shard): where
+a group takes its seats, which seats move when a shard alone is short, how capacity is added or
+removed, and how a reshard spreads the available seats. The data access executes these plans in
+transactions whose conditions re-check every number they rest on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Protocol
+
+from seat_inventory.models import MAX_SHARDS, SeatClassInventory
+
+
+class Draws(Protocol):
+    """What routing draws from: a `random.Random`, or the `random` module itself."""
+
+    def randrange(self, start: int, stop: int | None = None, step: int = 1) -> int: ...
+
+
+def check_shard_count(shards: int) -> None:
+    if not 1 <= shards <= MAX_SHARDS:
+        raise ValueError(f"the number of shards must be 1 to {MAX_SHARDS}, not {shards}")
+
+
+def spread(total: int, shards: int) -> list[int]:
+    """`total` split as evenly as possible over `shards` parts, the larger ones first."""
+    base, extra = divmod(total, shards)
+    return [base + (1 if index < extra else 0) for index in range(shards)]
+
+
+def routed_shards(view: SeatClassInventory | None) -> int:
+    """How many shards groups are routed to (the first ones; 1 for a class never seen)."""
+    if view is None:
+        return 1
+    return max(1, min(view.shard_count, view.shard_items))
+
+
+def route(
+    view: SeatClassInventory | None, seats: int, preferred: int, rng: Draws, *, read_whole: bool
+) -> tuple[int, dict[int, int]]:
+    """The shard a transaction takes `seats` from, and the seats to move into it from others.
+
+    Rule: sticky per container until it conflicts. Each container keeps one shard of a class
+    (`preferred`, drawn at random among the routed ones) and draws another after a transaction
+    conflict on it (`InventoryHints.shard`). Containers that meet move apart, so with K at least
+    the number of containers they settle on different items and rarely conflict at all; a fresh
+    random draw for every transaction would instead meet another container's transaction with the
+    same probability at every batch.
+
+    With a complete view (a consistent read of every shard), the preferred shard is kept when it
+    can cover the group; otherwise one that can is drawn; when none can but the class can, the
+    shard with the most seats takes them and the others' seats move into it in the same
+    transaction. Without such a view (`read_whole` False) the preferred shard is tried alone: its
+    guard decides, and a refusal leads to a consistent read.
+    """
+    if view is None:
+        return 0, {}
+    routed = routed_shards(view)
+    if not read_whole or not view.complete or view.shard_items == 1 or seats == 0:
+        return (preferred if preferred < view.shard_items else 0), {}
+    shards = view.shard_seats()
+    if preferred < len(shards) and shards[preferred].available >= seats:
+        return preferred, {}
+    enough = [s.shard for s in shards[:routed] if s.available >= seats] or [
+        s.shard for s in shards if s.available >= seats
+    ]
+    if enough:
+        return enough[rng.randrange(len(enough))], {}
+    by_seats = sorted(shards, key=lambda s: (-s.available, s.shard))
+    target = by_seats[0]
+    short = seats - target.available
+    moves: dict[int, int] = {}
+    for donor in by_seats[1:]:
+        if short <= 0:
+            break
+        if donor.available > 0:
+            moves[donor.shard] = min(donor.available, short)
+            short -= moves[donor.shard]
+    return target.shard, moves
+
+
+def removal(view: SeatClassInventory, seats: int) -> dict[int, int]:
+    """Which shards give up `seats` available seats (and as much capacity): the fullest first."""
+    plan: dict[int, int] = {}
+    left = seats
+    for shard in sorted(view.shard_seats(), key=lambda s: (-s.available, s.shard)):
+        if left <= 0:
+            break
+        take = min(shard.available, left)
+        if take:
+            plan[shard.shard] = take
+            left -= take
+    if left > 0:
+        raise ValueError(f"only {view.available} seat(s) available, {seats} to remove")
+    return plan
+
+
+def rebalance(view: SeatClassInventory, shards: int) -> dict[int, int]:
+    """The change of available seats (and capacity) per shard item that spreads the class's
+    available seats evenly over the first `shards` items and empties the others (retired ones
+    keep only their held and sold seats). The changes sum to 0: a reshard conserves the class."""
+    check_shard_count(shards)
+    items = max(shards, view.shard_items)
+    current: Mapping[int, int] = {s.shard: s.available for s in view.shard_seats()}
+    target = spread(view.available, shards) + [0] * (items - shards)
+    return {shard: target[shard] - current.get(shard, 0) for shard in range(items)}
