@@ -134,8 +134,8 @@ def test_show_text_is_one_tab_separated_line_per_seat_class(run) -> None:
 
     assert shown.exit_code == 0, shown.output
     assert [line.split("\t") for line in shown.output.splitlines()] == [
-        ["gig-1", "GA", "5", "5", "0", "0", "OPEN", "OPEN", "None", "None", "None"],
-        ["gig-1", "VIP", "2", "2", "0", "0", "OPEN", "OPEN", "None", "None", "1"],
+        ["gig-1", "GA", "5", "5", "0", "0", "OPEN", "OPEN", "None", "None", "None", "1"],
+        ["gig-1", "VIP", "2", "2", "0", "0", "OPEN", "OPEN", "None", "None", "1", "1"],
     ]
 
 
