@@ -140,6 +140,7 @@ def test_the_per_event_ceiling_is_derived_from_the_counts(results: list[DesignRe
         # one UpdateItem of the hot item per request: 10 requests per seat here
         assert common.value == pytest.approx(1000 / 10)
     assert _result(results, "tail", SERVICE).ceiling is None  # nothing confirmed
+    assert _result(results, "many", SERVICE).ceiling is None  # spread over 20 events
 
 
 def test_the_service_writes_the_hot_item_once_per_batch_and_never_after_the_sell_out(

@@ -439,6 +439,9 @@ def markdown(
         " through the published p50/p90 for its size, from the contention model, extrapolated past 25"
         " items). The ceiling is the lower bound; (2) assumes the next transaction starts the instant"
         " the previous one commits, so it is an upper bound on what contending containers reach."
+        " Only workloads that send everything to one event are shown: spread over 20 events, each"
+        " event's share of a batch is a few reservations, and its small transactions say nothing of"
+        " its limit."
         " 'Confirmed/s here' is measured on this machine (first to last confirmed outcome), and"
         " multiplied by the contention layer's time scale in the next column: the rate that meets"
         " the same contention on AWS (the machine's CPU limits it too, so it is a lower bound).",

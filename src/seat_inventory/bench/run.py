@@ -132,6 +132,8 @@ class DesignResult:
     aws: ContentionSettings = field(default_factory=ContentionSettings)
     # What the contention layer counted while the queue drained (None when it was off).
     layer_counters: dict[str, Any] | None = None
+    # Seat classes (events) the workload spread its requests over.
+    events: int = 1
 
     # ------------------------------------------------------------ transactions and messages
     @property
@@ -254,9 +256,11 @@ class DesignResult:
 
     @property
     def ceiling(self) -> Ceiling | None:
-        """Reservations per second one event can take on AWS (`bench.ceiling`); None where this
-        workload confirmed nothing (the sold-out tail)."""
-        if not self.confirmed:
+        """Reservations per second one event can take on AWS (`bench.ceiling`), read from a
+        workload that sends everything to one event; None for one spread over several events
+        (each event's small share of a batch makes small transactions: not its limit) or one that
+        confirmed nothing (the sold-out tail)."""
+        if not self.confirmed or self.events != 1:
             return None
         committed = int(self.counts.get("hot_item_transactions", {}).get(COMMITTED, 0))
         return ceiling_per_event(
@@ -521,6 +525,7 @@ class Bench:
                 name: cpu_after[name] - cpu_before[name] for name in cpu_after if name in cpu_before
             },
             dead_lettered=dead_lettered,
+            events=spec.events,
             aws=self.aws,
             layer_counters=subtract_snapshots(layer_after["counters"], layer_before["counters"])
             if layer_before and layer_after
