@@ -23,26 +23,41 @@ MAX_SETTLE_ROUNDS = 8
 # then is handed back to the queue.
 CONFLICT_BACKOFF_SECONDS = 0.02
 CONFLICT_BACKOFF_CAP_SECONDS = 0.5
+# Past this many doublings the pause is capped anyway (and 2**n stays a small number).
+MAX_BACKOFF_DOUBLINGS = 10
 # How long conflicts are retried when the caller gives no deadline (tools, tests, the sweeper).
 DEFAULT_CONFLICT_PATIENCE_SECONDS = 20.0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ConflictDeadline:
-    """The clock time until which transaction conflicts are retried in place."""
+    """The clock time until which transaction conflicts are retried in place.
+
+    The pauses it hands out are counted against the same budget, so retrying ends even under a
+    clock that does not move while it sleeps (a test's); on a real clock that check never binds
+    first, since the clock moves at least as far as the pauses.
+    """
 
     at: float
+    budget: float
+    paused: float = 0.0
+
+    @classmethod
+    def until(cls, clock: Clock, at: float) -> ConflictDeadline:
+        return cls(at, max(0.0, at - clock.now()))
 
     @classmethod
     def after(cls, clock: Clock, seconds: float = DEFAULT_CONFLICT_PATIENCE_SECONDS) -> ConflictDeadline:
-        return cls(clock.now() + seconds)
+        return cls.until(clock, clock.now() + seconds)
 
     def back_off(self, clock: Clock, conflicts: int) -> bool:
         """Sleeps a full-jitter exponential back-off after the `conflicts`-th conflict in a row and
         returns True; returns False (without sleeping) when the pause would end past the deadline."""
-        pause = random.uniform(0, min(CONFLICT_BACKOFF_CAP_SECONDS, CONFLICT_BACKOFF_SECONDS * 2**conflicts))
-        if clock.now() + pause > self.at:
+        ceiling = CONFLICT_BACKOFF_SECONDS * 2 ** min(conflicts, MAX_BACKOFF_DOUBLINGS)
+        pause = random.uniform(0, min(CONFLICT_BACKOFF_CAP_SECONDS, ceiling))
+        if clock.now() + pause > self.at or self.paused + pause > self.budget:
             return False
+        self.paused += pause
         clock.sleep(pause)
         return True
 

@@ -451,7 +451,9 @@ def reserve_seats(
     dead-letter queue.
     """
     hints = hints if hints is not None else InventoryHints()
-    conflicts_until = ConflictDeadline(deadline) if deadline is not None else ConflictDeadline.after(clock)
+    conflicts_until = (
+        ConflictDeadline.until(clock, deadline) if deadline is not None else ConflictDeadline.after(clock)
+    )
     result = BatchResult()
     answers: dict[str, ReservationOutcome] = {}  # message id -> answer
     first_request: dict[str, ReservationRequest] = {}  # reservation id -> first message carrying it
