@@ -42,7 +42,13 @@ async function showSeats() {
   const select = $("seat-class");
   const chosen = select.value;
   select.replaceChildren();
-  for (const line of answer.body.seat_classes) {
+  for (const listed of answer.body.seat_classes) {
+    // A sharded class has no figures on the event's route: its own route sums its shards.
+    let line = listed;
+    if (listed.sharded) {
+      const exact = await call("GET", listed.availability);
+      line = exact.status === 200 ? exact.body : { ...listed, seats_left: "?", held: "?", sold: "?" };
+    }
     const row = rows.insertRow();
     row.dataset.seatClass = line.seat_class;
     for (const [value, numeric] of [[line.seat_class], [line.seats_left, 1], [line.held, 1], [line.sold, 1], [line.sale]]) {

@@ -33,7 +33,7 @@ TOPIC = "OutcomesTopic"
 # account-wide logging role. Each is written in template.yaml, none has a managed policy.
 API_ROLES = {
     "CheckoutApiQueueRole": {"sqs:SendMessage"},
-    "CheckoutApiTableRole": {"dynamodb:GetItem", "dynamodb:Query"},
+    "CheckoutApiTableRole": {"dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query"},
     "ApiGatewayLoggingRole": {
         "logs:CreateLogGroup",
         "logs:CreateLogStream",

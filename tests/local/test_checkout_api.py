@@ -19,7 +19,7 @@ import requests
 from seat_inventory.dal.inventory_table import InventoryTable
 from seat_inventory.local.runner import LocalRunner, runner_config
 from seat_inventory.local.stack import LocalStack
-from seat_inventory.models import SeatKey
+from seat_inventory.models import Outcome, ReservationOutcome, SeatKey
 from seat_inventory.traffic import OutcomeCollector
 
 pytestmark = pytest.mark.local_stack
@@ -108,6 +108,7 @@ def test_reserve_then_poll_until_confirmed_and_see_the_seats_left(
         "held": 0,
         "sold": 3,
         "sale": "OPEN",
+        "sharded": False,
     }
 
 
@@ -132,8 +133,76 @@ def test_availability_sums_the_items_of_a_class_in_the_event_s_partition(
     dynamodb.put_item(TableName=local_stack.table_name, Item=counter)
     # Then the availability is one line for the class, summed over both items
     assert seats_left(http, api, event_id) == {
-        "GA": {"seat_class": "GA", "seats_left": 13, "capacity": 15, "held": 1, "sold": 1, "sale": "OPEN"}
+        "GA": {
+            "seat_class": "GA",
+            "seats_left": 13,
+            "capacity": 15,
+            "held": 1,
+            "sold": 1,
+            "sale": "OPEN",
+            "sharded": False,
+        }
     }
+
+
+def test_a_sharded_class_s_availability_is_the_sum_over_its_shards(
+    local_stack: LocalStack, api: str, http: requests.Session
+) -> None:
+    # Given a class of 40 seats over 4 shards (10 each), seats sold on shards 1, 2 and 3
+    event_id = f"api-{uuid.uuid4().hex[:8]}"
+    key = SeatKey(event_id, "GA")
+    table = InventoryTable(local_stack.client("dynamodb"), local_stack.table_name)
+    table.create_seat_class(key, 40, shards=4)
+    for shard, quantity in ((1, 3), (2, 4), (3, 5)):
+        sold = ReservationOutcome(
+            reservation_id=f"r-{event_id}-{shard}",
+            outcome=Outcome.CONFIRMED,
+            reason="test",
+            event_id=event_id,
+            seat_class="GA",
+            quantity=quantity,
+            customer_id=f"c-{shard}",
+        )
+        assert (
+            table.commit_outcomes(key, [sold], seats_taken=quantity, rejection_expires_at=1, shard=shard)
+            is None
+        )
+    # And 2 more reserved through the API (on whichever shard the worker routes to)
+    sent = http.post(
+        f"{api}/reservations", json={"event_id": event_id, "quantity": 2, "customer_id": "c-9"}, timeout=10
+    )
+    assert sent.status_code == 202, sent.text
+    assert poll(http, api, sent.json()["reservation_id"])["status"] == "CONFIRMED"
+    # When the class's route is read
+    response = http.get(f"{api}/events/{event_id}/classes/GA/availability", timeout=10)
+    assert response.status_code == 200, response.text
+    line = response.json()
+    # Then its totals are the sum over the shards (the DAL's consistent read of every item)
+    whole = table.read_inventory(key)
+    assert whole is not None and len(whole.shard_seats()) == 4
+    assert (line["capacity"], line["seats_left"], line["held"], line["sold"]) == (
+        whole.capacity,
+        whole.available,
+        whole.held,
+        whole.sold,
+    )
+    assert line == {
+        "event_id": event_id,
+        "seat_class": "GA",
+        "seats_left": 26,
+        "capacity": 40,
+        "held": 0,
+        "sold": 14,
+        "sale": "OPEN",
+        "items": 4,
+    }
+    # And the event's route shows no shard-0-only figures: it points to the class's route
+    (event_line,) = http.get(f"{api}/events/{event_id}/availability", timeout=10).json()["seat_classes"]
+    assert event_line["sharded"] is True and event_line["shards"] == 4
+    assert event_line["seats_left"] is None and event_line["sold"] is None
+    assert http.get(api + event_line["availability"], timeout=10).json() == line
+    # And an unknown class is 404
+    assert http.get(f"{api}/events/{event_id}/classes/NOPE/availability", timeout=10).status_code == 404
 
 
 def test_hold_then_confirm_through_the_api(local_stack: LocalStack, api: str, http: requests.Session) -> None:

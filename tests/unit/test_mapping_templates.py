@@ -17,10 +17,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from seat_inventory.dal.items import inventory_key
 from seat_inventory.local.gateway import ApiDefinition, ApiRequest, IntegrationResult, LocalApiGateway, Route
 from seat_inventory.local.mapping_templates import InputVariable, json_path, render
 from seat_inventory.local.template import PhysicalResource, default_template_path, load_template
-from seat_inventory.models import ChangeRequest, InvalidMessage, RequestType, ReservationRequest
+from seat_inventory.models import ChangeRequest, InvalidMessage, RequestType, ReservationRequest, SeatKey
 from seat_inventory.parsing import parse_reservation
 
 TABLE = "seats-test-InventoryTable"
@@ -328,11 +329,51 @@ def test_availability_sums_the_items_of_a_class_and_tells_its_sale_status(api: A
     assert body == {
         "event_id": "concert-2026",
         "seat_classes": [
-            {"seat_class": "GA", "seats_left": 70, "capacity": 100, "held": 5, "sold": 25, "sale": "OPEN"},
-            {"seat_class": "VIP", "seats_left": 10, "capacity": 10, "held": 0, "sold": 0, "sale": "CLOSED"},
-            {"seat_class": "EARLY", "seats_left": 5, "capacity": 5, "held": 0, "sold": 0, "sale": "ENDED"},
-            {"seat_class": "LATE", "seats_left": 5, "capacity": 5, "held": 0, "sold": 0, "sale": "SCHEDULED"},
-            {"seat_class": "WINDOW", "seats_left": 1, "capacity": 5, "held": 1, "sold": 3, "sale": "OPEN"},
+            {
+                "seat_class": "GA",
+                "seats_left": 70,
+                "capacity": 100,
+                "held": 5,
+                "sold": 25,
+                "sale": "OPEN",
+                "sharded": False,
+            },
+            {
+                "seat_class": "VIP",
+                "seats_left": 10,
+                "capacity": 10,
+                "held": 0,
+                "sold": 0,
+                "sale": "CLOSED",
+                "sharded": False,
+            },
+            {
+                "seat_class": "EARLY",
+                "seats_left": 5,
+                "capacity": 5,
+                "held": 0,
+                "sold": 0,
+                "sale": "ENDED",
+                "sharded": False,
+            },
+            {
+                "seat_class": "LATE",
+                "seats_left": 5,
+                "capacity": 5,
+                "held": 0,
+                "sold": 0,
+                "sale": "SCHEDULED",
+                "sharded": False,
+            },
+            {
+                "seat_class": "WINDOW",
+                "seats_left": 1,
+                "capacity": 5,
+                "held": 1,
+                "sold": 3,
+                "sale": "OPEN",
+                "sharded": False,
+            },
         ],
     }
 
@@ -342,6 +383,157 @@ def test_an_event_without_seats_is_404(api: ApiDefinition) -> None:
         api, "GET", "/events/{event}/availability", "default", {"Items": [], "Count": 0}
     )
     assert status == 404
+
+
+def test_a_sharded_class_shows_no_figures_on_the_event_route_and_points_to_its_own(
+    api: ApiDefinition,
+) -> None:
+    # Given the event's partition: GA's shard 0 (of 4 shards), VIP unsharded, and OLD whose
+    # shards were cut back to 1 but still has 3 items (shard_items)
+    items = [
+        inventory("GA", 25, 20, 0, 5, shard_count=4, shard_items=4),
+        inventory("VIP", 10, 8, 0, 2, shard_count=1),
+        inventory("OLD", 9, 9, 0, 0, shard_count=1, shard_items=3, sale_status="CLOSED"),
+    ]
+    status, _, body = render_response(
+        api,
+        "GET",
+        "/events/{event}/availability",
+        "default",
+        {"Items": items, "Count": len(items)},
+        path_parameters={"event": "concert-2026"},
+    )
+    assert status == 200
+    # Then shard 0's numbers are never shown as a class's total
+    assert body["seat_classes"] == [
+        {
+            "seat_class": "GA",
+            "seats_left": None,
+            "capacity": None,
+            "held": None,
+            "sold": None,
+            "sale": "OPEN",
+            "sharded": True,
+            "shards": 4,
+            "availability": "/events/concert-2026/classes/GA/availability",
+        },
+        {
+            "seat_class": "VIP",
+            "seats_left": 8,
+            "capacity": 10,
+            "held": 0,
+            "sold": 2,
+            "sale": "OPEN",
+            "sharded": False,
+        },
+        {
+            "seat_class": "OLD",
+            "seats_left": None,
+            "capacity": None,
+            "held": None,
+            "sold": None,
+            "sale": "CLOSED",
+            "sharded": True,
+            "shards": 3,
+            "availability": "/events/concert-2026/classes/OLD/availability",
+        },
+    ]
+
+
+def test_the_availability_query_projects_the_shard_counts(api: ApiDefinition) -> None:
+    request = json.loads(
+        render_request(api, "GET", "/events/{event}/availability", path_parameters={"event": "concert-2026"})
+    )
+    projected = {name.strip() for name in request["ProjectionExpression"].split(",")}
+    assert {"shard_count", "shard_items"} <= projected
+
+
+# --- GET /events/{event}/classes/{seat_class}/availability: DynamoDB BatchGetItem ----------------
+
+CLASS_ROUTE = "/events/{event}/classes/{seat_class}/availability"
+CLASS_PATH = {"event": "concert-2026", "seat_class": "GA"}
+
+
+def test_the_class_availability_reads_the_16_keys_a_class_can_have(api: ApiDefinition) -> None:
+    request = json.loads(render_request(api, "GET", CLASS_ROUTE, path_parameters=CLASS_PATH))
+    assert set(request["RequestItems"]) == {TABLE}
+    read = request["RequestItems"][TABLE]
+    # shard 0 in the event's partition, shard n (1 to 15) in its own: the keys of dal/items.py
+    assert read["Keys"] == [inventory_key(SeatKey("concert-2026", "GA"), shard) for shard in range(16)]
+    assert read["ConsistentRead"] is False
+    projected = {name.strip() for name in read["ProjectionExpression"].split(",")}
+    names = read["ExpressionAttributeNames"]
+    assert {names.get(name, name) for name in projected} == {
+        "seat_class",
+        "capacity",
+        "available",
+        "held",
+        "sold",
+        "sale_status",
+        "sale_starts_at",
+        "sale_ends_at",
+    }
+
+
+def batch_answer(*items: dict[str, Any], unprocessed: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"Responses": {TABLE: list(items)}, "UnprocessedKeys": unprocessed or {}}
+
+
+def test_the_class_availability_is_the_sum_over_every_shard_item(api: ApiDefinition) -> None:
+    now_s = NOW_MS // 1000
+    answer = batch_answer(
+        inventory("GA", 25, 20, 0, 5),
+        inventory("GA", 25, 22, 1, 2),
+        inventory("GA", 25, 25, 0, 0),
+        inventory("GA", 25, 10, 4, 11, sale_ends_at=now_s + 60),
+        inventory("GA", 0, 0, 0, 3),  # a retired shard still holds sold seats
+    )
+    status, _, body = render_response(api, "GET", CLASS_ROUTE, "default", answer, path_parameters=CLASS_PATH)
+    assert status == 200
+    assert body == {
+        "event_id": "concert-2026",
+        "seat_class": "GA",
+        "seats_left": 77,
+        "capacity": 100,
+        "held": 5,
+        "sold": 21,
+        "sale": "OPEN",
+        "items": 5,
+    }
+
+
+@pytest.mark.parametrize(
+    ("sale", "expected"),
+    [
+        ({"sale_status": "CLOSED"}, "CLOSED"),
+        ({"sale_ends_at": NOW_MS // 1000}, "ENDED"),
+        ({"sale_starts_at": NOW_MS // 1000 + 1}, "SCHEDULED"),
+    ],
+)
+def test_a_class_is_as_closed_as_its_most_closed_item(
+    api: ApiDefinition, sale: dict[str, Any], expected: str
+) -> None:
+    answer = batch_answer(inventory("GA", 5, 5, 0, 0), inventory("GA", 5, 5, 0, 0, **sale))
+    _, _, body = render_response(api, "GET", CLASS_ROUTE, "default", answer, path_parameters=CLASS_PATH)
+    assert body["sale"] == expected
+
+
+def test_an_unknown_class_is_404(api: ApiDefinition) -> None:
+    status, _, _ = render_response(
+        api, "GET", CLASS_ROUTE, "default", batch_answer(), path_parameters=CLASS_PATH
+    )
+    assert status == 404
+
+
+def test_keys_dynamodb_left_unprocessed_are_a_503_never_a_short_sum(api: ApiDefinition) -> None:
+    unprocessed = {TABLE: {"Keys": [{"pk": {"S": "EVENT#concert-2026#SHARD#3"}, "sk": {"S": "CLASS#GA"}}]}}
+    answer = batch_answer(inventory("GA", 25, 20, 0, 5), unprocessed=unprocessed)
+    status, headers, body = render_response(
+        api, "GET", CLASS_ROUTE, "default", answer, path_parameters=CLASS_PATH
+    )
+    assert status == 503
+    assert headers == {"Retry-After": "1"}
+    assert "seats_left" not in body
 
 
 # --- the models and the gateway's own answers ---------------------------------------------------
