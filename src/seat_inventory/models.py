@@ -160,7 +160,8 @@ class ReservationRecord:
     `customer_counted` says the seats were added to the customer's per-class counter, so
     releasing them must take them off again. `awaiting_publication` marks an expired hold whose
     EXPIRED outcome the sweeper has not yet published (its outbox). `shard` is the shard item of
-    the seat class its seats were taken from, and go back to.
+    the seat class its seats were taken from, and go back to. `last_change_id` names the attempt
+    that made the last status change, when it gave one (`Transition.change_id`).
     """
 
     answer: ReservationOutcome
@@ -170,6 +171,7 @@ class ReservationRecord:
     awaiting_publication: bool = False
     status_changed_at: str | None = None
     shard: int = 0  # the shard item its seats came from
+    last_change_id: str | None = None  # the change_id of the last Transition that gave one
 
     @property
     def reservation_id(self) -> str:
@@ -202,6 +204,9 @@ class Transition:
 
     record: ReservationRecord
     to: Outcome
+    # Stored with the record (`last_change_id`) when given: a retry of the same attempt can tell
+    # its own committed change (whose reply was lost) from a change someone else made.
+    change_id: str | None = None
 
     @property
     def releases_seats(self) -> bool:

@@ -725,3 +725,21 @@ def test_an_expiry_a_transaction_is_writing_stays_in_the_outbox_for_the_next_run
     assert [r.reservation_id for r in table.find_unpublished_expiries(10)] == ["h-1"]
     assert table.mark_expiries_published(pending, expires_at=NOW + 6) == 1
     assert table.find_unpublished_expiries(10) == []
+
+
+def test_an_expiry_stores_the_id_of_the_run_that_made_it_and_a_refusal_returns_it(
+    table: InventoryTable,
+) -> None:
+    table.create_seat_class(KEY, 10)
+    take(table, held("h-1", expires_at=NOW), held("h-2", expires_at=NOW))
+    stale = transition(table, "h-1", Outcome.EXPIRED)
+
+    assert commit(table, dataclasses.replace(stale, change_id="run-a"), now=NOW) is None
+    refused = commit(table, dataclasses.replace(stale, change_id="run-b"), now=NOW)
+    unstamped = transition(table, "h-2", Outcome.EXPIRED)
+
+    assert refused is not None
+    current = refused.records["h-1"]
+    assert current is not None and current.awaiting_publication and current.last_change_id == "run-a"
+    assert record(table, "h-1").last_change_id == "run-a"
+    assert commit(table, unstamped, now=NOW) is None and record(table, "h-2").last_change_id is None

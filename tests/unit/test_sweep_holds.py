@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -344,3 +345,24 @@ def test_a_release_whose_reply_was_lost_is_announced_by_the_same_run(store, cloc
     assert [o.reservation_id for o in result.released] == ["h-1"]
     assert (result.republished, result.skipped, result.failed_groups) == (0, 0, [])
     assert store.outbox == set() and seats(store) == (10, 0, 0)
+
+
+def test_a_release_by_another_sweeper_found_in_a_retry_is_not_counted_as_this_runs(store, clock) -> None:
+    hold(store, clock, "h-1")
+    clock.time += 60
+    commit = store.commit_transitions
+
+    def another_sweeper_releases_first(key, transitions, **kwargs):
+        store.commit_transitions = commit  # type: ignore[method-assign]
+        theirs = [dataclasses.replace(t, change_id="another-run") for t in transitions]
+        assert commit(key, theirs, **kwargs) is None
+        raise RetryableError("DynamoDB unreachable: Read timeout")
+
+    store.commit_transitions = another_sweeper_releases_first  # type: ignore[method-assign]
+    publisher = RecordingPublisher()
+
+    result = sweep(store, clock, publisher)
+
+    # the retry finds the hold released by the other run: skipped, left in the outbox for it
+    assert (result.released, publisher.published, result.skipped) == ([], [], 1)
+    assert store.outbox == {"h-1"} and seats(store) == (10, 0, 0)

@@ -194,6 +194,7 @@ def record_from_item(item: Mapping[str, Any]) -> ReservationRecord:
         customer_counted=bool(item.get("customer_counted", {}).get("BOOL", False)),
         awaiting_publication=(_optional_text(item, "gsi1pk") or "").startswith(OUTBOX_PREFIX),
         status_changed_at=_optional_text(item, "status_changed_at"),
+        last_change_id=_optional_text(item, "last_change_id"),
         shard=_optional_int(item, "shard") or 0,
     )
 

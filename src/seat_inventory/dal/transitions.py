@@ -189,6 +189,9 @@ class Transitions(TableAccess):
             ":changed_at": {"S": changed_at},
         }
         sets = ["#status = :to", "status_changed_at = :changed_at"]
+        if transition.change_id is not None:
+            sets.append("last_change_id = :change_id")
+            values[":change_id"] = {"S": transition.change_id}
         removes = ["gsi1pk", "gsi1sk"]
         if record.status is Outcome.HELD:
             values[":now"] = number(now)

@@ -24,6 +24,7 @@ hold it found was (`oldest_overdue_seconds`, the metric of `HoldsOverdueAlarm`).
 from __future__ import annotations
 
 import random
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -138,6 +139,7 @@ def release_expired_holds(
     hints = hints if hints is not None else InventoryHints()
     result = SweepResult()
     now = int(clock.now())
+    run_id = uuid.uuid4().hex  # stamped on this run's releases (Transition.change_id)
     record_ttl = now + rejection_ttl_seconds
 
     outbox = store.find_unpublished_expiries(limit)
@@ -153,7 +155,7 @@ def release_expired_holds(
     groups: dict[SeatKey, list[Transition]] = {}
     for record in due:
         if record.seat_key is not None:
-            groups.setdefault(record.seat_key, []).append(Transition(record, Outcome.EXPIRED))
+            groups.setdefault(record.seat_key, []).append(Transition(record, Outcome.EXPIRED, run_id))
 
     result.oldest_overdue_seconds = max((now - (r.hold_expires_at or now) for r in due), default=0)
 
@@ -185,9 +187,14 @@ def release_expired_holds(
                 settled = settle(key, transitions[start : start + size])
                 released.extend(t.record for t in settled.committed)
                 for now_stored in settled.superseded.values():
-                    # In a retry, a hold found EXPIRED and in the outbox is most likely this run's
-                    # own release whose reply was lost: announce it now, not a run later.
-                    if attempt and now_stored is not None and now_stored.awaiting_publication:
+                    # A hold found EXPIRED by this run's own id is its release whose reply was
+                    # lost: announce it now, not a run later. Another sweeper's release is not ours
+                    # to count (it announces it, or its outbox entry is published by a later run).
+                    if (
+                        now_stored is not None
+                        and now_stored.awaiting_publication
+                        and now_stored.last_change_id == run_id
+                    ):
                         recovered.append(now_stored)
                     else:
                         result.skipped += 1

@@ -42,6 +42,7 @@ class InMemoryInventoryStore:
     outbox: set[str] = field(default_factory=set)  # EXPIRED records awaiting publication
     counters: dict[tuple[SeatKey, str], int] = field(default_factory=dict)
     shard_of: dict[str, int] = field(default_factory=dict)  # records' `shard` when not 0
+    change_ids: dict[str, str] = field(default_factory=dict)  # records' `last_change_id`
     transactions: int = 0
     inventory_writes: int = 0
     reads: int = 0
@@ -217,6 +218,7 @@ class InMemoryInventoryStore:
             customer_counted=reservation_id in self.counted,
             awaiting_publication=reservation_id in self.outbox,
             shard=self.shard_of.get(reservation_id, 0),
+            last_change_id=self.change_ids.get(reservation_id),
         )
 
     def read_reservations(self, reservation_ids: Sequence[str]) -> dict[str, ReservationRecord]:
@@ -299,6 +301,8 @@ class InMemoryInventoryStore:
         for t in transitions:
             reservation_id = t.record.reservation_id
             self.status[reservation_id] = t.to
+            if t.change_id is not None:
+                self.change_ids[reservation_id] = t.change_id
             if t.to is Outcome.EXPIRED:
                 self.outbox.add(reservation_id)
             elif t.to is Outcome.CANCELLED and t.record.status is Outcome.HELD:
