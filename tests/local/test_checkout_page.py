@@ -56,11 +56,12 @@ def test_the_checkout_page_reserves_and_shows_the_answer_and_the_seats_left(
 ) -> None:
     driver = browser
     assert local_stack.checkout_page_url is not None
-    # Given an event with two seat classes and the function's workers running
+    # Given an event with two seat classes, VIP kept in 2 shards (the page reads its own route),
+    # and the function's workers running
     event_id = f"page-{uuid.uuid4().hex[:6]}"
     table = InventoryTable(local_stack.client("dynamodb"), local_stack.table_name)
     table.create_seat_class(SeatKey(event_id, "GA"), 120)
-    table.create_seat_class(SeatKey(event_id, "VIP"), 8)
+    table.create_seat_class(SeatKey(event_id, "VIP"), 8, shards=2)
     with LocalRunner(runner_config(local_stack, workers=1)):
         # When a buyer opens the page, asks for the seats of the event
         driver.get(local_stack.checkout_page_url)  # type: ignore[attr-defined]
