@@ -35,7 +35,8 @@ DEFAULT_WORKERS = 4
     help="Worker processes (Lambda instances) per design.",
 )
 @click.option(
-    "--output",
+    "--report",
+    "report_path",
     type=click.Path(dir_okay=False, path_type=Path),
     default=Path("docs/benchmarks.md"),
     show_default=True,
@@ -49,7 +50,7 @@ DEFAULT_WORKERS = 4
     help="Where to draw the PNG chart; '-' draws none.",
 )
 @click.option(
-    "--json",
+    "--figures-json",
     "json_path",
     type=click.Path(dir_okay=False, path_type=Path),
     help="Also write every counted figure as JSON here.",
@@ -78,7 +79,7 @@ def bench(
     quick: bool,
     scale: float | None,
     workers: int,
-    output: Path,
+    report_path: Path,
     chart: Path,
     json_path: Path | None,
     note: str,
@@ -128,11 +129,13 @@ def bench(
     if str(chart) != "-":
         chart.parent.mkdir(parents=True, exist_ok=True)
         report.draw_chart(results, chart)
-        chart_name = chart.name if str(output) != "-" and chart.parent == output.parent else str(chart)
+        chart_name = (
+            chart.name if str(report_path) != "-" and chart.parent == report_path.parent else str(chart)
+        )
         click.echo(f"chart: {chart}", err=True)
-    if str(output) != "-":
-        output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(
+    if str(report_path) != "-":
+        report_path.parent.mkdir(parents=True, exist_ok=True)
+        report_path.write_text(
             report.markdown(
                 results,
                 cold,
@@ -146,7 +149,7 @@ def bench(
                 note=note,
             )
         )
-        click.echo(f"report: {output}", err=True)
+        click.echo(f"report: {report_path}", err=True)
     if json_path:
         json_path.write_text(json.dumps([r.as_dict() for r in results], indent=2, default=str))
     if problems:
