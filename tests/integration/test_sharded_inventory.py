@@ -336,3 +336,34 @@ def test_a_reshard_during_a_sale_conserves_the_class_and_strands_nothing(table: 
     final = assert_consistent(table.read_inventory(KEY))
     assert (final.capacity, final.available, final.held) == (40, 0, 0)
     assert final.sold == 40
+
+
+def test_a_consistent_read_cancelled_by_writes_in_flight_is_retried_not_handed_back(
+    stack: Stack, table: InventoryTable
+) -> None:
+    """On AWS a `TransactGetItems` is cancelled (TransactionConflict) while a transaction of another
+    container writes one of the items it reads: with a hot sharded class that is exactly when the
+    planner needs the read. Like a conflict on the write, it is retried in place until the deadline,
+    never handed back to SQS (where it would count towards the dead-letter queue)."""
+    table.create_seat_class(KEY, 8, shards=4)
+    service = Service(table)
+    cancelled_reads = {"left": 7}  # more than one `read_inventory` retries on its own
+
+    def conflict(**_: Any) -> tuple[Any, dict[str, Any]] | None:
+        if cancelled_reads["left"] == 0:
+            return None
+        cancelled_reads["left"] -= 1
+        reasons = [{"Code": "TransactionConflict"}] + [{"Code": "None"}] * 3
+        response = {
+            "Error": {"Code": "TransactionCanceledException", "Message": "Transaction cancelled"},
+            "CancellationReasons": reasons,
+            "ResponseMetadata": {"HTTPStatusCode": 400},
+        }
+        return type("Http", (), {"status_code": 400, "headers": {}})(), response
+
+    stack.dynamodb.meta.events.register("before-call.dynamodb.TransactGetItems", conflict)
+    # 3 seats: more than any shard holds (2 each), so the class is read whole.
+    answers = service.send(body("r-big", 3))
+    assert answers["r-big"].outcome is Outcome.CONFIRMED
+    assert cancelled_reads["left"] == 0
+    assert assert_consistent(table.read_inventory(KEY)).sold == 3

@@ -278,14 +278,28 @@ def settle_group(
     assumed = hints.assumed(key)
     knowledge.assumed_limit = assumed.max_per_customer if assumed is not None else None
 
+    conflicts = 0
+
     def read() -> None:
-        inventory = store.read_inventory(key)
+        # A consistent read of a sharded class (`TransactGetItems`) is cancelled by a transaction
+        # in flight on one of its items: like a conflicting write, it is retried until the deadline.
+        nonlocal conflicts
+        while True:
+            try:
+                inventory = store.read_inventory(key)
+            except TransactionConflict as exc:
+                conflicts += 1
+                if not deadline.back_off(clock, conflicts):
+                    raise TransactionConflict(
+                        f"{conflicts} transaction conflicts in a row, no consistent read before the deadline"
+                    ) from exc
+                continue
+            break
         knowledge.observe(inventory)
         hints.observe(key, inventory)
 
     if hints.should_read_first(key, sum(r.quantity for r in requests), now):
         read()
-    conflicts = 0
     rounds = 0
     while pending:
         if rounds >= MAX_SETTLE_ROUNDS:
