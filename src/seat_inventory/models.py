@@ -315,6 +315,12 @@ class TransactionConflict(RetryableError):
     """Another transaction was writing the same item; retrying shortly usually succeeds."""
 
 
+class Throttled(RetryableError):
+    """DynamoDB refused the request for throughput (a hot partition's units were spent, or the
+    table's): like a conflict, not a failure but a wait for the next units; retrying after a
+    back-off usually succeeds."""
+
+
 class StoreInconsistency(RetryableError):
     """The stored state breaks an invariant (a guard that cannot fail on consistent data failed).
 

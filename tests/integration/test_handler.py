@@ -129,10 +129,27 @@ def test_outcomes_carry_attributes_that_filter_policies_can_match(concert: Stack
 # --- transient faults: only what failed comes back ------------------------------------------------
 
 
-def test_a_throttled_group_is_retried_while_the_rest_of_the_batch_completes(concert: Stack) -> None:
+def test_a_throttled_group_is_retried_in_place_while_the_rest_of_the_batch_completes(concert: Stack) -> None:
+    # Throttling of the hot item is a wait for its turn, like a conflict: nothing goes back to the queue.
     concert.faults.fail(
         "dynamodb.TransactWriteItems",
         "ThrottlingException",
+        times=2,
+        when=lambda request: "CLASS#VIP" in str(request.get("body")),
+    )
+    event = sqs_event(reservation("r-1"), reservation("r-2", seat_class="VIP"), reservation("r-3"))
+
+    response = concert.invoke(event)
+
+    assert response == {"batchItemFailures": []}
+    assert sorted(o["reservation_id"] for o in concert.outcomes()) == ["r-1", "r-2", "r-3"]
+    assert concert.inventory("concert-2026", "VIP")["sold"] == 2
+
+
+def test_a_transient_service_error_hands_only_its_group_back(concert: Stack) -> None:
+    concert.faults.fail(
+        "dynamodb.TransactWriteItems",
+        "InternalServerError",
         when=lambda request: "CLASS#VIP" in str(request.get("body")),
     )
     event = sqs_event(reservation("r-1"), reservation("r-2", seat_class="VIP"), reservation("r-3"))

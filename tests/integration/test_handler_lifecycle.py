@@ -254,12 +254,30 @@ def test_a_cancel_whose_publication_failed_gives_the_seats_back_once(life: Lifec
     assert life.seats() == (100, 0, 0)
 
 
-def test_a_throttled_status_change_is_retried_alone(life: Lifecycle) -> None:
+def test_a_throttled_status_change_is_retried_in_place(life: Lifecycle) -> None:
     life.invoke(hold("h-1"))
     life.stack.outcomes()
     life.stack.faults.fail(
         "dynamodb.TransactWriteItems",
         "ThrottlingException",
+        times=2,
+        when=lambda r: "RESERVATION#h-1" in str(r.get("body")),
+    )
+    life.rebuild()
+
+    response = life.invoke(confirm("h-1"), reserve("r-2"))
+
+    assert response == {"batchItemFailures": []}
+    assert sorted(life.answers()) == [("h-1", "CONFIRMED", False), ("r-2", "CONFIRMED", False)]
+    assert life.seats() == (96, 0, 4)
+
+
+def test_a_failed_status_change_is_retried_alone(life: Lifecycle) -> None:
+    life.invoke(hold("h-1"))
+    life.stack.outcomes()
+    life.stack.faults.fail(
+        "dynamodb.TransactWriteItems",
+        "InternalServerError",
         when=lambda r: "RESERVATION#h-1" in str(r.get("body")),
     )
     life.rebuild()

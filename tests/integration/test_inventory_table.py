@@ -12,6 +12,7 @@ from seat_inventory.models import (
     ReservationOutcome,
     RetryableError,
     SeatKey,
+    Throttled,
     TransactionConflict,
 )
 from tests.integration.conftest import Stack
@@ -163,10 +164,38 @@ def test_get_reservation_of_an_unknown_id_is_none(table: InventoryTable) -> None
 # --- error codes -> domain outcomes ------------------------------------------------------------
 
 
-def test_throttling_becomes_a_retryable_error(stack: Stack) -> None:
-    stack.faults.fail("dynamodb.TransactWriteItems", "ThrottlingException")
+@pytest.mark.parametrize(
+    "code", ["ThrottlingException", "ProvisionedThroughputExceededException", "RequestLimitExceeded"]
+)
+def test_a_throttling_code_becomes_throttled(stack: Stack, code: str) -> None:
+    stack.faults.fail("dynamodb.TransactWriteItems", code)
     table = InventoryTable(stack.faults.session.client("dynamodb"), stack.table_name)
-    with pytest.raises(RetryableError):
+    with pytest.raises(Throttled, match=code):
+        table.commit_outcomes(KEY, [answer("r-1")], seats_taken=2, rejection_expires_at=0)
+
+
+def test_a_service_error_is_retryable_but_not_throttled(stack: Stack) -> None:
+    stack.faults.fail("dynamodb.TransactWriteItems", "InternalServerError")
+    table = InventoryTable(stack.faults.session.client("dynamodb"), stack.table_name)
+    with pytest.raises(RetryableError) as raised:
+        table.commit_outcomes(KEY, [answer("r-1")], seats_taken=2, rejection_expires_at=0)
+    assert not isinstance(raised.value, (Throttled, TransactionConflict))
+
+
+@pytest.mark.parametrize("reason", ["ThrottlingError", "ProvisionedThroughputExceeded"])
+def test_a_cancellation_for_throttling_becomes_throttled(stack: Stack, reason: str) -> None:
+    def cancelled(params, **_):
+        return (
+            type("R", (), {"status_code": 400, "headers": {}, "content": b""})(),
+            {
+                "Error": {"Code": "TransactionCanceledException", "Message": "x"},
+                "CancellationReasons": [{"Code": reason}, {"Code": "None"}],
+            },
+        )
+
+    stack.faults.session.events.register("before-call.dynamodb.TransactWriteItems", cancelled)
+    table = InventoryTable(stack.faults.session.client("dynamodb"), stack.table_name)
+    with pytest.raises(Throttled, match=reason):
         table.commit_outcomes(KEY, [answer("r-1")], seats_taken=2, rejection_expires_at=0)
 
 
@@ -214,8 +243,8 @@ def test_read_inventory_of_a_missing_item_is_none(table: InventoryTable) -> None
     assert table.read_inventory(KEY) is None
 
 
-def test_a_throttled_read_is_retryable(stack: Stack) -> None:
+def test_a_throttled_read_is_throttled(stack: Stack) -> None:
     stack.faults.fail("dynamodb.GetItem", "ProvisionedThroughputExceededException")
     table = InventoryTable(stack.faults.session.client("dynamodb"), stack.table_name)
-    with pytest.raises(RetryableError):
+    with pytest.raises(Throttled):
         table.read_inventory(KEY)

@@ -20,6 +20,7 @@ from seat_inventory.models import (
     RetryableError,
     SaleStatus,
     SeatKey,
+    Throttled,
     TransactionConflict,
 )
 from seat_inventory.settings import Settings
@@ -361,7 +362,7 @@ def test_a_cancel_that_wins_the_race_turns_the_confirm_into_its_answer(service, 
 
 def test_a_confirm_whose_hold_is_being_retried_is_retried_too(service, store) -> None:
     # Given a hold whose transaction is throttled, and its confirm in the same batch
-    store.fail_next = [RetryableError("ThrottlingException")]
+    store.fail_next = [RetryableError("InternalServerError")]
 
     result = service.run(hold(1), confirm(2, "r-1"))
 
@@ -370,13 +371,13 @@ def test_a_confirm_whose_hold_is_being_retried_is_retried_too(service, store) ->
     assert service.answers() == []
 
 
-def test_a_throttled_read_of_the_records_hands_the_changes_back(service, store) -> None:
+def test_a_failed_read_of_the_records_hands_the_changes_back(service, store) -> None:
     service.run(hold(1))
 
-    def throttle_the_next_call() -> None:  # runs inside the reservation's commit, which succeeds
-        store.fail_next = [RetryableError("ProvisionedThroughputExceededException")]
+    def fail_the_next_call() -> None:  # runs inside the reservation's commit, which succeeds
+        store.fail_next = [RetryableError("InternalServerError")]
 
-    store.before_commit = throttle_the_next_call
+    store.before_commit = fail_the_next_call
 
     result = service.run(confirm(2, "r-1"), reserve(3))
 
@@ -413,6 +414,30 @@ def test_conflicts_on_a_status_change_past_the_deadline_hand_the_message_back(se
 
     assert result.failed_message_ids == ["m-2"]
     assert result.handed_back["m-2"].startswith("TransactionConflict: status changes of")
+    assert store.status["r-1"] is Outcome.HELD
+
+
+def test_throttled_status_changes_and_record_reads_are_retried_in_place(service, store, clock) -> None:
+    service.run(hold(1))
+    slept = len(clock.slept)
+    store.fail_next = [Throttled("ProvisionedThroughputExceededException")]  # the records' read
+    store.fail_next_commit = [Throttled("ThrottlingError")] * 2
+
+    result = service.run(confirm(2, "r-1"))
+
+    assert result.failed_message_ids == []
+    assert len(clock.slept) - slept == 3
+    assert store.status["r-1"] is Outcome.CONFIRMED
+
+
+def test_throttling_of_a_status_change_past_the_deadline_hands_the_message_back(service, store) -> None:
+    service.run(hold(1))
+    store.fail_next_commit = [Throttled("ThrottlingError")] * 10_000
+
+    result = service.run(confirm(2, "r-1"))
+
+    assert result.failed_message_ids == ["m-2"]
+    assert result.handed_back["m-2"].startswith("Throttled: status changes of")
     assert store.status["r-1"] is Outcome.HELD
 
 

@@ -15,7 +15,7 @@ from seat_inventory.logic.reserve_seats import (
     conflict_deadline,
     reserve_seats,
 )
-from seat_inventory.models import Outcome, RetryableError, SeatKey, TransactionConflict
+from seat_inventory.models import Outcome, RetryableError, SeatKey, Throttled, TransactionConflict
 from seat_inventory.settings import Settings
 from tests.fakes import FakeClock, InMemoryInventoryStore, RecordingPublisher
 
@@ -209,11 +209,11 @@ def test_invalid_messages_are_answered_and_do_not_fail_the_batch(store, publishe
     assert "r-bad" not in store.records
 
 
-def test_a_throttled_group_is_retried_alone(publisher) -> None:
+def test_a_group_hit_by_a_transient_fault_is_retried_alone(publisher) -> None:
     store = InMemoryInventoryStore()
     store.add_event("e-1", capacity=10)
     store.add_event("e-2", capacity=10)
-    store.fail_next = [RetryableError("ThrottlingException")]
+    store.fail_next = [RetryableError("InternalServerError")]
 
     result = run(
         [message(1, event_id="e-1"), message(2, event_id="e-2"), message(3, event_id="e-1")], store, publisher
@@ -271,16 +271,85 @@ def test_conflicts_past_the_deadline_hand_the_messages_back_and_say_why(store, p
     assert publisher.published == []
     assert clock.now() <= deadline
     assert result.handed_back["m-1"].startswith("e-1 GA: TransactionConflict: ")
-    assert "transaction conflicts in a row, none committed before the deadline" in result.handed_back["m-1"]
+    assert "transactions in a row refused by conflicts or throttling" in result.handed_back["m-1"]
+    assert "none committed before the deadline" in result.handed_back["m-1"]
     assert result.handed_back["m-2"].startswith("e-2 GA: TransactionConflict: ")
 
 
 def test_a_transient_fault_hands_the_group_back_with_its_reason(store, publisher) -> None:
-    store.fail_next_commit = [RetryableError("ThrottlingException")]
+    store.fail_next_commit = [RetryableError("InternalServerError")]
 
     result = run([message(1)], store, publisher)
 
-    assert result.handed_back == {"m-1": "e-1 GA: RetryableError: ThrottlingException"}
+    assert result.handed_back == {"m-1": "e-1 GA: RetryableError: InternalServerError"}
+
+
+def test_throttled_transactions_and_reads_are_retried_in_place_then_commit(store, publisher) -> None:
+    # The hot partition's units are spent: the first read and three transactions are throttled.
+    store.fail_next = [Throttled("ProvisionedThroughputExceededException")]
+    store.fail_next_commit = [Throttled("ThrottlingError")] * 3
+    clock = FakeClock()
+    started = clock.now()
+
+    result = reserve_seats(
+        [message(1), message(2)],
+        store=store,
+        publisher=publisher,
+        settings=SETTINGS,
+        clock=clock,
+        deadline=started + 25,
+    )
+
+    assert result.failed_message_ids == []
+    assert result.handed_back == {}
+    assert outcomes_by_message(publisher) == {"m-1": Outcome.CONFIRMED, "m-2": Outcome.CONFIRMED}
+    assert len(clock.slept) == 4  # one back-off per refusal, none more
+    assert max(clock.slept) <= CONFLICT_BACKOFF_CAP_SECONDS
+    assert store.inventory[SeatKey("e-1", "GA")].sold == 2
+    assert store.transactions == 4  # three throttled attempts, one commit
+
+
+def test_throttling_that_never_heals_hands_the_messages_back_at_the_deadline(store, publisher) -> None:
+    store.fail_next_commit = [Throttled("ThrottlingError")] * 10_000
+    clock = FakeClock()
+    deadline = conflict_deadline(clock.now(), remaining_ms=8_000)  # 3 s of patience, 5 s kept back
+
+    result = reserve_seats(
+        [message(1), message(2, event_id="e-2")],
+        store=store,
+        publisher=publisher,
+        settings=SETTINGS,
+        clock=clock,
+        deadline=deadline,
+    )
+
+    assert result.failed_message_ids == ["m-1", "m-2"]
+    assert publisher.published == []
+    assert clock.now() <= deadline
+    assert len(clock.slept) > 1  # retried in place first
+    assert result.handed_back["m-1"].startswith("e-1 GA: Throttled: ")
+    assert "refused by conflicts or throttling (last: ThrottlingError)" in result.handed_back["m-1"]
+    assert "none committed before the deadline" in result.handed_back["m-1"]
+    assert result.handed_back["m-2"].startswith("e-2 GA: Throttled: ")
+    assert store.inventory[SeatKey("e-1", "GA")].sold == 0
+
+
+def test_a_read_throttled_until_the_deadline_hands_the_messages_back(publisher) -> None:
+    store = InMemoryInventoryStore()
+    store.add_event("e-1", capacity=10)
+    store.fail_next = [Throttled("ProvisionedThroughputExceededException")] * 10_000
+    clock = FakeClock()
+    deadline = conflict_deadline(clock.now(), remaining_ms=8_000)
+
+    result = reserve_seats(
+        [message(1)], store=store, publisher=publisher, settings=SETTINGS, clock=clock, deadline=deadline
+    )
+
+    assert result.failed_message_ids == ["m-1"]
+    assert result.handed_back["m-1"].startswith("e-1 GA: Throttled: ")
+    assert "reads in a row refused by conflicts or throttling" in result.handed_back["m-1"]
+    assert "no consistent read before the deadline" in result.handed_back["m-1"]
+    assert store.transactions == 0
 
 
 def test_a_failed_publication_is_retried_and_republishes_without_taking_seats(store) -> None:

@@ -220,9 +220,10 @@ def test_the_event_source_scales_as_lambda_documents() -> None:
 def test_the_local_stack_mode_stretches_only_dynamodb_time() -> None:
     # At time scale 20 the visibility timeout (wall time on the local stack) is 20 times shorter
     # in the model's time, while a transaction still takes its modelled latency.
-    # Conflicts are waited out in place; a hot partition of 200 write units per second throttles
-    # transactions, and throttled groups are handed back.
-    hot = ContentionSettings(write_units_per_s=200)
+    # Conflicts and throttling are waited out in place until the deadline; a hot partition of 2
+    # write units per second (one transaction a second) leaves groups that never got their turn
+    # by then, and those are handed back.
+    hot = ContentionSettings(write_units_per_s=2)
     aws = simulate(containers=30, requests=6000, visibility_timeout_s=100, contention=hot)
     local = simulate(
         containers=30, requests=6000, visibility_timeout_s=100, local_stack_time_scale=20, contention=hot

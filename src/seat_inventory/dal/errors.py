@@ -2,7 +2,8 @@
 
 Every call to DynamoDB goes through `call` (or `call_expecting`): an unreachable endpoint or a
 retryable error code becomes `RetryableError`, a `TransactionConflictException` becomes
-`TransactionConflict`; `cancellation_reasons` reads a cancelled transaction's reasons the same way.
+`TransactionConflict`, a throttling code becomes `Throttled`; `cancellation_reasons` reads a
+cancelled transaction's reasons the same way.
 Error codes are read from the response, never from a message.
 """
 
@@ -19,7 +20,7 @@ from botocore.exceptions import (
     ReadTimeoutError,
 )
 
-from seat_inventory.models import RetryableError, TransactionConflict
+from seat_inventory.models import RetryableError, Throttled, TransactionConflict
 
 _Response = TypeVar("_Response")
 # Error codes that mean "try again later" rather than "your request is wrong".
@@ -34,7 +35,12 @@ RETRYABLE_ERROR_CODES = frozenset(
         "TransactionConflictException",
     }
 )
-RETRYABLE_CANCELLATION_CODES = frozenset({"ThrottlingError", "ProvisionedThroughputExceeded"})
+# Of those, the codes that mean throughput was refused (a hot partition, or the table's or
+# account's limit): `Throttled`.
+THROTTLING_ERROR_CODES = frozenset(
+    {"ThrottlingException", "ProvisionedThroughputExceededException", "RequestLimitExceeded"}
+)
+THROTTLING_CANCELLATION_CODES = frozenset({"ThrottlingError", "ProvisionedThroughputExceeded"})
 NETWORK_ERRORS = (EndpointConnectionError, ConnectTimeoutError, ReadTimeoutError, ConnectionClosedError)
 TRANSACTION_CANCELED = "TransactionCanceledException"
 CONDITION_FAILED = "ConditionalCheckFailedException"
@@ -48,7 +54,7 @@ def call(operation: Callable[..., _Response], /, **params: Any) -> _Response:
     """Calls DynamoDB; the one place its faults are classified.
 
     Unreachable or a retryable error code raises RetryableError (a TransactionConflictException
-    raises TransactionConflict); any other error propagates unchanged.
+    raises TransactionConflict, a throttling code Throttled); any other error propagates unchanged.
     """
     try:
         return operation(**params)
@@ -58,6 +64,8 @@ def call(operation: Callable[..., _Response], /, **params: Any) -> _Response:
         code = error_code(exc)
         if code == "TransactionConflictException":
             raise TransactionConflict(code) from exc
+        if code in THROTTLING_ERROR_CODES:
+            raise Throttled(code) from exc
         if code in RETRYABLE_ERROR_CODES:
             raise RetryableError(code) from exc
         raise
@@ -81,8 +89,8 @@ def cancellation_reasons(exc: ClientError, expected_count: int) -> list[dict[str
     codes = [reason.get("Code") or "None" for reason in reasons]
     if "TransactionConflict" in codes:
         raise TransactionConflict("TransactionConflict") from exc
-    if any(code in RETRYABLE_CANCELLATION_CODES for code in codes):
-        raise RetryableError(",".join(codes)) from exc
+    if any(code in THROTTLING_CANCELLATION_CODES for code in codes):
+        raise Throttled(",".join(codes)) from exc
     unexpected = {code for code in codes if code not in ("None", "ConditionalCheckFailed")}
     if unexpected or len(reasons) != expected_count:
         raise RuntimeError(f"transaction cancelled for reasons {codes}") from exc

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 from seat_inventory.logic.hints import (
     MAX_ACTIONS_PER_TRANSACTION,
@@ -34,6 +35,7 @@ from seat_inventory.models import (
     RetryableError,
     SeatKey,
     StoreInconsistency,
+    Throttled,
     TransactionConflict,
     Transition,
     iso_utc,
@@ -210,7 +212,11 @@ def _commit_transitions(
     if any(t.releases_seats for t in pending):
         # Seats given back are guarded against the capacity; the condition checks the value
         # assumed here, so a stale hint costs one refused round, never a wrong write.
-        item = hints.assumed(key) or store.read_inventory(key)
+        item = hints.assumed(key) or deadline.patiently(
+            clock,
+            lambda: store.read_inventory(key),
+            f"reading the inventory of {key.event_id} {key.seat_class}",
+        )
         if item is None:
             raise StoreInconsistency(f"{key} has reservations but no inventory item")
         # A sharded class has no one item to check a capacity on: its guards on held and sold do.
@@ -226,13 +232,14 @@ def _commit_transitions(
             refused = store.commit_transitions(
                 key, chunk, now=now, capacity=capacity, release_expires_at=now + release_ttl_seconds
             )
-        except TransactionConflict as exc:
+        except (TransactionConflict, Throttled) as exc:
             conflicts += 1
             if not deadline.back_off(clock, conflicts):
-                raise TransactionConflict(
-                    f"status changes of {key}: {conflicts} transaction conflicts in a row until the deadline"
+                raise type(exc)(
+                    f"status changes of {key}: {conflicts} transactions in a row refused by conflicts"
+                    f" or throttling until the deadline (last: {exc})"
                 ) from exc
-            rounds -= 1  # a conflict teaches nothing; the deadline bounds them instead
+            rounds -= 1  # a conflict or throttling teaches nothing; the deadline bounds them instead
             continue
         if refused is None:
             result.committed.extend(chunk)
@@ -300,7 +307,10 @@ def apply_changes(
             continue
         now = int(clock.now())
         try:
-            records = store.read_reservations([r.reservation_id for r in live])
+            ids = [r.reservation_id for r in live]
+            records = deadline.patiently(
+                clock, partial(store.read_reservations, ids), "reading the reservations"
+            )
         except RetryableError as exc:
             reason = f"reading the reservations failed: {type(exc).__name__}: {exc}"
             failed.update((r.message_id, reason) for r in live)

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from seat_inventory.logic.ports import Clock
 from seat_inventory.logic.shards import Draws
-from seat_inventory.models import SeatClassInventory, SeatKey
+from seat_inventory.models import SeatClassInventory, SeatKey, Throttled
+
+_Result = TypeVar("_Result")
 
 # DynamoDB allows 100 actions per transaction: one inventory update, one record per reservation
 # and, when the class has a per-customer limit, one counter update per customer.
@@ -20,7 +24,9 @@ MAX_SETTLE_ROUNDS = 8
 # A transaction conflict is not a failure: another container's transaction held the same item for
 # a few tens of milliseconds. It is retried in place with capped full-jitter exponential back-off
 # until the invocation's deadline (`ConflictDeadline`); only a group that never got its turn by
-# then is handed back to the queue.
+# then is handed back to the queue. Throttling (`Throttled`: the hot partition's write units of
+# this second are spent, cancelled attempts included) is the same kind of wait, retried the same
+# way under the same deadline, with the same count of refusals in a row.
 CONFLICT_BACKOFF_SECONDS = 0.02
 CONFLICT_BACKOFF_CAP_SECONDS = 0.5
 # Past this many doublings the pause is capped anyway (and 2**n stays a small number).
@@ -60,6 +66,20 @@ class ConflictDeadline:
         self.paused += pause
         clock.sleep(pause)
         return True
+
+    def patiently(self, clock: Clock, operation: Callable[[], _Result], what: str) -> _Result:
+        """Calls `operation` (a read), retrying it in place with `back_off` while it is `Throttled`;
+        raises `Throttled` when it is still refused at the deadline."""
+        throttled = 0
+        while True:
+            try:
+                return operation()
+            except Throttled as exc:
+                throttled += 1
+                if not self.back_off(clock, throttled):
+                    raise Throttled(
+                        f"{what}: throttled {throttled} times in a row until the deadline"
+                    ) from exc
 
 
 # A group wanting at least this many seats is worth a second look at its class (one read) to learn

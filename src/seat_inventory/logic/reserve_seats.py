@@ -43,6 +43,7 @@ from seat_inventory.models import (
     RetryableError,
     SeatClassInventory,
     SeatKey,
+    Throttled,
     TransactionConflict,
     iso_utc,
 )
@@ -266,7 +267,8 @@ def settle_group(
     Returns the answer for every reservation id it settled, and the requests (a tail of
     `requests`, in order) that did not fit in that transaction's 100 actions and still need one.
     Raises `RetryableError` when a transient fault prevented a commit, or transaction conflicts
-    went on until `deadline` (default: `ConflictDeadline.after(clock)`); nothing was written then.
+    or throttling went on until `deadline` (default: `ConflictDeadline.after(clock)`); nothing
+    was written then.
     """
     deadline = deadline or ConflictDeadline.after(clock)
     by_id = {r.reservation_id: r for r in requests}
@@ -282,16 +284,18 @@ def settle_group(
 
     def read() -> None:
         # A consistent read of a sharded class (`TransactGetItems`) is cancelled by a transaction
-        # in flight on one of its items: like a conflicting write, it is retried until the deadline.
+        # in flight on one of its items, and any read of a hot item may be throttled: like a
+        # conflicting or throttled write, it is retried until the deadline.
         nonlocal conflicts
         while True:
             try:
                 inventory = store.read_inventory(key)
-            except TransactionConflict as exc:
+            except (TransactionConflict, Throttled) as exc:
                 conflicts += 1
                 if not deadline.back_off(clock, conflicts):
-                    raise TransactionConflict(
-                        f"{conflicts} transaction conflicts in a row, no consistent read before the deadline"
+                    raise type(exc)(
+                        f"{conflicts} reads in a row refused by conflicts or throttling (last: {exc}),"
+                        " no consistent read before the deadline"
                     ) from exc
                 continue
             break
@@ -334,14 +338,17 @@ def settle_group(
                 shard=shard,
                 moves=moves,
             )
-        except TransactionConflict as exc:
+        except (TransactionConflict, Throttled) as exc:
+            # Another transaction held the item, or its partition's units were spent: wait for
+            # a turn (on another shard of a sharded class: another partition).
             hints.leave_shard(key)
             conflicts += 1
             if not deadline.back_off(clock, conflicts):
-                raise TransactionConflict(
-                    f"{conflicts} transaction conflicts in a row, none committed before the deadline"
+                raise type(exc)(
+                    f"{conflicts} transactions in a row refused by conflicts or throttling (last: {exc}),"
+                    " none committed before the deadline"
                 ) from exc
-            rounds -= 1  # a conflict teaches nothing; the deadline bounds them instead
+            rounds -= 1  # a conflict or throttling teaches nothing; the deadline bounds them instead
             continue
         if refused is None:
             if plan.seats_taken:

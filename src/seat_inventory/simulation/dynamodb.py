@@ -8,10 +8,10 @@ after botocore:
 
 - a transaction touching an item another in-flight transaction holds: after its latency,
   `TransactionConflict` (the DAL's mapping of a cancellation with `TransactionConflict`);
-- a throttled transaction (`ThrottlingError` in its cancellation reasons): `RetryableError`, with
-  no botocore retry (botocore retries no `TransactionCanceledException`);
+- a throttled transaction (`ThrottlingError` in its cancellation reasons): `Throttled` (the DAL's
+  mapping), with no botocore retry (botocore retries no `TransactionCanceledException`);
 - a throttled read (`ProvisionedThroughputExceededException`): retried as botocore's standard mode
-  does (4 attempts, full-jitter back-off with a 1 s base for throttling), then `RetryableError`;
+  does (4 attempts, full-jitter back-off with a 1 s base for throttling), then `Throttled`;
 - an admitted transaction waits its modelled latency, holding its items, then commits; a refused
   condition is reported as the DAL reports it (`WriteRefused`), and counted as cancelled with
   `ConditionalCheckFailed`. Reads see committed data only.
@@ -46,9 +46,9 @@ from seat_inventory.models import (
     TAKES_SEATS,
     ReservationOutcome,
     ReservationRecord,
-    RetryableError,
     SeatClassInventory,
     SeatKey,
+    Throttled,
     TransactionConflict,
     Transition,
 )
@@ -241,7 +241,7 @@ class SimulatedDynamoStore:
         if decision.verdict is Verdict.CONFLICT:
             raise TransactionConflict("TransactionConflict")
         if decision.verdict is Verdict.THROTTLED:
-            raise RetryableError("ThrottlingError")
+            raise Throttled("ThrottlingError")
         return refused
 
     def _read(self, operation: str, items: list[ItemRead]) -> None:
@@ -257,7 +257,7 @@ class SimulatedDynamoStore:
             table.read_retries += 1
             cap = min(BOTOCORE_THROTTLING_BASE_S * 2 ** (attempt - 1), BOTOCORE_MAX_BACKOFF_S)
             self._clock.sleep(table.rng.random() * cap)
-        raise RetryableError("ProvisionedThroughputExceededException")
+        raise Throttled("ProvisionedThroughputExceededException")
 
 
 __all__ = ["SimulatedDynamoStore", "SimulatedTable", "record_item_bytes"]
