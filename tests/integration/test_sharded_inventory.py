@@ -367,3 +367,27 @@ def test_a_consistent_read_cancelled_by_writes_in_flight_is_retried_not_handed_b
     assert answers["r-big"].outcome is Outcome.CONFIRMED
     assert cancelled_reads["left"] == 0
     assert assert_consistent(table.read_inventory(KEY)).sold == 3
+
+
+def test_an_operator_change_between_the_two_reads_of_a_reshard_is_not_forgotten(
+    stack: Stack, table: InventoryTable
+) -> None:
+    """A reshard reads shard 0 (its recent operation ids) and then the whole class (the version it
+    writes under). A capacity change landing between the two reads must not be erased from the
+    recent ids: its retry after a lost reply would add the seats a second time."""
+    table.create_seat_class(KEY, 8, shards=2)
+    table.change_capacity(KEY, 2)  # the class has a version now
+    interleaved: list[str] = []
+
+    def change_in_between(**_: Any) -> None:
+        if not interleaved:
+            interleaved.append("op-add")
+            table.change_capacity(KEY, 10, operation_id="op-add")
+
+    stack.dynamodb.meta.events.register("before-call.dynamodb.TransactGetItems", change_in_between)
+    table.reshard(KEY, 4)
+    stack.dynamodb.meta.events.unregister("before-call.dynamodb.TransactGetItems", change_in_between)
+    # The capacity change's reply was lost; its client sends it again with the same id.
+    table.change_capacity(KEY, 10, operation_id="op-add")
+    view = assert_consistent(table.read_inventory(KEY))
+    assert (view.capacity, view.available, view.shard_count) == (20, 20, 4)

@@ -519,12 +519,16 @@ class OperatorCommands(TableAccess):
                 values[":shard_taken"] = number(-delta)
             if shard == 0:
                 recent = [*_operations(item), operation_id][-RECENT_OPERATIONS:]
+                # Guarded by the version of `item`, the read whose recent operation ids this
+                # rewrites: a change landing after it (even before `view` was read) refuses the write
+                # rather than having its id dropped (its retry would be applied twice).
+                version = inventory_from_item(item).version
                 sets += ["version = :next_version", f"{OPERATIONS_ATTRIBUTE} = :operations"]
-                values[":next_version"] = number(view.version + 1)
+                values[":next_version"] = number(version + 1)
                 values[":operations"] = {"L": [{"S": op} for op in recent]}
                 if "version" in item:
                     conditions.append("version = :version")
-                    values[":version"] = number(view.version)
+                    values[":version"] = number(version)
                 else:
                     conditions.append("attribute_not_exists(version)")
                 conditions.append(
