@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from seat_inventory.dal.inventory_table import InventoryTable, inventory_key
-from seat_inventory.logic.change_reservations import apply_changes
+from seat_inventory.logic.change_reservations import apply_changes, settle_transitions
 from seat_inventory.logic.hints import InventoryHints
 from seat_inventory.logic.reserve_seats import QueueMessage, reserve_seats
 from seat_inventory.models import (
@@ -25,6 +25,7 @@ from seat_inventory.models import (
     SaleStatus,
     SeatClassInventory,
     SeatKey,
+    Transition,
 )
 from seat_inventory.settings import Settings
 from tests.fakes import FakeClock, RecordingPublisher
@@ -391,3 +392,32 @@ def test_an_operator_change_between_the_two_reads_of_a_reshard_is_not_forgotten(
     table.change_capacity(KEY, 10, operation_id="op-add")
     view = assert_consistent(table.read_inventory(KEY))
     assert (view.capacity, view.available, view.shard_count) == (20, 20, 4)
+
+
+def test_a_transaction_of_status_changes_over_many_shards_stays_within_100_actions(
+    table: InventoryTable,
+) -> None:
+    """Status changes (a cancel batch, the sweeper's expiries) whose records came from 16 shard items
+    make one inventory update per item: the 100 actions of a transaction must count each of them."""
+    table.create_seat_class(KEY, 16 * 7, shards=16)
+    ids: list[str] = []
+    for shard in range(16):
+        outcomes = [confirmed(f"s{shard}-{n}", 1) for n in range(7)]
+        assert (
+            table.commit_outcomes(KEY, outcomes, seats_taken=7, rejection_expires_at=0, shard=shard) is None
+        )
+        ids += [o.reservation_id for o in outcomes]
+    records = table.read_reservations(ids)
+    transitions = [Transition(records[rid], Outcome.CANCELLED) for rid in ids]
+    result = settle_transitions(
+        KEY,
+        transitions,
+        now=0,
+        store=table,
+        clock=FakeClock(),
+        hints=InventoryHints(),
+        release_ttl_seconds=60,
+    )
+    assert result.error is None and len(result.committed) == len(ids)
+    view = assert_consistent(table.read_inventory(KEY))
+    assert (view.sold, view.available) == (0, 16 * 7)

@@ -151,16 +151,20 @@ class TransitionResult:
 
 
 def _prefix_that_fits(transitions: Sequence[Transition]) -> int:
-    actions = 1  # the inventory update
+    actions = 0
+    shards: set[int] = set()  # one inventory update per shard item the records' seats came from
     customers: set[str] = set()
     for index, transition in enumerate(transitions):
         extra = 1
+        if transition.record.shard not in shards:
+            extra += 1
         customer = transition.record.answer.customer_id or ""
         if transition.uncounts_customer and customer not in customers:
             extra += 1
         if actions + extra > MAX_ACTIONS_PER_TRANSACTION:
             return index
         actions += extra
+        shards.add(transition.record.shard)
         if transition.uncounts_customer:
             customers.add(customer)
     return len(transitions)
