@@ -123,14 +123,7 @@ class OperatorCommands(TableAccess):
             )
         item: dict[str, Any] = {
             **inventory_key(key),
-            "entity": {"S": "inventory"},
-            "event_id": {"S": key.event_id},
-            "seat_class": {"S": key.seat_class},
-            "capacity": number(capacity),
-            "available": number(capacity),
-            "held": number(0),
-            "sold": number(0),
-            "created_at": {"S": timestamp()},
+            **_shard_attributes(key, 0, capacity, timestamp()),
             OPERATIONS_ATTRIBUTE: {"L": [{"S": operation_id}]},
         }
         if max_per_customer is not None:
