@@ -98,6 +98,89 @@ def test_reads_are_never_blocked_by_holds() -> None:
     assert engine.counters().read_units_consumed == 1
 
 
+def shard(n: int, units: float = 2) -> ItemRead:
+    return ItemRead(f"EVENT#e#SHARD#{n}", f"EVENT#e#SHARD#{n}|CLASS#GA", units)
+
+
+def shard_write(n: int) -> ItemWrite:
+    return ItemWrite(f"EVENT#e#SHARD#{n}", f"EVENT#e#SHARD#{n}|CLASS#GA", 2)
+
+
+def test_a_transactional_read_of_a_held_item_is_cancelled_at_its_position_until_the_hold_ends() -> None:
+    clock = VirtualClock()
+    engine = model(clock)
+    writer = engine.transact_write([shard_write(2), record(1)])
+    assert writer.hold_until is not None
+
+    refused = engine.transact_read([shard(0), shard(1), shard(2), shard(3)])
+
+    assert refused.verdict is Verdict.CONFLICT
+    assert refused.reasons == (None, None, TRANSACTION_CONFLICT, None)
+    assert latency_quantiles_ms(refused.operation, 4) == latency_quantiles_ms("TransactWriteItems", 4)
+    # The plain reads of the same item at the same moment are never refused.
+    assert engine.read_items([shard(2, 1)], operation="GetItem").verdict is Verdict.ADMITTED
+    assert engine.read_items([shard(2, 1), shard(3, 1)], operation="BatchGetItem").admitted
+    # A refused read holds nothing: the writer's items still take writes once it commits.
+    clock.t = writer.hold_until
+    admitted = engine.transact_read([shard(0), shard(1), shard(2), shard(3)])
+    assert admitted.verdict is Verdict.ADMITTED
+    assert engine.finish_read(admitted, now=clock.t + admitted.latency_s) == admitted
+    counters = engine.counters()
+    assert counters.read_transactions_cancelled == {TRANSACTION_CONFLICT: 1}
+    assert counters.read_transactions_refused == 1
+    assert counters.read_transactions_committed == 1
+    assert counters.as_dict()["read_transactions_cancelled"] == {TRANSACTION_CONFLICT: 1}
+    assert counters.transactions_cancelled == {}  # write transactions are counted apart
+    assert counters.read_units_consumed == 2 * 8 + 1 + 2  # charged when cancelled too (assumed)
+
+
+def test_a_write_that_starts_while_a_transactional_read_is_in_flight_cancels_the_read() -> None:
+    clock = VirtualClock()
+    engine = model(clock)
+    read = engine.transact_read([shard(0), shard(1)])
+    assert read.admitted
+    clock.t = read.latency_s / 2
+    # The write is not refused by the read (a read holds nothing) ...
+    assert engine.transact_write([shard_write(1)]).admitted
+
+    # ... and the read, answering after it started, is cancelled at that item's position.
+    final = engine.finish_read(read, now=read.latency_s)
+
+    assert final.verdict is Verdict.CONFLICT
+    assert final.reasons == (None, TRANSACTION_CONFLICT)
+    assert engine.finish_read(read) == read  # a second call changes nothing
+    counters = engine.counters()
+    assert counters.read_transactions_committed == 0
+    assert counters.read_transactions_cancelled == {TRANSACTION_CONFLICT: 1}
+    assert counters.transactions_committed == 1
+
+
+def test_a_single_item_write_in_flight_cancels_a_transactional_read_but_not_a_get() -> None:
+    clock = VirtualClock()
+    engine = model(clock)
+    write = engine.write_item(shard_write(0), operation="UpdateItem")
+    assert write.admitted and write.latency_s > 0
+
+    assert engine.transact_read([shard(0), shard(1)]).reasons == (TRANSACTION_CONFLICT, None)
+    assert engine.read_items([shard(0, 1)], operation="GetItem").admitted
+    clock.t = write.latency_s
+    assert engine.transact_read([shard(0), shard(1)]).admitted
+
+
+def test_a_throttled_transactional_read_is_cancelled_with_the_reason_at_its_position() -> None:
+    clock = VirtualClock()
+    engine = model(clock, read_units_per_s=3, burst_s=1)
+    assert engine.transact_read([shard(0)]).admitted  # 2 of the partition's 3 units
+
+    throttled = engine.transact_read([shard(1), shard(0)])
+
+    assert throttled.verdict is Verdict.THROTTLED
+    assert throttled.reasons == (None, THROTTLING_ERROR)
+    counters = engine.counters()
+    assert counters.read_transactions_cancelled == {THROTTLING_ERROR: 1}
+    assert counters.throttled_requests == 1
+
+
 def test_an_open_ended_hold_lasts_until_finish() -> None:
     clock = VirtualClock()
     engine = model(clock)

@@ -11,12 +11,14 @@ from click.testing import CliRunner
 from seat_inventory.bench.counting import item_size
 from seat_inventory.cli.main import cli
 from seat_inventory.contention.model import ContentionModel, ContentionSettings
+from seat_inventory.dal.access import SHARDED_READ_ATTEMPTS, SHARDED_READ_BACKOFF_SECONDS
 from seat_inventory.dal.items import record_item
 from seat_inventory.logic.ports import WriteRefused
 from seat_inventory.models import (
     Outcome,
     ReservationOutcome,
     RetryableError,
+    SeatClassInventory,
     SeatKey,
     TransactionConflict,
 )
@@ -253,11 +255,11 @@ class _Clock:
 
 
 def _table(
-    settings: ContentionSettings | None = None, capacity: int = 10
+    settings: ContentionSettings | None = None, capacity: int = 10, shards: int = 1
 ) -> tuple[VirtualScheduler, SimulatedTable]:
     scheduler = VirtualScheduler(start=1_800_000_000.0)
     data = InMemoryInventoryStore()
-    data.add_event("e", capacity)
+    data.add_event("e", capacity, shards=shards)
     model = ContentionModel(settings or ContentionSettings(), clock=scheduler.now, rng=random.Random(1))
     return scheduler, SimulatedTable(data, model, seed=1)
 
@@ -335,3 +337,80 @@ def test_throttling_fails_a_transaction_at_once_and_a_read_after_botocores_retri
     # The second read found the bucket refilling at 1 unit/s; botocore's back-off waits for it.
     assert table.read_retries >= 1
     assert errors[-1] == "True"
+
+
+def test_a_sharded_read_refused_by_a_transaction_is_read_again_with_the_dals_back_off() -> None:
+    scheduler, table = _table(capacity=40, shards=4)
+    key = SeatKey("e", "GA")
+    read: list[object] = []
+
+    def commit() -> None:
+        store = table.client(_Clock(scheduler))
+        store.commit_outcomes(key, [_confirm("r-1")], seats_taken=1, rejection_expires_at=0, now=0, shard=2)
+
+    def read_class() -> None:
+        store = table.client(_Clock(scheduler))
+        read.append(store.read_inventory(key))
+
+    scheduler.spawn("writer", commit)
+    scheduler.spawn("reader", read_class, at=scheduler.now() + 0.001)  # while the writer holds shard 2
+    scheduler.run()
+
+    inventory = read[0]
+    assert isinstance(inventory, SeatClassInventory) and inventory.complete
+    assert (inventory.available, inventory.sold) == (39, 1)  # read after the writer committed
+    counters = table.model.counters()
+    assert counters.read_transactions_cancelled == {"TransactionConflict": 1}
+    assert counters.read_transactions_committed == 1
+    assert counters.transactions_cancelled == {}  # the read refused no write
+    assert table.requests == {"GetItem": 1, "TransactGetItems": 2, "TransactWriteItems": 1}
+
+
+def test_a_sharded_read_refused_on_every_attempt_raises_the_dals_conflict() -> None:
+    scheduler, table = _table(capacity=400, shards=4)
+    key = SeatKey("e", "GA")
+    outcome: list[object] = []
+
+    def keep_writing() -> None:  # one transaction after another, on shards 1 and 2 in turn
+        store = table.client(_Clock(scheduler))
+        n = 0
+        while not outcome:
+            n += 1
+            store.commit_outcomes(
+                key, [_confirm(f"r-{n}")], seats_taken=1, rejection_expires_at=0, now=0, shard=1 + n % 2
+            )
+
+    def read_class() -> None:
+        store = table.client(_Clock(scheduler))
+        started = scheduler.now()
+        try:
+            store.read_inventory(key)
+        except TransactionConflict as exc:
+            outcome.append(exc)
+        outcome.append(scheduler.now() - started)
+
+    scheduler.spawn("writer", keep_writing)
+    scheduler.spawn("reader", read_class, at=scheduler.now() + 0.001)
+    scheduler.run()
+
+    assert isinstance(outcome[0], TransactionConflict)
+    counters = table.model.counters()
+    assert counters.read_transactions_cancelled == {"TransactionConflict": SHARDED_READ_ATTEMPTS}
+    assert counters.read_transactions_committed == 0
+    # The DAL's back-off after each refusal (0.01 s doubling: 0.31 s for 5) plus the reads' latency.
+    backoff = sum(SHARDED_READ_BACKOFF_SECONDS * 2**attempt for attempt in range(SHARDED_READ_ATTEMPTS))
+    assert backoff < outcome[1] < backoff + SHARDED_READ_ATTEMPTS * 0.1  # type: ignore[operator]
+
+
+def test_a_sharded_sale_with_refused_reads_keeps_its_invariants_and_reports_them() -> None:
+    figures = simulate(containers=8, requests=3000, capacity=2000, shards=4, seed=2)
+
+    assert figures["transactional_reads_refused"].get("TransactionConflict", 0) > 0
+    assert figures["transactional_reads"] > figures["transactional_reads_refused"]["TransactionConflict"]
+    assert figures["dynamodb_requests"]["TransactGetItems"] == figures["transactional_reads"]
+    assert figures["invariants"] == "ok"
+    assert figures["outcomes"] == {"CONFIRMED": 2000, "SOLD_OUT": 1000}
+    assert figures["messages_dead_lettered"] == 0
+    table = CliRunner().invoke(cli, ["simulate", "--requests", "500", "--containers", "4", "--shards", "4"])
+    assert table.exit_code == 0, table.output
+    assert "transactional reads refused" in table.output

@@ -17,6 +17,8 @@ API (stable; everything else is internal):
     model.finish(decision, cancelled_by="ConditionalCheckFailed")  # once: the engine cancelled it
     model.write_item(ItemWrite(...), now=t)          # PutItem / UpdateItem / DeleteItem
     model.read_items([ItemRead(pk, item_key, units)], operation="GetItem", now=t)
+    read = model.transact_read([ItemRead(pk, item_key, units), ...], now=t)   # TransactGetItems
+    read = model.finish_read(read, now=t + read.latency_s)  # once, when it answers: its final verdict
     model.counters()      # a ContentionCounters snapshot
     write_units(size_bytes, transactional=...), read_units(size_bytes, ...)  # AWS's unit rules
 
@@ -28,8 +30,15 @@ Semantics, each from AWS's documentation or stated as an assumption (sources in 
   transaction touching an item that another transaction holds is cancelled: its reasons hold
   "TransactionConflict" at that item's position and None elsewhere; it holds nothing. A
   single-item write on a held item is refused (`Verdict.CONFLICT`: AWS answers
-  TransactionConflictException). Reads are never blocked (`TransactGetItems`, which can conflict
-  on AWS, is not modelled: the service does not use it). A single-item write holds nothing.
+  TransactionConflictException). A single-item write holds nothing from other writes.
+- Transactional reads. A `TransactGetItems` is cancelled ("TransactionConflict" at the item's
+  position, None elsewhere) when one of its items is being written when the read starts (held by
+  a transaction, or in a single-item write, for that write's latency), or when a transaction or
+  single-item write on it starts while the read is in flight (until `finish_read`). AWS: it is
+  cancelled when "an ongoing TransactGetItems operation ... conflicts with a concurrent PutItem,
+  UpdateItem, DeleteItem or TransactWriteItems request". A read holds nothing: AWS documents no
+  write refused because of a read, so none is. Non-transactional reads (GetItem, BatchGetItem,
+  Query) are never blocked.
 - Throughput. Each partition key has a token bucket of write units (`write_units_per_s`,
   default 1,000) and one of read units (`read_units_per_s`, 3,000), each holding at most
   `burst_s` seconds of its rate (default 1 s: AWS documents that burst capacity "can't alleviate
@@ -42,7 +51,8 @@ Semantics, each from AWS's documentation or stated as an assumption (sources in 
   reads 1 per 4 KB (eventually consistent half that), transactional reads 2 per 4 KB. A
   transaction cancelled by a conflict or a failed condition is charged its units (AWS does not
   document it; a failed conditional write is charged, so the model assumes the same), and they
-  are counted as wasted (`write_units_cancelled`).
+  are counted as wasted (`write_units_cancelled`); a cancelled `TransactGetItems` is likewise
+  assumed to be charged its read units.
 - Latency. Log-normal per operation, fitted to a published p50 and p90 (Alex DeBrie's
   measurements from Lambda): single-item operations p50 7.55 ms / p90 11.3 ms (measured for
   PutItem; assumed for the others); `TransactWriteItems` and `TransactGetItems` with n items
@@ -173,6 +183,12 @@ class ContentionCounters:
     write_units_cancelled: float = 0.0  # charged to transactions that were cancelled
     read_units_consumed: float = 0.0
     in_flight_transactions: int = 0
+    read_transactions_committed: int = 0  # TransactGetItems answered
+    read_transactions_cancelled: dict[str, int] = field(default_factory=dict)  # refused, by reason
+
+    @property
+    def read_transactions_refused(self) -> int:
+        return sum(self.read_transactions_cancelled.values())
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -184,6 +200,8 @@ class ContentionCounters:
             "write_units_cancelled": self.write_units_cancelled,
             "read_units_consumed": self.read_units_consumed,
             "in_flight_transactions": self.in_flight_transactions,
+            "read_transactions_committed": self.read_transactions_committed,
+            "read_transactions_cancelled": dict(self.read_transactions_cancelled),
         }
 
 
@@ -253,6 +271,7 @@ class ContentionModel:
         self._rng = rng or random.Random()
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
+        self._read_ids = itertools.count(1)
         # item key -> (transaction id, held until; math.inf until finish() for open-ended holds)
         self._holds: dict[str, tuple[int, float]] = {}
         self._open: dict[int, Decision] = {}  # open-ended transactions not finished yet
@@ -266,6 +285,13 @@ class ContentionModel:
         self._write_units = 0.0
         self._write_units_cancelled = 0.0
         self._read_units = 0.0
+        # item key -> until when a single-item write is in flight on it (a transactional read conflicts)
+        self._single_writes: dict[str, float] = {}
+        # read id -> the item keys of a TransactGetItems in flight, and the positions written since
+        self._reads: dict[int, tuple[tuple[str, ...], set[int]]] = {}
+        self._readers: dict[str, set[int]] = {}  # item key -> ids of the reads in flight on it
+        self._read_committed = 0
+        self._read_cancelled: Counter[str] = Counter()
 
     # ------------------------------------------------------------------ public
     def now(self) -> float:
@@ -299,6 +325,10 @@ class ContentionModel:
                     start,
                     units=item.write_units,
                 )
+            until = start + latency
+            if until > self._single_writes.get(item.item_key, start):
+                self._single_writes[item.item_key] = until
+            self._mark_readers([item.item_key])
             return Decision(Verdict.ADMITTED, operation, (None,), latency, start, units=item.write_units)
 
     def read_items(
@@ -316,6 +346,81 @@ class ContentionModel:
             units = sum(item.read_units for item in items)
             return Decision(Verdict.ADMITTED, operation, (None,) * len(items), latency, start, units=units)
 
+    def transact_read(self, items: Sequence[ItemRead], *, now: float | None = None) -> Decision:
+        """A `TransactGetItems` of `items` (in request order) starting at `now`.
+
+        Cancelled at once (`Verdict.CONFLICT`, "TransactionConflict" at each such position) when
+        an item is held by a transaction or in a single-item write in flight; throttled like any
+        read. An admitted read is in flight until `finish_read`, which gives its final verdict.
+        """
+        operation = "TransactGetItems"
+        with self._lock:
+            start = self._now(now)
+            latency = self._latency(operation, len(items))
+            throttled = self._take_reads(items, start)
+            if throttled is not None:
+                self._throttled += 1
+                self._read_cancelled[THROTTLING_ERROR] += 1
+                reasons = tuple(THROTTLING_ERROR if i == throttled else None for i in range(len(items)))
+                return Decision(Verdict.THROTTLED, operation, reasons, latency, start)
+            units = sum(item.read_units for item in items)
+            keys = tuple(item.item_key for item in items)
+            held = self._held_positions(keys, start) | self._written_positions(keys, start)
+            if held:
+                self._read_cancelled[TRANSACTION_CONFLICT] += 1
+                reasons = tuple(TRANSACTION_CONFLICT if i in held else None for i in range(len(items)))
+                return Decision(Verdict.CONFLICT, operation, reasons, latency, start, units=units)
+            read_id = next(self._read_ids)
+            self._reads[read_id] = (keys, set())
+            for key in keys:
+                self._readers.setdefault(key, set()).add(read_id)
+            self._read_committed += 1
+            return Decision(
+                Verdict.ADMITTED,
+                operation,
+                (None,) * len(items),
+                latency,
+                start,
+                transaction_id=read_id,
+                units=units,
+                item_keys=keys,
+            )
+
+    def finish_read(self, decision: Decision, *, now: float | None = None) -> Decision:
+        """The final verdict of a `transact_read` when it answers; call it once per decision.
+
+        An admitted read of an item that a write started to change while the read was in flight
+        is cancelled after all ("TransactionConflict" at those positions; recounted from committed
+        to cancelled). Any other decision, or one already finished, is returned as it is.
+        """
+        if decision.operation != "TransactGetItems" or decision.transaction_id is None:
+            return decision
+        with self._lock:
+            read = self._reads.pop(decision.transaction_id, None)
+            if read is None:
+                return decision
+            keys, written = read
+            for key in keys:
+                readers = self._readers.get(key)
+                if readers is not None:
+                    readers.discard(decision.transaction_id)
+                    if not readers:
+                        del self._readers[key]
+            if not written:
+                return decision
+            self._read_committed -= 1
+            self._read_cancelled[TRANSACTION_CONFLICT] += 1
+            reasons = tuple(TRANSACTION_CONFLICT if i in written else None for i in range(len(keys)))
+            return Decision(
+                Verdict.CONFLICT,
+                decision.operation,
+                reasons,
+                decision.latency_s,
+                decision.started_at,
+                units=decision.units,
+                item_keys=keys,
+            )
+
     def finish(
         self, decision: Decision, *, cancelled_by: str | None = None, now: float | None = None
     ) -> None:
@@ -325,7 +430,7 @@ class ContentionModel:
         `cancelled_by` (e.g. "ConditionalCheckFailed") recounts it from committed to cancelled.
         Does nothing for a decision that was not an admitted transaction.
         """
-        if decision.transaction_id is None:
+        if decision.transaction_id is None or decision.operation == "TransactGetItems":
             return
         with self._lock:
             if decision.open_ended and self._open.pop(decision.transaction_id, None) is None:
@@ -353,6 +458,8 @@ class ContentionModel:
                 write_units_cancelled=self._write_units_cancelled,
                 read_units_consumed=self._read_units,
                 in_flight_transactions=len(holding),
+                read_transactions_committed=self._read_committed,
+                read_transactions_cancelled=dict(self._read_cancelled),
             )
 
     # ------------------------------------------------------------------ internals (under the lock)
@@ -385,6 +492,7 @@ class ContentionModel:
             hold_until = math.inf if until_finished else start + latency
             for item in items:
                 self._holds[item.item_key] = (transaction_id, hold_until)
+            self._mark_readers(item.item_key for item in items)
             self._committed += 1
             if transaction_id % PURGE_EVERY == 0:
                 self._purge_holds(start)
@@ -428,6 +536,20 @@ class ContentionModel:
         for key, (_, until) in list(self._holds.items()):
             if until <= now:
                 del self._holds[key]
+        for key, written_until in list(self._single_writes.items()):
+            if written_until <= now:
+                del self._single_writes[key]
+
+    def _written_positions(self, item_keys: Sequence[str], now: float) -> set[int]:
+        """Positions of the items a single-item write is changing at `now`."""
+        return {position for position, key in enumerate(item_keys) if self._single_writes.get(key, now) > now}
+
+    def _mark_readers(self, item_keys: Iterable[str]) -> None:
+        """A write starts on `item_keys`: the transactional reads in flight on them will be cancelled."""
+        for key in item_keys:
+            for read_id in self._readers.get(key, ()):
+                keys, written = self._reads[read_id]
+                written.add(keys.index(key))
 
     def _bucket(self, buckets: dict[str, _Bucket], key: str, rate: float, now: float) -> _Bucket:
         bucket = buckets.get(key)

@@ -12,6 +12,10 @@ after botocore:
   mapping), with no botocore retry (botocore retries no `TransactionCanceledException`);
 - a throttled read (`ProvisionedThroughputExceededException`): retried as botocore's standard mode
   does (4 attempts, full-jitter back-off with a 1 s base for throttling), then `Throttled`;
+- a sharded class is read as the DAL reads it (`dal.access`): a `GetItem` of shard 0, then a
+  `TransactGetItems` of all its shard items, which a write on one of them cancels (the model's
+  `transact_read`); read again `SHARDED_READ_ATTEMPTS` times with the DAL's back-off, then
+  `TransactionConflict`; a throttled one raises `Throttled` at once;
 - an admitted transaction waits its modelled latency, holding its items, then commits; a refused
   condition is reported as the DAL reports it (`WriteRefused`), and counted as cancelled with
   `ConditionalCheckFailed`. Reads see committed data only.
@@ -40,6 +44,7 @@ from seat_inventory.contention.model import (
     read_units,
     write_units,
 )
+from seat_inventory.dal.access import SHARDED_READ_ATTEMPTS, SHARDED_READ_BACKOFF_SECONDS
 from seat_inventory.dal.items import customer_key, inventory_key, reservation_key
 from seat_inventory.logic.ports import TransitionsRefused, WriteRefused
 from seat_inventory.models import (
@@ -101,9 +106,9 @@ def _write(key: Mapping[str, Any], size_bytes: int) -> ItemWrite:
     return ItemWrite(pk, item_key, write_units(size_bytes, transactional=True))
 
 
-def _read(key: Mapping[str, Any], size_bytes: int) -> ItemRead:
+def _read(key: Mapping[str, Any], size_bytes: int, *, transactional: bool = False) -> ItemRead:
     pk, item_key = _item_key(key)
-    return ItemRead(pk, item_key, read_units(size_bytes, consistent=True))
+    return ItemRead(pk, item_key, read_units(size_bytes, consistent=True, transactional=transactional))
 
 
 class ContainerClock(Protocol):
@@ -148,13 +153,18 @@ class SimulatedDynamoStore:
     def read_inventory(self, key: SeatKey) -> SeatClassInventory | None:
         self._read("GetItem", [_read(inventory_key(key), INVENTORY_ITEM_BYTES)])
         item = self._table.data.read_inventory(key)
-        if item is not None and not item.complete:
-            # A sharded class: a TransactGetItems of all its shard items (dal.access).
-            shards = range(item.shard_items)
-            self._read(
-                "TransactGetItems", [_read(inventory_key(key, n), INVENTORY_ITEM_BYTES) for n in shards]
-            )
-        return item
+        if item is None or item.shard_items == 1:
+            return item
+        # A sharded class (the in-memory store answers it whole; DynamoDB's shard 0 does not).
+        shards = [
+            _read(inventory_key(key, n), INVENTORY_ITEM_BYTES, transactional=True)
+            for n in range(item.shard_items)
+        ]
+        for attempt in range(SHARDED_READ_ATTEMPTS):
+            if self._transact_read(shards):
+                return self._table.data.read_inventory(key)
+            self._clock.sleep(SHARDED_READ_BACKOFF_SECONDS * 2**attempt)
+        raise TransactionConflict(f"the shards of {key} kept changing while read")
 
     def read_reservations(self, reservation_ids: Sequence[str]) -> dict[str, ReservationRecord]:
         unique = list(dict.fromkeys(reservation_ids))
@@ -243,6 +253,19 @@ class SimulatedDynamoStore:
         if decision.verdict is Verdict.THROTTLED:
             raise Throttled("ThrottlingError")
         return refused
+
+    def _transact_read(self, items: list[ItemRead]) -> bool:
+        """A `TransactGetItems`: True when it answered, False when a write cancelled it."""
+        table = self._table
+        table.count("TransactGetItems")
+        decision = table.model.transact_read(items, now=self._clock.now())
+        try:
+            self._clock.wait_for_aws(decision.latency_s)
+        finally:
+            decision = table.model.finish_read(decision, now=self._clock.now())
+        if decision.verdict is Verdict.THROTTLED:
+            raise Throttled("ThrottlingError")  # botocore retries no TransactionCanceledException
+        return decision.admitted
 
     def _read(self, operation: str, items: list[ItemRead]) -> None:
         table = self._table

@@ -20,6 +20,13 @@ def _cancelled(figures: dict[str, Any]) -> str:
     return f"{total:,} ({figures['cancelled_share']:.0%} of transactions: {parts})"
 
 
+def _refused_reads(figures: dict[str, Any]) -> str:
+    reasons = figures["transactional_reads_refused"]
+    total = sum(reasons.values())
+    parts = "".join(f", {reason} {count:,}" for reason, count in reasons.items())
+    return f"{total:,} of {figures['transactional_reads']:,} TransactGetItems (sharded class reads){parts}"
+
+
 def _contention(result: SimulationResult) -> str:
     settings = result.config.contention
     table = (
@@ -75,6 +82,7 @@ def format_table(result: SimulationResult) -> str:
         ("outcomes", ", ".join(f"{k} {v:,}" for k, v in f["outcomes"].items()) or "-"),
         ("transactions committed", f"{f['transactions_committed']:,}"),
         ("transactions cancelled", _cancelled(f)),
+        ("transactional reads refused", _refused_reads(f)),
         ("throttled requests", f"{f['throttled_requests']:,}"),
         (
             "wasted write units",

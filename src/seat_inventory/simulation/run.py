@@ -300,6 +300,8 @@ def _figures(
         "wasted_write_units": counters.write_units_cancelled,
         "wasted_write_units_per_confirmed": counters.write_units_cancelled / confirmed if confirmed else 0.0,
         "read_units": counters.read_units_consumed,
+        "transactional_reads": counters.read_transactions_committed + counters.read_transactions_refused,
+        "transactional_reads_refused": dict(sorted(counters.read_transactions_cancelled.items())),
         "dynamodb_requests": dict(sorted(table.requests.items())),
         "invocations": tally.invocations,
         "cold_starts": tally.cold_starts,
