@@ -6,7 +6,9 @@ one Publish per message (and the idempotent baseline a record put and update aro
 service answers every message with far fewer requests and never writes the hot item after the
 sell-out, all leave every inventory item consistent, and the contention figures add up
 (committed + cancelled = attempted transactions, every message deleted or dead-lettered, a time
-to outcome for every outcome published).
+to outcome for every outcome published). The hot workload also runs sharded over 4 and
+MAX_SHARDS items (the service only): every shard item is read back and the class sold exactly
+its capacity.
 """
 
 from __future__ import annotations
@@ -21,17 +23,19 @@ from seat_inventory.bench.counting import COMMITTED
 from seat_inventory.bench.run import BASELINE, IDEMPOTENT, SERVICE, Bench, DesignResult, workloads
 from seat_inventory.cli.main import cli
 from seat_inventory.local.stack import LocalStack
+from seat_inventory.models import MAX_SHARDS
 
 pytestmark = pytest.mark.local_stack
 
 SCALE = 0.02  # hot: 400 requests for 40 seats; many: 200 over 20 events of 10; tail: 100 after 10
 WORKERS = 2
+SHARDS = (1, 4, MAX_SHARDS)  # the hot workload again over 4 and MAX_SHARDS items: 40 seats in all
 
 
 @pytest.fixture(scope="module")
 def results(local_stack: LocalStack) -> list[DesignResult]:
     bench = Bench(local_stack, workers=WORKERS)
-    return bench.run(workloads(SCALE))  # no warm-up: nothing here is timed
+    return bench.run(workloads(SCALE, SHARDS))  # no warm-up: nothing here is timed
 
 
 def _result(results: list[DesignResult], workload: str, design: str) -> DesignResult:
@@ -41,12 +45,16 @@ def _result(results: list[DesignResult], workload: str, design: str) -> DesignRe
 def test_every_message_is_answered_and_every_item_stays_consistent(
     results: list[DesignResult], local_stack: LocalStack
 ) -> None:
-    specs = {spec.name: spec for spec in workloads(SCALE)}
+    specs = {spec.name: spec for spec in workloads(SCALE, SHARDS)}
     designs = (SERVICE, BASELINE, IDEMPOTENT)
-    assert {(r.workload, r.design) for r in results} == {(w, d) for w in specs for d in designs}
+    assert {(r.workload, r.design) for r in results} == {
+        (name, d) for name, spec in specs.items() for d in spec.designs or designs
+    }
+    assert {r.workload for r in results} == {"hot", "many", "tail", "hot K=4", f"hot K={MAX_SHARDS}"}
     for result in results:
         spec = specs[result.workload]
         assert result.invariant_problems == []
+        assert result.sell_out_problems == [], result.workload
         assert result.published == spec.requests, result.workload
         expected = 0 if spec.warmup else min(spec.requests, spec.capacity * spec.events)
         assert result.confirmed == expected, (result.workload, result.design)
@@ -58,6 +66,28 @@ def test_every_message_is_answered_and_every_item_stays_consistent(
         # (the layer's share of a workload this small can round to 0 in the kernel's 10 ms ticks)
         busy = {name: seconds for name, seconds in result.cpu_seconds.items() if name != "contention proxy"}
         assert all(seconds > 0 for seconds in busy.values()), result.cpu_seconds
+
+
+def test_the_sharded_hot_workload_sells_exactly_its_capacity_over_every_shard(
+    results: list[DesignResult],
+) -> None:
+    for k in SHARDS[1:]:
+        sharded = _result(results, f"hot K={k}", SERVICE)
+        assert sharded.shards == k and sharded.workers == WORKERS
+        (view,) = sharded.final_classes
+        # every shard item was read back: all of them sold, none has a seat left
+        assert [s.shard for s in view.shard_seats()] == list(range(k))
+        assert sum(s.sold for s in view.shard_seats()) == view.capacity == sharded.capacity == 40
+        assert all(s.available == 0 and s.held == 0 for s in view.shard_seats())
+        assert sharded.confirmed == 40
+        assert sharded.outcomes == {"CONFIRMED": 40, "SOLD_OUT": 400 - 40}
+        # the inventory writes went to shard items only, and the ceiling counts K of them
+        written = sharded.counts["hot_item_writes_by_key"]
+        assert written and all(key.startswith("EVENT#") for key in written)
+        ceiling = sharded.ceiling
+        assert ceiling is not None and ceiling.shards == k
+        assert ceiling.shard_items_per_transaction is not None and ceiling.shard_items_per_transaction >= 1
+    assert _result(results, "hot", SERVICE).shards == 1
 
 
 def test_the_baseline_makes_one_update_and_one_publish_per_message(results: list[DesignResult]) -> None:
@@ -191,6 +221,9 @@ def test_the_report_tables_and_chart_are_written(results: list[DesignResult], tm
         "## Contention, retries and time to answer",
         "## Per-event ceiling",
         "| hot | baseline + idempotency |",
+        "## Sharded hot workload",
+        "| hot K=4 | service |",
+        "| sold exactly its capacity |",
     ):
         assert needle in text
     names = [t.name for t in report.targets(results, None)]
@@ -210,5 +243,7 @@ def test_bench_help_matches_its_options() -> None:
         "--figures-json",
         "--note",
         "--cold-start-rounds",
+        "--shards",
+        "--sharded-workers",
     ):
         assert option in result.output

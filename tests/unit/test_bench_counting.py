@@ -241,3 +241,40 @@ def test_latency_percentiles_are_read_within_the_bucket_width() -> None:
     assert latency_percentile({}, 0.5) is None
     # JSON turns the buckets into strings; they read the same
     assert latency_percentile({str(k): v for k, v in histogram.items()}, 0.5) == p50
+
+
+def test_a_committed_transaction_over_two_shard_items_counts_both_and_each_items_writes(dynamodb) -> None:
+    client, engine, counter = dynamodb
+    shard_update = {
+        "Update": {**INVENTORY_UPDATE["Update"], "Key": {**INVENTORY_KEY, "pk": {"S": "EVENT#e-1#SHARD#3"}}}
+    }
+    engine.ok()
+    client.transact_write_items(TransactItems=[*TRANSACTION, shard_update])
+
+    snapshot = counter.snapshot()
+    assert snapshot["hot_item_transactions"] == {"committed": 1}
+    assert snapshot["hot_transaction_items"] == 2  # shard 0 and shard 3 in one transaction
+    assert snapshot["hot_transaction_actions"] == 3
+    assert snapshot["hot_item_writes_by_key"] == {"EVENT#e-1": 2, "EVENT#e-1#SHARD#3": 2}
+
+
+def test_outcomes_published_are_counted_by_outcome_and_sold_out_by_event() -> None:
+    counter = RequestCounter()
+    sns = counter.register(boto3.client("sns", **CREDENTIALS))
+    stubber = Stubber(sns)
+    entries = [
+        {
+            "Id": str(n),
+            "Message": json.dumps({"reservation_id": f"r-{n}", "event_id": event, "outcome": outcome}),
+        }
+        for n, (event, outcome) in enumerate(
+            [("e-1", "CONFIRMED"), ("e-1", "SOLD_OUT"), ("e-2", "SOLD_OUT"), ("e-1", "SOLD_OUT")]
+        )
+    ]
+    stubber.add_response("publish_batch", {"Successful": [], "Failed": []})
+    with stubber:
+        sns.publish_batch(TopicArn="arn:aws:sns:us-east-1:123456789012:t", PublishBatchRequestEntries=entries)
+
+    snapshot = counter.snapshot()
+    assert snapshot["outcomes"] == {"CONFIRMED": 1, "SOLD_OUT": 3}
+    assert snapshot["sold_out_by_event"] == {"e-1": 2, "e-2": 1}

@@ -14,8 +14,9 @@ and returns the counter's `snapshot`. The counter listens to these botocore even
   every DynamoDB error by code;
 - `after-call.*.*`: the reply, with the `ConsumedCapacity` it carries; for the poller's
   `ReceiveMessage`, each message's `SentTimestamp` and `ApproximateFirstReceiveTimestamp`;
-- `before-parameter-build.sns.*`: each outcome published; the time since its message was sent
-  (and first received) goes into a latency histogram (`LatencyHistogram`).
+- `before-parameter-build.sns.*`: each outcome published, counted by outcome (and SOLD_OUT by
+  event); the time since its message was sent (and first received) goes into a latency
+  histogram (`latency_bucket`).
 
 Billed capacity is derived from the request and the item sizes with DynamoDB's rules (see
 `bench.pricing`), because DynamoDB Local reports 2 units for a whole `TransactWriteItems` of 100
@@ -86,19 +87,18 @@ def is_inventory_partition(key: Mapping[str, Mapping[str, Any]] | None) -> bool:
     return bool(key) and key.get("pk", {}).get("S", "").startswith(INVENTORY_PREFIX)  # type: ignore[union-attr]
 
 
-def _message_fields(body: str) -> tuple[str | None, str | None]:
-    """The reservation id and outcome of a request or outcome message (JSON), where present."""
+def _message_fields(body: str) -> tuple[str | None, str | None, str | None]:
+    """The reservation id, outcome and event id of a request or outcome message (JSON), where
+    present."""
     try:
         document = json.loads(body)
     except ValueError:
-        return None, None
+        return None, None, None
     if not isinstance(document, dict):
-        return None, None
-    reservation_id, outcome = document.get("reservation_id"), document.get("outcome")
-    return (
-        reservation_id if isinstance(reservation_id, str) else None,
-        outcome if isinstance(outcome, str) else None,
-    )
+        return None, None, None
+    fields = (document.get("reservation_id"), document.get("outcome"), document.get("event_id"))
+    text = [value if isinstance(value, str) else None for value in fields]
+    return text[0], text[1], text[2]
 
 
 def is_inventory_key(key: Mapping[str, Mapping[str, Any]] | None) -> bool:
@@ -115,6 +115,7 @@ def is_inventory_key(key: Mapping[str, Mapping[str, Any]] | None) -> bool:
 _TRANSACTION_UNITS = "seat_inventory_bench_transaction_units"
 _TRANSACTION_HOT = "seat_inventory_bench_transaction_hot"
 _TRANSACTION_ACTIONS = "seat_inventory_bench_transaction_actions"
+_TRANSACTION_ITEMS = "seat_inventory_bench_transaction_items"
 
 # Error codes of a throttled DynamoDB request, and cancellation reasons of a throttled transaction.
 THROTTLING_CODES = frozenset(
@@ -185,6 +186,10 @@ class RequestCounter:
         self.transactions: Counter[str] = Counter()
         self.hot_item_transactions: Counter[str] = Counter()
         self.hot_transaction_actions = 0  # actions of the committed ones on an inventory item
+        self.hot_transaction_items = 0  # inventory (shard) items those committed ones held
+        # Writes (transactional ones twice) per inventory item, by its partition key: how evenly
+        # a sharded class's writes spread over its shard items.
+        self.hot_item_writes_by_key: Counter[str] = Counter()
         self.cancelled_write_units = 0.0
         # Every DynamoDB attempt that failed, by `<Operation> <error code>`, and the throttled ones
         # (throttling errors, and transactions cancelled for throttling).
@@ -198,6 +203,9 @@ class RequestCounter:
         self.outcomes_without_message = 0
         # When CONFIRMED outcomes were published: counts per tenth of a second (time.time() x 10).
         self.confirmed_at: Counter[int] = Counter()
+        # Outcomes published, by their `outcome` (CONFIRMED, SOLD_OUT, ...).
+        self.outcomes: Counter[str] = Counter()
+        self.sold_out_by_event: Counter[str] = Counter()  # SOLD_OUT answers, by event id
         self._received: dict[str, tuple[float, float]] = {}
 
     # --------------------------------------------------------------- botocore event handlers
@@ -214,6 +222,10 @@ class RequestCounter:
             context[_TRANSACTION_UNITS] = units
             context[_TRANSACTION_HOT] = touches_hot
             context[_TRANSACTION_ACTIONS] = len(params.get("TransactItems", []))
+            context[_TRANSACTION_ITEMS] = sum(
+                is_inventory_key(next(iter(action.values())).get("Key"))
+                for action in params.get("TransactItems", [])
+            )
 
     def before_publish(self, params: dict[str, Any], model: Any, **_: Any) -> None:
         if model.name == "PublishBatch":
@@ -270,6 +282,7 @@ class RequestCounter:
                 self.hot_item_transactions[answer] += 1
                 if answer == COMMITTED:
                     self.hot_transaction_actions += int(context.get(_TRANSACTION_ACTIONS, 0))
+                    self.hot_transaction_items += int(context.get(_TRANSACTION_ITEMS, 0))
 
     def after_call(self, model: Any, parsed: Mapping[str, Any], **kwargs: Any) -> None:
         service = kwargs.get("event_name", "after-call.?.?").split(".")[1]
@@ -294,7 +307,7 @@ class RequestCounter:
 
     # --------------------------------------------------------------- time to outcome
     def _note_received(self, message: Mapping[str, Any]) -> None:
-        reservation_id, _ = _message_fields(message.get("Body", ""))
+        reservation_id, _, _ = _message_fields(message.get("Body", ""))
         attributes = message.get("Attributes", {})
         if reservation_id is None or "SentTimestamp" not in attributes:
             return
@@ -303,7 +316,11 @@ class RequestCounter:
         self._received[reservation_id] = (sent, first)
 
     def _note_outcome(self, message: str, now: float) -> None:
-        reservation_id, outcome = _message_fields(message)
+        reservation_id, outcome, event_id = _message_fields(message)
+        if outcome is not None:
+            self.outcomes[outcome] += 1
+        if outcome == "SOLD_OUT" and event_id is not None:
+            self.sold_out_by_event[event_id] += 1
         if outcome == "CONFIRMED":
             self.confirmed_at[math.floor(now * CONFIRMED_AT_PER_S)] += 1
         times = self._received.pop(reservation_id, None) if reservation_id else None
@@ -360,6 +377,7 @@ class RequestCounter:
     def _note_keyed_write(self, key: Mapping[str, Any] | None, *, factor: int) -> None:
         if is_inventory_key(key):
             self.hot_item_writes += factor
+            self.hot_item_writes_by_key[key["pk"]["S"]] += factor  # type: ignore[index]
         else:
             self.other_key_writes += factor
             if is_inventory_partition(key):
@@ -404,6 +422,10 @@ class RequestCounter:
                 "outcomes_without_message": self.outcomes_without_message,
                 "confirmed_at": dict(self.confirmed_at),
                 "hot_transaction_actions": self.hot_transaction_actions,
+                "hot_transaction_items": self.hot_transaction_items,
+                "hot_item_writes_by_key": dict(self.hot_item_writes_by_key),
+                "outcomes": dict(self.outcomes),
+                "sold_out_by_event": dict(self.sold_out_by_event),
             }
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from seat_inventory.bench.cold_start import ColdStart
 from seat_inventory.bench.pricing import PRICES, PRICES_AS_OF
-from seat_inventory.bench.run import BASELINE, IDEMPOTENT, SERVICE, WORKERS_CPU, DesignResult
+from seat_inventory.bench.run import BASELINE, IDEMPOTENT, SERVICE, WORKERS_CPU, DesignResult, hot_series
 from seat_inventory.local.engines import DYNAMODB_LOCAL_VERSION
 
 DESIGN_NAMES = {SERVICE: "service", BASELINE: "baseline", IDEMPOTENT: "baseline + idempotency"}
@@ -94,6 +94,7 @@ def targets(results: Sequence[DesignResult], cold: ColdStart | None) -> list[Tar
                 our_writes == 0,
             )
         )
+    found += sharded_targets(results)
     if cold:
         found.append(
             Target(
@@ -104,6 +105,46 @@ def targets(results: Sequence[DesignResult], cold: ColdStart | None) -> list[Tar
                 cold.ratio <= 1.3,
             )
         )
+    return found
+
+
+def sharded_targets(results: Sequence[DesignResult]) -> list[Target]:
+    """Issue 13's targets the bench can read: every class sold exactly its capacity (every
+    design, every workload), and on the hot workload at the largest K (and most workers) run, the
+    share of cancelled transactions, wasted write units and dead letters."""
+    if not results:
+        return []
+    problems = [p for r in results for p in r.sell_out_problems]
+    found = [
+        Target(
+            "every seat class sold exactly its capacity, no seat left on any shard (every workload)",
+            "yes",
+            "yes" if not problems else f"NO: {len(problems)} problem(s), first: {problems[0]}",
+            not problems,
+        )
+    ]
+    series = [r for r in hot_series(results) if r.shards > 1]
+    if not series:
+        return found
+    top = max(series, key=lambda r: (r.shards, r.workers))
+    label = f"hot K={top.shards}, {top.workers} workers"
+    cancelled = sum(top.transactions_cancelled.values())
+    share = cancelled / top.transactions_attempted if top.transactions_attempted else 0.0
+    found += [
+        Target(
+            f"transactions cancelled ({label})",
+            "<= 5%",
+            f"{100 * share:.1f}% ({cancelled:,} of {top.transactions_attempted:,})",
+            share <= 0.05,
+        ),
+        Target(
+            f"wasted write units per confirmed reservation ({label})",
+            "<= 0.1",
+            f"{top.wasted_write_units_per_confirmed:.3f}",
+            top.wasted_write_units_per_confirmed <= 0.1,
+        ),
+        Target(f"messages dead-lettered ({label})", "0", f"{top.dead_lettered:,}", top.dead_lettered == 0),
+    ]
     return found
 
 
@@ -151,6 +192,38 @@ def figures_table(results: Sequence[DesignResult]) -> str:
     return "\n".join(lines)
 
 
+def _sell_out_check(result: DesignResult) -> str:
+    if result.sell_out_problems:
+        return "NO: " + "; ".join(result.sell_out_problems)
+    return "yes"
+
+
+def sharded_table(results: Sequence[DesignResult]) -> str:
+    """The service on the hot workload at each K: throughput, contention, waste, answers, cost,
+    and the check that the class sold exactly its capacity with no seat left on a shard."""
+    lines = [
+        "| K | workers | shards busy at most | requests | confirmed | messages/s | transactions"
+        " committed | cancelled (by reason) | throttled requests | wasted WRU per confirmed"
+        " | busiest shard's share of writes | handed back | dead-lettered"
+        " | send to outcome p50 / p99 ms | $ per M msgs | sold / capacity | seats left on shards"
+        " | SOLD_OUT answers | sold exactly its capacity |",
+        "|" + "---|" * 19,
+    ]
+    for r in hot_series(results):
+        left = sum(s.available for c in r.final_classes for s in c.shard_seats())
+        sold = sum(c.sold for c in r.final_classes)
+        lines.append(
+            f"| {r.shards} | {r.workers} | {min(r.shards, r.workers)} | {r.requests:,} | {r.confirmed:,}"
+            f" | {r.messages_per_s:,.0f} | {r.transactions_committed:,} | {_cancelled(r)}"
+            f" | {r.throttled_requests:,} | {r.wasted_write_units_per_confirmed:.3f}"
+            f" | {r.busiest_shard_share:.2f} | {r.handed_back:,} | {r.dead_lettered:,}"
+            f" | {_ms(r.latency_s(0.5))} / {_ms(r.latency_s(0.99))} | {_money(r.cost.total)}"
+            f" | {sold:,} / {r.capacity:,} | {left:,} | {r.outcomes.get('SOLD_OUT', 0):,}"
+            f" | {_sell_out_check(r)} |"
+        )
+    return "\n".join(lines)
+
+
 def cost_table(results: Sequence[DesignResult]) -> str:
     lines = [
         "| workload | design | DynamoDB | SQS | SNS | Lambda | total $ per M msgs | GB-s (local)"
@@ -194,20 +267,22 @@ def contention_table(results: Sequence[DesignResult]) -> str:
 def ceiling_table(results: Sequence[DesignResult]) -> str:
     """The per-event ceiling's inputs, as counted, and its two bounds (`bench.ceiling`)."""
     lines = [
-        "| workload | design | partition WRU per reservation | write-unit bound res/s"
-        " | actions per committed hot transaction | its mean AWS latency ms | reservations per"
-        " committed hot transaction | one-transaction-at-a-time bound res/s | ceiling res/s per event"
-        " | limited by | confirmed/s here | x time scale |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| workload | design | K | partition WRU per reservation | busiest shard's share"
+        " | write-unit bound res/s | actions per committed hot transaction | its mean AWS latency ms"
+        " | shard items per committed hot transaction | reservations per committed hot transaction"
+        " | one-transaction-at-a-time bound res/s | ceiling res/s per event | limited by"
+        " | confirmed/s here | x time scale |",
+        "|" + "---|" * 15,
     ]
     for r in results:
         c = r.ceiling
         if c is None:
             continue
         lines.append(
-            f"| {r.workload} | {DESIGN_NAMES[r.design]} | {c.write_units_per_reservation:.4f}"
-            f" | {_number(c.write_units_bound)} | {_number(c.actions_per_transaction)}"
-            f" | {_ms(c.transaction_latency_s)} | {_number(c.reservations_per_transaction)}"
+            f"| {r.workload} | {DESIGN_NAMES[r.design]} | {c.shards} | {c.write_units_per_reservation:.4f}"
+            f" | {c.busiest_shard_share:.2f} | {_number(c.write_units_bound)}"
+            f" | {_number(c.actions_per_transaction)} | {_ms(c.transaction_latency_s)}"
+            f" | {_number(c.shard_items_per_transaction)} | {_number(c.reservations_per_transaction)}"
             f" | {_number(c.serialization_bound)} | {_number(c.value)} | {c.limited_by}"
             f" | {_number(r.confirmed_per_s)}"
             f" | {_number(r.confirmed_per_s * r.aws.time_scale if r.confirmed_per_s else None)} |"
@@ -300,6 +375,8 @@ def printed_report(results: Sequence[DesignResult], cold: ColdStart | None, *, e
         figures_table(results),
         "",
         contention_table(results),
+        "",
+        sharded_table(results),
         "",
         ceiling_table(results),
         "",
@@ -428,6 +505,28 @@ def markdown(
         "",
         contention_table(results),
         "",
+        "## Sharded hot workload",
+        "",
+        "The hot workload again, for the service only, with its seat class split over K shard"
+        " items (`--shards`; created by the code path of `seats event create --shards K`; the rows"
+        " 'hot K=<K>' in every table of this report), on the same contention layer. The common"
+        " designs are not run sharded: they take seats with one `UpdateItem` of the class's single"
+        " item and have no shards, so their rows are those of the unsharded hot workload above."
+        " K = 1 is the hot workload itself (unless `--sharded-workers` differs from `--workers`:"
+        " then it runs again as 'hot K=1'). Each worker process plays one Lambda container, and a"
+        " container holds one shard at a time (docs/sharding.md: sticky routing): with fewer"
+        " workers than shards, at most as many shards as workers take a transaction at once and"
+        " the others sit idle ('shards busy at most'), so K beyond the number of containers cannot"
+        " raise the rate here. Wasted write units are those carried by cancelled transactions, per"
+        " confirmed reservation; the busiest shard's share is of the inventory writes, counted per"
+        " item. After the drain every shard item is read (one consistent read of the class, as"
+        " `seats event show --shards`): the class must have sold exactly its capacity (demand"
+        " exceeds supply here), every item must keep available + held + sold = capacity, and no"
+        " request may have been answered SOLD_OUT while a shard still had seats; `seats bench`"
+        " exits with status 1 when any class of any workload fails this check.",
+        "",
+        sharded_table(results),
+        "",
         "## Per-event ceiling",
         "",
         "How many reservations per second one seat class can take on AWS, derived from this run's"
@@ -439,6 +538,12 @@ def markdown(
         " through the published p50/p90 for its size, from the contention model, extrapolated past 25"
         " items). The ceiling is the lower bound; (2) assumes the next transaction starts the instant"
         " the previous one commits, so it is an upper bound on what contending containers reach."
+        " A class split over K shard items has K partition keys, each committing one transaction"
+        " at a time: (1) uses the busiest shard item's share of the inventory writes (as counted"
+        " per item), and (2) becomes K / (shard items per committed transaction x its mean"
+        " latency) commits per second (a transaction that moves seats between shards holds"
+        " several items). Both assume at least K containers selling at once; with fewer workers"
+        " than shards the rate measured here stays well below it."
         " Only workloads that send everything to one event are shown: spread over 20 events, each"
         " event's share of a batch is a few reservations, and its small transactions say nothing of"
         " its limit."

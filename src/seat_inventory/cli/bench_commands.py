@@ -12,9 +12,25 @@ import click
 
 from seat_inventory.cli.local_commands import aws_contention_options, aws_contention_settings
 from seat_inventory.local.engines import LocalStackError
+from seat_inventory.models import MAX_SHARDS
 
 QUICK_SCALE = 0.1
 DEFAULT_WORKERS = 4
+DEFAULT_SHARDS = "1,4,16"
+
+
+def _shard_counts(_ctx: click.Context, _param: click.Parameter, value: str) -> tuple[int, ...]:
+    """`--shards 1,4,16`: distinct shard counts, each from 1 to MAX_SHARDS, in order."""
+    counts = set()
+    for part in value.split(","):
+        try:
+            k = int(part.strip())
+        except ValueError:
+            raise click.BadParameter(f"{part.strip()!r} is not a whole number (e.g. 1,4,16)") from None
+        if not 1 <= k <= MAX_SHARDS:
+            raise click.BadParameter(f"{k} is not from 1 to {MAX_SHARDS}")
+        counts.add(k)
+    return tuple(sorted(counts))
 
 
 @click.command()
@@ -33,6 +49,24 @@ DEFAULT_WORKERS = 4
     default=DEFAULT_WORKERS,
     show_default=True,
     help="Worker processes (Lambda instances) per design.",
+)
+@click.option(
+    "--shards",
+    default=DEFAULT_SHARDS,
+    metavar="K[,K...]",
+    show_default=True,
+    callback=_shard_counts,
+    help="Shard counts K for the hot workload, comma-separated (each 1 to"
+    f" {MAX_SHARDS}): each K other than 1 adds a 'hot K=<K>' workload whose seat class is split"
+    " over K items (as `seats event create --shards K`), run by the service only (the common"
+    " designs have no shards); K = 1 is the hot workload itself. '--shards 1' runs no sharded"
+    " workload.",
+)
+@click.option(
+    "--sharded-workers",
+    type=click.IntRange(min=1, max=32),
+    help="Worker processes for the sharded hot workloads (default: --workers); when it differs"
+    " from --workers, K = 1 of --shards also runs as 'hot K=1' with these workers.",
 )
 @click.option(
     "--report",
@@ -79,6 +113,8 @@ def bench(
     quick: bool,
     scale: float | None,
     workers: int,
+    shards: tuple[int, ...],
+    sharded_workers: int | None,
     report_path: Path,
     chart: Path,
     json_path: Path | None,
@@ -92,7 +128,9 @@ def bench(
 
     Starts a local stack (DynamoDB Local + moto), runs three workloads (a hot event, many events,
     a sold-out tail) through three designs side by side (the service; one UpdateItem + one
-    Publish per message; the same inside Powertools' idempotency utility), counts every AWS
+    Publish per message; the same inside Powertools' idempotency utility), and the hot event with
+    its seat class split over each K of --shards through the service, checks that every class
+    sold exactly its capacity and left no seat on any shard (exit status 1 if not), counts every AWS
     request and each DynamoDB attempt's answer from botocore's events (transactions committed and
     cancelled by reason, throttling, messages handed back and dead-lettered, time from send to
     outcome), derives cost per million requests and the per-event ceiling on AWS, measures the
@@ -112,6 +150,8 @@ def bench(
         run = run_bench(
             scale=size,
             workers=workers,
+            shards=shards,
+            sharded_workers=sharded_workers,
             progress=lambda line: click.echo(line, err=True),
             aws_contention=aws_contention_settings(no_aws_contention, contention_time_scale),
         )
@@ -154,6 +194,9 @@ def bench(
         json_path.write_text(json.dumps([r.as_dict() for r in results], indent=2, default=str))
     if problems:
         raise click.ClickException("inventory invariants broken: " + "; ".join(problems))
+    sell_out = [p for r in results for p in r.sell_out_problems]
+    if sell_out:
+        raise click.ClickException("a seat class did not sell exactly its capacity: " + "; ".join(sell_out))
 
 
 def _profile(path: Path) -> None:
