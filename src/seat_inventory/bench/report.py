@@ -401,19 +401,24 @@ def draw_chart(results: Sequence[DesignResult], path: Path) -> None:
 
     workloads = list(dict.fromkeys(r.workload for r in results))
     by_key = {(r.workload, r.design): r for r in results}
-    figure, (left, right) = plt.subplots(1, 2, figsize=(12, 4.4))
+    figure, (left, right) = plt.subplots(1, 2, figsize=(max(12, 2.4 * len(workloads)), 4.4))
     designs = [d for d in DESIGN_NAMES if any(r.design == d for r in results)]
     width = 0.8 / max(len(designs), 1)
     positions = range(len(workloads))
     for index, design in enumerate(designs):
         offset = (index - (len(designs) - 1) / 2) * width
         colour = DESIGN_COLOURS[design]
-        runs = [by_key.get((w, design)) for w in workloads]
-        hot = [r.hot_item_units_per_reservation if r else 0.0 for r in runs]
+        # A design a workload does not run (the sharded hot ones are the service's only) gets no bar.
+        ran = [
+            (p, by_key[(w, design)])
+            for p, w in zip(positions, workloads, strict=True)
+            if (w, design) in by_key
+        ]
+        hot = [r.hot_item_units_per_reservation for _, r in ran]
         # A log scale cannot show 0: such a bar is drawn at the floor and labelled 0.
         bars = [max(value, 1e-4) for value in hot]
-        cost = [r.cost.total if r else 0 for r in runs]
-        xs = [p + offset for p in positions]
+        cost = [r.cost.total for _, r in ran]
+        xs = [p + offset for p, _ in ran]
         left.bar(xs, bars, width, label=DESIGN_NAMES[design], color=colour)
         right.bar(xs, cost, width, label=DESIGN_NAMES[design], color=colour)
         for x, value, bar in zip(xs, hot, bars, strict=True):

@@ -100,12 +100,12 @@ class WorkloadSpec:
         """The name as it goes into event ids (letters, digits and '-' only)."""
         return "".join(c if c.isalnum() else "-" for c in self.name)
 
-    def demand(self, events_index: int, *, warmup: bool = True) -> int:
+    def demand(self, events_index: int) -> int:
         """Requests sent to the `events_index`th class (round-robin), the warm-up's included."""
-        total = 0
-        for count in (self.requests, self.warmup if warmup else 0):
-            total += count // self.events + (1 if events_index < count % self.events else 0)
-        return total
+        return sum(
+            count // self.events + (1 if events_index < count % self.events else 0)
+            for count in (self.requests, self.warmup)
+        )
 
     def scaled(self, factor: float) -> WorkloadSpec:
         return replace(
