@@ -22,11 +22,13 @@ from botocore.exceptions import ClientError
 
 from seat_inventory.contention.model import ContentionSettings
 from seat_inventory.contention.proxy import serve
+from seat_inventory.dal.access import SHARDED_READ_ATTEMPTS
 from seat_inventory.dal.errors import call
 from seat_inventory.dal.inventory_table import InventoryTable
+from seat_inventory.dal.items import inventory_key
 from seat_inventory.local.engines import FAKE_ACCESS_KEY_ID, FAKE_SECRET_ACCESS_KEY
 from seat_inventory.local.stack import LocalStack
-from seat_inventory.models import RetryableError, SaleStatus, SeatKey
+from seat_inventory.models import RetryableError, SaleStatus, SeatKey, TransactionConflict
 
 pytestmark = pytest.mark.local_stack
 
@@ -222,3 +224,63 @@ def test_a_hot_partition_throttles_past_its_write_units(local_stack: LocalStack,
     other = {"pk": {"S": f"RESERVATION#{event_id}-x"}, "sk": {"S": "RESERVATION"}}
     client.put_item(TableName=table, Item=other)
     assert layer.counters()["throttled_requests"] >= 5
+
+
+def test_a_transactional_read_of_an_item_a_transaction_writes_is_cancelled_which_the_dal_maps(
+    local_stack: LocalStack, layer_factory: Any
+) -> None:
+    # x20: a 2-action transaction holds its items for about 0.5 s of wall time.
+    layer = layer_factory(time_scale=20)
+    client = layer.client()
+    table = local_stack.table_name
+    key = SeatKey(f"read-{uuid.uuid4().hex[:8]}", "GA")
+    InventoryTable(local_stack.client("dynamodb"), table).create_seat_class(key, 40, shards=4)
+    shard_keys = [inventory_key(key, shard) for shard in range(4)]
+    gets = [{"Get": {"TableName": table, "Key": shard_key}} for shard_key in shard_keys]
+    writers: list[threading.Thread] = []
+
+    def hold_a_shard() -> None:
+        """A transaction that checks a shard item and writes a record (it changes no seat); each
+        one checks the next shard, from shard 2, so that two in a row never conflict."""
+        shard = (2 + len(writers)) % 4
+        in_flight = layer.counters()["in_flight_transactions"]
+        check = {"TableName": table, "Key": shard_keys[shard], "ConditionExpression": "attribute_exists(pk)"}
+        record = {"pk": {"S": f"RESERVATION#{uuid.uuid4().hex}"}, "sk": {"S": "RESERVATION"}}
+        actions = [{"ConditionCheck": check}, {"Put": {"TableName": table, "Item": record}}]
+        writer = threading.Thread(target=client.transact_write_items, kwargs={"TransactItems": actions})
+        writer.start()
+        writers.append(writer)
+        deadline = time.monotonic() + 5
+        while layer.counters()["in_flight_transactions"] <= in_flight and time.monotonic() < deadline:
+            time.sleep(0.005)
+
+    hold_a_shard()  # on shard 2
+    # botocore's view of the answer: the exception and the reason at the held item's position.
+    with pytest.raises(ClientError) as cancelled:
+        client.transact_get_items(TransactItems=gets)
+    assert cancelled.value.response["Error"]["Code"] == "TransactionCanceledException"
+    assert [r["Code"] for r in cancelled.value.response["CancellationReasons"]] == [
+        "None",
+        "None",
+        "TransactionConflict",
+        "None",
+    ]
+    # A plain read of the same item is never refused.
+    assert "Item" in client.get_item(TableName=table, Key=shard_keys[2], ConsistentRead=True)
+
+    # The DAL reads the class again after each refusal (here a new writer arrives every time)
+    # and, after its attempts, raises the domain's TransactionConflict.
+    store = InventoryTable(client, table, sleep=lambda _: hold_a_shard())
+    hold_a_shard()
+    with pytest.raises(TransactionConflict):
+        store.read_inventory(key)
+    for writer in writers:
+        writer.join()
+
+    # Once no transaction writes, the same read is admitted and sees the whole class.
+    inventory = InventoryTable(client, table).read_inventory(key)
+    assert inventory is not None and (inventory.capacity, inventory.available) == (40, 40)
+    counters = layer.counters()
+    assert counters["read_transactions_cancelled"] == {"TransactionConflict": 1 + SHARDED_READ_ATTEMPTS}
+    assert counters["read_transactions_committed"] == 1
+    assert counters["transactions_committed"] == len(writers)  # the reads refused no write

@@ -8,6 +8,9 @@ botocore raises the same exceptions the DAL maps:
 - `TransactWriteItems` on an item another transaction holds: `TransactionCanceledException`
   with `CancellationReasons` (`TransactionConflict` at that position, `None` elsewhere);
   throttled: the same exception with `ThrottlingError` at the throttled item's position;
+- `TransactGetItems` of an item being written (held by a transaction, in a single-item write, or
+  written by one that started while the read was in flight): the same exception with
+  `TransactionConflict` at that position; a read holds nothing, so it never refuses a write;
 - `PutItem` / `UpdateItem` / `DeleteItem` on a held item: `TransactionConflictException`;
   throttled (also `GetItem` / `BatchGetItem`): `ProvisionedThroughputExceededException` with
   `ThrottlingReasons` (`Table{Write,Read}KeyRangeThroughputExceeded`), as a hot key gets on an
@@ -16,8 +19,8 @@ botocore raises the same exceptions the DAL maps:
 A forwarded request is answered no sooner than its modelled latency (x the time scale) after it
 arrived; a forwarded transaction holds its items until DynamoDB Local has answered and that time
 has passed. What DynamoDB Local answers to a transaction tells the model whether it committed.
-Other operations (control plane, `Query`, `Scan`, `BatchWriteItem`, `TransactGetItems`) pass
-through with no added latency or limits.
+Other operations (control plane, `Query`, `Scan`, `BatchWriteItem`) pass through with no added
+latency or limits.
 
 `GET /__contention__` answers the settings and the model's counters as JSON.
 
@@ -218,6 +221,15 @@ class ContentionProxy:
             reads.append(ItemRead(partition, item, read_units(0, consistent=consistent)))
         return reads
 
+    def transactional_reads(self, body: Mapping[str, Any], headers: Mapping[str, str]) -> list[ItemRead]:
+        """The items of a TransactGetItems, in order, each charged as one item under 4 KB."""
+        reads = []
+        for action in body["TransactItems"]:
+            get = action["Get"]
+            partition, item = self._keys(get["TableName"], get["Key"], headers)
+            reads.append(ItemRead(partition, item, read_units(0, transactional=True)))
+        return reads
+
     # ------------------------------------------------------------------ AWS's error bodies
     def table_arn(self, table: str) -> str:
         return f"arn:aws:dynamodb:{self.region}:000000000000:table/{table}"
@@ -284,6 +296,8 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             if operation == "TransactWriteItems":
                 self._transaction(arrived, body, headers)
+            elif operation == "TransactGetItems":
+                self._transactional_read(arrived, body, headers)
             elif operation in SINGLE_WRITES:
                 self._single_write(arrived, operation, body, headers)
             elif operation in READS:
@@ -311,6 +325,24 @@ class _Handler(BaseHTTPRequestHandler):
         self._sleep_until(arrived, decision.latency_s)
         proxy.model.finish(decision, cancelled_by=None if status == 200 else _cancellation_code(payload))
         self._relay(status, response_headers, payload)
+
+    def _transactional_read(self, arrived: float, body: bytes, headers: dict[str, str]) -> None:
+        proxy = self.server.proxy
+        decision = proxy.model.transact_read(proxy.transactional_reads(json.loads(body), headers))
+        if not decision.admitted:
+            self._sleep_until(arrived, decision.latency_s)
+            self._error(ContentionProxy.cancelled(decision))
+            return
+        try:
+            status, response_headers, payload = proxy.forward(body, headers)
+            self._sleep_until(arrived, decision.latency_s)
+        finally:
+            # A write that started while the read was in flight cancels it (the model says).
+            final = proxy.model.finish_read(decision)
+        if final.admitted:
+            self._relay(status, response_headers, payload)
+        else:
+            self._error(ContentionProxy.cancelled(final))
 
     def _single_write(self, arrived: float, operation: str, body: bytes, headers: dict[str, str]) -> None:
         proxy = self.server.proxy

@@ -52,6 +52,7 @@ from seat_inventory.models import (
     SaleStatus,
     SeatClassInventory,
     SeatKey,
+    TransactionConflict,
     UnknownSeatClass,
 )
 
@@ -65,6 +66,10 @@ OPERATIONS_ATTRIBUTE = "recent_operations"
 # again; a write without an answer is verified by reading, at most this often.
 OPERATOR_ATTEMPTS = 5
 OPERATOR_BACKOFF_SECONDS = 0.1
+# Consistent reads of a sharded class (`read_inventory`, itself 5 quick attempts), each cancelled
+# while a sale's transaction writes one of its shard items: tried again for up to about a minute.
+OPERATOR_READ_ATTEMPTS = 10
+OPERATOR_READ_BACKOFF_CAP_SECONDS = 10.0
 
 
 def new_operation_id() -> str:
@@ -220,7 +225,7 @@ class OperatorCommands(TableAccess):
                 raise EventAlreadyExists(
                     f"event {key.event_id!r} already has seat class {key.seat_class!r}"
                 ) from cancelled
-        created = self.read_inventory(key)
+        created = self._read_class(key)
         if created is None:
             raise RetryableError(f"{key} was created but could not be read back")
         return created
@@ -275,7 +280,7 @@ class OperatorCommands(TableAccess):
             view = inventory_from_item(item)
             if view.shard_seats()[0].shard != 0:
                 continue
-            classes.append(view if view.complete else self.read_inventory(view.key) or view)
+            classes.append(view if view.complete else self._read_class(view.key) or view)
         return classes
 
     def get_reservation(self, reservation_id: str) -> ReservationOutcome | None:
@@ -430,7 +435,7 @@ class OperatorCommands(TableAccess):
             item = self._read_item(key)
             if item is None:
                 raise UnknownSeatClass(f"event {key.event_id!r} has no seat class {key.seat_class!r}")
-            view = self.read_inventory(key)
+            view = self._read_class(key)
             if view is None:
                 raise UnknownSeatClass(f"event {key.event_id!r} has no seat class {key.seat_class!r}")
             if operation_id in _operations(item):
@@ -450,7 +455,22 @@ class OperatorCommands(TableAccess):
 
     def _whole(self, key: SeatKey, fallback: SeatClassInventory) -> SeatClassInventory:
         """The class as it is now, read consistently over all its items."""
-        return self.read_inventory(key) or fallback
+        return self._read_class(key) or fallback
+
+    def _read_class(self, key: SeatKey) -> SeatClassInventory | None:
+        """`read_inventory`, patient: on AWS a sale's transaction in flight on any shard item
+        cancels the consistent read of a sharded class (`TransactGetItems`), and during a rush one
+        almost always is, so an operator command reads again after a jittered back-off (0.1 s
+        doubling, at most 10 s) before it gives up with the `TransactionConflict`."""
+        for attempt in range(OPERATOR_READ_ATTEMPTS):
+            try:
+                return self.read_inventory(key)
+            except TransactionConflict:
+                if attempt == OPERATOR_READ_ATTEMPTS - 1:
+                    raise
+                cap = min(OPERATOR_BACKOFF_SECONDS * 2**attempt, OPERATOR_READ_BACKOFF_CAP_SECONDS)
+                self._sleep(random.uniform(0, cap))
+        raise AssertionError("unreachable")
 
     def _write_shards(
         self,
@@ -603,7 +623,7 @@ class OperatorCommands(TableAccess):
                 return self._whole(key, current)  # applied by an earlier attempt of this operation
             if current.shard_items > 1:
                 # A sharded class: planned from all its items, written to all in one transaction.
-                view = self.read_inventory(key)
+                view = self._read_class(key)
                 if view is None:
                     raise UnknownSeatClass(f"event {key.event_id!r} has no seat class {key.seat_class!r}")
                 change = plan(view)
