@@ -25,6 +25,7 @@ from seat_inventory.models import (
     SaleStatus,
     SeatClassInventory,
     SeatKey,
+    TransactionConflict,
     Transition,
 )
 from seat_inventory.settings import Settings
@@ -368,6 +369,42 @@ def test_a_consistent_read_cancelled_by_writes_in_flight_is_retried_not_handed_b
     assert answers["r-big"].outcome is Outcome.CONFIRMED
     assert cancelled_reads["left"] == 0
     assert assert_consistent(table.read_inventory(KEY)).sold == 3
+
+
+def test_operator_commands_read_a_sharded_class_again_while_a_sale_cancels_their_reads(
+    stack: Stack,
+) -> None:
+    """During a rush on AWS a write is almost always in flight on one of the shard items, and each
+    one cancels the consistent read (`TransactGetItems`) an operator command plans from: the
+    command reads again for longer than `read_inventory`'s own 5 attempts, then gives up."""
+    sleeps: list[float] = []
+    table = InventoryTable(stack.dynamodb, stack.table_name, sleep=sleeps.append)
+    table.create_seat_class(KEY, 40, shards=4)
+    cancelled_reads = {"left": 12}  # two whole `read_inventory` calls and two reads more
+
+    def conflict(**_: Any) -> tuple[Any, dict[str, Any]] | None:
+        if cancelled_reads["left"] == 0:
+            return None
+        cancelled_reads["left"] -= 1
+        reasons = [{"Code": "None"}, {"Code": "TransactionConflict"}, {"Code": "None"}, {"Code": "None"}]
+        response = {
+            "Error": {"Code": "TransactionCanceledException", "Message": "Transaction cancelled"},
+            "CancellationReasons": reasons,
+            "ResponseMetadata": {"HTTPStatusCode": 400},
+        }
+        return type("Http", (), {"status_code": 400, "headers": {}})(), response
+
+    stack.dynamodb.meta.events.register("before-call.dynamodb.TransactGetItems", conflict)
+    resharded = table.reshard(KEY, 2)
+    assert cancelled_reads["left"] == 0
+    assert (resharded.shard_count, resharded.capacity, resharded.available) == (2, 40, 40)
+    assert len(sleeps) == 12 + 2  # within read_inventory after each cancelled read; 2 between calls
+
+    cancelled_reads["left"] = 1_000  # a rush that never pauses: the command gives up, unchanged
+    with pytest.raises(TransactionConflict):
+        table.set_capacity(KEY, 50)
+    cancelled_reads["left"] = 0
+    assert assert_consistent(table.read_inventory(KEY)).capacity == 40
 
 
 def test_an_operator_change_between_the_two_reads_of_a_reshard_is_not_forgotten(
