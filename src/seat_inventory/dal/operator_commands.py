@@ -67,7 +67,8 @@ OPERATIONS_ATTRIBUTE = "recent_operations"
 OPERATOR_ATTEMPTS = 5
 OPERATOR_BACKOFF_SECONDS = 0.1
 # Consistent reads of a sharded class (`read_inventory`, itself 5 quick attempts), each cancelled
-# while a sale's transaction writes one of its shard items: tried again for up to about a minute.
+# while a sale's transaction writes one of its shard items: read up to 10 times, with
+# jittered back-offs of at most 33 s in all (about half that on average).
 OPERATOR_READ_ATTEMPTS = 10
 OPERATOR_READ_BACKOFF_CAP_SECONDS = 10.0
 
