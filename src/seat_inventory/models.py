@@ -217,8 +217,26 @@ class Transition:
         return self.releases_seats and self.record.customer_counted
 
 
-# A seat class's inventory is split over at most this many shard items (docs/sharding.md).
-MAX_SHARDS = 16
+# A seat class's inventory is split over at most this many shard items (docs/sharding.md). The
+# bound comes from DynamoDB's 100 items per transaction and per `TransactGetItems`/`BatchGetItem`:
+# a consistent read of the class reads every item in one `TransactGetItems`, operator changes
+# write every item in one transaction, and a take that moves seats from every other item still
+# leaves room for 100 - 64 = 36 reservation records.
+MAX_SHARDS = 64
+
+
+@dataclass(frozen=True, slots=True)
+class ShardSurvey:
+    """One shard item of a sharded class as a strongly consistent read of that item alone showed it.
+
+    `taken_at` is when a transaction last took seats from it (the clock of the taking container,
+    seconds; None when never): a shard taken from within the last moment is another container's
+    (`logic.shards.pick_shard`). Only for routing: a survey of several items is no snapshot.
+    """
+
+    shard: int
+    available: int
+    taken_at: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -106,7 +106,9 @@ HELD, CONFIRMED, CANCELLED, EXPIRED = "HELD", "CONFIRMED", "CANCELLED", "EXPIRED
 # of a reserve or hold that took no seats (SOLD_OUT, UNKNOWN_EVENT) are final, like CANCELLED and EXPIRED.
 LEGAL_MOVES = {HELD: {CONFIRMED, CANCELLED, EXPIRED}, CONFIRMED: {CANCELLED}}
 
-SHARD_COUNTS = st.one_of(st.just(1), st.just(1), st.integers(2, MAX_SHARDS))
+# moto still refuses a TransactGetItems of more than 25 items (AWS takes 100): K up to 25 here.
+MOTO_MAX_SHARDS = min(MAX_SHARDS, 25)
+SHARD_COUNTS = st.one_of(st.just(1), st.just(1), st.integers(2, MOTO_MAX_SHARDS))
 _examples = itertools.count()
 # Only the attributes the checks read: moto's response serializer costs more than anything else here.
 PROJECTION = {
@@ -623,7 +625,7 @@ class SeatInventoryMachine(RuleBasedStateMachine):
         self.model.held[key] = self.model.sold[key] = 0
         self.model.shard_items[key] = shards
 
-    @rule(data=st.data(), shards=st.integers(1, MAX_SHARDS))
+    @rule(data=st.data(), shards=st.integers(1, MOTO_MAX_SHARDS))
     def reshard(self, data: st.DataObject, shards: int) -> None:
         """`seats event reshard` between two batches: the class's numbers stay the model's."""
         key = data.draw(st.sampled_from(sorted(self.model.capacity, key=str)))

@@ -16,6 +16,7 @@ from seat_inventory.logic.change_reservations import apply_changes, settle_trans
 from seat_inventory.logic.hints import InventoryHints
 from seat_inventory.logic.reserve_seats import QueueMessage, reserve_seats
 from seat_inventory.models import (
+    MAX_SHARDS,
     ChangeRequest,
     EventAlreadyExists,
     InventoryChangeRefused,
@@ -134,9 +135,9 @@ def test_one_shard_keeps_todays_single_item(stack: Stack, table: InventoryTable)
     assert "shard_items" not in shard_item(stack, 0) and not shard_item(stack, 1)
 
 
-def test_shard_counts_outside_1_to_16_are_refused(table: InventoryTable) -> None:
-    for shards in (0, 17):
-        with pytest.raises(ValueError, match="1 to 16"):
+def test_shard_counts_outside_1_to_max_shards_are_refused(table: InventoryTable) -> None:
+    for shards in (0, MAX_SHARDS + 1):
+        with pytest.raises(ValueError, match=f"1 to {MAX_SHARDS}"):
             table.create_seat_class(KEY, 10, shards=shards)
 
 

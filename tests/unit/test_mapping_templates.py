@@ -21,7 +21,14 @@ from seat_inventory.dal.items import inventory_key
 from seat_inventory.local.gateway import ApiDefinition, ApiRequest, IntegrationResult, LocalApiGateway, Route
 from seat_inventory.local.mapping_templates import InputVariable, json_path, render
 from seat_inventory.local.template import PhysicalResource, default_template_path, load_template
-from seat_inventory.models import ChangeRequest, InvalidMessage, RequestType, ReservationRequest, SeatKey
+from seat_inventory.models import (
+    MAX_SHARDS,
+    ChangeRequest,
+    InvalidMessage,
+    RequestType,
+    ReservationRequest,
+    SeatKey,
+)
 from seat_inventory.parsing import parse_reservation
 
 TABLE = "seats-test-InventoryTable"
@@ -454,12 +461,14 @@ CLASS_ROUTE = "/events/{event}/classes/{seat_class}/availability"
 CLASS_PATH = {"event": "concert-2026", "seat_class": "GA"}
 
 
-def test_the_class_availability_reads_the_16_keys_a_class_can_have(api: ApiDefinition) -> None:
+def test_the_class_availability_reads_every_key_a_class_can_have(api: ApiDefinition) -> None:
     request = json.loads(render_request(api, "GET", CLASS_ROUTE, path_parameters=CLASS_PATH))
     assert set(request["RequestItems"]) == {TABLE}
     read = request["RequestItems"][TABLE]
-    # shard 0 in the event's partition, shard n (1 to 15) in its own: the keys of dal/items.py
-    assert read["Keys"] == [inventory_key(SeatKey("concert-2026", "GA"), shard) for shard in range(16)]
+    # shard 0 in the event's partition, shard n (1 to MAX_SHARDS - 1) in its own: dal/items.py's keys
+    assert read["Keys"] == [
+        inventory_key(SeatKey("concert-2026", "GA"), shard) for shard in range(MAX_SHARDS)
+    ]
     assert read["ConsistentRead"] is False
     projected = {name.strip() for name in read["ProjectionExpression"].split(",")}
     names = read["ExpressionAttributeNames"]

@@ -9,8 +9,21 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from seat_inventory.dal.errors import TRANSACTION_CANCELED, call, call_expecting, cancellation_reasons
-from seat_inventory.dal.items import class_view, inventory_from_item, inventory_key
-from seat_inventory.models import SeatClassInventory, SeatKey, StoreInconsistency, TransactionConflict
+from seat_inventory.dal.items import (
+    SURVEY_NAMES,
+    SURVEY_PROJECTION,
+    class_view,
+    inventory_from_item,
+    inventory_key,
+    survey_from_item,
+)
+from seat_inventory.models import (
+    SeatClassInventory,
+    SeatKey,
+    ShardSurvey,
+    StoreInconsistency,
+    TransactionConflict,
+)
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -33,12 +46,13 @@ class TableAccess:
     def table_name(self) -> str:
         return self._table_name
 
-    def read_inventory(self, key: SeatKey) -> SeatClassInventory | None:
+    def read_inventory(self, key: SeatKey, *, whole: bool = True) -> SeatClassInventory | None:
         """The seat class read strongly consistently, without writing to it.
 
         A class of one item is one GetItem. A sharded class is read in one `TransactGetItems` of
         all its shard items, a serializable snapshot: seats moving between shards are counted
         exactly once. A transaction in flight on one of them cancels the read; it is read again.
+        With `whole` False, a sharded class is its shard 0 alone (the GetItem).
         """
         response = call(
             self._client.get_item, TableName=self._table_name, Key=inventory_key(key), ConsistentRead=True
@@ -47,6 +61,8 @@ class TableAccess:
         if not item:
             return None
         head = inventory_from_item(item)
+        if not whole:
+            return head
         for attempt in range(SHARDED_READ_ATTEMPTS):
             if head.complete:
                 return head
@@ -62,6 +78,29 @@ class TableAccess:
                 return view
             head = view  # resharded between the two reads: read the new set of items
         raise TransactionConflict(f"the shards of {key} kept changing while read")
+
+    def survey_shards(self, key: SeatKey, shard_items: int) -> list[ShardSurvey]:
+        """Each shard item read strongly consistently on its own, in one `BatchGetItem`: never
+        refused by a transaction in flight (unlike `TransactGetItems`), and no snapshot."""
+        keys = [inventory_key(key, shard) for shard in range(shard_items)]
+        found: list[dict[str, Any]] = []
+        request: dict[str, Any] = {
+            self._table_name: {
+                "Keys": keys,
+                "ConsistentRead": True,
+                "ProjectionExpression": SURVEY_PROJECTION,
+                "ExpressionAttributeNames": SURVEY_NAMES,
+            }
+        }
+        for attempt in range(SHARDED_READ_ATTEMPTS):
+            response = call(self._client.batch_get_item, RequestItems=request)
+            found.extend(response.get("Responses", {}).get(self._table_name, []))
+            request = response.get("UnprocessedKeys") or {}
+            if not request:
+                break
+            self._sleep(SHARDED_READ_BACKOFF_SECONDS * 2**attempt)
+        # Keys left unprocessed are left out: a survey only routes.
+        return sorted((survey_from_item(item) for item in found), key=lambda s: s.shard)
 
     def _read_shard_items(self, key: SeatKey, shard_items: int) -> list[dict[str, Any]] | None:
         gets: list[dict[str, Any]] = [

@@ -6,7 +6,7 @@ Single-table layout (table keys `pk`, `sk`; TTL attribute `expires_at`; sparse i
 | item                 | pk                                       | sk              |
 |----------------------|------------------------------------------|-----------------|
 | seat-class inventory | `EVENT#<event_id>`                       | `CLASS#<class>` |
-| its shard n (1-15)   | `EVENT#<event_id>#SHARD#<n>`             | `CLASS#<class>` |
+| its shard n (1-63)   | `EVENT#<event_id>#SHARD#<n>`             | `CLASS#<class>` |
 | customer counter     | `CUSTOMER#<event_id>#<class>#<customer>` | `COUNTER`       |
 | reservation record   | `RESERVATION#<res_id>`                   | `RESERVATION`   |
 
@@ -19,6 +19,7 @@ to migrate them.
   a sharded class (docs/sharding.md) has one such item per shard, each with its own capacity,
   available, held, sold and the same sale rules; shard n > 0 has `shard`; shard 0 (today's item)
   has `shard_count` (shards groups are routed to) and `shard_items` (items that exist), absent = 1;
+  `last_taken_at` (epoch seconds, fractional) is when a transaction last took seats from it;
 - customer counter: seats (taken while the class had a per-customer limit);
 - reservation record: the answer given (outcome, reason, ...), its current status, request_type;
   a hold's hold_expires_at; customer_counted when its seats count against a limit; `shard`
@@ -53,6 +54,7 @@ from seat_inventory.models import (
     SeatClassInventory,
     SeatKey,
     ShardSeats,
+    ShardSurvey,
 )
 
 INVENTORY_PREFIX = "EVENT#"
@@ -117,6 +119,23 @@ def _optional_text(item: Mapping[str, Any], name: str) -> str | None:
 def _optional_int(item: Mapping[str, Any], name: str) -> int | None:
     value = item.get(name)
     return int(value["N"]) if value else None
+
+
+# When a transaction last took seats from a shard item (routing: `logic.shards.pick_shard`).
+TAKEN_AT = "last_taken_at"
+# What a survey of a class's shard items reads of each (`TableAccess.survey_shards`); `shard`
+# is a reserved word.
+SURVEY_PROJECTION = f"#shard, available, {TAKEN_AT}"
+SURVEY_NAMES = {"#shard": "shard"}
+
+
+def survey_from_item(item: Mapping[str, Any]) -> ShardSurvey:
+    taken_at = item.get(TAKEN_AT)
+    return ShardSurvey(
+        shard=_optional_int(item, "shard") or 0,
+        available=int(item["available"]["N"]),
+        taken_at=float(taken_at["N"]) if taken_at else None,
+    )
 
 
 def inventory_from_item(item: Mapping[str, Any]) -> SeatClassInventory:

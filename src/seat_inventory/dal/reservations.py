@@ -17,6 +17,7 @@ from seat_inventory.dal.errors import (
 )
 from seat_inventory.dal.items import (
     SALE_OPEN_CONDITION,
+    TAKEN_AT,
     customer_key,
     inventory_from_item,
     inventory_key,
@@ -52,6 +53,7 @@ class Reservations(TableAccess):
         now: int | None = None,
         shard: int = 0,
         moves: Mapping[int, int] | None = None,
+        taken_at: float | None = None,
     ) -> WriteRefused | None:
         """One transaction: guarded decrement of the inventory (if seats are taken), one record per
         answer, and one guarded increment per customer counter (with a per-customer limit).
@@ -75,7 +77,9 @@ class Reservations(TableAccess):
         actions: list[dict[str, Any]] = []
         if seats_taken > 0:
             actions.append(
-                self._take_seats_action(key, outcomes, seats_taken, max_per_customer, now, shard, moves)
+                self._take_seats_action(
+                    key, outcomes, seats_taken, max_per_customer, now, shard, moves, taken_at
+                )
             )
             actions.extend(self._move_seats_action(key, donor, seats) for donor, seats in moves.items())
         for outcome in outcomes:
@@ -120,6 +124,7 @@ class Reservations(TableAccess):
         now: int,
         shard: int,
         moves: Mapping[int, int],
+        taken_at: float | None = None,
     ) -> dict[str, Any]:
         held = sum(o.quantity or 0 for o in outcomes if o.outcome is Outcome.HELD)
         sold = seats_taken - held
@@ -139,6 +144,9 @@ class Reservations(TableAccess):
         if sold:
             updates.append("sold = sold + :sold")
             values[":sold"] = number(sold)
+        if taken_at is not None:
+            updates.append(f"{TAKEN_AT} = :taken_at")
+            values[":taken_at"] = {"N": f"{taken_at:.3f}"}
         if held:
             updates.append("held = if_not_exists(held, :zero) + :held")
             values[":held"] = number(held)

@@ -88,6 +88,14 @@ class ConflictDeadline:
 HOT_GROUP_SEATS = 10
 
 
+@dataclass(frozen=True, slots=True)
+class OwnShard:
+    """The shard item a container takes a class's seats from, and the seats it last saw there."""
+
+    shard: int
+    left: int | None
+
+
 @dataclass(slots=True)
 class _Observation:
     """The seats left when this container last saw a class's item in DynamoDB, and what it took since."""
@@ -133,16 +141,21 @@ class InventoryHints:
         self._observed: dict[SeatKey, _Observation] = {}
         self._observations: dict[SeatKey, int] = {}
         self._contention: dict[SeatKey, float] = {}
-        self._shards: dict[SeatKey, int] = {}
+        self._shards: dict[SeatKey, OwnShard] = {}
 
     def should_read_first(self, key: SeatKey, seats_wanted: int, now: float | None = None) -> bool:
         known = self._seats_left.get(key)
+        item = self._items.get(key)
+        if item is not None and now is not None and item.sale_closed_reason(now) is not None:
+            return True
+        if item is not None and item.shard_items > 1:
+            # A sharded class: each container takes from a shard of its own (`logic.shards`), so
+            # it never races others for one item and needs no estimate of their pace; it reads
+            # the class whole only when the last such read left too few seats.
+            return known is not None and known < seats_wanted
         if known is None:
             return True
         if known < seats_wanted:
-            return True
-        item = self._items.get(key)
-        if item is not None and now is not None and item.sale_closed_reason(now) is not None:
             return True
         observed = self._observed.get(key)
         if observed is None:
@@ -202,24 +215,25 @@ class InventoryHints:
         self._seats_left[key] = self._MISSING if seats_left is None else seats_left
 
     def learn_item(self, key: SeatKey, item: SeatClassInventory | None) -> None:
-        """Records the whole item (limit, sale status and window, capacity), or None for no item."""
+        """Records the whole item (limit, sale status and window, capacity), or None for no item.
+
+        One shard item of a sharded class (not `complete`) gives the class's rules and items but
+        not its seats: the seats known stay those of the last view of the whole class."""
         self._items[key] = item
-        self.learn(key, None if item is None else item.available)
+        if item is None or item.complete:
+            self.learn(key, None if item is None else item.available)
 
-    def shard(self, key: SeatKey, routed: int) -> int:
-        """This container's shard of a class (`logic.shards.route`): kept until it conflicts."""
-        shard = self._shards.get(key)
-        if shard is None or shard >= routed:
-            shard = self.rng.randrange(routed) if routed > 1 else 0
-            self._shards[key] = shard
-        return shard
+    def own_shard(self, key: SeatKey) -> OwnShard | None:
+        """This container's shard of a sharded class, None until it settles on one."""
+        return self._shards.get(key)
 
-    def keep_shard(self, key: SeatKey, shard: int) -> None:
-        """The shard a committed transaction used becomes this container's shard of the class."""
-        self._shards[key] = shard
+    def settle_on(self, key: SeatKey, shard: int, left: int | None) -> None:
+        """This container takes from `shard` (chosen from a survey, or a transaction committed
+        there), which it saw with `left` available seats (None: not known)."""
+        self._shards[key] = OwnShard(shard, left)
 
     def leave_shard(self, key: SeatKey) -> None:
-        """A transaction conflicted on this container's shard: the next one draws another."""
+        """A transaction conflicted on this container's shard: the next one looks for another."""
         self._shards.pop(key, None)
 
     def assumed(self, key: SeatKey) -> SeatClassInventory | None:

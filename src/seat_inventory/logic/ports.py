@@ -15,6 +15,7 @@ from seat_inventory.models import (
     ReservationRecord,
     SeatClassInventory,
     SeatKey,
+    ShardSurvey,
     Transition,
 )
 
@@ -70,12 +71,14 @@ class InventoryStore(Protocol):
         now: int | None = None,
         shard: int = 0,
         moves: Mapping[int, int] | None = None,
+        taken_at: float | None = None,
     ) -> WriteRefused | None:
         """Atomically takes `seats_taken` seats (if any) and records every outcome.
 
         The seats come from the class's shard item `shard` (0 for a class of one item), after
         `moves` (shard -> seats) moved available seats into it from other shard items in the same
-        transaction; each record says which shard its seats came from.
+        transaction; each record says which shard its seats came from. `taken_at` (the caller's
+        clock) is stored on that item, for `survey_shards`.
 
         HELD outcomes' seats go to `held`, CONFIRMED ones to `sold`. The inventory guard also
         checks the sale status and window at `now` and that the class's per-customer limit is
@@ -86,11 +89,24 @@ class InventoryStore(Protocol):
         """
         ...
 
-    def read_inventory(self, key: SeatKey) -> SeatClassInventory | None:
+    def read_inventory(self, key: SeatKey, *, whole: bool = True) -> SeatClassInventory | None:
         """The inventory item read strongly consistently, or None when there is none.
+
+        A sharded class is read whole (every shard item in one snapshot) unless `whole` is False:
+        then its shard 0 alone (its sale rules and items, a view that is not `complete`).
 
         Costs a read, never a write: used instead of a doomed conditional write once a seat
         class is known to be (nearly) sold out or closed.
+        """
+        ...
+
+    def survey_shards(self, key: SeatKey, shard_items: int) -> list[ShardSurvey]:
+        """The first `shard_items` shard items of a sharded class, each read strongly consistently
+        (one `BatchGetItem`, never refused by a transaction in flight, a read unit per item), in
+        shard order; items that do not exist are absent.
+
+        Not a snapshot (seats moving between two items while they are read may be counted twice or
+        not at all): it routes groups to shards, and never decides a rejection.
         """
         ...
 

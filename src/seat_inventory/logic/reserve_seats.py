@@ -28,9 +28,10 @@ from seat_inventory.logic.hints import (
     MAX_SETTLE_ROUNDS,
     ConflictDeadline,
     InventoryHints,
+    OwnShard,
 )
 from seat_inventory.logic.ports import Clock, InventoryStore, OutcomePublisher
-from seat_inventory.logic.shards import route, routed_shards
+from seat_inventory.logic.shards import pick_shard, route, routed_shards, shards_with
 from seat_inventory.models import (
     TAKES_SEATS,
     BatchResult,
@@ -60,6 +61,9 @@ from seat_inventory.settings import Settings
 
 # Without a per-customer limit: one inventory update plus 99 reservation records.
 MAX_RESERVATIONS_PER_TRANSACTION = MAX_ACTIONS_PER_TRANSACTION - 1
+# How many times a container that needs a shard waits for one that no other container uses
+# before it shares the fullest (there are more containers than items with seats left).
+MAX_SHARD_WAITS = 3
 # Kept back from the invocation's remaining time for publishing and answering after the last
 # conflict retry (publishing a batch's outcomes takes well under a second).
 FINISH_RESERVE_SECONDS = 5.0
@@ -282,14 +286,14 @@ def settle_group(
 
     conflicts = 0
 
-    def read() -> None:
+    def read(*, whole: bool = True) -> None:
         # A consistent read of a sharded class (`TransactGetItems`) is cancelled by a transaction
         # in flight on one of its items, and any read of a hot item may be throttled: like a
         # conflicting or throttled write, it is retried until the deadline.
         nonlocal conflicts
         while True:
             try:
-                inventory = store.read_inventory(key)
+                inventory = store.read_inventory(key, whole=whole)
             except (TransactionConflict, Throttled) as exc:
                 conflicts += 1
                 if not deadline.back_off(clock, conflicts):
@@ -299,11 +303,44 @@ def settle_group(
                     ) from exc
                 continue
             break
+        if inventory is not None and not inventory.complete:
+            # Shard 0 of a sharded class: its rules and items, to route groups by; not its seats.
+            hints.learn_item(key, inventory)
+            return
         knowledge.observe(inventory)
         hints.observe(key, inventory)
 
+    def settle_on_a_shard(seats: int, shard_items: int) -> bool:
+        """Surveys the class's shard items and settles on one that has `seats` and no other
+        container; while every such item is in use, waits (like a conflict, until the deadline)
+        and surveys again. False when no item alone has the seats."""
+        nonlocal conflicts
+        for wait in range(MAX_SHARD_WAITS + 1):
+            survey = deadline.patiently(
+                clock, lambda: store.survey_shards(key, shard_items), f"survey of {key}"
+            )
+            enough = shards_with(survey, seats)
+            if not enough:
+                return False
+            picked = pick_shard(survey, seats, clock.now(), hints.rng)
+            if picked is None and wait == MAX_SHARD_WAITS:
+                # Still all in use: share the fullest (more containers than items with seats).
+                picked = max(enough, key=lambda s: s.available)
+            if picked is not None:
+                hints.settle_on(key, picked.shard, picked.available)
+                return True
+            conflicts += 1
+            if not deadline.back_off(clock, conflicts):
+                raise TransactionConflict(
+                    f"every shard item of {key} with {seats} seat(s) stayed in use by other containers"
+                    " until the deadline"
+                )
+        raise AssertionError("unreachable: the last wait settles on a shard")
+
     if hints.should_read_first(key, sum(r.quantity for r in requests), now):
-        read()
+        # A class never seen is first read as its item alone: a sharded class's shard 0 tells
+        # its rules and items without reading every shard item while others write to them.
+        read(whole=hints.assumed(key) is not None)
     rounds = 0
     while pending:
         if rounds >= MAX_SETTLE_ROUNDS:
@@ -316,16 +353,38 @@ def settle_group(
             read()
             continue
         view = knowledge.inventory if knowledge.verified else None
-        # A sharded class read whole may need seats moved from other shards: keep room for them.
-        room = view.shard_items - 1 if view is not None and view.shard_items > 1 else 0
-        fits = min(_prefix_that_fits(plan, room), _prefix_within_share(plan, knowledge, hints, key))
+        seen = view or hints.assumed(key)
+        own = hints.own_shard(key)
+        first = _first_seats(plan)
+        if (
+            seen is not None
+            and seen.shard_items > 1
+            and plan.seats_taken
+            and (view is None or any(s.available >= first for s in view.shard_seats()))
+        ):
+            # A sharded class whose first request one item can serve: the group takes from this
+            # container's shard, as far as the seats last seen there go (its guard decides).
+            # Only a request no item alone can serve needs a whole read and seats moved.
+            if own is None or (own.left is not None and own.left < first):
+                if not settle_on_a_shard(first, seen.shard_items):
+                    read()  # no item alone has them: read the class whole (seats move, or too few)
+                    continue
+                own = hints.own_shard(key)
+                assert own is not None
+            shard, moves, on_own_shard = own.shard, {}, True
+            fits = min(_prefix_that_fits(plan), _prefix_within_seats(plan, own.left))
+        else:
+            # A sharded class read whole may need seats moved from other shards: keep room for them.
+            room = view.shard_items - 1 if view is not None and view.shard_items > 1 else 0
+            fits = min(_prefix_that_fits(plan, room), _prefix_within_share(plan, knowledge, hints, key))
+            shard, moves, on_own_shard = -1, dict[int, int](), False
         if fits < len(pending):
             leftover = pending[fits:] + leftover
             pending = pending[:fits]
             plan = plan_group(key, pending, knowledge, now=now)
-        seen = view or hints.assumed(key)
-        preferred = hints.shard(key, routed_shards(seen))
-        shard, moves = route(seen, plan.seats_taken, preferred, hints.rng, read_whole=view is not None)
+        if shard < 0:
+            preferred = own.shard if own is not None else hints.rng.randrange(routed_shards(seen))
+            shard, moves = route(seen, plan.seats_taken, preferred, hints.rng, read_whole=view is not None)
         try:
             refused = store.commit_outcomes(
                 key,
@@ -337,6 +396,7 @@ def settle_group(
                 now=now,
                 shard=shard,
                 moves=moves,
+                taken_at=clock.now() if plan.seats_taken else None,
             )
         except (TransactionConflict, Throttled) as exc:
             # Another transaction held the item, or its partition's units were spent: wait for
@@ -352,7 +412,7 @@ def settle_group(
             continue
         if refused is None:
             if plan.seats_taken:
-                hints.keep_shard(key, shard)
+                hints.settle_on(key, shard, _left_on_shard(own, view, shard, moves, plan.seats_taken))
             answers.update((o.reservation_id, o) for o in plan.outcomes)
             _learn_commit(hints, key, knowledge, plan)
             return answers, leftover
@@ -361,7 +421,19 @@ def settle_group(
             answers[reservation_id] = stored.as_duplicate(request.message_id)
         pending = [r for r in pending if r.reservation_id not in refused.already_recorded]
         knowledge.counted.update(refused.customer_seats)
-        if refused.inventory_refused and refused.inventory is not None and not refused.inventory.complete:
+        shard_refused = refused.inventory
+        if (
+            on_own_shard
+            and refused.inventory_refused
+            and shard_refused is not None
+            and not shard_refused.complete
+            and shard_refused.sale_closed_reason(now) is None
+            and shard_refused.max_per_customer == plan.limit
+        ):
+            # This container's shard alone is short: the next round takes what it has left, or
+            # looks for another shard.
+            hints.settle_on(key, shard, shard_refused.available)
+        elif refused.inventory_refused and shard_refused is not None and not shard_refused.complete:
             # One shard refused: its numbers are not the class's. Read every shard together.
             read()
         elif refused.inventory_refused:
@@ -370,6 +442,41 @@ def settle_group(
         elif not refused.already_recorded and not refused.customer_seats:
             raise RetryableError(f"transaction for {key} refused without a reason the planner knows")
     return answers, leftover
+
+
+def _first_seats(plan: GroupPlan) -> int:
+    """The seats of the plan's first answer that takes seats (0 when none does)."""
+    return next((o.quantity or 0 for o in plan.outcomes if o.outcome in TAKES_SEATS), 0)
+
+
+def _prefix_within_seats(plan: GroupPlan, left: int | None) -> int:
+    """How many of the plan's answers (in arrival order) take no more than `left` seats in all
+    (None: no bound); the rest waits for the next transaction."""
+    if left is None:
+        return len(plan.outcomes)
+    taken = 0
+    for index, outcome in enumerate(plan.outcomes):
+        if outcome.outcome in TAKES_SEATS:
+            taken += outcome.quantity or 0
+            if taken > left:
+                return index
+    return len(plan.outcomes)
+
+
+def _left_on_shard(
+    own: OwnShard | None,
+    view: SeatClassInventory | None,
+    shard: int,
+    moves: Mapping[int, int],
+    seats_taken: int,
+) -> int | None:
+    """The seats a committed take left on `shard`, as far as this container knows them."""
+    if view is not None:
+        seen = next((s for s in view.shard_seats() if s.shard == shard), None)
+        return None if seen is None else seen.available + sum(moves.values()) - seats_taken
+    if own is not None and own.shard == shard and own.left is not None:
+        return own.left - seats_taken
+    return None
 
 
 def _prefix_within_share(

@@ -8,16 +8,54 @@ transactions whose conditions re-check every number they rest on.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-from seat_inventory.models import MAX_SHARDS, SeatClassInventory
+from seat_inventory.models import MAX_SHARDS, SeatClassInventory, ShardSurvey
+
+# A shard item that seats were taken from within this many seconds is taken to be in use by
+# another container. One container commits a transaction every 0.1-0.2 s on its shard, so a shard
+# left alone this long has no owner any more (its container moved on, or ended).
+SHARD_IN_USE_SECONDS = 0.5
 
 
 class Draws(Protocol):
     """What routing draws from: a `random.Random`, or the `random` module itself."""
 
     def randrange(self, start: int, stop: int | None = None, step: int = 1) -> int: ...
+
+
+def pick_shard(survey: Sequence[ShardSurvey], seats: int, now: float, rng: Draws) -> ShardSurvey | None:
+    """The shard a container settles on when it has none yet, its transaction conflicted, or its
+    shard ran short: among the items that showed at least `seats` and that nobody took from
+    within `SHARD_IN_USE_SECONDS`, one of the fuller half, at random. None when every item that
+    has the seats is in use (`shards_with`: then wait for one, rather than conflict with its
+    container).
+
+    Containers that need a shard thus go where no other container is, so with K at least the
+    number of containers each one settles on an item of its own and conflicts stay rare; taking
+    the fuller items first drains them evenly, so that they run dry at about the same time.
+    """
+    idle = sorted(
+        (
+            s
+            for s in shards_with(survey, seats)
+            if s.taken_at is None or now - s.taken_at >= SHARD_IN_USE_SECONDS
+        ),
+        key=lambda s: -s.available,
+    )
+    fuller = idle[: max(1, (len(idle) + 1) // 2)]
+    return fuller[rng.randrange(len(fuller))] if idle else None
+
+
+def _in_use(shard: ShardSurvey, now: float) -> bool:
+    return shard.taken_at is not None and now - shard.taken_at < SHARD_IN_USE_SECONDS
+
+
+def shards_with(survey: Sequence[ShardSurvey], seats: int) -> list[ShardSurvey]:
+    """The items that showed at least `seats`; when none did, only a consistent read of the whole
+    class can tell whether seats must move between items, or the class has too few."""
+    return [s for s in survey if s.available >= seats]
 
 
 def check_shard_count(shards: int) -> None:

@@ -53,6 +53,7 @@ from seat_inventory.models import (
     ReservationRecord,
     SeatClassInventory,
     SeatKey,
+    ShardSurvey,
     Throttled,
     TransactionConflict,
     Transition,
@@ -150,10 +151,10 @@ class SimulatedDynamoStore:
         self._clock = clock
 
     # ------------------------------------------------------------------ InventoryStore
-    def read_inventory(self, key: SeatKey) -> SeatClassInventory | None:
+    def read_inventory(self, key: SeatKey, *, whole: bool = True) -> SeatClassInventory | None:
         self._read("GetItem", [_read(inventory_key(key), INVENTORY_ITEM_BYTES)])
-        item = self._table.data.read_inventory(key)
-        if item is None or item.shard_items == 1:
+        item = self._table.data.read_inventory(key, whole=whole)
+        if item is None or item.shard_items == 1 or not whole:
             return item
         # A sharded class (the in-memory store answers it whole; DynamoDB's shard 0 does not).
         shards = [
@@ -165,6 +166,13 @@ class SimulatedDynamoStore:
                 return self._table.data.read_inventory(key)
             self._clock.sleep(SHARDED_READ_BACKOFF_SECONDS * 2**attempt)
         raise TransactionConflict(f"the shards of {key} kept changing while read")
+
+    def survey_shards(self, key: SeatKey, shard_items: int) -> list[ShardSurvey]:
+        # One BatchGetItem of every shard item, strongly consistent (dal.access): never refused by holds.
+        self._read(
+            "BatchGetItem", [_read(inventory_key(key, n), INVENTORY_ITEM_BYTES) for n in range(shard_items)]
+        )
+        return self._table.data.survey_shards(key, shard_items)
 
     def read_reservations(self, reservation_ids: Sequence[str]) -> dict[str, ReservationRecord]:
         unique = list(dict.fromkeys(reservation_ids))
@@ -185,6 +193,7 @@ class SimulatedDynamoStore:
         now: int | None = None,
         shard: int = 0,
         moves: Mapping[int, int] | None = None,
+        taken_at: float | None = None,
     ) -> WriteRefused | None:
         if not outcomes:
             return None
@@ -206,6 +215,7 @@ class SimulatedDynamoStore:
                 now=now,
                 shard=shard,
                 moves=moves,
+                taken_at=taken_at,
             )
 
         return self._transact(items, apply)

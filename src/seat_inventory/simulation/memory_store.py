@@ -24,6 +24,7 @@ from seat_inventory.models import (
     SeatClassInventory,
     SeatKey,
     ShardSeats,
+    ShardSurvey,
     Transition,
 )
 
@@ -43,10 +44,12 @@ class InMemoryInventoryStore:
     counters: dict[tuple[SeatKey, str], int] = field(default_factory=dict)
     shard_of: dict[str, int] = field(default_factory=dict)  # records' `shard` when not 0
     change_ids: dict[str, str] = field(default_factory=dict)  # records' `last_change_id`
+    taken_at: dict[tuple[SeatKey, int], float] = field(default_factory=dict)  # shard items' `last_taken_at`
     transactions: int = 0
     inventory_writes: int = 0
     reads: int = 0
     batch_reads: int = 0
+    surveys: int = 0
     fail_next: list[Exception] = field(default_factory=list)  # the next calls, whatever they are
     fail_next_commit: list[Exception] = field(default_factory=list)  # the next transactions only
     # Runs at the start of every commit: lets a test change the state "concurrently".
@@ -116,10 +119,13 @@ class InMemoryInventoryStore:
 
     # ------------------------------------------------------------------ InventoryStore
 
-    def read_inventory(self, key: SeatKey) -> SeatClassInventory | None:
+    def read_inventory(self, key: SeatKey, *, whole: bool = True) -> SeatClassInventory | None:
         self.reads += 1
         self._maybe_fail()
-        return self.inventory.get(key)
+        item = self.inventory.get(key)
+        if item is None or whole or item.shard_items == 1:
+            return item
+        return _shard_view(item, item.shard_seats()[0])
 
     def commit_outcomes(
         self,
@@ -133,6 +139,7 @@ class InMemoryInventoryStore:
         now: int | None = None,
         shard: int = 0,
         moves: Mapping[int, int] | None = None,
+        taken_at: float | None = None,
     ) -> WriteRefused | None:
         self._begin_commit()
         now = int(time.time()) if now is None else now
@@ -193,6 +200,8 @@ class InMemoryInventoryStore:
                 held=held,
             )
             self.inventory[key] = _with_shards(item, tuple(shards[n] for n in sorted(shards)))
+            if taken_at is not None:
+                self.taken_at[(key, shard)] = taken_at
         for outcome in outcomes:
             takes_seats = outcome.outcome in (Outcome.CONFIRMED, Outcome.HELD)
             self.records[outcome.reservation_id] = outcome
@@ -205,6 +214,18 @@ class InMemoryInventoryStore:
         for customer, seats in counters.items():
             self.counters[(key, customer)] = self.counters.get((key, customer), 0) + seats
         return None
+
+    def survey_shards(self, key: SeatKey, shard_items: int) -> list[ShardSurvey]:
+        self.surveys += 1
+        self._maybe_fail()
+        item = self.inventory.get(key)
+        if item is None:
+            return []
+        return [
+            ShardSurvey(s.shard, s.available, self.taken_at.get((key, s.shard)))
+            for s in item.shard_seats()
+            if s.shard < shard_items
+        ]
 
     def record(self, reservation_id: str) -> ReservationRecord | None:
         """The record as `read_reservations` returns it."""
