@@ -26,6 +26,7 @@ from seat_inventory.models import (
     SaleStatus,
     SeatClassInventory,
     SeatKey,
+    ShardSurvey,
     TransactionConflict,
     Transition,
 )
@@ -459,3 +460,32 @@ def test_a_transaction_of_status_changes_over_many_shards_stays_within_100_actio
     assert result.error is None and len(result.committed) == len(ids)
     view = assert_consistent(table.read_inventory(KEY))
     assert (view.sold, view.available) == (0, 16 * 7)
+
+
+def test_a_survey_shows_each_shard_items_seats_and_when_seats_were_last_taken(table: InventoryTable) -> None:
+    table.create_seat_class(KEY, 12, shards=3)
+    table.commit_outcomes(
+        KEY, [confirmed("r-1", 2)], seats_taken=2, rejection_expires_at=1, shard=2, taken_at=1234.5
+    )
+
+    survey = table.survey_shards(KEY, 3)
+
+    assert survey == [
+        ShardSurvey(0, 4, None),
+        ShardSurvey(1, 4, None),
+        ShardSurvey(2, 2, 1234.5),
+    ]
+    # A read of the first items only (a survey never decides more than it read).
+    assert [s.shard for s in table.survey_shards(KEY, 2)] == [0, 1]
+    # A class with no items: nothing to route to.
+    assert table.survey_shards(SeatKey("big-1", "nope"), 3) == []
+
+
+def test_a_never_seen_sharded_class_is_first_read_as_its_shard_0_alone(table: InventoryTable) -> None:
+    table.create_seat_class(KEY, 12, shards=3)
+
+    head = table.read_inventory(KEY, whole=False)
+    whole = table.read_inventory(KEY)
+
+    assert head is not None and not head.complete and head.shard_items == 3 and head.available == 4
+    assert whole is not None and whole.complete and whole.available == 12

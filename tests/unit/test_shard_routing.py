@@ -1,0 +1,35 @@
+"""logic.shards.pick_shard: where a container goes when it needs a shard item."""
+
+from __future__ import annotations
+
+import random
+
+from seat_inventory.logic.shards import SHARD_IN_USE_SECONDS, pick_shard, shards_with
+from seat_inventory.models import ShardSurvey
+
+NOW = 1000.0
+
+
+def test_an_item_another_container_took_from_a_moment_ago_is_not_picked() -> None:
+    survey = [
+        ShardSurvey(0, 50, NOW - 0.05),
+        ShardSurvey(1, 50, NOW - SHARD_IN_USE_SECONDS - 0.01),
+        ShardSurvey(2, 50, NOW - 0.1),
+    ]
+    picks = {pick_shard(survey, 1, NOW, random.Random(seed)) for seed in range(50)}
+    assert picks == {ShardSurvey(1, 50, NOW - SHARD_IN_USE_SECONDS - 0.01)}
+
+
+def test_only_items_with_the_seats_count_and_the_fuller_half_is_drawn_from() -> None:
+    survey = [ShardSurvey(n, seats, None) for n, seats in enumerate([0, 3, 40, 30, 20, 10])]
+    picked = {pick_shard(survey, 5, NOW, random.Random(seed)).shard for seed in range(100)}  # type: ignore[union-attr]
+    assert picked == {2, 3}  # of the four with 5 seats or more (40, 30, 20, 10), the fuller two
+    assert [s.shard for s in shards_with(survey, 5)] == [2, 3, 4, 5]
+
+
+def test_none_when_every_item_with_the_seats_is_in_use_or_none_has_them() -> None:
+    busy = [ShardSurvey(0, 50, NOW), ShardSurvey(1, 2, None)]
+    assert pick_shard(busy, 5, NOW, random.Random(1)) is None  # wait for shard 0, or share it
+    assert shards_with(busy, 5) == [ShardSurvey(0, 50, NOW)]
+    assert pick_shard([ShardSurvey(0, 4, None)], 5, NOW, random.Random(1)) is None
+    assert shards_with([ShardSurvey(0, 4, None)], 5) == []
