@@ -126,7 +126,8 @@ def test_seats_bench_exits_non_zero_when_a_class_did_not_sell_its_capacity(
     args = ["bench", "--report", "-", "--chart", "-", "--cold-start-rounds", "0", "--shards", "4,1,4"]
     result = CliRunner().invoke(cli, args)
     assert seen["shards"] == (1, 4)
-    assert "| 4 | 2 | 2 | 10 | 4 |" in result.output  # the sharded table's row: K, workers, busy, ...
+    # the sharded table's row: K, seats per shard, workers, shards busy at most, requests, confirmed
+    assert "| 4 | 1-2 | 2 | 2 | 10 | 4 |" in result.output
     if stranded:
         assert result.exit_code == 1
         assert "did not sell exactly its capacity" in result.output and "stranded" in result.output

@@ -202,19 +202,21 @@ def sharded_table(results: Sequence[DesignResult]) -> str:
     """The service on the hot workload at each K: throughput, contention, waste, answers, cost,
     and the check that the class sold exactly its capacity with no seat left on a shard."""
     lines = [
-        "| K | workers | shards busy at most | requests | confirmed | messages/s | transactions"
-        " committed | cancelled (by reason) | throttled requests | wasted WRU per confirmed"
+        "| K | seats per shard | workers | shards busy at most | requests | confirmed | messages/s"
+        " | transactions committed | cancelled (by reason) | throttled requests | wasted WRU per confirmed"
         " | busiest shard's share of writes | handed back | dead-lettered"
         " | send to outcome p50 / p99 ms | $ per M msgs | sold / capacity | seats left on shards"
         " | SOLD_OUT answers | sold exactly its capacity |",
-        "|" + "---|" * 19,
+        "|" + "---|" * 20,
     ]
     for r in hot_series(results):
         left = sum(s.available for c in r.final_classes for s in c.shard_seats())
         sold = sum(c.sold for c in r.final_classes)
+        sizes = sorted({s.capacity for c in r.final_classes for s in c.shard_seats()})
+        per_shard = "n/a" if not sizes else f"{sizes[0]:,}" + (f"-{sizes[-1]:,}" if len(sizes) > 1 else "")
         lines.append(
-            f"| {r.shards} | {r.workers} | {min(r.shards, r.workers)} | {r.requests:,} | {r.confirmed:,}"
-            f" | {r.messages_per_s:,.0f} | {r.transactions_committed:,} | {_cancelled(r)}"
+            f"| {r.shards} | {per_shard} | {r.workers} | {min(r.shards, r.workers)} | {r.requests:,}"
+            f" | {r.confirmed:,} | {r.messages_per_s:,.0f} | {r.transactions_committed:,} | {_cancelled(r)}"
             f" | {r.throttled_requests:,} | {r.wasted_write_units_per_confirmed:.3f}"
             f" | {r.busiest_shard_share:.2f} | {r.handed_back:,} | {r.dead_lettered:,}"
             f" | {_ms(r.latency_s(0.5))} / {_ms(r.latency_s(0.99))} | {_money(r.cost.total)}"
@@ -522,7 +524,11 @@ def markdown(
         " container holds one shard at a time (docs/sharding.md: sticky routing): with fewer"
         " workers than shards, at most as many shards as workers take a transaction at once and"
         " the others sit idle ('shards busy at most'), so K beyond the number of containers cannot"
-        " raise the rate here. Wasted write units are those carried by cancelled transactions, per"
+        " raise the rate here. A shard holds capacity / K seats: a group (up to a batch, 100"
+        " requests) larger than its shard holds takes seats moved from other shards in the same"
+        " transaction, which then holds several shard items (the ceiling's 'shard items per"
+        " committed hot transaction'); at small scales with a large K that is most groups."
+        " Wasted write units are those carried by cancelled transactions, per"
         " confirmed reservation; the busiest shard's share is of the inventory writes, counted per"
         " item. After the drain every shard item is read (one consistent read of the class, as"
         " `seats event show --shards`): the class must have sold exactly its capacity (demand"
