@@ -488,63 +488,33 @@ def warm_container(
     return store, SeatKey("e-1", "GA"), hints
 
 
-def test_hints_estimate_contention_from_two_observations_and_share_the_last_seats() -> None:
-    key = SeatKey("e-1", "GA")
-    hints = InventoryHints()
-    item = InMemoryInventoryStore()
-    item.add_event("e-1", capacity=100)
-    full = item.inventory[key]
-    hints.observe(key, full)
-    hints.took(key, 10, dataclasses.replace(full, available=90, sold=10))
-    assert hints.contention(key) == 1.0  # one observation: nothing known of the others yet
-
-    hints.observe(key, dataclasses.replace(full, available=60, sold=40))  # 40 taken, 10 of them ours
-    hints.took(key, 5, dataclasses.replace(full, available=55, sold=45))
-
-    assert hints.contention(key) == 4.0
-    assert hints.predicted_left(key) == 40.0  # 60 - 4 x 5
-    assert hints.share(key, available=20, seats_wanted=10) == 5  # 4 contenders want 40; 20 left
-    assert hints.share(key, available=100, seats_wanted=10) == 10  # enough for everyone
-    assert hints.share(key, available=1, seats_wanted=10) == 1
-    # seats given back (cancellations) are not contention
-    hints.observe(key, dataclasses.replace(full, available=90, sold=10))
-    assert hints.contention(key) == 1.0
-
-
-def test_a_big_group_takes_a_second_look_and_shares_the_last_seats_with_its_rivals(
-    publisher,
-) -> None:
+def test_a_container_that_knows_enough_seats_writes_without_reading_first(publisher) -> None:
     store, key, hints = warm_container(publisher, capacity=100, batches=1)  # read, took 10
-    # other containers take 70 meanwhile
-    store.change_item(key, available=20, sold=80)
+    store.change_item(key, available=20, sold=80)  # other containers take 70 meanwhile
     commits = commits_of(store)
 
     result = run_with_hints([message(n) for n in range(10, 20)], store, publisher, hints)
 
-    # The second look shows 80 taken while this container took 10: 8 contenders at its pace,
-    # who together want more than the 20 left. It takes its share, ceil(20 / 8) = 3 seats, then
-    # reads again: no one else took any, so it takes the rest it wants.
-    assert hints.contention(key) == 1.0
-    assert commits == [(3, 3, False), (7, 7, False)]
-    assert store.reads == 3
+    # By its own count 90 seats are left: its write goes first, and its guard (20 left) lets it.
+    assert commits == [(10, 10, False)]
+    assert store.reads == 1
     assert [o.outcome for o in result.published] == [Outcome.CONFIRMED] * 10
     assert store.inventory[key].available == 10
 
 
-def test_near_the_end_of_the_sale_a_container_reads_instead_of_a_write_that_would_be_refused(
+def test_near_the_end_of_the_sale_a_refused_write_is_planned_again_from_the_item_it_hands_back(
     publisher,
 ) -> None:
-    # read, took 10; took its second look, took 10 more
-    store, key, hints = warm_container(publisher, capacity=30, batches=2)
+    store, key, hints = warm_container(publisher, capacity=30, batches=2)  # read, took 10, took 10
     store.change_item(key, available=5, sold=25)  # another container takes 5
     commits = commits_of(store)
 
     result = run_with_hints([message(n) for n in range(20, 30)], store, publisher, hints)
 
-    # By its own count 10 seats are left, as many as it wants: an optimistic write would have
-    # been refused with ten records in it. Predicted to be near the end, it read first instead.
-    assert not any(refused for _, _, refused in commits)
-    assert sum(seats for _, seats, _ in commits) == 5
+    # By its own count 10 seats are left, as many as it wants: the write is refused and hands
+    # back the item (5 left), from which the group is planned again without another read.
+    assert commits == [(10, 10, True), (10, 5, False)]
+    assert store.reads == 1
     outcomes = [o.outcome for o in result.published]
     assert outcomes == [Outcome.CONFIRMED] * 5 + [Outcome.SOLD_OUT] * 5
     assert store.inventory[key].available == 0

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -82,12 +81,6 @@ class ConflictDeadline:
                     ) from exc
 
 
-# A group wanting at least this many seats is worth a second look at its class (one read) to learn
-# how fast other containers take seats: a refused optimistic write of such a group costs two
-# write units per reservation record in it, a read one read unit.
-HOT_GROUP_SEATS = 10
-
-
 @dataclass(frozen=True, slots=True)
 class OwnShard:
     """The shard item a container takes a class's seats from, and the seats it last saw there."""
@@ -96,51 +89,36 @@ class OwnShard:
     left: int | None
 
 
-@dataclass(slots=True)
-class _Observation:
-    """The seats left when this container last saw a class's item in DynamoDB, and what it took since."""
-
-    available: int
-    own_since: int = 0
-
-
 class InventoryHints:
-    """What this container learned about each seat class: the item as last seen, and how fast
-    seats go.
+    """What this container learned about each seat class: the item as last seen, and for a
+    sharded class the shard item it takes seats from.
 
     Only a hint. It decides whether a group starts with a strongly consistent read instead of an
-    optimistic write, which per-customer limit and capacity the first write assumes, and how many
-    seats a group takes at once when several containers compete for the last ones:
+    optimistic write, which per-customer limit the first write assumes, and which shard item of a
+    sharded class it goes to:
 
     - a class never seen, missing, closed, or with fewer seats left than the group wants is read
-      first; after a sell-out, rejections are answered from a read and the transaction writes only
-      their records, never the hot inventory item, even in a container that starts after it;
-    - contention: between two observations of a class (consistent reads, or the item a refused
-      write returned), the seats everyone took divided by the seats this container took estimate
-      how many containers are taking seats at its pace. Seats left are then predicted as the last
-      observation minus that factor times what this container took since, and a group reads first
-      when the prediction leaves less than twice what the contenders want (the end of the sale);
-      a class with a big group gets its second look early, to learn the factor;
-    - `share`: once a read shows fewer seats than the contenders want, a group takes only its share
-      of them (seats left / contention) in a small transaction and plans the rest from a new
-      read. So containers racing for the last seats each commit a part instead of all but one
-      having a whole batch's transaction refused.
+      first; after a sell-out, rejections are answered from a read and written as their records
+      only, never with a write to an inventory item, even in a container that starts after it;
+    - a sharded class: the container's own shard item (`own_shard`) and the seats it last saw
+      there; a group takes from it as far as those go, and a container without one (or whose
+      transaction conflicted there) surveys the items for one nobody else uses (`logic.shards`).
 
-    Correctness never rests on it: every seat is still taken through the guarded transaction,
+    It keeps no estimate of how fast other containers take a class's seats: a class that many
+    containers sell at once is sharded, so that each container has an item of its own (measured
+    in docs/sharding.md: on one item such estimates changed neither its rate nor its waste).
+    Correctness never rests on hints: every seat is still taken through the guarded transaction,
     whose condition checks every assumption it was planned on.
     """
 
     _MISSING = -1
 
     def __init__(self, rng: Draws | None = None) -> None:
-        # Draws the shard each transaction of a sharded class goes to (`logic.shards.route`); by
-        # default the `random` module, so that a run seeded with `random.seed` is reproducible.
+        # Draws the shard item a container settles on (`logic.shards.pick_shard`); by default the
+        # `random` module, so that a run seeded with `random.seed` is reproducible.
         self.rng: Draws = rng if rng is not None else random
         self._seats_left: dict[SeatKey, int] = {}
         self._items: dict[SeatKey, SeatClassInventory | None] = {}
-        self._observed: dict[SeatKey, _Observation] = {}
-        self._observations: dict[SeatKey, int] = {}
-        self._contention: dict[SeatKey, float] = {}
         self._shards: dict[SeatKey, OwnShard] = {}
 
     def should_read_first(self, key: SeatKey, seats_wanted: int, now: float | None = None) -> bool:
@@ -149,65 +127,22 @@ class InventoryHints:
         if item is not None and now is not None and item.sale_closed_reason(now) is not None:
             return True
         if item is not None and item.shard_items > 1:
-            # A sharded class: each container takes from a shard of its own (`logic.shards`), so
-            # it never races others for one item and needs no estimate of their pace; it reads
-            # the class whole only when the last such read left too few seats.
+            # A sharded class is routed by surveys of its items, not by its total: it is read
+            # whole only when the last such read left too few seats.
             return known is not None and known < seats_wanted
-        if known is None:
-            return True
-        if known < seats_wanted:
-            return True
-        observed = self._observed.get(key)
-        if observed is None:
-            return False
-        if self._observations.get(key, 0) == 1 and observed.own_since > 0 and seats_wanted >= HOT_GROUP_SEATS:
-            return True  # the second look: how fast do others take seats?
-        contention = self.contention(key)
-        return self.predicted_left(key) < 2 * contention * seats_wanted
-
-    def contention(self, key: SeatKey) -> float:
-        """How many containers take this class's seats at this container's pace (at least 1)."""
-        return self._contention.get(key, 1.0)
-
-    def predicted_left(self, key: SeatKey) -> float:
-        """Seats left now, as predicted from the last observation and the contention since."""
-        observed = self._observed.get(key)
-        if observed is None:
-            known = self._seats_left.get(key, 0)
-            return float(max(known, 0))
-        return observed.available - self.contention(key) * observed.own_since
-
-    def share(self, key: SeatKey, available: int, seats_wanted: int) -> int:
-        """Seats a group may take at once out of `available` (just observed): all it wants, unless
-        the contenders together want more than there is; then its share, at least one seat."""
-        contention = self.contention(key)
-        if contention <= 1.0 or available >= contention * seats_wanted:
-            return seats_wanted
-        return max(1, math.ceil(available / contention))
+        return known is None or known < seats_wanted
 
     def observe(self, key: SeatKey, item: SeatClassInventory | None) -> None:
         """Records the item as DynamoDB returned it (a consistent read, or a refused write's
-        ALL_OLD), or None for no item, and updates the contention estimate. A view of one shard
-        of a sharded class (not `complete`) says nothing about the class and is ignored."""
+        ALL_OLD), or None for no item. A view of one shard of a sharded class (not `complete`)
+        says nothing about the class and is ignored."""
         if item is not None and not item.complete:
             return
-        previous = self._observed.get(key)
-        if item is None:
-            self._observed.pop(key, None)
-        else:
-            if previous is not None and previous.own_since > 0:
-                taken = previous.available - item.available
-                self._contention[key] = max(1.0, taken / previous.own_since)
-            self._observed[key] = _Observation(item.available)
-            self._observations[key] = self._observations.get(key, 0) + 1
         self.learn_item(key, item)
 
-    def took(self, key: SeatKey, seats: int, item: SeatClassInventory) -> None:
-        """This container committed a transaction that took `seats`; `item` is the item as it
+    def took(self, key: SeatKey, item: SeatClassInventory) -> None:
+        """This container committed a transaction that took seats; `item` is the item as it
         predicts it now (not an observation)."""
-        observed = self._observed.get(key)
-        if observed is not None:
-            observed.own_since += seats
         self.learn_item(key, item)
 
     def learn(self, key: SeatKey, seats_left: int | None) -> None:

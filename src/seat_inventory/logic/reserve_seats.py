@@ -376,7 +376,7 @@ def settle_group(
         else:
             # A sharded class read whole may need seats moved from other shards: keep room for them.
             room = view.shard_items - 1 if view is not None and view.shard_items > 1 else 0
-            fits = min(_prefix_that_fits(plan, room), _prefix_within_share(plan, knowledge, hints, key))
+            fits = _prefix_that_fits(plan, room)
             shard, moves, on_own_shard = -1, dict[int, int](), False
         if fits < len(pending):
             leftover = pending[fits:] + leftover
@@ -479,29 +479,6 @@ def _left_on_shard(
     return None
 
 
-def _prefix_within_share(
-    plan: GroupPlan, knowledge: GroupKnowledge, hints: InventoryHints, key: SeatKey
-) -> int:
-    """How many of the plan's answers (in arrival order) to commit now, when containers compete
-    for the last seats: those whose seats fit this container's share (`InventoryHints.share`) of
-    what the read showed, at least the first that takes seats. The rest is planned again from a
-    new read."""
-    inventory = knowledge.inventory
-    if not knowledge.verified or inventory is None or plan.seats_taken == 0:
-        return len(plan.outcomes)
-    share = hints.share(key, inventory.available, plan.seats_taken)
-    if share >= plan.seats_taken:
-        return len(plan.outcomes)
-    taken = 0
-    for index, outcome in enumerate(plan.outcomes):
-        if outcome.outcome in TAKES_SEATS:
-            seats = outcome.quantity or 0
-            if taken and taken + seats > share:
-                return index
-            taken += seats
-    return len(plan.outcomes)
-
-
 def _learn_commit(hints: InventoryHints, key: SeatKey, knowledge: GroupKnowledge, plan: GroupPlan) -> None:
     """After a commit, the container knows what it took: the item as it predicts it now."""
     inventory = knowledge.inventory if knowledge.verified else hints.assumed(key)
@@ -510,7 +487,6 @@ def _learn_commit(hints: InventoryHints, key: SeatKey, knowledge: GroupKnowledge
     held = sum(o.quantity or 0 for o in plan.outcomes if o.outcome is Outcome.HELD)
     hints.took(
         key,
-        plan.seats_taken,
         dataclasses.replace(
             inventory,
             available=inventory.available - plan.seats_taken,
