@@ -420,7 +420,7 @@ class OperatorCommands(TableAccess):
         return self._operator_write(key, plan, operation_id)
 
     def reshard(self, key: SeatKey, shards: int, *, operation_id: str | None = None) -> SeatClassInventory:
-        """Splits the class over `shards` shard items (1-16), during a sale if need be.
+        """Splits the class over `shards` shard items (1 to MAX_SHARDS), during a sale if need be.
 
         One transaction planned from a consistent read: missing shard items are created, the
         available seats (and as much capacity) move so that the first `shards` items hold equal

@@ -81,18 +81,12 @@ def route(
 ) -> tuple[int, dict[int, int]]:
     """The shard a transaction takes `seats` from, and the seats to move into it from others.
 
-    Rule: sticky per container until it conflicts. Each container keeps one shard of a class
-    (`preferred`, drawn at random among the routed ones) and draws another after a transaction
-    conflict on it (`InventoryHints.shard`). Containers that meet move apart, so with K at least
-    the number of containers they settle on different items and rarely conflict at all; a fresh
-    random draw for every transaction would instead meet another container's transaction with the
-    same probability at every batch.
-
-    With a complete view (a consistent read of every shard), the preferred shard is kept when it
-    can cover the group; otherwise one that can is drawn; when none can but the class can, the
-    shard with the most seats takes them and the others' seats move into it in the same
-    transaction. Without such a view (`read_whole` False) the preferred shard is tried alone: its
-    guard decides, and a refusal leads to a consistent read.
+    Used after a consistent read of the whole class, when no shard item alone showed the seats
+    a group's first request wants (`pick_shard` routes every other group). With that complete
+    view the container's own shard (`preferred`) is kept when it can cover the group; otherwise
+    one that can is drawn; when none can but the class can, the shard with the most seats takes
+    them and the others' seats move into it in the same transaction. Without such a view
+    (`read_whole` False) the preferred shard is tried alone: its guard decides.
     """
     if view is None:
         return 0, {}
