@@ -146,6 +146,64 @@ def test_a_throttled_group_is_retried_in_place_while_the_rest_of_the_batch_compl
     assert concert.inventory("concert-2026", "VIP")["sold"] == 2
 
 
+def _sold_out_batch(concert: Stack) -> dict:
+    """Sells out `sold-out-show` (faults are registered before: the container's clients copy the
+    session's hooks when the first invocation builds them); a batch of five one-seat requests."""
+    assert concert.invoke(sqs_event(reservation("r-0", "sold-out-show"))) == {"batchItemFailures": []}
+    concert.outcomes()
+    concert.faults.calls.clear()
+    return sqs_event(*(reservation(f"r-{n}", "sold-out-show", 1) for n in range(1, 6)))
+
+
+def _answers(concert: Stack) -> list[tuple[str, str, bool]]:
+    return sorted((o["reservation_id"], o["outcome"], o["duplicate"]) for o in concert.outcomes())
+
+
+@pytest.mark.parametrize("code", ["TransactionConflictException", "InternalServerError"])
+def test_rejections_after_a_sell_out_are_put_one_by_one_and_a_fault_on_one_is_written_again(
+    concert: Stack, code: str
+) -> None:
+    attempts: list[str] = []  # PutItem attempts on r-3's record, the faulted one included
+
+    def on_r3(request: dict) -> bool:
+        found = b"RESERVATION#r-3" in request["body"]
+        attempts.extend(["r-3"] if found else [])
+        return found
+
+    concert.faults.fail("dynamodb.PutItem", code, when=on_r3)
+    event = _sold_out_batch(concert)
+
+    response = concert.invoke(event)
+
+    # Every rejection answered once, as a first answer: five puts reached DynamoDB (the faulted
+    # attempt is answered by the fault hook, before the hook that counts calls), r-3's on its
+    # second attempt; no transaction.
+    assert response == {"batchItemFailures": []}
+    assert _answers(concert) == [(f"r-{n}", "SOLD_OUT", False) for n in range(1, 6)]
+    assert (Counter(concert.faults.calls)["PutItem"], attempts) == (5, ["r-3", "r-3"])
+    assert "TransactWriteItems" not in concert.faults.calls
+    assert concert.inventory("sold-out-show") == {"capacity": 2, "available": 0, "sold": 2}
+
+
+def test_a_rejection_a_fault_keeps_out_is_handed_back_alone_and_its_redelivery_answers_it_once(
+    concert: Stack,
+) -> None:
+    concert.faults.fail(
+        "dynamodb.PutItem", "InternalServerError", times=2, when=lambda r: b"RESERVATION#r-3" in r["body"]
+    )
+    event = _sold_out_batch(concert)
+
+    response = concert.invoke(event)
+
+    # The records written stand and are answered; only r-3's message goes back to the queue.
+    assert response == {"batchItemFailures": [{"itemIdentifier": "msg-2"}]}
+    assert _answers(concert) == [(f"r-{n}", "SOLD_OUT", False) for n in (1, 2, 4, 5)]
+
+    # When the whole batch comes again, r-3 is answered for the first time, the rest as duplicates.
+    assert concert.invoke(event) == {"batchItemFailures": []}
+    assert _answers(concert) == [(f"r-{n}", "SOLD_OUT", n != 3) for n in range(1, 6)]
+
+
 def test_a_transient_service_error_hands_only_its_group_back(concert: Stack) -> None:
     concert.faults.fail(
         "dynamodb.TransactWriteItems",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from botocore.exceptions import ClientError
 
@@ -155,6 +157,94 @@ def test_rejections_alone_do_not_touch_the_inventory(stack: Stack, table: Invent
     assert refused is None
     assert table.get_reservation("r-1") is not None
     assert table.get_event("nope") == []
+
+
+def rejection(reservation_id: str, reason: str = "sold out") -> ReservationOutcome:
+    return dataclasses.replace(answer(reservation_id, Outcome.SOLD_OUT), reason=reason)
+
+
+def test_rejections_alone_are_one_conditional_put_each_not_a_transaction(stack: Stack) -> None:
+    # Given a client whose calls are counted
+    table = InventoryTable(stack.faults.session.client("dynamodb"), stack.table_name)
+    table.create_seat_class(KEY, 10)
+    stack.faults.calls.clear()
+
+    # When a group of rejections only is committed
+    refused = table.commit_outcomes(
+        KEY, [rejection(f"r-{n}") for n in range(12)], seats_taken=0, rejection_expires_at=99
+    )
+
+    # Then each record is its own PutItem (1 write unit per KB), no transaction, and all are written
+    assert refused is None
+    assert stack.faults.calls == ["PutItem"] * 12
+    assert [raw_record(stack, f"r-{n}")["expires_at"] for n in range(12)] == [{"N": "99"}] * 12
+    assert table.get_reservation("r-3") == rejection("r-3")
+    assert stack.inventory("e-1") == {"capacity": 10, "available": 10, "sold": 0}
+
+
+def test_a_rejection_already_recorded_comes_back_with_its_stored_answer_and_the_rest_is_written(
+    stack: Stack, table: InventoryTable
+) -> None:
+    table.commit_outcomes(KEY, [rejection("r-1", "first")], seats_taken=0, rejection_expires_at=99)
+
+    refused = table.commit_outcomes(
+        KEY, [rejection("r-1", "second"), rejection("r-2")], seats_taken=0, rejection_expires_at=99
+    )
+
+    assert refused is not None and not refused.inventory_refused
+    assert refused.already_recorded == {"r-1": rejection("r-1", "first")}
+    assert refused.written == {"r-2"}
+    assert table.get_reservation("r-1") == rejection("r-1", "first")
+    assert table.get_reservation("r-2") == rejection("r-2")
+
+
+def test_a_transient_fault_on_some_rejections_keeps_the_others_written(stack: Stack) -> None:
+    stack.faults.fail(
+        "dynamodb.PutItem", "TransactionConflictException", when=lambda r: b"RESERVATION#r-2" in r["body"]
+    )
+    table = InventoryTable(stack.faults.session.client("dynamodb"), stack.table_name)
+
+    refused = table.commit_outcomes(
+        KEY, [rejection("r-1"), rejection("r-2"), rejection("r-3")], seats_taken=0, rejection_expires_at=99
+    )
+
+    # r-2 is in neither set: it was not written and is to be written again
+    assert refused is not None
+    assert (refused.written, dict(refused.already_recorded)) == ({"r-1", "r-3"}, {})
+    assert raw_record(stack, "r-2") == {}
+    assert table.commit_outcomes(KEY, [rejection("r-2")], seats_taken=0, rejection_expires_at=99) is None
+
+
+@pytest.mark.parametrize(
+    ("code", "raised"),
+    [
+        ("TransactionConflictException", TransactionConflict),
+        ("ProvisionedThroughputExceededException", Throttled),
+        ("InternalServerError", RetryableError),
+    ],
+)
+def test_a_transient_fault_on_every_rejection_raises_the_domain_error(
+    stack: Stack, code: str, raised: type[RetryableError]
+) -> None:
+    stack.faults.fail("dynamodb.PutItem", code, times=2)
+    table = InventoryTable(stack.faults.session.client("dynamodb"), stack.table_name)
+
+    with pytest.raises(raised, match=code):
+        table.commit_outcomes(
+            KEY, [rejection("r-1"), rejection("r-2")], seats_taken=0, rejection_expires_at=99
+        )
+
+    assert raw_record(stack, "r-1") == raw_record(stack, "r-2") == {}
+
+
+def test_a_request_error_on_a_rejection_is_not_disguised_as_retryable(stack: Stack) -> None:
+    stack.faults.fail("dynamodb.PutItem", "ValidationException")
+    table = InventoryTable(stack.faults.session.client("dynamodb"), stack.table_name)
+    with pytest.raises(ClientError) as refused:
+        table.commit_outcomes(
+            KEY, [rejection("r-1"), rejection("r-2")], seats_taken=0, rejection_expires_at=99
+        )
+    assert not isinstance(refused.value, RetryableError)
 
 
 def test_get_reservation_of_an_unknown_id_is_none(table: InventoryTable) -> None:

@@ -39,6 +39,7 @@ import itertools
 import json
 import os
 import sys
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Iterator
@@ -332,19 +333,22 @@ class Model:
 
 
 class CrashSwitch:
-    """An after-call hook on one operation that, when armed, raises once the call has returned."""
+    """An after-call hook on some operations that, when armed, raises once one call has returned."""
 
-    def __init__(self, session: boto3.session.Session, operation: str) -> None:
+    def __init__(self, session: boto3.session.Session, *operations: str) -> None:
         self.armed = False
         self.fired = 0
-        self.operation = operation
-        session.events.register(f"after-call.{operation}", self._hook)
+        self.operations = operations
+        self._lock = threading.Lock()  # a group's PutItems run on several threads
+        for operation in operations:
+            session.events.register(f"after-call.{operation}", self._hook)
 
     def _hook(self, **_: Any) -> None:
-        if self.armed:
-            self.armed = False
-            self.fired += 1
-            raise SimulatedCrash(f"crashed after {self.operation} returned")
+        with self._lock:
+            fire, self.armed = self.armed, False
+            self.fired += fire
+        if fire:
+            raise SimulatedCrash(f"crashed after one of {self.operations} returned")
 
 
 class PublishTap:
@@ -379,7 +383,8 @@ class Harness:
 
     stack: Stack
     clock: MovableClock
-    crash: CrashSwitch  # after a TransactWriteItems, of either function
+    # after a TransactWriteItems of either function, or a PutItem (a rejection's record)
+    crash: CrashSwitch
     publish_crash: CrashSwitch  # after a PublishBatch, registered after the tap (which sees it succeed)
     tap: PublishTap
 
@@ -653,8 +658,9 @@ class SeatInventoryMachine(RuleBasedStateMachine):
 
     @rule(data=st.data())
     def redeliver_after_crash(self, data: st.DataObject) -> None:
-        """The function dies right after its first transaction returned; SQS redelivers the whole
-        batch, possibly after the clock moved on (the visibility timeout)."""
+        """The function dies right after its first write returned (a transaction, or one of a
+        rejection group's PutItems); SQS redelivers the whole batch, possibly after the clock moved
+        on (the visibility timeout)."""
         changes_only = data.draw(st.booleans(), label="confirmations and cancellations only")
         batch = self.draw_batch(data, st.integers(1, 4), changes_only=changes_only)
         requests = self.model.first_requests(batch)
@@ -677,11 +683,23 @@ class SeatInventoryMachine(RuleBasedStateMachine):
             # of them, or fewer when the container split the group because it counts other
             # containers taking the last seats (`InventoryHints.share`; after a crash between a
             # commit and `_learn_commit`, its own commit looks like another container's).
+            # A group of rejections only is written record by record (a PutItem each, all answered
+            # before the crash is raised): every new request of the group is recorded.
             first_key = requests[0].key
             assert first_key is not None
             new = {m.reservation_id or "" for m in requests} - set(self.model.records)
             written = self.records(new)
-            if written:
+            fresh = self.model.groups(batch)[first_key]
+            rejections_only = all(
+                r.answer not in (HELD, CONFIRMED) for r in self.model.greedy(first_key, fresh).values()
+            )
+            if written and rejections_only:
+                rejected = self.model.greedy(first_key, fresh)
+                assert {rid: r["outcome"] for rid, r in written.items()} == {
+                    rid: a.answer for rid, a in rejected.items()
+                }, "a rejection-only group left a record out, or recorded another answer"
+                self.model.record(rejected)
+            elif written:
                 assert {r["key"] for r in written.values()} == {first_key}, written
                 group = [m for m in requests if m.key == first_key]
                 prefix = group[: len(written)]
@@ -967,7 +985,7 @@ def harness(monkeypatch: pytest.MonkeyPatch) -> Iterator[Harness]:
         create_table_from_template(dynamodb, TEMPLATE, TABLE_NAME)
         assert setup.client("sns").create_topic(Name=TOPIC_NAME)["TopicArn"] == TOPIC_ARN
         stack = Stack(TABLE_NAME, TOPIC_ARN, "", Faults(session), setup.client("sqs"), dynamodb)
-        crash = CrashSwitch(session, "dynamodb.TransactWriteItems")
+        crash = CrashSwitch(session, "dynamodb.TransactWriteItems", "dynamodb.PutItem")
         tap = PublishTap(session)
         HARNESS = Harness(stack, clock, crash, CrashSwitch(session, "sns.PublishBatch"), tap)
         yield HARNESS

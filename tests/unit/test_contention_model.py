@@ -89,6 +89,21 @@ def test_a_single_item_write_on_a_held_item_gets_a_conflict() -> None:
     assert engine.transact_write([record(1)]).verdict is Verdict.ADMITTED
 
 
+def test_a_single_item_write_that_writes_nothing_is_counted_as_wasted() -> None:
+    clock = VirtualClock()
+    engine = model(clock)
+    engine.transact_write([hot()])
+
+    engine.write_item(hot(1), operation="UpdateItem")  # refused by the conflict: charged, wasted
+    duplicate = engine.write_item(record(1, 1))  # admitted, then its condition fails on the engine
+    engine.finish(duplicate, cancelled_by=CONDITIONAL_CHECK_FAILED)
+    engine.write_item(record(2, 1))  # written
+
+    counters = engine.counters()
+    assert (counters.write_units_consumed, counters.write_units_cancelled) == (2 + 1 + 1 + 1, 1 + 1)
+    assert counters.transactions_cancelled == {}
+
+
 def test_reads_are_never_blocked_by_holds() -> None:
     clock = VirtualClock()
     engine = model(clock)

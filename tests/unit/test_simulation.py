@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from seat_inventory.bench.counting import item_size
 from seat_inventory.cli.main import cli
-from seat_inventory.contention.model import ContentionModel, ContentionSettings
+from seat_inventory.contention.model import ContentionModel, ContentionSettings, ItemWrite
 from seat_inventory.dal.access import SHARDED_READ_ATTEMPTS, SHARDED_READ_BACKOFF_SECONDS
 from seat_inventory.dal.items import record_item
 from seat_inventory.logic.ports import WriteRefused
@@ -418,3 +418,66 @@ def test_a_sharded_sale_reads_the_class_whole_only_once_its_items_run_dry() -> N
     table = CliRunner().invoke(cli, ["simulate", "--requests", "500", "--containers", "4", "--shards", "4"])
     assert table.exit_code == 0, table.output
     assert "transactional reads refused" in table.output
+
+
+def _sold_out(reservation_id: str) -> ReservationOutcome:
+    return ReservationOutcome(reservation_id, Outcome.SOLD_OUT, "sold out", "e", "GA", 1, "c")
+
+
+def test_rejections_alone_are_puts_of_one_unit_each_sent_in_waves() -> None:
+    # Given a record already written (r-0), and r-5's record held by a transaction in flight
+    scheduler, table = _table()
+    table.data.put_record(_sold_out("r-0"), 99)
+    results: list[object] = []
+
+    def commit() -> None:
+        store = table.client(_Clock(scheduler))
+        started = scheduler.now()
+        held = table.model.transact_write(
+            [_record_write("r-5")], now=started
+        )  # a TransactWriteItems on r-5's record, not finished yet
+        assert held.admitted
+        results.append(
+            store.commit_outcomes(
+                SeatKey("e", "GA"),
+                [_sold_out(f"r-{n}") for n in range(40)],
+                seats_taken=0,
+                rejection_expires_at=99,
+            )
+        )
+        results.append(scheduler.now() - started)
+
+    scheduler.spawn("only", commit)
+    scheduler.run()
+
+    # Then each record is one PutItem of 1 unit; r-0 comes back with its stored answer (its unit
+    # wasted), r-5 met a conflict and is in neither set; the others are written
+    refused, elapsed = results
+    assert isinstance(refused, WriteRefused) and not refused.inventory_refused
+    assert refused.already_recorded == {"r-0": _sold_out("r-0")}
+    assert refused.written == {f"r-{n}" for n in range(40)} - {"r-0", "r-5"}
+    assert "r-5" not in table.data.records and table.data.expiry["r-9"] == 99
+    assert table.requests == {"PutItem": 40}
+    counters = table.model.counters()
+    assert (counters.write_units_consumed, counters.write_units_cancelled) == (2 + 40, 1 + 1)
+    # 40 puts 16 at a time: 3 waves of about 8-11 ms each, not 40 round trips in a row (~0.3 s)
+    assert 0.015 < elapsed < 0.06
+
+
+def _record_write(reservation_id: str) -> ItemWrite:
+    pk = f"RESERVATION#{reservation_id}"
+    return ItemWrite(pk, f"{pk}|RESERVATION", 2)
+
+
+def test_a_sell_out_costs_one_write_unit_per_rejection() -> None:
+    figures = simulate(containers=4, requests=2000, capacity=200, seed=2)
+
+    assert figures["outcomes"] == {"CONFIRMED": 200, "SOLD_OUT": 1800}
+    # A rejection written without the inventory is one PutItem of 1 unit (records are under
+    # 1 KB): most of them, after the sell-out. The rest share a transaction with the last seats
+    # taken (2 units a record, and 2 for the inventory item per transaction).
+    puts = figures["dynamodb_requests"]["PutItem"]
+    assert puts >= 1700
+    in_transactions = 2000 - puts
+    committed = figures["transactions_committed"]
+    assert figures["write_units"] - figures["wasted_write_units"] == 2 * (in_transactions + committed) + puts

@@ -16,6 +16,7 @@ API (stable; everything else is internal):
     decision.hold_until   # an admitted transaction holds its items until then (model time)
     model.finish(decision, cancelled_by="ConditionalCheckFailed")  # once: the engine cancelled it
     model.write_item(ItemWrite(...), now=t)          # PutItem / UpdateItem / DeleteItem
+    model.finish(write, cancelled_by="ConditionalCheckFailed")  # its condition failed: wasted
     model.read_items([ItemRead(pk, item_key, units)], operation="GetItem", now=t)
     read = model.transact_read([ItemRead(pk, item_key, units), ...], now=t)   # TransactGetItems
     read = model.finish_read(read, now=t + read.latency_s)  # once, when it answers: its final verdict
@@ -51,8 +52,9 @@ Semantics, each from AWS's documentation or stated as an assumption (sources in 
   reads 1 per 4 KB (eventually consistent half that), transactional reads 2 per 4 KB. A
   transaction cancelled by a conflict or a failed condition is charged its units (AWS does not
   document it; a failed conditional write is charged, so the model assumes the same), and they
-  are counted as wasted (`write_units_cancelled`); a cancelled `TransactGetItems` is likewise
-  assumed to be charged its read units.
+  are counted as wasted (`write_units_cancelled`), as are the units of a single-item write
+  refused by a conflict or whose condition failed (`finish(write, cancelled_by=...)`); a
+  cancelled `TransactGetItems` is likewise assumed to be charged its read units.
 - Latency. Log-normal per operation, fitted to a published p50 and p90 (Alex DeBrie's
   measurements from Lambda): single-item operations p50 7.55 ms / p90 11.3 ms (measured for
   PutItem; assumed for the others); `TransactWriteItems` and `TransactGetItems` with n items
@@ -88,6 +90,7 @@ Z90 = 1.2815515655446004
 SINGLE_ITEM_MS = (7.55, 11.3)
 TRANSACTION_POINTS_MS = ((5, 25.3, 30.7), (25, 32.1, 40.5))
 TRANSACTIONAL_OPERATIONS = frozenset({"TransactWriteItems", "TransactGetItems"})
+SINGLE_WRITE_OPERATIONS = frozenset({"PutItem", "UpdateItem", "DeleteItem"})
 PURGE_EVERY = 4096
 
 
@@ -180,7 +183,9 @@ class ContentionCounters:
     write_conflicts: int = 0  # single-item writes refused with TransactionConflictException
     throttled_requests: int = 0  # every request refused for throughput, transactions included
     write_units_consumed: float = 0.0
-    write_units_cancelled: float = 0.0  # charged to transactions that were cancelled
+    # charged to writes that wrote nothing: cancelled transactions, and single-item writes
+    # refused by a conflict or a failed condition
+    write_units_cancelled: float = 0.0
     read_units_consumed: float = 0.0
     in_flight_transactions: int = 0
     read_transactions_committed: int = 0  # TransactGetItems answered
@@ -317,6 +322,7 @@ class ContentionModel:
             self._write_units += item.write_units
             if self._held_positions([item.item_key], start):
                 self._write_conflicts += 1
+                self._write_units_cancelled += item.write_units
                 return Decision(
                     Verdict.CONFLICT,
                     operation,
@@ -428,9 +434,17 @@ class ContentionModel:
 
         Its holds end now (an open-ended one's, or a timed one's that the engine ended early), and
         `cancelled_by` (e.g. "ConditionalCheckFailed") recounts it from committed to cancelled.
-        Does nothing for a decision that was not an admitted transaction.
+        For an admitted single-item write, `cancelled_by` counts its units as wasted (its
+        condition failed: charged, nothing written). Does nothing for any other decision.
         """
         if decision.transaction_id is None or decision.operation == "TransactGetItems":
+            if (
+                cancelled_by is not None
+                and decision.admitted
+                and decision.operation in SINGLE_WRITE_OPERATIONS
+            ):
+                with self._lock:
+                    self._write_units_cancelled += decision.units
             return
         with self._lock:
             if decision.open_ended and self._open.pop(decision.transaction_id, None) is None:

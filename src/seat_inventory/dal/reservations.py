@@ -1,15 +1,18 @@
-"""Taking seats: one transaction per group that decrements the inventory and records every answer."""
+"""Taking seats: one transaction per group that decrements the inventory and records every answer;
+a group of rejections only: one conditional PutItem per record."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
 from botocore.exceptions import ClientError
 
 from seat_inventory.dal.access import TableAccess
 from seat_inventory.dal.errors import (
+    CONDITION_FAILED,
     TRANSACTION_CANCELED,
     call_expecting,
     cancellation_reasons,
@@ -31,15 +34,22 @@ from seat_inventory.models import (
     TAKES_SEATS,
     Outcome,
     ReservationOutcome,
+    RetryableError,
     SaleStatus,
     SeatClassInventory,
     SeatKey,
     StoreInconsistency,
 )
 
+# Concurrent PutItem calls for a group of rejections: the client's whole connection pool
+# (wiring.CLIENT_CONFIG), which nothing else uses meanwhile.
+MAX_CONCURRENT_PUTS = 16
+
 
 class Reservations(TableAccess):
     """Reserve and hold: `InventoryStore.commit_outcomes`."""
+
+    _put_pool: ThreadPoolExecutor | None = None
 
     def commit_outcomes(
         self,
@@ -55,8 +65,11 @@ class Reservations(TableAccess):
         moves: Mapping[int, int] | None = None,
         taken_at: float | None = None,
     ) -> WriteRefused | None:
-        """One transaction: guarded decrement of the inventory (if seats are taken), one record per
-        answer, and one guarded increment per customer counter (with a per-customer limit).
+        """One transaction: guarded decrement of the inventory, one record per answer, and one
+        guarded increment per customer counter (with a per-customer limit).
+
+        A group that takes no seats (rejections only) has nothing to be atomic with: each record is
+        its own conditional PutItem (`_put_records`), 1 write unit per KB instead of 2.
 
         The seats are taken from shard item `shard`; `moves` (shard -> seats) moves available seats
         (and as much capacity) from other shard items into it in the same transaction, each guarded
@@ -74,6 +87,8 @@ class Reservations(TableAccess):
         moves = {donor: seats for donor, seats in (moves or {}).items() if seats > 0}
         if moves and (shard in moves or sum(moves.values()) > seats_taken):
             raise ValueError(f"moves {moves} into shard {shard} do not fit {seats_taken} seat(s)")
+        if seats_taken == 0 and not counters:
+            return self._put_records(outcomes, recorded_at=recorded_at, expires_at=rejection_expires_at)
         actions: list[dict[str, Any]] = []
         if seats_taken > 0:
             actions.append(
@@ -114,6 +129,71 @@ class Reservations(TableAccess):
             inventory_actions = 1 + len(moves) if seats_taken > 0 else 0
             return self._refusal(cancelled, outcomes, customers, inventory_actions=inventory_actions)
         return None
+
+    def _put_records(
+        self, outcomes: Sequence[ReservationOutcome], *, recorded_at: str, expires_at: int
+    ) -> WriteRefused | None:
+        """One conditional PutItem per rejection's record, `MAX_CONCURRENT_PUTS` at a time.
+
+        Each record is written exactly once by its condition; one that exists comes back with
+        ALL_OLD. The puts are independent: those written stand whatever the others met, and are
+        reported in `WriteRefused.written` when another found its record or failed transiently;
+        only when a transient fault kept every record out is it raised (the first one).
+        """
+
+        def put(outcome: ReservationOutcome) -> ClientError | RetryableError | None:
+            if outcome.outcome in TAKES_SEATS:
+                raise ValueError(f"{outcome.reservation_id!r} takes seats: it needs the inventory")
+            item = record_item(
+                outcome, recorded_at=recorded_at, expires_at=expires_at, customer_counted=False
+            )
+            try:
+                refused = call_expecting(
+                    CONDITION_FAILED,
+                    self._client.put_item,
+                    TableName=self._table_name,
+                    Item=item,
+                    ConditionExpression="attribute_not_exists(pk)",
+                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                )
+            except RetryableError as exc:
+                return exc
+            return refused if isinstance(refused, ClientError) else None
+
+        if len(outcomes) == 1:
+            results = [put(outcomes[0])]
+        else:
+            if self._put_pool is None:
+                # Lives as long as the container, like the client (which is thread-safe).
+                self._put_pool = ThreadPoolExecutor(max_workers=MAX_CONCURRENT_PUTS, thread_name_prefix="put")
+            futures = [self._put_pool.submit(put, outcome) for outcome in outcomes]
+            # Every put is answered before anything is raised (a put that raised other than a
+            # transient fault raises below), so no put is left running behind the caller.
+            wait(futures)
+            results = [future.result() for future in futures]
+        written: set[str] = set()
+        already_recorded: dict[str, ReservationOutcome] = {}
+        faults: list[RetryableError] = []
+        for outcome, result in zip(outcomes, results, strict=True):
+            if isinstance(result, RetryableError):
+                faults.append(result)
+            elif isinstance(result, ClientError):
+                response: dict[str, Any] = result.response  # type: ignore[assignment]
+                if not response.get("Item"):
+                    raise RuntimeError("record condition failed without ALL_OLD item") from result
+                already_recorded[outcome.reservation_id] = outcome_from_item(response["Item"])
+            else:
+                written.add(outcome.reservation_id)
+        if faults and not written and not already_recorded:
+            raise faults[0]
+        if not faults and not already_recorded:
+            return None
+        return WriteRefused(
+            inventory_refused=False,
+            inventory=None,
+            already_recorded=already_recorded,
+            written=frozenset(written),
+        )
 
     def _take_seats_action(
         self,

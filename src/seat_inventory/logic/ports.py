@@ -22,7 +22,8 @@ from seat_inventory.models import (
 
 @dataclass(frozen=True, slots=True)
 class WriteRefused:
-    """A transaction that DynamoDB cancelled because a condition failed, and what it told us.
+    """A write of a group's answers that a failed condition (or, for a group without seats, a
+    transient fault on some of its records) stopped, and what it told us.
 
     `inventory_refused` is True when the inventory guard failed; `inventory` then holds the item
     as it was (too few seats left, sale closed, another per-customer limit than assumed), or is
@@ -32,12 +33,16 @@ class WriteRefused:
     stored with it: those requests were answered before and must not take seats again.
     `customer_seats` maps each customer whose counter refused the increment to the seats the
     counter held: taking more would pass the per-customer limit.
+    `written` names the records of a group without seats that were written all the same (its
+    records are written one by one, not in one transaction): those answers stand. Records of the
+    group in neither `written` nor `already_recorded` met a transient fault and were not written.
     """
 
     inventory_refused: bool
     inventory: SeatClassInventory | None
     already_recorded: Mapping[str, ReservationOutcome] = field(default_factory=dict)
     customer_seats: Mapping[str, int] = field(default_factory=dict)
+    written: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +78,8 @@ class InventoryStore(Protocol):
         moves: Mapping[int, int] | None = None,
         taken_at: float | None = None,
     ) -> WriteRefused | None:
-        """Atomically takes `seats_taken` seats (if any) and records every outcome.
+        """Atomically takes `seats_taken` seats and records every outcome; records a group without
+        seats (only rejections) one record at a time.
 
         The seats come from the class's shard item `shard` (0 for a class of one item), after
         `moves` (shard -> seats) moved available seats into it from other shard items in the same
@@ -86,6 +92,14 @@ class InventoryStore(Protocol):
         taken here) is added to each customer's counter, guarded by the limit.
         Returns None when everything committed, a `WriteRefused` when a condition failed (then
         nothing was written), and raises `RetryableError` on a transient fault.
+
+        A group with `seats_taken == 0` (and no customer counter) writes no inventory, so it is
+        not atomic across its records: each record is its own conditional write (1 write unit per
+        KB instead of 2 in a transaction), made exactly once by its condition (the record must
+        not exist). Records that already existed come back in `already_recorded` with their
+        stored answers, and the records written meanwhile in `WriteRefused.written`; records a
+        transient fault kept out are in neither (planned again). Only when a transient fault
+        kept every record out does it raise `RetryableError` (`TransactionConflict`, `Throttled`).
         """
         ...
 

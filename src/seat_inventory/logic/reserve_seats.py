@@ -268,8 +268,9 @@ def settle_group(
 ) -> tuple[dict[str, ReservationOutcome], list[ReservationRequest]]:
     """Commits the answers of one group in one transaction.
 
-    Returns the answer for every reservation id it settled, and the requests (a tail of
-    `requests`, in order) that did not fit in that transaction's 100 actions and still need one.
+    Returns the answer for every reservation id it settled, and the requests (in order) that did
+    not fit in that transaction's 100 actions, or (a group without seats, written record by
+    record) that a transient fault kept out while others were written, and still need a write.
     Raises `RetryableError` when a transient fault prevented a commit, or transaction conflicts
     or throttling went on until `deadline` (default: `ConflictDeadline.after(clock)`); nothing
     was written then.
@@ -419,7 +420,15 @@ def settle_group(
         for reservation_id, stored in refused.already_recorded.items():
             request = by_id[reservation_id]
             answers[reservation_id] = stored.as_duplicate(request.message_id)
-        pending = [r for r in pending if r.reservation_id not in refused.already_recorded]
+        settled = refused.already_recorded.keys() | refused.written
+        pending = [r for r in pending if r.reservation_id not in settled]
+        if refused.written:
+            # Records of a group without seats are written one by one: those written stand, and
+            # are handed back now; the rest (a transient fault kept them out) need another write.
+            answers.update(
+                (o.reservation_id, o) for o in plan.outcomes if o.reservation_id in refused.written
+            )
+            return answers, pending + leftover
         knowledge.counted.update(refused.customer_seats)
         shard_refused = refused.inventory
         if (
@@ -439,7 +448,7 @@ def settle_group(
         elif refused.inventory_refused:
             knowledge.observe(refused.inventory)
             hints.observe(key, refused.inventory)
-        elif not refused.already_recorded and not refused.customer_seats:
+        elif not settled and not refused.customer_seats:
             raise RetryableError(f"transaction for {key} refused without a reason the planner knows")
     return answers, leftover
 

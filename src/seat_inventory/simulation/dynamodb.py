@@ -18,7 +18,14 @@ after botocore:
   `TransactionConflict`; a throttled one raises `Throttled` at once;
 - an admitted transaction waits its modelled latency, holding its items, then commits; a refused
   condition is reported as the DAL reports it (`WriteRefused`), and counted as cancelled with
-  `ConditionalCheckFailed`. Reads see committed data only.
+  `ConditionalCheckFailed`. Reads see committed data only;
+- a group without seats (rejections only) is written as the DAL writes it: one conditional
+  PutItem per record (the model's single-item write: 1 unit per KB, its latency,
+  `TransactionConflictException` on a record a transaction holds, throttling), `MAX_CONCURRENT_PUTS`
+  at a time (the group takes about one put's latency per wave of that many); the in-memory store
+  decides which records already existed (their units counted as wasted, like a cancelled
+  transaction's). A throttled put is not retried as botocore would: a record is its own
+  partition, so only the optional table quota can throttle one.
 
 Items are keyed as the DAL keys them (`dal.items.inventory_key`, ...), so partitions are
 the real ones. Write units come from item sizes (`record_item_bytes`).
@@ -38,6 +45,7 @@ from typing import Any, Protocol
 from seat_inventory.contention.model import (
     CONDITIONAL_CHECK_FAILED,
     ContentionModel,
+    Decision,
     ItemRead,
     ItemWrite,
     Verdict,
@@ -46,11 +54,13 @@ from seat_inventory.contention.model import (
 )
 from seat_inventory.dal.access import SHARDED_READ_ATTEMPTS, SHARDED_READ_BACKOFF_SECONDS
 from seat_inventory.dal.items import customer_key, inventory_key, reservation_key
+from seat_inventory.dal.reservations import MAX_CONCURRENT_PUTS
 from seat_inventory.logic.ports import TransitionsRefused, WriteRefused
 from seat_inventory.models import (
     TAKES_SEATS,
     ReservationOutcome,
     ReservationRecord,
+    RetryableError,
     SeatClassInventory,
     SeatKey,
     ShardSurvey,
@@ -198,6 +208,8 @@ class SimulatedDynamoStore:
         if not outcomes:
             return None
         counters = dict(customer_seats or {}) if max_per_customer is not None else {}
+        if seats_taken == 0 and not counters:
+            return self._put_records(outcomes, rejection_expires_at)
         items = [_write(inventory_key(key, shard), INVENTORY_ITEM_BYTES)] if seats_taken > 0 else []
         if seats_taken > 0:
             items += [_write(inventory_key(key, donor), INVENTORY_ITEM_BYTES) for donor in (moves or {})]
@@ -246,6 +258,44 @@ class SimulatedDynamoStore:
         return self._transact(items, apply)
 
     # ------------------------------------------------------------------ internals
+    def _put_records(self, outcomes: Sequence[ReservationOutcome], expires_at: int) -> WriteRefused | None:
+        """The DAL's `Reservations._put_records`: one conditional PutItem per record, in waves of
+        `MAX_CONCURRENT_PUTS` sent together, each wave over when its slowest put is answered."""
+        table = self._table
+        written: set[str] = set()
+        recorded: dict[str, ReservationOutcome] = {}
+        faults: list[RetryableError] = []
+        for start in range(0, len(outcomes), MAX_CONCURRENT_PUTS):
+            wave = outcomes[start : start + MAX_CONCURRENT_PUTS]
+            now = self._clock.now()
+            decisions: list[Decision] = []
+            for outcome in wave:
+                table.count("PutItem")
+                pk, item_key = _item_key(reservation_key(outcome.reservation_id))
+                units = write_units(record_item_bytes(outcome), transactional=False)
+                decisions.append(table.model.write_item(ItemWrite(pk, item_key, units), now=now))
+            try:
+                self._clock.wait_for_aws(max(d.latency_s for d in decisions))
+            finally:
+                # Admitted puts are written on DynamoDB even when the invocation ends meanwhile.
+                for outcome, decision in zip(wave, decisions, strict=True):
+                    if decision.verdict is Verdict.CONFLICT:
+                        faults.append(TransactionConflict("TransactionConflictException"))
+                    elif decision.verdict is Verdict.THROTTLED:
+                        faults.append(Throttled("ProvisionedThroughputExceededException"))
+                    elif (existing := table.data.put_record(outcome, expires_at)) is not None:
+                        recorded[outcome.reservation_id] = existing
+                        table.model.finish(decision, cancelled_by=CONDITIONAL_CHECK_FAILED)
+                    else:
+                        written.add(outcome.reservation_id)
+        if faults and not written and not recorded:
+            raise faults[0]
+        if not faults and not recorded:
+            return None
+        return WriteRefused(
+            inventory_refused=False, inventory=None, already_recorded=recorded, written=frozenset(written)
+        )
+
     def _transact(self, items: list[ItemWrite], apply: Any) -> Any:
         table = self._table
         table.count("TransactWriteItems")

@@ -2,9 +2,10 @@
 
 It has the same guards (seats, sale status and window, the assumed per-customer limit, counters,
 the status a record was read with, the capacity), the same refusal reports (the item or record
-as it was), and writes nothing when any guard fails. Unit tests use it as the store's fake, and
-`seats simulate` runs the service's logic against it (wrapped in `simulation.dynamodb`, which adds
-DynamoDB's conflicts, throttling, latency and write units).
+as it was), and writes nothing when any guard fails, except in a group without seats, whose
+records are written one by one as the DAL's PutItems are (`put_record`). Unit tests use it as
+the store's fake, and `seats simulate` runs the service's logic against it (wrapped in
+`simulation.dynamodb`, which adds DynamoDB's conflicts, throttling, latency and write units).
 """
 
 from __future__ import annotations
@@ -142,6 +143,9 @@ class InMemoryInventoryStore:
         taken_at: float | None = None,
     ) -> WriteRefused | None:
         self._begin_commit()
+        counters = dict(customer_seats or {}) if max_per_customer is not None else {}
+        if seats_taken == 0 and not counters:
+            return self._put_records(outcomes, rejection_expires_at)
         now = int(time.time()) if now is None else now
         item = self.inventory.get(key)
         moves = {donor: seats for donor, seats in (moves or {}).items() if seats > 0}
@@ -170,7 +174,6 @@ class InMemoryInventoryStore:
             for o in outcomes
             if o.reservation_id in self.records
         }
-        counters = dict(customer_seats or {}) if max_per_customer is not None else {}
         refused_counters = {
             customer: self.counters[(key, customer)]
             for customer, seats in counters.items()
@@ -226,6 +229,35 @@ class InMemoryInventoryStore:
             for s in item.shard_seats()
             if s.shard < shard_items
         ]
+
+    def _put_records(self, outcomes: Sequence[ReservationOutcome], expires_at: int) -> WriteRefused | None:
+        """A group without seats: each record is its own conditional put (as the DAL writes it)."""
+        written: set[str] = set()
+        recorded: dict[str, ReservationOutcome] = {}
+        for outcome in outcomes:
+            existing = self.put_record(outcome, expires_at)
+            if existing is None:
+                written.add(outcome.reservation_id)
+            else:
+                recorded[outcome.reservation_id] = existing
+        if not recorded:
+            return None
+        return WriteRefused(
+            inventory_refused=False, inventory=None, already_recorded=recorded, written=frozenset(written)
+        )
+
+    def put_record(self, outcome: ReservationOutcome, expires_at: int) -> ReservationOutcome | None:
+        """One rejection's record, written unless it exists (a PutItem with `attribute_not_exists`):
+        None when written, else the answer stored with it."""
+        if outcome.outcome in (Outcome.CONFIRMED, Outcome.HELD):
+            raise ValueError(f"{outcome.reservation_id!r} takes seats: it needs the inventory")
+        existing = self.records.get(outcome.reservation_id)
+        if existing is not None:
+            return existing
+        self.records[outcome.reservation_id] = outcome
+        self.status[outcome.reservation_id] = outcome.outcome
+        self.expiry[outcome.reservation_id] = expires_at
+        return None
 
     def record(self, reservation_id: str) -> ReservationRecord | None:
         """The record as `read_reservations` returns it."""
