@@ -62,7 +62,7 @@ from seat_inventory.settings import Settings
 # Without a per-customer limit: one inventory update plus 99 reservation records.
 MAX_RESERVATIONS_PER_TRANSACTION = MAX_ACTIONS_PER_TRANSACTION - 1
 # How many times a container that needs a shard waits for one that no other container uses
-# before it shares the fullest (there are more containers than items with seats left).
+# before it shares one in use (there are more containers than items with seats left).
 MAX_SHARD_WAITS = 3
 # Kept back from the invocation's remaining time for publishing and answering after the last
 # conflict retry (publishing a batch's outcomes takes well under a second).
@@ -320,13 +320,10 @@ def settle_group(
             survey = deadline.patiently(
                 clock, lambda: store.survey_shards(key, shard_items), f"survey of {key}"
             )
-            enough = shards_with(survey, seats)
-            if not enough:
+            if not shards_with(survey, seats):
                 return False
-            picked = pick_shard(survey, seats, clock.now(), hints.rng)
-            if picked is None and wait == MAX_SHARD_WAITS:
-                # Still all in use: share the fullest (more containers than items with seats).
-                picked = max(enough, key=lambda s: s.available)
+            # After the last wait, items in use count too (more containers than items with seats).
+            picked = pick_shard(survey, seats, clock.now(), hints.rng, share=wait == MAX_SHARD_WAITS)
             if picked is not None:
                 hints.settle_on(key, picked.shard, picked.available)
                 return True

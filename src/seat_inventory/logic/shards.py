@@ -25,27 +25,26 @@ class Draws(Protocol):
     def randrange(self, start: int, stop: int | None = None, step: int = 1) -> int: ...
 
 
-def pick_shard(survey: Sequence[ShardSurvey], seats: int, now: float, rng: Draws) -> ShardSurvey | None:
+def pick_shard(
+    survey: Sequence[ShardSurvey], seats: int, now: float, rng: Draws, *, share: bool = False
+) -> ShardSurvey | None:
     """The shard a container settles on when it has none yet, its transaction conflicted, or its
     shard ran short: among the items that showed at least `seats` and that nobody took from
     within `SHARD_IN_USE_SECONDS`, one of the fuller half, at random. None when every item that
     has the seats is in use (`shards_with`: then wait for one, rather than conflict with its
-    container).
+    container). With `share` (there are more containers than items with seats) items in use
+    count too: the containers left over spread over them rather than all on the fullest.
 
     Containers that need a shard thus go where no other container is, so with K at least the
     number of containers each one settles on an item of its own and conflicts stay rare; taking
     the fuller items first drains them evenly, so that they run dry at about the same time.
     """
-    idle = sorted(
-        (
-            s
-            for s in shards_with(survey, seats)
-            if s.taken_at is None or now - s.taken_at >= SHARD_IN_USE_SECONDS
-        ),
+    candidates = sorted(
+        (s for s in shards_with(survey, seats) if share or not _in_use(s, now)),
         key=lambda s: -s.available,
     )
-    fuller = idle[: max(1, (len(idle) + 1) // 2)]
-    return fuller[rng.randrange(len(fuller))] if idle else None
+    fuller = candidates[: max(1, (len(candidates) + 1) // 2)]
+    return fuller[rng.randrange(len(fuller))] if candidates else None
 
 
 def _in_use(shard: ShardSurvey, now: float) -> bool:
