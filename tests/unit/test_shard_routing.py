@@ -33,3 +33,10 @@ def test_none_when_every_item_with_the_seats_is_in_use_or_none_has_them() -> Non
     assert shards_with(busy, 5) == [ShardSurvey(0, 50, NOW)]
     assert pick_shard([ShardSurvey(0, 4, None)], 5, NOW, random.Random(1)) is None
     assert shards_with([ShardSurvey(0, 4, None)], 5) == []
+
+
+def test_when_sharing_items_in_use_count_and_the_draw_spreads_over_the_fuller_half() -> None:
+    survey = [ShardSurvey(n, seats, NOW) for n, seats in enumerate([40, 30, 20, 10])]
+    assert pick_shard(survey, 5, NOW, random.Random(1)) is None
+    picked = {pick_shard(survey, 5, NOW, random.Random(seed), share=True).shard for seed in range(100)}  # type: ignore[union-attr]
+    assert picked == {0, 1}  # not all on the fullest: the containers left over spread out
