@@ -369,20 +369,21 @@ def settle_group(
                     continue
                 own = hints.own_shard(key)
                 assert own is not None
-            shard, moves, on_own_shard = own.shard, {}, True
+            shard, moves, on_own_shard = own.shard, dict[int, int](), True
             fits = min(_prefix_that_fits(plan), _prefix_within_seats(plan, own.left))
         else:
-            # A sharded class read whole may need seats moved from other shards: keep room for them.
-            room = view.shard_items - 1 if view is not None and view.shard_items > 1 else 0
-            fits = _prefix_that_fits(plan, room)
-            shard, moves, on_own_shard = -1, dict[int, int](), False
+            # A class of one item, or a sharded one read whole: the seats may have to move into
+            # one item from others, and each move is one more action in the transaction.
+            preferred = own.shard if own is not None else hints.rng.randrange(routed_shards(seen))
+            shard, moves = route(seen, plan.seats_taken, preferred, hints.rng, read_whole=view is not None)
+            fits, on_own_shard = _prefix_that_fits(plan, len(moves)), False
         if fits < len(pending):
             leftover = pending[fits:] + leftover
             pending = pending[:fits]
             plan = plan_group(key, pending, knowledge, now=now)
-        if shard < 0:
-            preferred = own.shard if own is not None else hints.rng.randrange(routed_shards(seen))
-            shard, moves = route(seen, plan.seats_taken, preferred, hints.rng, read_whole=view is not None)
+            if not on_own_shard:
+                # Fewer seats: the same item, or moves from no more items than planned for.
+                shard, moves = route(seen, plan.seats_taken, shard, hints.rng, read_whole=view is not None)
         try:
             refused = store.commit_outcomes(
                 key,
