@@ -541,3 +541,27 @@ def test_a_message_id_twice_in_one_batch_is_answered_once_with_its_first_answer(
     ]
     assert result.failed_message_ids == []
     assert store.inventory[SeatKey("e-1", "GA")].sold == 2
+
+
+def test_a_sharded_class_never_seen_is_read_as_shard_0_and_its_limit_assumed_from_it(publisher) -> None:
+    store = InMemoryInventoryStore()
+    store.add_event("e-1", capacity=40, shards=4, max_per_customer=5)
+    commits = commits_of(store)
+    whole_reads: list[bool] = []
+    read = store.read_inventory
+
+    def read_inventory(key, *, whole=True):  # type: ignore[no-untyped-def]
+        whole_reads.append(whole)
+        return read(key, whole=whole)
+
+    store.read_inventory = read_inventory  # type: ignore[method-assign]
+
+    result = run_with_hints([message(n) for n in range(5)], store, publisher, InventoryHints())
+
+    # One GetItem of shard 0 (rules, items), one survey for an item, one transaction on it: no
+    # read of every item, and no write refused for assuming no per-customer limit.
+    assert whole_reads == [False]
+    assert store.surveys == 1
+    assert commits == [(5, 5, False)]
+    assert [o.outcome for o in result.published] == [Outcome.CONFIRMED] * 5
+    assert store.inventory[SeatKey("e-1", "GA")].available == 35

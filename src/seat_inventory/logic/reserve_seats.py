@@ -307,6 +307,7 @@ def settle_group(
         if inventory is not None and not inventory.complete:
             # Shard 0 of a sharded class: its rules and items, to route groups by; not its seats.
             hints.learn_item(key, inventory)
+            knowledge.assumed_limit = inventory.max_per_customer
             return
         knowledge.observe(inventory)
         hints.observe(key, inventory)
