@@ -428,6 +428,11 @@ def settle_group(
                 (o.reservation_id, o) for o in plan.outcomes if o.reservation_id in refused.written
             )
             return answers, pending + leftover
+        if refused.customer_seats.keys() - knowledge.counted.keys():
+            # Customers' counters newly learned: progress, bounded by the group's customers (a
+            # refusal shows only the counters of those the plan gave seats, so a group of many
+            # customers at their limit with few seats left needs more rounds than the bound).
+            rounds -= 1
         knowledge.counted.update(refused.customer_seats)
         shard_refused = refused.inventory
         if (
