@@ -15,7 +15,7 @@ from seat_inventory.logic.reserve_seats import (
     conflict_deadline,
     reserve_seats,
 )
-from seat_inventory.models import Outcome, RetryableError, SeatKey, Throttled, TransactionConflict
+from seat_inventory.models import Outcome, RetryableError, SaleStatus, SeatKey, Throttled, TransactionConflict
 from seat_inventory.settings import Settings
 from tests.fakes import FakeClock, InMemoryInventoryStore, RecordingPublisher
 
@@ -565,3 +565,16 @@ def test_a_sharded_class_never_seen_is_read_as_shard_0_and_its_limit_assumed_fro
     assert commits == [(5, 5, False)]
     assert [o.outcome for o in result.published] == [Outcome.CONFIRMED] * 5
     assert store.inventory[SeatKey("e-1", "GA")].available == 35
+
+
+def test_a_closed_sharded_class_never_seen_is_answered_from_one_whole_read(publisher) -> None:
+    store = InMemoryInventoryStore()
+    store.add_event("e-1", capacity=40, shards=4, sale_status=SaleStatus.CLOSED)
+    commits = commits_of(store)
+
+    result = run_with_hints([message(n) for n in range(3)], store, publisher, InventoryHints())
+
+    # Shard 0 shows the sale closed: the class is read whole at once (no survey, no refused take).
+    assert store.reads == 2 and store.surveys == 0
+    assert commits == [(3, 0, False)]
+    assert [o.outcome for o in result.published] == [Outcome.SALE_CLOSED] * 3

@@ -308,6 +308,8 @@ def settle_group(
             # Shard 0 of a sharded class: its rules and items, to route groups by; not its seats.
             hints.learn_item(key, inventory)
             knowledge.assumed_limit = inventory.max_per_customer
+            if inventory.sale_closed_reason(now) is not None:
+                read()  # closed: nobody writes to its items, and only a whole read can say so
             return
         knowledge.observe(inventory)
         hints.observe(key, inventory)
