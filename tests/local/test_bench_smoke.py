@@ -181,11 +181,16 @@ def test_the_service_writes_the_hot_item_once_per_batch_and_never_after_the_sell
     assert hot.counts["http_requests"].get("dynamodb.UpdateItem", 0) == 0
     assert hot.counts["http_requests"].get("sns.Publish", 0) == 0
     # 40 seats fit in one transaction. Each worker reads the class first; in the race for the
-    # last seats a worker commits its share, then another after a new read (a share may be
-    # refused when a concurrent commit made its read stale, and it is planned again).
+    # last seats a write refused by a concurrent commit is planned again from the item it hands
+    # back.
     assert hot.counts["hot_item_write_requests"] <= 4 * WORKERS
     assert hot.hot_item_units_per_reservation < baseline.hot_item_units_per_reservation / 10
-    assert hot.per_message(hot.handler_requests) < 0.2
+    # Rejections decided without the inventory are one PutItem each (1 write unit instead of 2 in
+    # a transaction, issue 13); everything else the function sends stays well under one request
+    # per message.
+    puts = hot.counts["http_requests"].get("dynamodb.PutItem", 0)
+    assert 0 < puts <= hot.requests - hot.confirmed
+    assert hot.per_message(hot.handler_requests - puts) < 0.2
     tail = _result(results, "tail", SERVICE)
     # Every worker starts after the sell-out: it reads the class first and never writes its item.
     assert tail.counts["hot_item_write_requests"] == 0
