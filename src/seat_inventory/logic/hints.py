@@ -140,11 +140,6 @@ class InventoryHints:
             return
         self.learn_item(key, item)
 
-    def took(self, key: SeatKey, item: SeatClassInventory) -> None:
-        """This container committed a transaction that took seats; `item` is the item as it
-        predicts it now (not an observation)."""
-        self.learn_item(key, item)
-
     def learn(self, key: SeatKey, seats_left: int | None) -> None:
         """Records this container's view of the seats left, or None for no inventory item."""
         self._seats_left[key] = self._MISSING if seats_left is None else seats_left

@@ -500,7 +500,7 @@ def _learn_commit(hints: InventoryHints, key: SeatKey, knowledge: GroupKnowledge
     if inventory is None:
         return
     held = sum(o.quantity or 0 for o in plan.outcomes if o.outcome is Outcome.HELD)
-    hints.took(
+    hints.learn_item(
         key,
         dataclasses.replace(
             inventory,
