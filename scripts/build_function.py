@@ -10,9 +10,9 @@
 2. botocore's API models of the services the functions call only (DynamoDB, SNS, X-Ray).
    botocore ships one for every AWS service (about 27 MB of its 29 MB); a client loads the
    model of its own service only.
-3. The modules of `seat_inventory` the two handlers import, found by following their import
-   statements (the standard library's `modulefinder`), so the operator tools (`cli`, `local`,
-   `bench`, ...) stay out.
+3. The service package, `seat_inventory`, whole: it holds what runs in the functions and nothing
+   else. The tools (`seats`, the local stack, the simulation, the bench) are the `seat_tools`
+   package beside it, which imports the service and is never imported by it.
 4. Every module compiled to bytecode. Lambda's /var/task is read-only, so Python cannot keep the
    .pyc files it makes: without them each cold start compiles every module it imports again.
    The .pyc files are "unchecked-hash" ones, used whatever the source files' timestamps (the zip
@@ -23,7 +23,6 @@
 from __future__ import annotations
 
 import compileall
-import modulefinder
 import py_compile
 import shutil
 import subprocess
@@ -32,7 +31,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 SOURCE = REPO / "src"
-HANDLERS = ("seat_inventory.handlers.reserve_seats", "seat_inventory.handlers.sweep_holds")
+SERVICE_PACKAGE = "seat_inventory"
 # template.yaml: Globals.Function.Runtime python3.11, Architectures [arm64]
 PLATFORM = "manylinux2014_aarch64"
 PYTHON_VERSION = "3.11"
@@ -41,14 +40,6 @@ PYTHON_VERSION = "3.11"
 SERVICES = ("dynamodb", "sns", "xray")
 # What botocore reads besides the service models (endpoints, partitions, retry and default config).
 BOTOCORE_DATA_FILES = ("endpoints.json", "partitions.json", "sdk-default-configuration.json", "_retry.json")
-
-
-def function_modules() -> list[str]:
-    """Every `seat_inventory` module the handlers import, directly or not."""
-    finder = modulefinder.ModuleFinder(path=[str(SOURCE), *sys.path[1:]])
-    for handler in HANDLERS:
-        finder.import_hook(handler, fromlist=["lambda_handler"])
-    return sorted(name for name in finder.modules if name.split(".")[0] == "seat_inventory")
 
 
 def install_dependencies(target: Path) -> None:
@@ -90,14 +81,9 @@ def prune_botocore(target: Path) -> None:
 
 
 def copy_function_code(target: Path) -> None:
-    for module in function_modules():
-        relative = Path(*module.split("."))
-        source = SOURCE / relative / "__init__.py"
-        if not source.exists():
-            source = SOURCE / relative.with_suffix(".py")
-        destination = target / source.relative_to(SOURCE)
-        destination.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(source, destination)
+    shutil.copytree(
+        SOURCE / SERVICE_PACKAGE, target / SERVICE_PACKAGE, ignore=shutil.ignore_patterns("__pycache__")
+    )
 
 
 def compile_bytecode(target: Path) -> None:

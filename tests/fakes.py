@@ -1,6 +1,6 @@
 """In-memory fakes of the ports, with the same semantics as the real adapters (atomic, all-or-nothing).
 
-`InMemoryInventoryStore` (in `seat_inventory.simulation.memory_store`, which `seats simulate` runs
+`InMemoryInventoryStore` (in `seat_tools.simulation.memory_store`, which `seats simulate` runs
 on too) mirrors `dal.inventory_table.InventoryTable`: the same guards (seats, sale status and
 window, the assumed per-customer limit, counters, the status a record was read with, the
 capacity), the same refusal reports (the item or record as it was), and nothing written when any
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from seat_inventory.models import ReservationOutcome, RetryableError, TransactionConflict
-from seat_inventory.simulation.memory_store import InMemoryInventoryStore
+from seat_tools.simulation.memory_store import InMemoryInventoryStore
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""The tests' view of template.yaml, on top of the package's reader (`seat_inventory.local.template`).
+"""The tests' view of template.yaml, on top of the package's reader (`seat_tools.local.template`).
 
 The document, the table and the function's environment come from the same code the local stack
 builds from, so the tests cannot read the template differently from it. What is left here only
@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from seat_inventory.local.template import StackTemplate, read_template_document
-from seat_inventory.local.template import load_template as load_stack_template
+from seat_tools.local.template import StackTemplate, read_template_document
+from seat_tools.local.template import load_template as load_stack_template
 
 
 @dataclass(frozen=True)

@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
-from seat_inventory.cli.context import CliContext
 from seat_inventory.models import SeatKey
-from seat_inventory.traffic import OutcomeCollector, plan_burst, send_messages
+from seat_tools.cli.context import CliContext
+from seat_tools.traffic import OutcomeCollector, plan_burst, send_messages
 
 STACK = os.environ.get("SEATS_STACK_NAME")
 

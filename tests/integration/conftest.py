@@ -186,17 +186,17 @@ class Stack:
                 )
 
     def create_event(self, event_id: str, capacity: int, seat_class: str = "GA") -> None:
-        from seat_inventory.dal.inventory_table import InventoryTable
         from seat_inventory.models import SeatKey
+        from seat_tools.operator_commands import OperatorTable
 
-        InventoryTable(self.dynamodb, self.table_name).create_seat_class(
+        OperatorTable(self.dynamodb, self.table_name).create_seat_class(
             SeatKey(event_id, seat_class), capacity
         )
 
     def inventory(self, event_id: str, seat_class: str = "GA") -> dict[str, int]:
-        from seat_inventory.dal.inventory_table import InventoryTable
+        from seat_tools.operator_commands import OperatorTable
 
-        for c in InventoryTable(self.dynamodb, self.table_name).get_event(event_id):
+        for c in OperatorTable(self.dynamodb, self.table_name).get_event(event_id):
             if c.seat_class == seat_class:
                 return {"capacity": c.capacity, "available": c.available, "sold": c.sold}
         raise KeyError(event_id)

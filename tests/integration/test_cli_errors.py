@@ -20,8 +20,8 @@ import pytest
 from click.testing import CliRunner, Result
 from moto import mock_aws
 
-from seat_inventory.cli.errors import ExitCode
-from seat_inventory.cli.main import cli
+from seat_tools.cli.errors import ExitCode
+from seat_tools.cli.main import cli
 
 REPO = Path(__file__).resolve().parents[2]
 REGION = "us-east-1"

@@ -34,7 +34,7 @@ from moto.cloudwatch.models import Metric, MetricDataQuery, MetricStat, cloudwat
 from moto.core.common_models import CloudFormationModel
 from moto.server import ThreadedMotoServer
 
-from seat_inventory.local.runner import failed_message_ids, import_handler, sqs_record
+from seat_tools.local.runner import failed_message_ids, import_handler, sqs_record
 from tests.integration.conftest import REPO, LambdaContext
 from tests.template_support import Template, sam_translate
 

@@ -7,7 +7,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from seat_inventory.cli.main import cli
+from seat_tools.cli.main import cli
 from tests.integration.conftest import Stack, sqs_event
 
 

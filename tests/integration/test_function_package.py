@@ -1,4 +1,4 @@
-"""`sam build` and the function package: only what the functions import, and it runs on its own.
+"""`sam build` and the function package: the service package and no tool, and it runs on its own.
 
 The build is the real one (`sam build` -> the Makefile's build-<Function> targets ->
 scripts/build_function.py), into a temporary directory; pip installs the pinned wheels for arm64.
@@ -9,18 +9,18 @@ bytecode (-B), as Lambda's read-only /var/task.
 from __future__ import annotations
 
 import importlib.util
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from scripts.build_function import BOTOCORE_DATA_FILES, SERVICES, function_modules
+from scripts.build_function import BOTOCORE_DATA_FILES, SERVICE_PACKAGE, SERVICES, SOURCE
 
 from tests.integration.conftest import REPO
 from tests.template_support import Template
 
 FUNCTIONS = ("ReserveSeatsFunction", "SweepHoldsFunction")
-OPERATOR_CODE = ("cli", "local", "bench", "simulation", "contention", "traffic.py")
 # 39 MB before (boto3's every service model, the cli/local/bench code); about 18 MB now.
 MAX_PACKAGE_BYTES = 25_000_000
 
@@ -67,18 +67,18 @@ def test_every_function_is_built_by_the_makefile_target(template: Template) -> N
     assert template.document["Globals"]["Function"]["Runtime"] == "python3.11"
 
 
+def modules(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*.py") if "__pycache__" not in p.parts)
+
+
 @pytest.mark.parametrize("function", FUNCTIONS)
-def test_the_package_holds_only_the_modules_the_handlers_import(build_dir: Path, function: str) -> None:
+def test_the_package_holds_the_service_package_and_no_tool(build_dir: Path, function: str) -> None:
     package = build_dir / function
-    code = package / "seat_inventory"
-    for operator_code in OPERATOR_CODE:
-        assert not (code / operator_code).exists(), operator_code
-    shipped = sorted(
-        ".".join(p.relative_to(package).with_suffix("").parts).removesuffix(".__init__")
-        for p in code.rglob("*.py")
-    )
-    assert shipped == function_modules()
-    assert "seat_inventory.handlers.reserve_seats" in shipped and "seat_inventory.dal" in shipped
+    assert modules(package / SERVICE_PACKAGE) == modules(SOURCE / SERVICE_PACKAGE)
+    assert "handlers/reserve_seats.py" in modules(package / SERVICE_PACKAGE)
+    assert not (package / "seat_tools").exists()
+    importing_tools = re.compile(r"^\s*(from|import)\s+seat_tools\b", re.MULTILINE)
+    assert not [p for p in package.rglob("*.py") if importing_tools.search(p.read_text(errors="replace"))]
 
 
 @pytest.mark.parametrize("function", FUNCTIONS)

@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
-from seat_inventory.dal.inventory_table import InventoryTable
 from seat_inventory.handlers import reserve_seats as handler_module
 from seat_inventory.handlers import sweep_holds as sweeper_module
 from seat_inventory.logic.sweep_holds import release_expired_holds
 from seat_inventory.models import SaleStatus, SeatKey, iso_utc
 from seat_inventory.publishing.sns_publisher import SnsOutcomePublisher
 from seat_inventory.wiring import SystemClock, build_adapters
+from seat_tools.operator_commands import OperatorTable
 from tests.integration.conftest import LambdaContext, SimulatedCrash, Stack, load_event, sqs_event
 
 GA = SeatKey("concert-2026", "GA")
@@ -35,7 +35,7 @@ class Lifecycle:
             sweeper_module, "build_adapters", lambda settings: build_adapters(settings, stack.faults.session)
         )
         sweeper_module.reset_container()
-        self.table = InventoryTable(stack.dynamodb, stack.table_name)
+        self.table = OperatorTable(stack.dynamodb, stack.table_name)
 
     def rebuild(self) -> None:
         """New containers: botocore hooks registered since apply only to clients built after them."""
@@ -166,7 +166,7 @@ def test_a_sweeper_interleaved_with_another_releases_each_hold_once(life: Lifecy
     life.invoke(hold("h-1"), hold("h-2", quantity=1))
     life.stack.outcomes()
     life.advance(61)
-    other_table = InventoryTable(life.stack.dynamodb, life.stack.table_name)
+    other_table = OperatorTable(life.stack.dynamodb, life.stack.table_name)
     other_publisher = SnsOutcomePublisher(life.stack.faults.session.client("sns"), life.stack.topic_arn)
     others: list[Any] = []
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from seat_inventory.dal.inventory_table import HOLD_SHARDS, InventoryTable, hold_shard
+from seat_inventory.dal.items import HOLD_SHARDS, hold_shard
 from seat_inventory.models import (
     InventoryChangeRefused,
     Outcome,
@@ -26,6 +26,7 @@ from seat_inventory.models import (
     Transition,
     UnknownSeatClass,
 )
+from seat_tools.operator_commands import OperatorTable
 from tests.integration.conftest import FakeHttpResponse, Stack
 
 KEY = SeatKey("e-1", "GA")
@@ -61,8 +62,8 @@ def held(reservation_id: str, *, quantity: int = 2, expires_at: int = NOW + 600,
 
 
 @pytest.fixture
-def table(stack: Stack) -> InventoryTable:
-    return InventoryTable(stack.dynamodb, stack.table_name)
+def table(stack: Stack) -> OperatorTable:
+    return OperatorTable(stack.dynamodb, stack.table_name)
 
 
 def raw(stack: Stack, pk: str, sk: str) -> dict[str, Any]:
@@ -80,9 +81,7 @@ def counter(stack: Stack, customer_id: str) -> int | None:
     return int(item["seats"]["N"]) if item else None
 
 
-def take(
-    table: InventoryTable, *outcomes: ReservationOutcome, limit: int | None = None, now: int = NOW, **kw
-):
+def take(table: OperatorTable, *outcomes: ReservationOutcome, limit: int | None = None, now: int = NOW, **kw):
     seats = sum(o.quantity or 0 for o in outcomes if o.outcome in (Outcome.CONFIRMED, Outcome.HELD))
     customers: dict[str, int] = {}
     for o in outcomes:
@@ -100,7 +99,7 @@ def take(
     )
 
 
-def record(table: InventoryTable, reservation_id: str) -> ReservationRecord:
+def record(table: OperatorTable, reservation_id: str) -> ReservationRecord:
     found = table.get_reservation_record(reservation_id)
     assert found is not None
     return found
@@ -109,7 +108,7 @@ def record(table: InventoryTable, reservation_id: str) -> ReservationRecord:
 # --- holds: the take-seats update and the record in the index ----------------------------------
 
 
-def test_holds_and_sales_move_held_and_sold_in_one_write(stack: Stack, table: InventoryTable) -> None:
+def test_holds_and_sales_move_held_and_sold_in_one_write(stack: Stack, table: OperatorTable) -> None:
     table.create_seat_class(KEY, 10)
 
     refused = take(table, answer("r-1", quantity=3), held("h-1", quantity=2))
@@ -129,7 +128,7 @@ def test_holds_and_sales_move_held_and_sold_in_one_write(stack: Stack, table: In
 
 
 def test_a_hold_on_an_item_written_before_holds_existed_starts_held_at_zero(
-    stack: Stack, table: InventoryTable
+    stack: Stack, table: OperatorTable
 ) -> None:
     stack.dynamodb.put_item(
         TableName=stack.table_name,
@@ -152,7 +151,7 @@ def test_a_hold_on_an_item_written_before_holds_existed_starts_held_at_zero(
     assert after is not None and (after.available, after.held) == (6, 4)
 
 
-def test_a_duplicate_hold_returns_its_stored_answer(table: InventoryTable) -> None:
+def test_a_duplicate_hold_returns_its_stored_answer(table: OperatorTable) -> None:
     table.create_seat_class(KEY, 10)
     take(table, held("h-1"))
 
@@ -178,7 +177,7 @@ def test_a_duplicate_hold_returns_its_stored_answer(table: InventoryTable) -> No
     ],
 )
 def test_the_sale_status_and_window_guard_the_write(
-    table: InventoryTable, changes: dict, now: int, takes: bool
+    table: OperatorTable, changes: dict, now: int, takes: bool
 ) -> None:
     table.create_seat_class(KEY, 10, **changes)
 
@@ -196,7 +195,7 @@ def test_the_sale_status_and_window_guard_the_write(
 # --- per-customer limit: the assumed limit and the counters ------------------------------------------
 
 
-def test_a_write_assuming_no_limit_is_refused_when_the_class_has_one(table: InventoryTable) -> None:
+def test_a_write_assuming_no_limit_is_refused_when_the_class_has_one(table: OperatorTable) -> None:
     table.create_seat_class(KEY, 10, max_per_customer=4)
 
     refused = take(table, answer("r-1"))
@@ -205,7 +204,7 @@ def test_a_write_assuming_no_limit_is_refused_when_the_class_has_one(table: Inve
     assert refused.inventory is not None and refused.inventory.max_per_customer == 4
 
 
-def test_a_write_assuming_a_limit_is_refused_when_the_class_has_another(table: InventoryTable) -> None:
+def test_a_write_assuming_a_limit_is_refused_when_the_class_has_another(table: OperatorTable) -> None:
     table.create_seat_class(KEY, 10)
 
     refused = take(table, answer("r-1"), limit=4)
@@ -214,7 +213,7 @@ def test_a_write_assuming_a_limit_is_refused_when_the_class_has_another(table: I
     assert refused.inventory is not None and refused.inventory.max_per_customer is None
 
 
-def test_counters_start_on_first_use_and_add_up(stack: Stack, table: InventoryTable) -> None:
+def test_counters_start_on_first_use_and_add_up(stack: Stack, table: OperatorTable) -> None:
     table.create_seat_class(KEY, 10, max_per_customer=4)
 
     assert take(table, answer("r-1", quantity=1), held("h-1", quantity=2), limit=4) is None
@@ -228,7 +227,7 @@ def test_counters_start_on_first_use_and_add_up(stack: Stack, table: InventoryTa
 
 
 def test_a_counter_that_would_pass_the_limit_refuses_and_reports_its_seats(
-    stack: Stack, table: InventoryTable
+    stack: Stack, table: OperatorTable
 ) -> None:
     table.create_seat_class(KEY, 10, max_per_customer=4)
     take(table, answer("r-1", quantity=3), limit=4)
@@ -242,7 +241,7 @@ def test_a_counter_that_would_pass_the_limit_refuses_and_reports_its_seats(
     assert item is not None and item.sold == 3
 
 
-def test_counters_are_only_written_with_a_limit(stack: Stack, table: InventoryTable) -> None:
+def test_counters_are_only_written_with_a_limit(stack: Stack, table: OperatorTable) -> None:
     table.create_seat_class(KEY, 10)
     take(table, answer("r-1"))
     assert counter(stack, "c-1") is None
@@ -257,7 +256,7 @@ def test_customer_counters_stay_off_the_events_hot_partition(stack: Stack) -> No
     client.meta.events.register(
         "before-call.dynamodb.TransactWriteItems", lambda params, **_: sent.append(json.loads(params["body"]))
     )
-    table = InventoryTable(client, stack.table_name)
+    table = OperatorTable(client, stack.table_name)
     table.create_seat_class(KEY, 10, max_per_customer=4)
 
     take(table, answer("r-1", customer_id="c-1"), answer("r-2", customer_id="c-2"), limit=4)
@@ -275,11 +274,11 @@ def test_customer_counters_stay_off_the_events_hot_partition(stack: Stack) -> No
 # --- read_reservations: consistent BatchGetItem ----------------------------------------------------
 
 
-def test_reading_many_records_takes_100_keys_per_call(stack: Stack, table: InventoryTable) -> None:
+def test_reading_many_records_takes_100_keys_per_call(stack: Stack, table: OperatorTable) -> None:
     table.create_seat_class(KEY, 1000)
     for start in range(0, 150, 50):
         take(table, *(answer(f"r-{n}", quantity=1) for n in range(start, start + 50)))
-    table = InventoryTable(stack.faults.session.client("dynamodb"), stack.table_name)
+    table = OperatorTable(stack.faults.session.client("dynamodb"), stack.table_name)
 
     found = table.read_reservations([f"r-{n}" for n in range(0, 180)] + ["r-1"])
 
@@ -289,7 +288,7 @@ def test_reading_many_records_takes_100_keys_per_call(stack: Stack, table: Inven
 
 
 def test_unprocessed_keys_are_asked_again(stack: Stack) -> None:
-    table = InventoryTable(stack.dynamodb, stack.table_name)
+    table = OperatorTable(stack.dynamodb, stack.table_name)
     table.create_seat_class(KEY, 10)
     take(table, answer("r-1"), answer("r-2"))
     calls: list[str] = []
@@ -306,7 +305,7 @@ def test_unprocessed_keys_are_asked_again(stack: Stack) -> None:
 
     stack.faults.session.events.register("before-call.dynamodb.BatchGetItem", first_call_unprocessed)
     slept: list[float] = []
-    table = InventoryTable(stack.faults.session.client("dynamodb"), stack.table_name, sleep=slept.append)
+    table = OperatorTable(stack.faults.session.client("dynamodb"), stack.table_name, sleep=slept.append)
 
     found = table.read_reservations(["r-1", "r-2"])
 
@@ -320,7 +319,7 @@ def test_keys_that_stay_unprocessed_are_a_retryable_error(stack: Stack) -> None:
         return FakeHttpResponse(200), {"Responses": {}, "UnprocessedKeys": {stack.table_name: {"Keys": keys}}}
 
     stack.faults.session.events.register("before-call.dynamodb.BatchGetItem", always_unprocessed)
-    table = InventoryTable(stack.faults.session.client("dynamodb"), stack.table_name, sleep=lambda _: None)
+    table = OperatorTable(stack.faults.session.client("dynamodb"), stack.table_name, sleep=lambda _: None)
 
     with pytest.raises(RetryableError, match="unprocessed"):
         table.read_reservations(["r-1"])
@@ -328,7 +327,7 @@ def test_keys_that_stay_unprocessed_are_a_retryable_error(stack: Stack) -> None:
 
 def test_a_throttled_batch_read_is_retryable(stack: Stack) -> None:
     stack.faults.fail("dynamodb.BatchGetItem", "ProvisionedThroughputExceededException")
-    table = InventoryTable(stack.faults.session.client("dynamodb"), stack.table_name)
+    table = OperatorTable(stack.faults.session.client("dynamodb"), stack.table_name)
     with pytest.raises(RetryableError):
         table.read_reservations(["r-1"])
 
@@ -336,18 +335,18 @@ def test_a_throttled_batch_read_is_retryable(stack: Stack) -> None:
 # --- commit_transitions: conditional status changes + guarded inventory + counters -------------------
 
 
-def transition(table: InventoryTable, reservation_id: str, to: Outcome) -> Transition:
+def transition(table: OperatorTable, reservation_id: str, to: Outcome) -> Transition:
     return Transition(record(table, reservation_id), to)
 
 
-def commit(table: InventoryTable, *transitions: Transition, now: int = NOW, capacity: int | None = 10):
+def commit(table: OperatorTable, *transitions: Transition, now: int = NOW, capacity: int | None = 10):
     return table.commit_transitions(
         KEY, list(transitions), now=now, capacity=capacity, release_expires_at=NOW + 77
     )
 
 
 def test_confirming_a_hold_moves_held_to_sold_and_leaves_the_index(
-    stack: Stack, table: InventoryTable
+    stack: Stack, table: OperatorTable
 ) -> None:
     table.create_seat_class(KEY, 10)
     take(table, held("h-1", quantity=3))
@@ -365,7 +364,7 @@ def test_confirming_a_hold_moves_held_to_sold_and_leaves_the_index(
     assert "expires_at" not in stored
 
 
-def test_a_changed_status_refuses_the_change_and_returns_the_record_as_it_is(table: InventoryTable) -> None:
+def test_a_changed_status_refuses_the_change_and_returns_the_record_as_it_is(table: OperatorTable) -> None:
     table.create_seat_class(KEY, 10)
     take(table, held("h-1"), held("h-2"))
     stale = transition(table, "h-1", Outcome.CONFIRMED)
@@ -380,7 +379,7 @@ def test_a_changed_status_refuses_the_change_and_returns_the_record_as_it_is(tab
     assert record(table, "h-2").status is Outcome.HELD  # nothing of the transaction was written
 
 
-def test_a_hold_that_ran_out_cannot_be_confirmed_or_cancelled(table: InventoryTable) -> None:
+def test_a_hold_that_ran_out_cannot_be_confirmed_or_cancelled(table: OperatorTable) -> None:
     table.create_seat_class(KEY, 10)
     take(table, held("h-1", expires_at=NOW))
 
@@ -389,7 +388,7 @@ def test_a_hold_that_ran_out_cannot_be_confirmed_or_cancelled(table: InventoryTa
         assert refused is not None and "h-1" in refused.records
 
 
-def test_a_hold_that_did_not_run_out_cannot_be_expired(table: InventoryTable) -> None:
+def test_a_hold_that_did_not_run_out_cannot_be_expired(table: OperatorTable) -> None:
     table.create_seat_class(KEY, 10)
     take(table, held("h-1", expires_at=NOW + 1))
 
@@ -398,7 +397,7 @@ def test_a_hold_that_did_not_run_out_cannot_be_expired(table: InventoryTable) ->
     assert refused is not None and "h-1" in refused.records
 
 
-def test_a_record_that_is_gone_is_reported_as_none(stack: Stack, table: InventoryTable) -> None:
+def test_a_record_that_is_gone_is_reported_as_none(stack: Stack, table: OperatorTable) -> None:
     table.create_seat_class(KEY, 10)
     take(table, held("h-1"))
     stale = transition(table, "h-1", Outcome.CONFIRMED)
@@ -411,7 +410,7 @@ def test_a_record_that_is_gone_is_reported_as_none(stack: Stack, table: Inventor
     assert refused is not None and refused.records == {"h-1": None}
 
 
-def test_cancelling_a_sale_gives_seats_back_and_keeps_the_ledger(stack: Stack, table: InventoryTable) -> None:
+def test_cancelling_a_sale_gives_seats_back_and_keeps_the_ledger(stack: Stack, table: OperatorTable) -> None:
     table.create_seat_class(KEY, 10)
     take(table, answer("r-1", quantity=4))
 
@@ -423,7 +422,7 @@ def test_cancelling_a_sale_gives_seats_back_and_keeps_the_ledger(stack: Stack, t
     assert "expires_at" not in raw_record(stack, "r-1")
 
 
-def test_cancelling_a_hold_gives_seats_back_and_starts_the_ttl(stack: Stack, table: InventoryTable) -> None:
+def test_cancelling_a_hold_gives_seats_back_and_starts_the_ttl(stack: Stack, table: OperatorTable) -> None:
     table.create_seat_class(KEY, 10)
     take(table, held("h-1", quantity=4))
 
@@ -436,7 +435,7 @@ def test_cancelling_a_hold_gives_seats_back_and_starts_the_ttl(stack: Stack, tab
 
 
 def test_a_record_written_before_statuses_existed_can_be_cancelled(
-    stack: Stack, table: InventoryTable
+    stack: Stack, table: OperatorTable
 ) -> None:
     table.create_seat_class(KEY, 10)
     take(table, answer("r-1", quantity=2))
@@ -455,7 +454,7 @@ def test_a_record_written_before_statuses_existed_can_be_cancelled(
     assert refused is not None and "r-1" in refused.records  # and only once
 
 
-def test_a_capacity_other_than_assumed_refuses_and_returns_the_item(table: InventoryTable) -> None:
+def test_a_capacity_other_than_assumed_refuses_and_returns_the_item(table: OperatorTable) -> None:
     table.create_seat_class(KEY, 10)
     take(table, answer("r-1"))
 
@@ -465,7 +464,7 @@ def test_a_capacity_other_than_assumed_refuses_and_returns_the_item(table: Inven
     assert refused.inventory is not None and refused.inventory.capacity == 10
 
 
-def test_giving_back_more_than_was_sold_is_refused(stack: Stack, table: InventoryTable) -> None:
+def test_giving_back_more_than_was_sold_is_refused(stack: Stack, table: OperatorTable) -> None:
     table.create_seat_class(KEY, 10)
     take(table, answer("r-1", quantity=2))
     stack.dynamodb.update_item(  # a broken item: the sale is not in `sold`
@@ -481,7 +480,7 @@ def test_giving_back_more_than_was_sold_is_refused(stack: Stack, table: Inventor
     assert record(table, "r-1").status is Outcome.CONFIRMED
 
 
-def test_a_missing_inventory_item_refuses_a_status_change(stack: Stack, table: InventoryTable) -> None:
+def test_a_missing_inventory_item_refuses_a_status_change(stack: Stack, table: OperatorTable) -> None:
     table.create_seat_class(KEY, 10)
     take(table, held("h-1"))
     stack.dynamodb.delete_item(
@@ -493,7 +492,7 @@ def test_a_missing_inventory_item_refuses_a_status_change(stack: Stack, table: I
     assert refused is not None and refused.inventory_refused and refused.inventory is None
 
 
-def test_releases_take_the_seats_off_the_customers_counter(stack: Stack, table: InventoryTable) -> None:
+def test_releases_take_the_seats_off_the_customers_counter(stack: Stack, table: OperatorTable) -> None:
     table.create_seat_class(KEY, 10, max_per_customer=6)
     take(table, answer("r-1", quantity=2), held("h-1", quantity=3), limit=6)
     assert counter(stack, "c-1") == 5
@@ -508,7 +507,7 @@ def test_releases_take_the_seats_off_the_customers_counter(stack: Stack, table: 
     assert counter(stack, "c-1") == 0
 
 
-def test_a_counter_lower_than_its_seats_refuses_the_release(stack: Stack, table: InventoryTable) -> None:
+def test_a_counter_lower_than_its_seats_refuses_the_release(stack: Stack, table: OperatorTable) -> None:
     table.create_seat_class(KEY, 10, max_per_customer=6)
     take(table, answer("r-1", quantity=2), limit=6)
     stack.dynamodb.update_item(
@@ -526,7 +525,7 @@ def test_a_counter_lower_than_its_seats_refuses_the_release(stack: Stack, table:
 # --- the sweeper: index queries, expiry into the outbox, out of it -----------------------------------
 
 
-def test_an_expiry_moves_the_record_into_the_outbox(stack: Stack, table: InventoryTable) -> None:
+def test_an_expiry_moves_the_record_into_the_outbox(stack: Stack, table: OperatorTable) -> None:
     table.create_seat_class(KEY, 10)
     take(table, held("h-1", quantity=3, expires_at=NOW))
 
@@ -542,7 +541,7 @@ def test_an_expiry_moves_the_record_into_the_outbox(stack: Stack, table: Invento
     assert table.find_expired_holds(NOW, 10) == []
 
 
-def test_taking_an_expiry_out_of_the_outbox_happens_once(stack: Stack, table: InventoryTable) -> None:
+def test_taking_an_expiry_out_of_the_outbox_happens_once(stack: Stack, table: OperatorTable) -> None:
     table.create_seat_class(KEY, 10)
     take(table, held("h-1", expires_at=NOW))
     commit(table, transition(table, "h-1", Outcome.EXPIRED), now=NOW)
@@ -556,7 +555,7 @@ def test_taking_an_expiry_out_of_the_outbox_happens_once(stack: Stack, table: In
     assert table.find_unpublished_expiries(10) == []
 
 
-def test_the_index_finds_exactly_the_holds_due_in_every_shard(table: InventoryTable) -> None:
+def test_the_index_finds_exactly_the_holds_due_in_every_shard(table: OperatorTable) -> None:
     table.create_seat_class(KEY, 1000)
     due = [held(f"h-{n}", quantity=1, expires_at=NOW - n) for n in range(40)]
     later = [held(f"l-{n}", quantity=1, expires_at=NOW + 1) for n in range(10)]
@@ -570,7 +569,7 @@ def test_the_index_finds_exactly_the_holds_due_in_every_shard(table: InventoryTa
     assert all(r.status is Outcome.HELD and r.hold_expires_at is not None for r in found)
 
 
-def test_the_index_query_stops_at_the_limit_across_shards(table: InventoryTable) -> None:
+def test_the_index_query_stops_at_the_limit_across_shards(table: OperatorTable) -> None:
     table.create_seat_class(KEY, 1000)
     take(table, *(held(f"h-{n}", quantity=1, expires_at=NOW - 1) for n in range(30)))
 
@@ -581,7 +580,7 @@ def test_the_index_query_stops_at_the_limit_across_shards(table: InventoryTable)
 
 def test_a_throttled_index_query_is_retryable(stack: Stack) -> None:
     stack.faults.fail("dynamodb.Query", "ThrottlingException")
-    table = InventoryTable(stack.faults.session.client("dynamodb"), stack.table_name)
+    table = OperatorTable(stack.faults.session.client("dynamodb"), stack.table_name)
     with pytest.raises(RetryableError):
         table.find_expired_holds(NOW, 10)
 
@@ -589,7 +588,7 @@ def test_a_throttled_index_query_is_retryable(stack: Stack) -> None:
 # --- the operator's conditional updates --------------------------------------------------------------
 
 
-def test_closing_opening_scheduling_and_limiting_bump_the_version(table: InventoryTable) -> None:
+def test_closing_opening_scheduling_and_limiting_bump_the_version(table: OperatorTable) -> None:
     table.create_seat_class(KEY, 10)
 
     closed = table.set_sale_status(KEY, SaleStatus.CLOSED)
@@ -604,7 +603,7 @@ def test_closing_opening_scheduling_and_limiting_bump_the_version(table: Invento
     assert table.read_inventory(KEY) == opened
 
 
-def test_a_window_and_a_limit_can_be_removed(table: InventoryTable) -> None:
+def test_a_window_and_a_limit_can_be_removed(table: OperatorTable) -> None:
     table.create_seat_class(KEY, 10, max_per_customer=2, sale_starts_at=NOW, sale_ends_at=NOW + 9)
 
     only_start = table.set_sale_window(KEY, NOW + 1, None)
@@ -628,14 +627,14 @@ def test_a_window_and_a_limit_can_be_removed(table: InventoryTable) -> None:
     ],
 )
 def test_an_operator_change_of_a_missing_class_is_refused_and_creates_nothing(
-    table: InventoryTable, change
+    table: OperatorTable, change
 ) -> None:
     with pytest.raises(UnknownSeatClass, match="event 'e-1' has no seat class 'GA'"):
         change(table)
     assert table.get_event("e-1") == []
 
 
-def test_adding_and_removing_capacity_keeps_the_invariant(table: InventoryTable) -> None:
+def test_adding_and_removing_capacity_keeps_the_invariant(table: OperatorTable) -> None:
     table.create_seat_class(KEY, 10)
     take(table, answer("r-1", quantity=3), held("h-1", quantity=2))
 
@@ -646,7 +645,7 @@ def test_adding_and_removing_capacity_keeps_the_invariant(table: InventoryTable)
     assert (shrunk.capacity, shrunk.available, shrunk.held, shrunk.sold) == (5, 0, 2, 3)
 
 
-def test_capacity_never_drops_below_sold_plus_held(table: InventoryTable) -> None:
+def test_capacity_never_drops_below_sold_plus_held(table: OperatorTable) -> None:
     table.create_seat_class(KEY, 10)
     take(table, answer("r-1", quantity=3), held("h-1", quantity=2))
 
@@ -659,7 +658,7 @@ def test_capacity_never_drops_below_sold_plus_held(table: InventoryTable) -> Non
     assert item is not None and (item.capacity, item.available) == (10, 5)
 
 
-def test_setting_the_capacity_derives_available_from_it(table: InventoryTable) -> None:
+def test_setting_the_capacity_derives_available_from_it(table: OperatorTable) -> None:
     table.create_seat_class(KEY, 10)
     take(table, answer("r-1", quantity=3))
 
@@ -669,7 +668,7 @@ def test_setting_the_capacity_derives_available_from_it(table: InventoryTable) -
 
 def test_setting_the_capacity_retries_when_another_change_moved_the_version(stack: Stack) -> None:
     # Given another operator change that lands between set_capacity's read and its write
-    table = InventoryTable(stack.dynamodb, stack.table_name)
+    table = OperatorTable(stack.dynamodb, stack.table_name)
     table.create_seat_class(KEY, 10)
     interloper = [True]
 
@@ -679,7 +678,7 @@ def test_setting_the_capacity_retries_when_another_change_moved_the_version(stac
             table.change_capacity(KEY, 5)
 
     stack.faults.session.events.register("after-call.dynamodb.GetItem", add_five_seats_once)
-    racing = InventoryTable(stack.faults.session.client("dynamodb"), stack.table_name)
+    racing = OperatorTable(stack.faults.session.client("dynamodb"), stack.table_name)
 
     # When the capacity is set to 12
     result = racing.set_capacity(KEY, 12)
@@ -689,7 +688,7 @@ def test_setting_the_capacity_retries_when_another_change_moved_the_version(stac
     assert stack.faults.calls.count("GetItem") == 2
 
 
-def test_a_reservation_record_shows_status_and_original_answer(table: InventoryTable) -> None:
+def test_a_reservation_record_shows_status_and_original_answer(table: OperatorTable) -> None:
     table.create_seat_class(KEY, 10)
     take(table, held("h-1", quantity=2))
     commit(table, transition(table, "h-1", Outcome.CONFIRMED), capacity=None)
@@ -709,7 +708,7 @@ def test_a_reservation_record_shows_status_and_original_answer(table: InventoryT
 def test_an_expiry_a_transaction_is_writing_stays_in_the_outbox_for_the_next_run(stack: Stack) -> None:
     # On AWS an UpdateItem on a record that an ongoing transaction includes (a confirm or cancel of
     # the expired hold) gets TransactionConflictException; the sweeper's run must not fail on it.
-    table = InventoryTable(stack.dynamodb, stack.table_name)
+    table = OperatorTable(stack.dynamodb, stack.table_name)
     table.create_seat_class(KEY, 10)
     for hold_id in ("h-1", "h-2"):
         take(table, held(hold_id, expires_at=NOW))
@@ -718,7 +717,7 @@ def test_an_expiry_a_transaction_is_writing_stays_in_the_outbox_for_the_next_run
     stack.faults.fail(
         "dynamodb.UpdateItem", "TransactionConflictException", when=lambda params: b"h-1" in params["body"]
     )
-    faulty = InventoryTable(stack.faults.session.client("dynamodb"), stack.table_name)
+    faulty = OperatorTable(stack.faults.session.client("dynamodb"), stack.table_name)
 
     assert faulty.mark_expiries_published(pending, expires_at=NOW + 5) == 1
 
@@ -728,7 +727,7 @@ def test_an_expiry_a_transaction_is_writing_stays_in_the_outbox_for_the_next_run
 
 
 def test_an_expiry_stores_the_id_of_the_run_that_made_it_and_a_refusal_returns_it(
-    table: InventoryTable,
+    table: OperatorTable,
 ) -> None:
     table.create_seat_class(KEY, 10)
     take(table, held("h-1", expires_at=NOW), held("h-2", expires_at=NOW))

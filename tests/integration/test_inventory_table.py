@@ -7,7 +7,6 @@ import dataclasses
 import pytest
 from botocore.exceptions import ClientError
 
-from seat_inventory.dal.inventory_table import InventoryTable
 from seat_inventory.models import (
     EventAlreadyExists,
     Outcome,
@@ -17,6 +16,7 @@ from seat_inventory.models import (
     Throttled,
     TransactionConflict,
 )
+from seat_tools.operator_commands import OperatorTable
 from tests.integration.conftest import Stack
 
 KEY = SeatKey("e-1", "GA")
@@ -38,8 +38,8 @@ def answer(
 
 
 @pytest.fixture
-def table(stack: Stack) -> InventoryTable:
-    return InventoryTable(stack.dynamodb, stack.table_name)
+def table(stack: Stack) -> OperatorTable:
+    return OperatorTable(stack.dynamodb, stack.table_name)
 
 
 def raw_record(stack: Stack, reservation_id: str) -> dict:
@@ -52,14 +52,14 @@ def raw_record(stack: Stack, reservation_id: str) -> dict:
 # --- create_seat_class: put with attribute_not_exists(pk) ---------------------------------------
 
 
-def test_create_seat_class_starts_with_everything_available(table: InventoryTable) -> None:
+def test_create_seat_class_starts_with_everything_available(table: OperatorTable) -> None:
     created = table.create_seat_class(KEY, 100)
     assert (created.capacity, created.available, created.sold) == (100, 100, 0)
     assert table.get_event("e-1") == [created]
 
 
 def test_creating_an_existing_seat_class_is_refused_and_changes_nothing(
-    stack: Stack, table: InventoryTable
+    stack: Stack, table: OperatorTable
 ) -> None:
     table.create_seat_class(KEY, 100)
     table.commit_outcomes(KEY, [answer("r-1")], seats_taken=2, rejection_expires_at=0)
@@ -72,7 +72,7 @@ def test_creating_an_existing_seat_class_is_refused_and_changes_nothing(
     assert stack.inventory("e-1") == {"capacity": 100, "available": 98, "sold": 2}
 
 
-def test_another_seat_class_can_be_added_to_an_event(table: InventoryTable) -> None:
+def test_another_seat_class_can_be_added_to_an_event(table: OperatorTable) -> None:
     table.create_seat_class(KEY, 100)
     table.create_seat_class(SeatKey("e-1", "VIP"), 10)
     assert [c.seat_class for c in table.get_event("e-1")] == ["GA", "VIP"]
@@ -81,11 +81,11 @@ def test_another_seat_class_can_be_added_to_an_event(table: InventoryTable) -> N
 # --- get_event: query on pk with begins_with(sk) ------------------------------------------------
 
 
-def test_get_event_of_an_unknown_event_is_empty(table: InventoryTable) -> None:
+def test_get_event_of_an_unknown_event_is_empty(table: OperatorTable) -> None:
     assert table.get_event("nope") == []
 
 
-def test_get_event_does_not_mix_events_with_a_common_prefix(table: InventoryTable) -> None:
+def test_get_event_does_not_mix_events_with_a_common_prefix(table: OperatorTable) -> None:
     table.create_seat_class(SeatKey("e-1", "GA"), 1)
     table.create_seat_class(SeatKey("e-10", "GA"), 2)
     assert [c.capacity for c in table.get_event("e-1")] == [1]
@@ -94,7 +94,7 @@ def test_get_event_does_not_mix_events_with_a_common_prefix(table: InventoryTabl
 # --- commit_outcomes: guarded decrement + attribute_not_exists records, one transaction ---------
 
 
-def test_commit_takes_the_seats_and_records_every_answer(stack: Stack, table: InventoryTable) -> None:
+def test_commit_takes_the_seats_and_records_every_answer(stack: Stack, table: OperatorTable) -> None:
     table.create_seat_class(KEY, 10)
 
     refused = table.commit_outcomes(
@@ -110,7 +110,7 @@ def test_commit_takes_the_seats_and_records_every_answer(stack: Stack, table: In
 
 
 def test_too_few_seats_refuses_everything_and_reports_what_is_left(
-    stack: Stack, table: InventoryTable
+    stack: Stack, table: OperatorTable
 ) -> None:
     table.create_seat_class(KEY, 3)
 
@@ -126,7 +126,7 @@ def test_too_few_seats_refuses_everything_and_reports_what_is_left(
     assert raw_record(stack, "r-1") == {}
 
 
-def test_a_missing_inventory_item_is_reported_as_no_item(table: InventoryTable) -> None:
+def test_a_missing_inventory_item_is_reported_as_no_item(table: OperatorTable) -> None:
     refused = table.commit_outcomes(KEY, [answer("r-1")], seats_taken=2, rejection_expires_at=0)
 
     assert refused is not None
@@ -134,7 +134,7 @@ def test_a_missing_inventory_item_is_reported_as_no_item(table: InventoryTable) 
 
 
 def test_an_existing_record_refuses_the_transaction_and_returns_the_stored_answer(
-    stack: Stack, table: InventoryTable
+    stack: Stack, table: OperatorTable
 ) -> None:
     table.create_seat_class(KEY, 10)
     table.commit_outcomes(KEY, [answer("r-1")], seats_taken=2, rejection_expires_at=0)
@@ -150,7 +150,7 @@ def test_an_existing_record_refuses_the_transaction_and_returns_the_stored_answe
     assert raw_record(stack, "r-2") == {}
 
 
-def test_rejections_alone_do_not_touch_the_inventory(stack: Stack, table: InventoryTable) -> None:
+def test_rejections_alone_do_not_touch_the_inventory(stack: Stack, table: OperatorTable) -> None:
     refused = table.commit_outcomes(
         SeatKey("nope", "GA"), [answer("r-1", Outcome.UNKNOWN_EVENT)], seats_taken=0, rejection_expires_at=99
     )
@@ -165,7 +165,7 @@ def rejection(reservation_id: str, reason: str = "sold out") -> ReservationOutco
 
 def test_rejections_alone_are_one_conditional_put_each_not_a_transaction(stack: Stack) -> None:
     # Given a client whose calls are counted
-    table = InventoryTable(stack.faults.session.client("dynamodb"), stack.table_name)
+    table = OperatorTable(stack.faults.session.client("dynamodb"), stack.table_name)
     table.create_seat_class(KEY, 10)
     stack.faults.calls.clear()
 
@@ -183,7 +183,7 @@ def test_rejections_alone_are_one_conditional_put_each_not_a_transaction(stack: 
 
 
 def test_a_rejection_already_recorded_comes_back_with_its_stored_answer_and_the_rest_is_written(
-    stack: Stack, table: InventoryTable
+    stack: Stack, table: OperatorTable
 ) -> None:
     table.commit_outcomes(KEY, [rejection("r-1", "first")], seats_taken=0, rejection_expires_at=99)
 
@@ -202,7 +202,7 @@ def test_a_transient_fault_on_some_rejections_keeps_the_others_written(stack: St
     stack.faults.fail(
         "dynamodb.PutItem", "TransactionConflictException", when=lambda r: b"RESERVATION#r-2" in r["body"]
     )
-    table = InventoryTable(stack.faults.session.client("dynamodb"), stack.table_name)
+    table = OperatorTable(stack.faults.session.client("dynamodb"), stack.table_name)
 
     refused = table.commit_outcomes(
         KEY, [rejection("r-1"), rejection("r-2"), rejection("r-3")], seats_taken=0, rejection_expires_at=99
@@ -227,7 +227,7 @@ def test_a_transient_fault_on_every_rejection_raises_the_domain_error(
     stack: Stack, code: str, raised: type[RetryableError]
 ) -> None:
     stack.faults.fail("dynamodb.PutItem", code, times=2)
-    table = InventoryTable(stack.faults.session.client("dynamodb"), stack.table_name)
+    table = OperatorTable(stack.faults.session.client("dynamodb"), stack.table_name)
 
     with pytest.raises(raised, match=code):
         table.commit_outcomes(
@@ -239,7 +239,7 @@ def test_a_transient_fault_on_every_rejection_raises_the_domain_error(
 
 def test_a_request_error_on_a_rejection_is_not_disguised_as_retryable(stack: Stack) -> None:
     stack.faults.fail("dynamodb.PutItem", "ValidationException")
-    table = InventoryTable(stack.faults.session.client("dynamodb"), stack.table_name)
+    table = OperatorTable(stack.faults.session.client("dynamodb"), stack.table_name)
     with pytest.raises(ClientError) as refused:
         table.commit_outcomes(
             KEY, [rejection("r-1"), rejection("r-2")], seats_taken=0, rejection_expires_at=99
@@ -247,7 +247,7 @@ def test_a_request_error_on_a_rejection_is_not_disguised_as_retryable(stack: Sta
     assert not isinstance(refused.value, RetryableError)
 
 
-def test_get_reservation_of_an_unknown_id_is_none(table: InventoryTable) -> None:
+def test_get_reservation_of_an_unknown_id_is_none(table: OperatorTable) -> None:
     assert table.get_reservation("never") is None
 
 
@@ -259,14 +259,14 @@ def test_get_reservation_of_an_unknown_id_is_none(table: InventoryTable) -> None
 )
 def test_a_throttling_code_becomes_throttled(stack: Stack, code: str) -> None:
     stack.faults.fail("dynamodb.TransactWriteItems", code)
-    table = InventoryTable(stack.faults.session.client("dynamodb"), stack.table_name)
+    table = OperatorTable(stack.faults.session.client("dynamodb"), stack.table_name)
     with pytest.raises(Throttled, match=code):
         table.commit_outcomes(KEY, [answer("r-1")], seats_taken=2, rejection_expires_at=0)
 
 
 def test_a_service_error_is_retryable_but_not_throttled(stack: Stack) -> None:
     stack.faults.fail("dynamodb.TransactWriteItems", "InternalServerError")
-    table = InventoryTable(stack.faults.session.client("dynamodb"), stack.table_name)
+    table = OperatorTable(stack.faults.session.client("dynamodb"), stack.table_name)
     with pytest.raises(RetryableError) as raised:
         table.commit_outcomes(KEY, [answer("r-1")], seats_taken=2, rejection_expires_at=0)
     assert not isinstance(raised.value, (Throttled, TransactionConflict))
@@ -284,14 +284,14 @@ def test_a_cancellation_for_throttling_becomes_throttled(stack: Stack, reason: s
         )
 
     stack.faults.session.events.register("before-call.dynamodb.TransactWriteItems", cancelled)
-    table = InventoryTable(stack.faults.session.client("dynamodb"), stack.table_name)
+    table = OperatorTable(stack.faults.session.client("dynamodb"), stack.table_name)
     with pytest.raises(Throttled, match=reason):
         table.commit_outcomes(KEY, [answer("r-1")], seats_taken=2, rejection_expires_at=0)
 
 
 def test_a_conflict_code_becomes_a_transaction_conflict(stack: Stack) -> None:
     stack.faults.fail("dynamodb.TransactWriteItems", "TransactionConflictException")
-    table = InventoryTable(stack.faults.session.client("dynamodb"), stack.table_name)
+    table = OperatorTable(stack.faults.session.client("dynamodb"), stack.table_name)
     with pytest.raises(TransactionConflict):
         table.commit_outcomes(KEY, [answer("r-1")], seats_taken=2, rejection_expires_at=0)
 
@@ -307,14 +307,14 @@ def test_a_cancellation_for_conflict_becomes_a_transaction_conflict(stack: Stack
         )
 
     stack.faults.session.events.register("before-call.dynamodb.TransactWriteItems", cancelled)
-    table = InventoryTable(stack.faults.session.client("dynamodb"), stack.table_name)
+    table = OperatorTable(stack.faults.session.client("dynamodb"), stack.table_name)
     with pytest.raises(TransactionConflict):
         table.commit_outcomes(KEY, [answer("r-1")], seats_taken=2, rejection_expires_at=0)
 
 
 def test_a_request_error_is_not_disguised_as_retryable(stack: Stack) -> None:
     stack.faults.fail("dynamodb.TransactWriteItems", "ValidationException")
-    table = InventoryTable(stack.faults.session.client("dynamodb"), stack.table_name)
+    table = OperatorTable(stack.faults.session.client("dynamodb"), stack.table_name)
     with pytest.raises(ClientError) as raised:
         table.commit_outcomes(KEY, [answer("r-1")], seats_taken=2, rejection_expires_at=0)
     assert not isinstance(raised.value, RetryableError)
@@ -323,18 +323,18 @@ def test_a_request_error_is_not_disguised_as_retryable(stack: Stack) -> None:
 # --- read_inventory: consistent GetItem ----------------------------------------------------------
 
 
-def test_read_inventory_returns_the_item(table: InventoryTable) -> None:
+def test_read_inventory_returns_the_item(table: OperatorTable) -> None:
     table.create_seat_class(KEY, 7)
     inventory = table.read_inventory(KEY)
     assert inventory is not None and (inventory.capacity, inventory.available) == (7, 7)
 
 
-def test_read_inventory_of_a_missing_item_is_none(table: InventoryTable) -> None:
+def test_read_inventory_of_a_missing_item_is_none(table: OperatorTable) -> None:
     assert table.read_inventory(KEY) is None
 
 
 def test_a_throttled_read_is_throttled(stack: Stack) -> None:
     stack.faults.fail("dynamodb.GetItem", "ProvisionedThroughputExceededException")
-    table = InventoryTable(stack.faults.session.client("dynamodb"), stack.table_name)
+    table = OperatorTable(stack.faults.session.client("dynamodb"), stack.table_name)
     with pytest.raises(Throttled):
         table.read_inventory(KEY)

@@ -8,9 +8,9 @@ import time
 import pytest
 from click.testing import CliRunner, Result
 
-from seat_inventory.cli.main import cli
-from seat_inventory.dal.inventory_table import InventoryTable
 from seat_inventory.models import Outcome, RequestType, ReservationOutcome, SaleStatus, SeatKey
+from seat_tools.cli.main import cli
+from seat_tools.operator_commands import OperatorTable
 from tests.integration.conftest import Stack, sqs_event
 
 GA = SeatKey("gig-1", "GA")
@@ -30,21 +30,21 @@ def run(stack: Stack, monkeypatch: pytest.MonkeyPatch):
 
 
 @pytest.fixture
-def table(stack: Stack) -> InventoryTable:
-    table = InventoryTable(stack.dynamodb, stack.table_name)
+def table(stack: Stack) -> OperatorTable:
+    table = OperatorTable(stack.dynamodb, stack.table_name)
     table.create_seat_class(GA, 100)
     table.create_seat_class(VIP, 10)
     return table
 
 
-def item(table: InventoryTable, key: SeatKey = GA):
+def item(table: OperatorTable, key: SeatKey = GA):
     found = table.read_inventory(key)
     assert found is not None
     return found
 
 
 def take(
-    table: InventoryTable, key: SeatKey, rid: str, quantity: int, *, hold_until: int | None = None
+    table: OperatorTable, key: SeatKey, rid: str, quantity: int, *, hold_until: int | None = None
 ) -> None:
     outcome = ReservationOutcome(
         reservation_id=rid,
@@ -63,7 +63,7 @@ def take(
 # --- close / open -----------------------------------------------------------------------------------
 
 
-def test_close_and_open_every_class_or_one(run, table: InventoryTable) -> None:
+def test_close_and_open_every_class_or_one(run, table: OperatorTable) -> None:
     closed = run("event", "close", "gig-1")
     assert closed.exit_code == 0
     assert (
@@ -78,7 +78,7 @@ def test_close_and_open_every_class_or_one(run, table: InventoryTable) -> None:
     )
 
 
-def test_closing_an_unknown_event_or_class_is_an_error(run, table: InventoryTable) -> None:
+def test_closing_an_unknown_event_or_class_is_an_error(run, table: OperatorTable) -> None:
     unknown_event = run("event", "close", "nope")
     unknown_class = run("event", "close", "gig-1", "--seat-class", "BALCONY")
 
@@ -91,7 +91,7 @@ def test_closing_an_unknown_event_or_class_is_an_error(run, table: InventoryTabl
 # --- schedule ---------------------------------------------------------------------------------------
 
 
-def test_schedule_sets_and_clears_the_window(run, table: InventoryTable) -> None:
+def test_schedule_sets_and_clears_the_window(run, table: OperatorTable) -> None:
     # When the GA sale is scheduled from 10:00 UTC to 14:00 in UTC+2 (12:00 UTC)
     result = run(
         "event", "schedule", "gig-1", "--seat-class", "GA",
@@ -128,14 +128,14 @@ def test_schedule_sets_and_clears_the_window(run, table: InventoryTable) -> None
         ),
     ],
 )
-def test_a_bad_schedule_is_refused_before_any_write(run, table: InventoryTable, args, message) -> None:
+def test_a_bad_schedule_is_refused_before_any_write(run, table: OperatorTable, args, message) -> None:
     result = run("event", "schedule", "gig-1", *args)
     assert result.exit_code == 2
     assert message in result.output
     assert item(table).version == 0
 
 
-def test_only_an_end_leaves_the_start_open(run, table: InventoryTable) -> None:
+def test_only_an_end_leaves_the_start_open(run, table: OperatorTable) -> None:
     result = run("event", "schedule", "gig-1", "--seat-class", "VIP", "--ends-at", "2000-01-01T00:00:00Z")
     assert result.exit_code == 0
     assert "gig-1 VIP: sale ENDED, window now .. 2000-01-01T00:00:00Z" in result.output
@@ -144,7 +144,7 @@ def test_only_an_end_leaves_the_start_open(run, table: InventoryTable) -> None:
 # --- limit ------------------------------------------------------------------------------------------
 
 
-def test_limit_sets_and_removes_the_per_customer_limit(run, table: InventoryTable) -> None:
+def test_limit_sets_and_removes_the_per_customer_limit(run, table: OperatorTable) -> None:
     set_ = run("event", "limit", "gig-1", "--seat-class", "GA", "--max-per-customer", "4")
     assert set_.exit_code == 0 and "limit per customer 4" in set_.output
     assert (item(table).max_per_customer, item(table, VIP).max_per_customer) == (4, None)
@@ -166,7 +166,7 @@ def test_limit_sets_and_removes_the_per_customer_limit(run, table: InventoryTabl
         (["--max-per-customer", "0"], "0 is not in the range x>=1"),
     ],
 )
-def test_a_bad_limit_is_refused(run, table: InventoryTable, args, message) -> None:
+def test_a_bad_limit_is_refused(run, table: OperatorTable, args, message) -> None:
     result = run("event", "limit", "gig-1", *args)
     assert result.exit_code == 2 and message in result.output
 
@@ -174,7 +174,7 @@ def test_a_bad_limit_is_refused(run, table: InventoryTable, args, message) -> No
 # --- capacity ---------------------------------------------------------------------------------------
 
 
-def test_capacity_can_be_added_and_removed_but_never_below_sold_plus_held(run, table: InventoryTable) -> None:
+def test_capacity_can_be_added_and_removed_but_never_below_sold_plus_held(run, table: OperatorTable) -> None:
     take(table, GA, "r-1", 30)
     take(table, GA, "h-1", 20, hold_until=int(time.time()) + 600)
 
@@ -207,7 +207,7 @@ def test_capacity_can_be_added_and_removed_but_never_below_sold_plus_held(run, t
     assert (item(table).capacity, item(table).available) == (80, 30)
 
 
-def test_capacity_needs_one_class_and_one_change(run, table: InventoryTable) -> None:
+def test_capacity_needs_one_class_and_one_change(run, table: OperatorTable) -> None:
     ambiguous = run("event", "capacity", "gig-1", "--add", "1")
     assert (
         ambiguous.exit_code == 2
@@ -219,7 +219,7 @@ def test_capacity_needs_one_class_and_one_change(run, table: InventoryTable) -> 
 
 
 def test_capacity_of_a_single_class_event_needs_no_seat_class(run, stack: Stack) -> None:
-    InventoryTable(stack.dynamodb, stack.table_name).create_seat_class(SeatKey("solo", "GA"), 5)
+    OperatorTable(stack.dynamodb, stack.table_name).create_seat_class(SeatKey("solo", "GA"), 5)
     assert run("event", "capacity", "solo", "--add", "5").exit_code == 0
     assert run("event", "show", "solo", "--json").output.count('"capacity": 10') == 1
 
@@ -239,7 +239,7 @@ def test_create_takes_the_sale_rules(run, stack: Stack) -> None:
     )
 
 
-def test_show_has_a_held_column(run, table: InventoryTable) -> None:
+def test_show_has_a_held_column(run, table: OperatorTable) -> None:
     take(table, GA, "h-1", 3, hold_until=int(time.time()) + 600)
     take(table, GA, "r-1", 2)
     lines = run("event", "show", "gig-1").output.splitlines()
@@ -250,7 +250,7 @@ def test_show_has_a_held_column(run, table: InventoryTable) -> None:
 # --- reservation show -----------------------------------------------------------------------------
 
 
-def test_reservation_show_prints_status_and_original_answer(run, table: InventoryTable) -> None:
+def test_reservation_show_prints_status_and_original_answer(run, table: OperatorTable) -> None:
     until = int(time.time()) + 600
     take(table, GA, "h-1", 3, hold_until=until)
 
@@ -269,7 +269,7 @@ def test_reservation_show_prints_status_and_original_answer(run, table: Inventor
     assert document["customer_counted"] is False
 
 
-def test_reservation_show_of_an_unknown_id_is_an_error(run, table: InventoryTable) -> None:
+def test_reservation_show_of_an_unknown_id_is_an_error(run, table: OperatorTable) -> None:
     result = run("reservation", "show", "r-404")
     assert result.exit_code == 1
     assert "no reservation 'r-404' is recorded" in result.output
@@ -291,7 +291,7 @@ def test_reservation_show_says_invalid_answers_are_not_recorded(run, stack: Stac
 # --- holds sweep --------------------------------------------------------------------------------------
 
 
-def test_holds_sweep_releases_expired_holds_once(run, stack: Stack, table: InventoryTable) -> None:
+def test_holds_sweep_releases_expired_holds_once(run, stack: Stack, table: OperatorTable) -> None:
     take(table, GA, "h-1", 3, hold_until=int(time.time()) - 1)
     take(table, GA, "h-2", 2, hold_until=int(time.time()) + 600)
 
@@ -312,7 +312,7 @@ def test_holds_sweep_releases_expired_holds_once(run, stack: Stack, table: Inven
     assert [(o["reservation_id"], o["outcome"]) for o in stack.outcomes()] == [("h-1", "EXPIRED")]
 
 
-def test_holds_sweep_needs_the_topic(run, monkeypatch: pytest.MonkeyPatch, table: InventoryTable) -> None:
+def test_holds_sweep_needs_the_topic(run, monkeypatch: pytest.MonkeyPatch, table: OperatorTable) -> None:
     monkeypatch.delenv("OUTCOMES_TOPIC_ARN")
     result = run("holds", "sweep")
     assert result.exit_code == 2 and "OUTCOMES_TOPIC_ARN" in result.output

@@ -60,16 +60,11 @@ from hypothesis.stateful import (
 )
 from moto import mock_aws
 
-from seat_inventory.dal.inventory_table import (
-    HOLDS_PREFIX,
-    OUTBOX_PREFIX,
-    InventoryTable,
-    inventory_key,
-    reservation_key,
-)
+from seat_inventory.dal.items import HOLDS_PREFIX, OUTBOX_PREFIX, inventory_key, reservation_key
 from seat_inventory.handlers import reserve_seats as handler_module
 from seat_inventory.handlers import sweep_holds as sweeper_module
 from seat_inventory.models import MAX_SHARDS, SeatKey
+from seat_tools.operator_commands import OperatorTable
 from tests.integration.conftest import (
     REGION,
     REPO,
@@ -624,7 +619,7 @@ class SeatInventoryMachine(RuleBasedStateMachine):
         if shards == 1:
             self.stack.create_event(key.event_id, capacity, key.seat_class)
         else:
-            InventoryTable(self.stack.dynamodb, TABLE_NAME).create_seat_class(key, capacity, shards=shards)
+            OperatorTable(self.stack.dynamodb, TABLE_NAME).create_seat_class(key, capacity, shards=shards)
         self.stale = True
         self.model.capacity[key] = capacity
         self.model.held[key] = self.model.sold[key] = 0
@@ -634,7 +629,7 @@ class SeatInventoryMachine(RuleBasedStateMachine):
     def reshard(self, data: st.DataObject, shards: int) -> None:
         """`seats event reshard` between two batches: the class's numbers stay the model's."""
         key = data.draw(st.sampled_from(sorted(self.model.capacity, key=str)))
-        InventoryTable(self.stack.dynamodb, TABLE_NAME).reshard(key, shards)
+        OperatorTable(self.stack.dynamodb, TABLE_NAME).reshard(key, shards)
         self.model.shard_items[key] = max(self.model.shard_items[key], shards)
         self.stale = True
 

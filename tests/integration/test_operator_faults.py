@@ -30,9 +30,6 @@ from botocore.config import Config
 from botocore.exceptions import ConnectTimeoutError, ReadTimeoutError
 from click.testing import CliRunner, Result
 
-from seat_inventory.cli import context as cli_context
-from seat_inventory.cli.main import cli
-from seat_inventory.dal.inventory_table import InventoryTable
 from seat_inventory.models import (
     EventAlreadyExists,
     OperatorOutcomeUnknown,
@@ -41,6 +38,9 @@ from seat_inventory.models import (
     SeatClassInventory,
     SeatKey,
 )
+from seat_tools.cli import context as cli_context
+from seat_tools.cli.main import cli
+from seat_tools.operator_commands import OperatorTable
 from tests.integration.conftest import REGION, FakeHttpResponse, Stack
 
 GA = SeatKey("gig-1", "GA")
@@ -255,7 +255,7 @@ COMMANDS = [
 class Operator:
     stack: Stack
     session: boto3.session.Session
-    admin: InventoryTable  # the test's own view, without faults
+    admin: OperatorTable  # the test's own view, without faults
 
     def run(self, *args: str) -> Result:
         return CliRunner().invoke(cli, list(args))
@@ -273,7 +273,7 @@ def operator(stack: Stack, monkeypatch: pytest.MonkeyPatch) -> Iterator[Operator
     session = boto3.session.Session(region_name=REGION)
     monkeypatch.setattr(cli_context.CliContext, "session", property(lambda self: session))
     monkeypatch.setattr(cli_context, "CLIENT_CONFIG", cli_context.CLIENT_CONFIG.merge(RETRIED))
-    admin = InventoryTable(stack.dynamodb, stack.table_name)
+    admin = OperatorTable(stack.dynamodb, stack.table_name)
     admin.create_seat_class(GA, CAPACITY)
     from tests.integration.test_lifecycle_commands import take
 
@@ -372,14 +372,14 @@ class Faulty:
     table_name: str
 
     @property
-    def table(self) -> InventoryTable:
+    def table(self) -> OperatorTable:
         client = self.session.client("dynamodb", config=RETRIED)  # sees the hooks registered so far
-        return InventoryTable(client, self.table_name, sleep=lambda _: None)
+        return OperatorTable(client, self.table_name, sleep=lambda _: None)
 
 
 @pytest.fixture
 def faulty(stack: Stack) -> Faulty:
-    InventoryTable(stack.dynamodb, stack.table_name).create_seat_class(GA, CAPACITY)
+    OperatorTable(stack.dynamodb, stack.table_name).create_seat_class(GA, CAPACITY)
     return Faulty(boto3.session.Session(region_name=REGION), stack.table_name)
 
 
@@ -435,7 +435,7 @@ def test_another_operators_change_between_a_write_and_its_resend_does_not_hide_i
     faulty: Faulty, stack: Stack
 ) -> None:
     session = faulty.session
-    other = InventoryTable(stack.dynamodb, stack.table_name)
+    other = OperatorTable(stack.dynamodb, stack.table_name)
     fired = Injection(1)
 
     def hook(response: Any, **_: Any) -> Any:

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from click.testing import Result
 
-from seat_inventory.cli import request_commands
 from seat_inventory.handlers import reserve_seats as handler_module
 from seat_inventory.models import InvalidMessage
 from seat_inventory.parsing import parse_reservation
-from seat_inventory.traffic import OutcomeCollector
+from seat_tools.cli import request_commands
+from seat_tools.traffic import OutcomeCollector
 from tests.integration.conftest import LambdaContext
 from tests.integration.test_traffic_commands import Aws, aws, run, seed_events  # noqa: F401
 
@@ -149,7 +150,8 @@ def test_wait_reads_the_recorded_answer_when_sns_delivers_nothing(
 ) -> None:
     # Given a subscription that delivers nothing (as a new one on AWS may, for a few seconds)
     monkeypatch.setattr(request_commands, "RECORD_GRACE_S", 0.5)
-    monkeypatch.setattr(OutcomeCollector, "poll", lambda self, wait_seconds=1: [])
+    # (a long poll that waits and returns nothing: returning at once would spin and starve the handler)
+    monkeypatch.setattr(OutcomeCollector, "poll", lambda self, wait_seconds=1: time.sleep(wait_seconds) or [])
 
     # When a hold is sent with --wait
     result = run(

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from seat_inventory.dal.inventory_table import InventoryTable, inventory_key
+from seat_inventory.dal.items import inventory_key
 from seat_inventory.logic.change_reservations import apply_changes, settle_transitions
 from seat_inventory.logic.hints import InventoryHints
 from seat_inventory.logic.reserve_seats import QueueMessage, reserve_seats
@@ -31,6 +31,7 @@ from seat_inventory.models import (
     Transition,
 )
 from seat_inventory.settings import Settings
+from seat_tools.operator_commands import OperatorTable
 from tests.fakes import FakeClock, RecordingPublisher
 from tests.integration.conftest import Stack
 
@@ -38,8 +39,8 @@ KEY = SeatKey("big-1", "GA")
 
 
 @pytest.fixture
-def table(stack: Stack) -> InventoryTable:
-    return InventoryTable(stack.dynamodb, stack.table_name)
+def table(stack: Stack) -> OperatorTable:
+    return OperatorTable(stack.dynamodb, stack.table_name)
 
 
 def shard_item(stack: Stack, shard: int) -> dict[str, Any]:
@@ -93,7 +94,7 @@ def body(reservation_id: str, quantity: int, kind: str = "reserve", **extra: Any
 class Service:
     """The service's logic, as one warm container, on the real data access (moto)."""
 
-    def __init__(self, table: InventoryTable, seed: int = 7) -> None:
+    def __init__(self, table: OperatorTable, seed: int = 7) -> None:
         self.table = table
         self.clock = FakeClock()
         self.publisher = RecordingPublisher()
@@ -117,7 +118,7 @@ class Service:
 # --- layout and operator commands -----------------------------------------------------------------
 
 
-def test_a_sharded_class_is_k_items_each_its_own_partition_key(stack: Stack, table: InventoryTable) -> None:
+def test_a_sharded_class_is_k_items_each_its_own_partition_key(stack: Stack, table: OperatorTable) -> None:
     created = table.create_seat_class(KEY, 10, shards=4)
     assert (created.capacity, created.available, created.shard_count, created.shard_items) == (10, 10, 4, 4)
     assert per_shard(created) == [(3, 3, 0, 0), (3, 3, 0, 0), (2, 2, 0, 0), (2, 2, 0, 0)]
@@ -130,19 +131,19 @@ def test_a_sharded_class_is_k_items_each_its_own_partition_key(stack: Stack, tab
     assert table.read_inventory(KEY) == created
 
 
-def test_one_shard_keeps_todays_single_item(stack: Stack, table: InventoryTable) -> None:
+def test_one_shard_keeps_todays_single_item(stack: Stack, table: OperatorTable) -> None:
     created = table.create_seat_class(KEY, 10, shards=1)
     assert created.shards == () and created.complete
     assert "shard_items" not in shard_item(stack, 0) and not shard_item(stack, 1)
 
 
-def test_shard_counts_outside_1_to_max_shards_are_refused(table: InventoryTable) -> None:
+def test_shard_counts_outside_1_to_max_shards_are_refused(table: OperatorTable) -> None:
     for shards in (0, MAX_SHARDS + 1):
         with pytest.raises(ValueError, match=f"1 to {MAX_SHARDS}"):
             table.create_seat_class(KEY, 10, shards=shards)
 
 
-def test_sale_rules_change_on_every_shard_at_once(table: InventoryTable) -> None:
+def test_sale_rules_change_on_every_shard_at_once(table: OperatorTable) -> None:
     table.create_seat_class(KEY, 8, shards=4)
     closed = table.set_sale_status(KEY, SaleStatus.CLOSED)
     assert closed.sale_status is SaleStatus.CLOSED
@@ -163,7 +164,7 @@ def test_sale_rules_change_on_every_shard_at_once(table: InventoryTable) -> None
 
 
 def test_capacity_changes_spread_over_the_shards_and_never_go_below_sold_plus_held(
-    table: InventoryTable,
+    table: OperatorTable,
 ) -> None:
     table.create_seat_class(KEY, 8, shards=4)
     assert (
@@ -188,7 +189,7 @@ def test_capacity_changes_spread_over_the_shards_and_never_go_below_sold_plus_he
 
 
 def test_seats_are_taken_from_the_shard_named_and_the_record_says_which(
-    stack: Stack, table: InventoryTable
+    stack: Stack, table: OperatorTable
 ) -> None:
     table.create_seat_class(KEY, 8, shards=4)
     assert (
@@ -201,7 +202,7 @@ def test_seats_are_taken_from_the_shard_named_and_the_record_says_which(
     assert record is not None and record.shard == 2
 
 
-def test_seats_move_into_a_short_shard_in_the_same_transaction(table: InventoryTable) -> None:
+def test_seats_move_into_a_short_shard_in_the_same_transaction(table: OperatorTable) -> None:
     table.create_seat_class(KEY, 8, shards=4)
     refused = table.commit_outcomes(
         KEY, [confirmed("r-1", 5)], seats_taken=5, rejection_expires_at=1, shard=0, moves={1: 2, 3: 1}
@@ -213,7 +214,7 @@ def test_seats_move_into_a_short_shard_in_the_same_transaction(table: InventoryT
 
 
 def test_a_donor_with_too_few_seats_refuses_everything_and_hands_back_only_itself(
-    table: InventoryTable,
+    table: OperatorTable,
 ) -> None:
     table.create_seat_class(KEY, 8, shards=4)
     before = table.read_inventory(KEY)
@@ -228,7 +229,7 @@ def test_a_donor_with_too_few_seats_refuses_everything_and_hands_back_only_itsel
 
 
 def test_the_service_sells_exactly_the_capacity_and_strands_no_seat_on_any_shard(
-    table: InventoryTable,
+    table: OperatorTable,
 ) -> None:
     """Every request needs more than some shard holds; the service still sells every seat, and
     answers SOLD_OUT only when the class as a whole has too few."""
@@ -255,7 +256,7 @@ def test_the_service_sells_exactly_the_capacity_and_strands_no_seat_on_any_shard
     assert by_shard == {s.shard: s.sold for s in view.shard_seats() if s.sold}
 
 
-def test_holds_confirm_cancel_give_seats_back_to_their_own_shard(table: InventoryTable) -> None:
+def test_holds_confirm_cancel_give_seats_back_to_their_own_shard(table: OperatorTable) -> None:
     table.create_seat_class(KEY, 12, shards=4)
     service = Service(table)
     held = service.send(*(body(f"h-{n}", 2, "hold", hold_seconds=120) for n in range(4)))
@@ -284,7 +285,7 @@ def test_holds_confirm_cancel_give_seats_back_to_their_own_shard(table: Inventor
     assert (view.capacity, view.available, view.held, view.sold) == (12, 8, 2, 2)
 
 
-def test_after_a_sell_out_rejections_write_no_shard_item(stack: Stack, table: InventoryTable) -> None:
+def test_after_a_sell_out_rejections_write_no_shard_item(stack: Stack, table: OperatorTable) -> None:
     table.create_seat_class(KEY, 4, shards=4)
     service = Service(table)
     service.send(*(body(f"r-{n}", 1) for n in range(4)))
@@ -311,7 +312,7 @@ def test_after_a_sell_out_rejections_write_no_shard_item(stack: Stack, table: In
 # --- resharding -----------------------------------------------------------------------------------
 
 
-def test_a_reshard_during_a_sale_conserves_the_class_and_strands_nothing(table: InventoryTable) -> None:
+def test_a_reshard_during_a_sale_conserves_the_class_and_strands_nothing(table: OperatorTable) -> None:
     table.create_seat_class(KEY, 40, shards=2)
     service = Service(table)
     service.send(*(body(f"a-{n}", 3) for n in range(4)))
@@ -343,7 +344,7 @@ def test_a_reshard_during_a_sale_conserves_the_class_and_strands_nothing(table: 
 
 
 def test_a_consistent_read_cancelled_by_writes_in_flight_is_retried_not_handed_back(
-    stack: Stack, table: InventoryTable
+    stack: Stack, table: OperatorTable
 ) -> None:
     """On AWS a `TransactGetItems` is cancelled (TransactionConflict) while a transaction of another
     container writes one of the items it reads: with a hot sharded class that is exactly when the
@@ -380,7 +381,7 @@ def test_operator_commands_read_a_sharded_class_again_while_a_sale_cancels_their
     one cancels the consistent read (`TransactGetItems`) an operator command plans from: the
     command reads again for longer than `read_inventory`'s own 5 attempts, then gives up."""
     sleeps: list[float] = []
-    table = InventoryTable(stack.dynamodb, stack.table_name, sleep=sleeps.append)
+    table = OperatorTable(stack.dynamodb, stack.table_name, sleep=sleeps.append)
     table.create_seat_class(KEY, 40, shards=4)
     cancelled_reads = {"left": 12}  # two whole `read_inventory` calls and two reads more
 
@@ -410,7 +411,7 @@ def test_operator_commands_read_a_sharded_class_again_while_a_sale_cancels_their
 
 
 def test_an_operator_change_between_the_two_reads_of_a_reshard_is_not_forgotten(
-    stack: Stack, table: InventoryTable
+    stack: Stack, table: OperatorTable
 ) -> None:
     """A reshard reads shard 0 (its recent operation ids) and then the whole class (the version it
     writes under). A capacity change landing between the two reads must not be erased from the
@@ -434,7 +435,7 @@ def test_an_operator_change_between_the_two_reads_of_a_reshard_is_not_forgotten(
 
 
 def test_a_transaction_of_status_changes_over_many_shards_stays_within_100_actions(
-    table: InventoryTable,
+    table: OperatorTable,
 ) -> None:
     """Status changes (a cancel batch, the sweeper's expiries) whose records came from 16 shard items
     make one inventory update per item: the 100 actions of a transaction must count each of them."""
@@ -462,7 +463,7 @@ def test_a_transaction_of_status_changes_over_many_shards_stays_within_100_actio
     assert (view.sold, view.available) == (0, 16 * 7)
 
 
-def test_a_survey_shows_each_shard_items_seats_and_when_seats_were_last_taken(table: InventoryTable) -> None:
+def test_a_survey_shows_each_shard_items_seats_and_when_seats_were_last_taken(table: OperatorTable) -> None:
     table.create_seat_class(KEY, 12, shards=3)
     table.commit_outcomes(
         KEY, [confirmed("r-1", 2)], seats_taken=2, rejection_expires_at=1, shard=2, taken_at=1234.5
@@ -481,7 +482,7 @@ def test_a_survey_shows_each_shard_items_seats_and_when_seats_were_last_taken(ta
     assert table.survey_shards(SeatKey("big-1", "nope"), 3) == []
 
 
-def test_a_never_seen_sharded_class_is_first_read_as_its_shard_0_alone(table: InventoryTable) -> None:
+def test_a_never_seen_sharded_class_is_first_read_as_its_shard_0_alone(table: OperatorTable) -> None:
     table.create_seat_class(KEY, 12, shards=3)
 
     head = table.read_inventory(KEY, whole=False)

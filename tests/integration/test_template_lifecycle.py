@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from seat_inventory.dal.inventory_table import HOLDS_INDEX
+from seat_inventory.dal.items import HOLDS_INDEX
 from seat_inventory.settings import Settings
 from tests.integration.conftest import REPO
 from tests.template_support import Template

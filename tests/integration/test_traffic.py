@@ -1,4 +1,4 @@
-"""seat_inventory.traffic against moto: bursts, sending, outcome collection, dead letters."""
+"""seat_tools.traffic against moto: bursts, sending, outcome collection, dead letters."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
-from seat_inventory import traffic
 from seat_inventory.models import Outcome, ReservationOutcome, ReservationRequest
 from seat_inventory.parsing import parse_reservation
 from seat_inventory.publishing.sns_publisher import SnsOutcomePublisher
-from seat_inventory.traffic import (
+from seat_tools import traffic
+from seat_tools.traffic import (
     OutcomeCollector,
     RedriveIncomplete,
     peek_dead_letters,

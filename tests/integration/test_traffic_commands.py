@@ -19,13 +19,13 @@ import pytest
 from click.testing import CliRunner, Result
 from moto import mock_aws
 
-from seat_inventory import traffic
-from seat_inventory.cli.main import cli
-from seat_inventory.dal.inventory_table import InventoryTable
 from seat_inventory.models import Outcome, ReservationOutcome, ReservationRequest, SeatKey
 from seat_inventory.parsing import parse_reservation
 from seat_inventory.publishing.sns_publisher import SnsOutcomePublisher
-from seat_inventory.traffic import OutcomeCollector, reservation_body
+from seat_tools import traffic
+from seat_tools.cli.main import cli
+from seat_tools.operator_commands import OperatorTable
+from seat_tools.traffic import OutcomeCollector, reservation_body
 from tests.integration.conftest import FakeHttpResponse
 from tests.template_support import load_template
 
@@ -126,7 +126,7 @@ def run(*args: str, input: str | None = None) -> Result:
 
 def seed_events(aws: Aws) -> None:
     """The inventory the examples in events/ are written for."""
-    table = InventoryTable(aws.dynamodb, TABLE_NAME)
+    table = OperatorTable(aws.dynamodb, TABLE_NAME)
     table.create_seat_class(SeatKey("concert-2026", "GA"), 100)
     table.create_seat_class(SeatKey("concert-2026", "VIP"), 10)
     table.create_seat_class(SeatKey("sold-out-show", "GA"), 1)
@@ -441,7 +441,7 @@ def invoke_collecting(aws: Aws, *args: str) -> tuple[Result, list[dict[str, Any]
 
 def test_invoke_runs_an_event_through_the_real_handler(aws: Aws, tmp_path: Path) -> None:
     # Given an event with 5 seats left and a batch of a 3-seat request and a malformed one
-    InventoryTable(aws.dynamodb, TABLE_NAME).create_seat_class(SeatKey("concert-2026", "GA"), 5)
+    OperatorTable(aws.dynamodb, TABLE_NAME).create_seat_class(SeatKey("concert-2026", "GA"), 5)
     event_file = tmp_path / "event.json"
     event_file.write_text(
         json.dumps(sqs_event(json.dumps(reservation_body("r-1", "concert-2026", 3, "c-1")), '{"quantity": 1'))
@@ -458,7 +458,7 @@ def test_invoke_runs_an_event_through_the_real_handler(aws: Aws, tmp_path: Path)
     by_outcome = {o["outcome"]: o for o in outcomes}
     assert sorted(by_outcome) == ["CONFIRMED", "INVALID"]
     assert (by_outcome["CONFIRMED"]["reservation_id"], by_outcome["CONFIRMED"]["quantity"]) == ("r-1", 3)
-    [inventory] = InventoryTable(aws.dynamodb, TABLE_NAME).get_event("concert-2026")
+    [inventory] = OperatorTable(aws.dynamodb, TABLE_NAME).get_event("concert-2026")
     assert (inventory.available, inventory.sold) == (2, 3)
     # and the process environment is as it was
     assert dict(os.environ) == environment_before
@@ -482,7 +482,7 @@ def test_invoke_env_vars_file_applies_all_but_docker_host_values(
             }
         )
     )
-    InventoryTable(aws.dynamodb, TABLE_NAME).create_seat_class(SeatKey("concert-2026", "GA"), 5)
+    OperatorTable(aws.dynamodb, TABLE_NAME).create_seat_class(SeatKey("concert-2026", "GA"), 5)
     event_file = tmp_path / "event.json"
     event_file.write_text(
         json.dumps(sqs_event(json.dumps(reservation_body("r-1", "concert-2026", 2, "c-1"))))
@@ -541,7 +541,7 @@ def test_invoke_with_the_local_env_vars_file(aws: Aws, monkeypatch: pytest.Monke
     aws.dynamodb.create_table(
         **load_template(REPO / "template.yaml").table_create_request(function_env["TABLE_NAME"])
     )
-    InventoryTable(aws.dynamodb, function_env["TABLE_NAME"]).create_seat_class(
+    OperatorTable(aws.dynamodb, function_env["TABLE_NAME"]).create_seat_class(
         SeatKey("concert-2026", "GA"), 10
     )
     monkeypatch.delenv("TABLE_NAME")

@@ -17,8 +17,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from seat_inventory.contention.model import ContentionSettings
-from seat_inventory.local.stack import LocalStack
+from seat_tools.contention.model import ContentionSettings
+from seat_tools.local.stack import LocalStack
 
 CONTENTION_ENV = "SEATS_AWS_CONTENTION"
 TIME_SCALE_ENV = "SEATS_AWS_CONTENTION_TIME_SCALE"

@@ -1,6 +1,6 @@
 """The AWS contention layer as an engine: DynamoDB Local behind it conflicts and throttles as AWS does.
 
-Each test puts its own layer (`seat_inventory.contention.proxy.serve`, in this process) in front of
+Each test puts its own layer (`seat_tools.contention.proxy.serve`, in this process) in front of
 the session's DynamoDB Local, with the settings it needs: long holds (a large time scale) to make
 transactions overlap, or a small write budget to throttle. botocore parses every answer, and the
 DAL maps the errors as it does on AWS.
@@ -20,15 +20,15 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from seat_inventory.contention.model import ContentionSettings
-from seat_inventory.contention.proxy import serve
 from seat_inventory.dal.access import SHARDED_READ_ATTEMPTS
 from seat_inventory.dal.errors import call
-from seat_inventory.dal.inventory_table import InventoryTable
 from seat_inventory.dal.items import inventory_key
-from seat_inventory.local.engines import FAKE_ACCESS_KEY_ID, FAKE_SECRET_ACCESS_KEY
-from seat_inventory.local.stack import LocalStack
 from seat_inventory.models import RetryableError, SaleStatus, SeatKey, TransactionConflict
+from seat_tools.contention.model import ContentionSettings
+from seat_tools.contention.proxy import serve
+from seat_tools.local.engines import FAKE_ACCESS_KEY_ID, FAKE_SECRET_ACCESS_KEY
+from seat_tools.local.stack import LocalStack
+from seat_tools.operator_commands import OperatorTable
 
 pytestmark = pytest.mark.local_stack
 
@@ -148,7 +148,7 @@ def test_a_single_item_write_on_a_held_item_gets_a_conflict_which_the_dal_maps(
     table = local_stack.table_name
     event_id = f"held-{uuid.uuid4().hex[:8]}"
     key = SeatKey(event_id, "GA")
-    InventoryTable(local_stack.client("dynamodb"), table).create_seat_class(key, 10)
+    OperatorTable(local_stack.client("dynamodb"), table).create_seat_class(key, 10)
     holder = threading.Thread(
         target=client.transact_write_items,
         kwargs={"TransactItems": _take_one(table, event_id, f"{event_id}-0")},
@@ -175,7 +175,7 @@ def test_a_single_item_write_on_a_held_item_gets_a_conflict_which_the_dal_maps(
         lambda: client.update_item(**close),  # botocore's view of the answer
         lambda: call(client.update_item, **close),  # the DAL's error mapping
         # An operator command reads and writes again after a retryable error: it waits the hold out.
-        lambda: InventoryTable(client, table).change_capacity(key, 5),
+        lambda: OperatorTable(client, table).change_capacity(key, 5),
     ]
     with ThreadPoolExecutor(3) as pool:
         outcomes = list(pool.map(outcome, writes))
@@ -183,7 +183,7 @@ def test_a_single_item_write_on_a_held_item_gets_a_conflict_which_the_dal_maps(
 
     assert outcomes == ["TransactionConflictException", "TransactionConflict", "written"]
     assert layer.counters()["write_conflicts"] >= 3  # the operator command's first write too
-    inventory = InventoryTable(local_stack.client("dynamodb"), table).get_event(event_id)[0]
+    inventory = OperatorTable(local_stack.client("dynamodb"), table).get_event(event_id)[0]
     assert (inventory.available, inventory.capacity, inventory.sale_status) == (14, 15, SaleStatus.OPEN)
 
 
@@ -195,7 +195,7 @@ def test_a_hot_partition_throttles_past_its_write_units(local_stack: LocalStack,
     table = local_stack.table_name
     event_id = f"throttle-{uuid.uuid4().hex[:8]}"
     key = SeatKey(event_id, "GA")
-    InventoryTable(local_stack.client("dynamodb"), table).create_seat_class(key, 10)  # not through it
+    OperatorTable(local_stack.client("dynamodb"), table).create_seat_class(key, 10)  # not through it
     hot_item = {"pk": {"S": f"EVENT#{event_id}"}, "sk": {"S": "CLASS#other"}}  # the same partition key
 
     answers = []
@@ -218,8 +218,8 @@ def test_a_hot_partition_throttles_past_its_write_units(local_stack: LocalStack,
     # An operator command on the throttled item (botocore's own retries are off here) gives up
     # with a retryable error after its attempts, having changed nothing.
     with pytest.raises(RetryableError, match="ProvisionedThroughputExceededException"):
-        InventoryTable(client, table).change_capacity(key, 1)
-    unchanged = InventoryTable(local_stack.client("dynamodb"), table).read_inventory(key)
+        OperatorTable(client, table).change_capacity(key, 1)
+    unchanged = OperatorTable(local_stack.client("dynamodb"), table).read_inventory(key)
     assert unchanged is not None and unchanged.capacity == 10
     other = {"pk": {"S": f"RESERVATION#{event_id}-x"}, "sk": {"S": "RESERVATION"}}
     client.put_item(TableName=table, Item=other)
@@ -234,7 +234,7 @@ def test_a_transactional_read_of_an_item_a_transaction_writes_is_cancelled_which
     client = layer.client()
     table = local_stack.table_name
     key = SeatKey(f"read-{uuid.uuid4().hex[:8]}", "GA")
-    InventoryTable(local_stack.client("dynamodb"), table).create_seat_class(key, 40, shards=4)
+    OperatorTable(local_stack.client("dynamodb"), table).create_seat_class(key, 40, shards=4)
     shard_keys = [inventory_key(key, shard) for shard in range(4)]
     gets = [{"Get": {"TableName": table, "Key": shard_key}} for shard_key in shard_keys]
     writers: list[threading.Thread] = []
@@ -270,7 +270,7 @@ def test_a_transactional_read_of_an_item_a_transaction_writes_is_cancelled_which
 
     # The DAL reads the class again after each refusal (here a new writer arrives every time)
     # and, after its attempts, raises the domain's TransactionConflict.
-    store = InventoryTable(client, table, sleep=lambda _: hold_a_shard())
+    store = OperatorTable(client, table, sleep=lambda _: hold_a_shard())
     hold_a_shard()
     with pytest.raises(TransactionConflict):
         store.read_inventory(key)
@@ -278,7 +278,7 @@ def test_a_transactional_read_of_an_item_a_transaction_writes_is_cancelled_which
         writer.join()
 
     # Once no transaction writes, the same read is admitted and sees the whole class.
-    inventory = InventoryTable(client, table).read_inventory(key)
+    inventory = OperatorTable(client, table).read_inventory(key)
     assert inventory is not None and (inventory.capacity, inventory.available) == (40, 40)
     counters = layer.counters()
     assert counters["read_transactions_cancelled"] == {"TransactionConflict": 1 + SHARDED_READ_ATTEMPTS}

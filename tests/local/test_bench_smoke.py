@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from seat_inventory.bench import report
-from seat_inventory.bench.counting import COMMITTED
-from seat_inventory.bench.run import BASELINE, IDEMPOTENT, SERVICE, Bench, DesignResult, workloads
-from seat_inventory.cli.main import cli
-from seat_inventory.local.stack import LocalStack
 from seat_inventory.models import MAX_SHARDS
+from seat_tools.bench import report
+from seat_tools.bench.counting import COMMITTED
+from seat_tools.bench.run import BASELINE, IDEMPOTENT, SERVICE, Bench, DesignResult, workloads
+from seat_tools.cli.main import cli
+from seat_tools.local.stack import LocalStack
 
 pytestmark = pytest.mark.local_stack
 

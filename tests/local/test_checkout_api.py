@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 import requests
 
-from seat_inventory.dal.inventory_table import InventoryTable
-from seat_inventory.local.runner import LocalRunner, runner_config
-from seat_inventory.local.stack import LocalStack
 from seat_inventory.models import Outcome, ReservationOutcome, SeatKey
-from seat_inventory.traffic import OutcomeCollector
+from seat_tools.local.runner import LocalRunner, runner_config
+from seat_tools.local.stack import LocalStack
+from seat_tools.operator_commands import OperatorTable
+from seat_tools.traffic import OutcomeCollector
 
 pytestmark = pytest.mark.local_stack
 
@@ -47,7 +47,7 @@ def http() -> Iterator[requests.Session]:
 
 def new_event(stack: LocalStack, capacity: int, seat_class: str = "GA") -> str:
     event_id = f"api-{uuid.uuid4().hex[:8]}"
-    InventoryTable(stack.client("dynamodb"), stack.table_name).create_seat_class(
+    OperatorTable(stack.client("dynamodb"), stack.table_name).create_seat_class(
         SeatKey(event_id, seat_class), capacity
     )
     return event_id
@@ -151,7 +151,7 @@ def test_a_sharded_class_s_availability_is_the_sum_over_its_shards(
     # Given a class of 40 seats over 4 shards (10 each), seats sold on shards 1, 2 and 3
     event_id = f"api-{uuid.uuid4().hex[:8]}"
     key = SeatKey(event_id, "GA")
-    table = InventoryTable(local_stack.client("dynamodb"), local_stack.table_name)
+    table = OperatorTable(local_stack.client("dynamodb"), local_stack.table_name)
     table.create_seat_class(key, 40, shards=4)
     for shard, quantity in ((1, 3), (2, 4), (3, 5)):
         sold = ReservationOutcome(

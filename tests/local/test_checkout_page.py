@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from seat_inventory.dal.inventory_table import InventoryTable
-from seat_inventory.local.runner import LocalRunner, runner_config
-from seat_inventory.local.stack import LocalStack
 from seat_inventory.models import SeatKey
+from seat_tools.local.runner import LocalRunner, runner_config
+from seat_tools.local.stack import LocalStack
+from seat_tools.operator_commands import OperatorTable
 
 pytestmark = pytest.mark.local_stack
 
@@ -59,7 +59,7 @@ def test_the_checkout_page_reserves_and_shows_the_answer_and_the_seats_left(
     # Given an event with two seat classes, VIP kept in 2 shards (the page reads its own route),
     # and the function's workers running
     event_id = f"page-{uuid.uuid4().hex[:6]}"
-    table = InventoryTable(local_stack.client("dynamodb"), local_stack.table_name)
+    table = OperatorTable(local_stack.client("dynamodb"), local_stack.table_name)
     table.create_seat_class(SeatKey(event_id, "GA"), 120)
     table.create_seat_class(SeatKey(event_id, "VIP"), 8, shards=2)
     with LocalRunner(runner_config(local_stack, workers=1)):

@@ -23,14 +23,14 @@ from typing import Any
 
 import pytest
 
-from seat_inventory.dal.inventory_table import InventoryTable
-from seat_inventory.local.stack import LocalStack
 from seat_inventory.logic.hints import InventoryHints
 from seat_inventory.logic.reserve_seats import QueueMessage, reserve_seats
 from seat_inventory.logic.sweep_holds import SweepResult, release_expired_holds
 from seat_inventory.models import Outcome, RequestType, ReservationOutcome, SeatKey
 from seat_inventory.settings import Settings
 from seat_inventory.wiring import SystemClock
+from seat_tools.local.stack import LocalStack
+from seat_tools.operator_commands import OperatorTable
 from tests.fakes import RecordingPublisher
 
 pytestmark = pytest.mark.local_stack
@@ -125,7 +125,7 @@ def test_a_concurrent_lifecycle_keeps_every_seat_and_applies_each_change_once(
     run_id = uuid.uuid4().hex[:8]
     event_id = f"lifecycle-{run_id}"
     key = SeatKey(event_id, "GA")
-    admin = InventoryTable(local_stack.client("dynamodb"), local_stack.table_name)
+    admin = OperatorTable(local_stack.client("dynamodb"), local_stack.table_name)
     admin.create_seat_class(key, CAPACITY, max_per_customer=LIMIT)
     deliveries, quantities = _messages(event_id, f"r-{run_id}", rng)
     queue = Delivery(list(deliveries))
@@ -146,7 +146,7 @@ def test_a_concurrent_lifecycle_keeps_every_seat_and_applies_each_change_once(
         return run
 
     def container() -> None:
-        table = InventoryTable(local_stack.client("dynamodb"), local_stack.table_name)
+        table = OperatorTable(local_stack.client("dynamodb"), local_stack.table_name)
         hints, clock = InventoryHints(), SystemClock()
         while (batch := queue.take(rng.randint(5, 25))) is not None:
             if not batch:
@@ -165,7 +165,7 @@ def test_a_concurrent_lifecycle_keeps_every_seat_and_applies_each_change_once(
             queue.done([m for m in batch if m.message_id in failed])
 
     def sweeper() -> None:
-        table = InventoryTable(local_stack.client("dynamodb"), local_stack.table_name)
+        table = OperatorTable(local_stack.client("dynamodb"), local_stack.table_name)
         while not stop_sweeping.is_set():
             sweeps.append(release_expired_holds(table, RecordingPublisher(), ShiftedClock(61), limit=50))
             time.sleep(0.02)

@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from seat_inventory.local.engines import DynamoDBLocal, LocalStackError, MotoServer, free_port
+from seat_tools.local.engines import DynamoDBLocal, LocalStackError, MotoServer, free_port
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.local_stack
@@ -33,7 +33,7 @@ STOP_WITHIN_S = 20
 
 def seats_command() -> list[str]:
     script = Path(sys.executable).with_name("seats")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "seat_inventory.cli.main"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "seat_tools.cli.main"]
 
 
 def port_open(url: str) -> bool:

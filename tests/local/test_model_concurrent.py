@@ -48,10 +48,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from seat_inventory.dal.inventory_table import InventoryTable
-from seat_inventory.local.runner import LocalLambdaContext, RunnerConfig, runner_config, sqs_record
-from seat_inventory.local.stack import LocalStack
 from seat_inventory.models import ReservationOutcome, SeatClassInventory, SeatKey
+from seat_tools.local.runner import LocalLambdaContext, RunnerConfig, runner_config, sqs_record
+from seat_tools.local.stack import LocalStack
+from seat_tools.operator_commands import OperatorTable
 
 pytestmark = pytest.mark.local_stack
 
@@ -270,7 +270,7 @@ def containers(local_stack: LocalStack) -> Iterator[tuple[ProcessPoolExecutor, R
 # --------------------------------------------------------------------------- the checks
 
 
-def check(workload: Workload, run: Run, table: InventoryTable) -> None:
+def check(workload: Workload, run: Run, table: OperatorTable) -> None:
     """Every invariant and model bound of the module docstring, for one applied workload."""
     # Each delivery was answered once, or handed back, never both
     for invocation in run.invocations:
@@ -382,7 +382,7 @@ def test_concurrent_random_workloads_keep_every_seat_and_decide_each_reservation
 ) -> None:
     # Given the workload's seat classes
     pool, config = containers
-    table = InventoryTable(local_stack.client("dynamodb"), local_stack.table_name)
+    table = OperatorTable(local_stack.client("dynamodb"), local_stack.table_name)
     for key, capacity in workload.capacity.items():
         table.create_seat_class(key, capacity, max_per_customer=workload.limits.get(key))
 
@@ -393,7 +393,7 @@ def test_concurrent_random_workloads_keep_every_seat_and_decide_each_reservation
     check(workload, run, table)
 
 
-class SoldTwiceView(InventoryTable):
+class SoldTwiceView(OperatorTable):
     """The table as it would read had one seat been sold twice: `sold` one more, `available` one less."""
 
     def get_event(self, event_id: str) -> list[SeatClassInventory]:
@@ -410,7 +410,7 @@ def test_the_checks_catch_a_seat_sold_twice_a_lost_answer_and_a_contradicting_du
     pool, config = containers
     event_id = f"mc-check-{uuid.uuid4().hex[:8]}"
     key = SeatKey(event_id, "GA")
-    table = InventoryTable(local_stack.client("dynamodb"), local_stack.table_name)
+    table = OperatorTable(local_stack.client("dynamodb"), local_stack.table_name)
     table.create_seat_class(key, 2)
     bodies = {
         f"{event_id}-r{n}": {

@@ -26,13 +26,13 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import EndpointConnectionError
 
-from seat_inventory.dal.inventory_table import InventoryTable
 from seat_inventory.handlers.reserve_seats import lambda_handler as real_handler
-from seat_inventory.local.demo import DemoOptions, checks_passed, run_onsale, summarize
-from seat_inventory.local.runner import LocalRunner, runner_config
-from seat_inventory.local.stack import LocalStack
 from seat_inventory.models import SeatClassInventory, SeatKey
-from seat_inventory.traffic import OutcomeCollector, reservation_body, send_messages
+from seat_tools.local.demo import DemoOptions, checks_passed, run_onsale, summarize
+from seat_tools.local.runner import LocalRunner, runner_config
+from seat_tools.local.stack import LocalStack
+from seat_tools.operator_commands import OperatorTable
+from seat_tools.traffic import OutcomeCollector, reservation_body, send_messages
 
 pytestmark = pytest.mark.local_stack
 
@@ -224,7 +224,7 @@ def test_a_reported_item_failure_is_retried_alone_while_its_batch_mates_are_answ
     # Given an event with seats and a runner whose handler reports a poisoned body as failed
     stack = fast_retries
     event_id = f"batch-{uuid.uuid4().hex[:8]}"
-    InventoryTable(stack.client("dynamodb"), stack.table_name).create_seat_class(SeatKey(event_id, "GA"), 10)
+    OperatorTable(stack.client("dynamodb"), stack.table_name).create_seat_class(SeatKey(event_id, "GA"), 10)
     healthy = [reservation_body(f"{event_id}-{n}", event_id, 1, f"c-{n}") for n in range(3)]
     poisoned = {"reservation_id": f"poison-report-{event_id}", "event_id": event_id, "quantity": 1}
     max_receive_count = stack.template.queue.max_receive_count

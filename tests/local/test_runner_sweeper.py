@@ -8,14 +8,14 @@ import uuid
 
 import pytest
 
-from seat_inventory.dal.inventory_table import InventoryTable
-from seat_inventory.local.runner import LocalRunner, runner_config
-from seat_inventory.local.stack import LocalStack
 from seat_inventory.logic.reserve_seats import QueueMessage, reserve_seats
 from seat_inventory.models import Outcome, SeatKey
 from seat_inventory.settings import Settings
-from seat_inventory.traffic import OutcomeCollector
 from seat_inventory.wiring import SystemClock
+from seat_tools.local.runner import LocalRunner, runner_config
+from seat_tools.local.stack import LocalStack
+from seat_tools.operator_commands import OperatorTable
+from seat_tools.traffic import OutcomeCollector
 from tests.fakes import RecordingPublisher
 
 pytestmark = pytest.mark.local_stack
@@ -36,7 +36,7 @@ def test_the_runner_releases_expired_holds_on_its_schedule(local_stack: LocalSta
     event_id = f"sweep-{uuid.uuid4().hex[:8]}"
     reservation_id = f"h-{uuid.uuid4().hex[:8]}"
     key = SeatKey(event_id, "GA")
-    table = InventoryTable(local_stack.client("dynamodb"), local_stack.table_name)
+    table = OperatorTable(local_stack.client("dynamodb"), local_stack.table_name)
     table.create_seat_class(key, 10)
     body = {
         "type": "hold",

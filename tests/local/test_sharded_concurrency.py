@@ -20,14 +20,14 @@ from collections.abc import Callable
 
 import pytest
 
-from seat_inventory.dal.inventory_table import InventoryTable
-from seat_inventory.local.stack import LocalStack
 from seat_inventory.logic.hints import InventoryHints
 from seat_inventory.logic.reserve_seats import QueueMessage, reserve_seats
 from seat_inventory.logic.sweep_holds import SweepResult, release_expired_holds
 from seat_inventory.models import Outcome, RequestType, ReservationOutcome, SeatClassInventory, SeatKey
 from seat_inventory.settings import Settings
 from seat_inventory.wiring import SystemClock
+from seat_tools.local.stack import LocalStack
+from seat_tools.operator_commands import OperatorTable
 from tests.fakes import RecordingPublisher
 from tests.local.test_lifecycle_concurrency import Delivery, ShiftedClock, _messages, _run
 
@@ -59,7 +59,7 @@ def _containers(
 
     def container() -> None:
         try:
-            table = InventoryTable(local_stack.client("dynamodb"), local_stack.table_name)
+            table = OperatorTable(local_stack.client("dynamodb"), local_stack.table_name)
             hints, clock = InventoryHints(), SystemClock()
             while (batch := queue.take(rng.randint(5, 40))) is not None:
                 if not batch:
@@ -83,7 +83,7 @@ def _containers(
 
 
 def _resharder(
-    admin: InventoryTable, key: SeatKey, counts: list[int], errors: list[BaseException], done: threading.Event
+    admin: OperatorTable, key: SeatKey, counts: list[int], errors: list[BaseException], done: threading.Event
 ) -> threading.Thread:
     def reshard() -> None:
         try:
@@ -105,7 +105,7 @@ def test_concurrent_containers_sell_exactly_the_capacity_over_k_shards(
     rng = random.Random(shards)
     run_id = uuid.uuid4().hex[:8]
     key = SeatKey(f"sharded-{run_id}", "GA")
-    admin = InventoryTable(local_stack.client("dynamodb"), local_stack.table_name)
+    admin = OperatorTable(local_stack.client("dynamodb"), local_stack.table_name)
     admin.create_seat_class(key, CAPACITY, shards=shards)
     quantities = {f"r-{run_id}-{n}": rng.randint(1, 3) for n in range(REQUESTS)}
     originals = [
@@ -158,7 +158,7 @@ def test_a_concurrent_lifecycle_over_shards_keeps_every_seat_and_applies_each_ch
     event_id = f"sharded-life-{run_id}"
     key = SeatKey(event_id, "GA")
     capacity = 150
-    admin = InventoryTable(local_stack.client("dynamodb"), local_stack.table_name)
+    admin = OperatorTable(local_stack.client("dynamodb"), local_stack.table_name)
     admin.create_seat_class(key, capacity, shards=4)
     deliveries, quantities = _messages(event_id, f"r-{run_id}", rng)
     queue = Delivery(list(deliveries))
@@ -169,7 +169,7 @@ def test_a_concurrent_lifecycle_over_shards_keeps_every_seat_and_applies_each_ch
 
     def sweeper() -> None:
         try:
-            table = InventoryTable(local_stack.client("dynamodb"), local_stack.table_name)
+            table = OperatorTable(local_stack.client("dynamodb"), local_stack.table_name)
             while not done.is_set():
                 sweeps.append(release_expired_holds(table, RecordingPublisher(), ShiftedClock(61), limit=50))
                 time.sleep(0.02)

@@ -30,20 +30,18 @@ from typing import Any
 
 import pytest
 
-from seat_inventory.contention.model import ContentionSettings
-from seat_inventory.dal.inventory_table import InventoryTable
-from seat_inventory.local.runner import LocalRunner, runner_config
-from seat_inventory.local.stack import LocalStack
-from seat_inventory.local.template import load_template
 from seat_inventory.models import SeatKey
 from seat_inventory.settings import Settings
-from seat_inventory.simulation.run import SimulationConfig, run_simulation
-from seat_inventory.traffic import send_messages
+from seat_tools.contention.model import ContentionSettings
+from seat_tools.local.runner import LocalRunner, runner_config
+from seat_tools.local.stack import LocalStack
+from seat_tools.local.template import load_template
+from seat_tools.operator_commands import OperatorTable
+from seat_tools.simulation.run import SimulationConfig, run_simulation
+from seat_tools.traffic import send_messages
 
 # The layer's proxy (issue 12, item 1) lands separately from the simulation.
-pytest.importorskip(
-    "seat_inventory.contention.proxy", reason="the contention layer's proxy is not in this tree"
-)
+pytest.importorskip("seat_tools.contention.proxy", reason="the contention layer's proxy is not in this tree")
 
 SCALE = 20.0
 # A larger run: SEATS_VALIDATION_WORKERS=6 SEATS_VALIDATION_REQUESTS=1800 (docs/simulation.md).
@@ -63,7 +61,7 @@ def _run_local(tmp_path: Path) -> dict[str, Any]:
         visibility_timeout_s=VISIBILITY_S,
         log_dir=tmp_path,
     ) as stack:
-        store = InventoryTable(stack.client("dynamodb"), stack.table_name)
+        store = OperatorTable(stack.client("dynamodb"), stack.table_name)
         key = SeatKey(f"validate-{uuid.uuid4().hex[:8]}", "GA")
         store.create_seat_class(key, REQUESTS)
         bodies = [

@@ -61,10 +61,11 @@ from typing import Any
 import pytest
 
 from seat_inventory.dal.inventory_table import InventoryTable
-from seat_inventory.local.runner import LocalRunner, runner_config
-from seat_inventory.local.stack import LocalStack
 from seat_inventory.models import ReservationOutcome, SeatKey
-from seat_inventory.traffic import OutcomeCollector, reservation_body, send_messages
+from seat_tools.local.runner import LocalRunner, runner_config
+from seat_tools.local.stack import LocalStack
+from seat_tools.operator_commands import OperatorTable
+from seat_tools.traffic import OutcomeCollector, reservation_body, send_messages
 
 CI_REQUESTS = 2000
 SOAK_REQUESTS = int(os.environ.get("SEATS_SOAK_REQUESTS", str(CI_REQUESTS)))
@@ -336,7 +337,7 @@ def test_a_soak_with_a_slow_consumer_and_a_crash_keeps_every_invariant(
     stack = soak_queue
     run_id = uuid.uuid4().hex[:6]
     traffic = plan_traffic(run_id, SOAK_REQUESTS, random.Random(SEED))
-    admin = InventoryTable(stack.client("dynamodb"), stack.table_name)
+    admin = OperatorTable(stack.client("dynamodb"), stack.table_name)
     for key, capacity in traffic.capacity.items():
         admin.create_seat_class(key, capacity, max_per_customer=traffic.limits.get(key))
     dead_letters_before = _dead_letter_depth(stack)

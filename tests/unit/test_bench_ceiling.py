@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from seat_inventory.bench.ceiling import Ceiling, ceiling_per_event, mean_transaction_latency_s
-from seat_inventory.contention.model import ContentionSettings, latency_quantiles_ms
+from seat_tools.bench.ceiling import Ceiling, ceiling_per_event, mean_transaction_latency_s
+from seat_tools.contention.model import ContentionSettings, latency_quantiles_ms
 
 
 def test_the_mean_latency_lies_above_the_median_and_grows_with_the_transaction() -> None:

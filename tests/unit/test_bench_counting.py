@@ -16,7 +16,7 @@ from botocore.awsrequest import AWSResponse
 from botocore.config import Config
 from botocore.stub import Stubber
 
-from seat_inventory.bench.counting import (
+from seat_tools.bench.counting import (
     RequestCounter,
     add_snapshots,
     latency_bucket,

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from seat_inventory.bench import run
-from seat_inventory.bench.run import HOT, SERVICE, BenchRun, DesignResult, sell_out_problems, workloads
-from seat_inventory.cli.main import cli
 from seat_inventory.models import MAX_SHARDS, SeatClassInventory, SeatKey, ShardSeats
+from seat_tools.bench import run
+from seat_tools.bench.run import HOT, SERVICE, BenchRun, DesignResult, sell_out_problems, workloads
+from seat_tools.cli.main import cli
 
 KEY = SeatKey("e-1", "GA")
 

@@ -8,7 +8,7 @@ import statistics
 
 import pytest
 
-from seat_inventory.contention.model import (
+from seat_tools.contention.model import (
     CONDITIONAL_CHECK_FAILED,
     THROTTLING_ERROR,
     TRANSACTION_CONFLICT,

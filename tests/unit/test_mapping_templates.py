@@ -1,5 +1,5 @@
 """The checkout API's mapping templates, as written in template.yaml, rendered by the renderer the local
-API uses (`seat_inventory.local.mapping_templates`, airspeed-ext). No network: the integration
+API uses (`seat_tools.local.mapping_templates`, airspeed-ext). No network: the integration
 answers are the JSON SQS and DynamoDB give API Gateway.
 
 What a request template renders is checked against the message contract itself: the SQS message
@@ -18,9 +18,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from seat_inventory.dal.items import inventory_key
-from seat_inventory.local.gateway import ApiDefinition, ApiRequest, IntegrationResult, LocalApiGateway, Route
-from seat_inventory.local.mapping_templates import InputVariable, json_path, render
-from seat_inventory.local.template import PhysicalResource, default_template_path, load_template
 from seat_inventory.models import (
     MAX_SHARDS,
     ChangeRequest,
@@ -30,6 +27,9 @@ from seat_inventory.models import (
     SeatKey,
 )
 from seat_inventory.parsing import parse_reservation
+from seat_tools.local.gateway import ApiDefinition, ApiRequest, IntegrationResult, LocalApiGateway, Route
+from seat_tools.local.mapping_templates import InputVariable, json_path, render
+from seat_tools.local.template import PhysicalResource, default_template_path, load_template
 
 TABLE = "seats-test-InventoryTable"
 QUEUE = "seats-test-reservations"

@@ -8,9 +8,6 @@ import random
 import pytest
 from click.testing import CliRunner
 
-from seat_inventory.bench.counting import item_size
-from seat_inventory.cli.main import cli
-from seat_inventory.contention.model import ContentionModel, ContentionSettings, ItemWrite
 from seat_inventory.dal.access import SHARDED_READ_ATTEMPTS, SHARDED_READ_BACKOFF_SECONDS
 from seat_inventory.dal.items import record_item
 from seat_inventory.logic.ports import WriteRefused
@@ -23,11 +20,14 @@ from seat_inventory.models import (
     TransactionConflict,
 )
 from seat_inventory.settings import Settings
-from seat_inventory.simulation.dynamodb import SimulatedTable, record_item_bytes
-from seat_inventory.simulation.event_source import scale_up_delay_s
-from seat_inventory.simulation.memory_store import InMemoryInventoryStore
-from seat_inventory.simulation.run import SimulationConfig, run_simulation
-from seat_inventory.simulation.scheduler import SimulationError, VirtualScheduler
+from seat_tools.bench.counting import item_size
+from seat_tools.cli.main import cli
+from seat_tools.contention.model import ContentionModel, ContentionSettings, ItemWrite
+from seat_tools.simulation.dynamodb import SimulatedTable, record_item_bytes
+from seat_tools.simulation.event_source import scale_up_delay_s
+from seat_tools.simulation.memory_store import InMemoryInventoryStore
+from seat_tools.simulation.run import SimulationConfig, run_simulation
+from seat_tools.simulation.scheduler import SimulationError, VirtualScheduler
 
 SETTINGS = Settings(table_name="t", outcomes_topic_arn="arn:aws:sns:us-east-1:123456789012:t")
 

@@ -1,0 +1,215 @@
+"""`seats bench`: the service against the common design on the local stack, counted and priced."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from seat_inventory.models import MAX_SHARDS
+from seat_tools.cli.local_commands import aws_contention_options, aws_contention_settings
+from seat_tools.local.engines import LocalStackError
+
+QUICK_SCALE = 0.1
+DEFAULT_WORKERS = 4
+DEFAULT_SHARDS = "1,4,16"
+
+
+def _shard_counts(_ctx: click.Context, _param: click.Parameter, value: str) -> tuple[int, ...]:
+    """`--shards 1,4,16`: distinct shard counts, each from 1 to MAX_SHARDS, in order."""
+    counts = set()
+    for part in value.split(","):
+        try:
+            k = int(part.strip())
+        except ValueError:
+            raise click.BadParameter(f"{part.strip()!r} is not a whole number (e.g. 1,4,16)") from None
+        if not 1 <= k <= MAX_SHARDS:
+            raise click.BadParameter(f"{k} is not from 1 to {MAX_SHARDS}")
+        counts.add(k)
+    return tuple(sorted(counts))
+
+
+@click.command()
+@click.option(
+    "--quick", is_flag=True, help=f"Run every workload at {QUICK_SCALE:g} of its full size (a minute or two)."
+)
+@click.option(
+    "--scale",
+    type=click.FloatRange(min=0.001, max=10.0),
+    help="Size of the workloads relative to the full ones (1: 20,000 requests for the hot event);"
+    " overrides --quick.",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1, max=32),
+    default=DEFAULT_WORKERS,
+    show_default=True,
+    help="Worker processes (Lambda instances) per design.",
+)
+@click.option(
+    "--shards",
+    default=DEFAULT_SHARDS,
+    metavar="K[,K...]",
+    show_default=True,
+    callback=_shard_counts,
+    help="Shard counts K for the hot workload, comma-separated (each 1 to"
+    f" {MAX_SHARDS}): each K other than 1 adds a 'hot K=<K>' workload whose seat class is split"
+    " over K items (as `seats event create --shards K`), run by the service only (the common"
+    " designs have no shards); K = 1 is the hot workload itself. '--shards 1' runs no sharded"
+    " workload.",
+)
+@click.option(
+    "--sharded-workers",
+    type=click.IntRange(min=1, max=32),
+    help="Worker processes for the sharded hot workloads (default: --workers); when it differs"
+    " from --workers, K = 1 of --shards also runs as 'hot K=1' with these workers.",
+)
+@click.option(
+    "--report",
+    "report_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=Path("docs/benchmarks.md"),
+    show_default=True,
+    help="Where to write the Markdown report; '-' writes none.",
+)
+@click.option(
+    "--chart",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=Path("docs/benchmarks.png"),
+    show_default=True,
+    help="Where to draw the PNG chart; '-' draws none.",
+)
+@click.option(
+    "--figures-json",
+    "json_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also write every counted figure as JSON here.",
+)
+@click.option(
+    "--note",
+    default="",
+    help="A note on the run's conditions for the report (e.g. 'the machine was shared').",
+)
+@click.option(
+    "--cold-start-rounds",
+    type=click.IntRange(min=0, max=50),
+    default=7,
+    show_default=True,
+    help="Fresh interpreters per import measured for the cold start; 0 skips it.",
+)
+@click.option(
+    "--profile-handler",
+    "profile_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Instead of benchmarking, profile the handler on a hot on-sale (pyinstrument) and write the"
+    " profile here as text.",
+)
+@aws_contention_options
+def bench(
+    quick: bool,
+    scale: float | None,
+    workers: int,
+    shards: tuple[int, ...],
+    sharded_workers: int | None,
+    report_path: Path,
+    chart: Path,
+    json_path: Path | None,
+    note: str,
+    cold_start_rounds: int,
+    profile_path: Path | None,
+    no_aws_contention: bool,
+    contention_time_scale: float,
+) -> None:
+    """Benchmark the service against the common design, with and without Powertools idempotency.
+
+    Starts a local stack (DynamoDB Local + moto), runs three workloads (a hot event, many events,
+    a sold-out tail) through three designs side by side (the service; one UpdateItem + one
+    Publish per message; the same inside Powertools' idempotency utility), and the hot event with
+    its seat class split over each K of --shards through the service, checks that every class
+    sold exactly its capacity and left no seat on any shard (exit status 1 if not), counts every AWS
+    request and each DynamoDB attempt's answer from botocore's events (transactions committed and
+    cancelled by reason, throttling, messages handed back and dead-lettered, time from send to
+    outcome), derives cost per million requests and the per-event ceiling on AWS, measures the
+    handler's import time, prints the tables and writes docs/benchmarks.md and its chart.
+    """
+    from seat_tools.bench import report
+    from seat_tools.bench.cold_start import measure_cold_start
+    from seat_tools.bench.run import run_bench
+
+    if profile_path:
+        _profile(profile_path)
+        return
+    size = scale if scale is not None else (QUICK_SCALE if quick else 1.0)
+    started_at = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    started = time.monotonic()
+    try:
+        run = run_bench(
+            scale=size,
+            workers=workers,
+            shards=shards,
+            sharded_workers=sharded_workers,
+            progress=lambda line: click.echo(line, err=True),
+            aws_contention=aws_contention_settings(no_aws_contention, contention_time_scale),
+        )
+    except LocalStackError as exc:
+        raise click.ClickException(str(exc)) from exc
+    cold = None
+    if cold_start_rounds:
+        click.echo(f"cold start: {cold_start_rounds} fresh interpreters per import", err=True)
+        cold = measure_cold_start(cold_start_rounds)
+    duration = time.monotonic() - started
+    results = run.results
+    click.echo(report.printed_report(results, cold, engine=run.engine))
+    problems = [p for r in results for p in r.invariant_problems]
+    chart_name = None
+    if str(chart) != "-":
+        chart.parent.mkdir(parents=True, exist_ok=True)
+        report.draw_chart(results, chart)
+        chart_name = (
+            chart.name if str(report_path) != "-" and chart.parent == report_path.parent else str(chart)
+        )
+        click.echo(f"chart: {chart}", err=True)
+    if str(report_path) != "-":
+        report_path.parent.mkdir(parents=True, exist_ok=True)
+        report_path.write_text(
+            report.markdown(
+                results,
+                cold,
+                command="seats bench " + shlex.join(sys.argv[2:]) if len(sys.argv) > 2 else "seats bench",
+                started=started_at,
+                duration_s=duration,
+                scale=size,
+                workers=workers,
+                chart=chart_name,
+                engine=run.engine,
+                note=note,
+            )
+        )
+        click.echo(f"report: {report_path}", err=True)
+    if json_path:
+        json_path.write_text(json.dumps([r.as_dict() for r in results], indent=2, default=str))
+    if problems:
+        raise click.ClickException("inventory invariants broken: " + "; ".join(problems))
+    sell_out = [p for r in results for p in r.sell_out_problems]
+    if sell_out:
+        raise click.ClickException("a seat class did not sell exactly its capacity: " + "; ".join(sell_out))
+
+
+def _profile(path: Path) -> None:
+    from seat_tools.bench.profiling import profile_handler
+    from seat_tools.local.stack import LocalStack
+
+    click.echo("starting the local stack (DynamoDB Local + moto)", err=True)
+    try:
+        with LocalStack() as stack:
+            text = profile_handler(stack)
+    except LocalStackError as exc:
+        raise click.ClickException(str(exc)) from exc
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    click.echo(text)
+    click.echo(f"profile: {path}", err=True)

@@ -1,0 +1,346 @@
+"""The inventory store as the simulation's containers see it: DynamoDB's semantics on a virtual clock.
+
+`SimulatedTable` is the table (one per run): the in-memory store for the data, and the contention
+model (`seat_tools.contention.model`, the same one the local stack's layer uses) for conflicts,
+throttling, latency and units. `SimulatedDynamoStore` is one container's client of it; it
+implements the `InventoryStore` port and answers as `dal.inventory_table.InventoryTable` does
+after botocore:
+
+- a transaction touching an item another in-flight transaction holds: after its latency,
+  `TransactionConflict` (the DAL's mapping of a cancellation with `TransactionConflict`);
+- a throttled transaction (`ThrottlingError` in its cancellation reasons): `Throttled` (the DAL's
+  mapping), with no botocore retry (botocore retries no `TransactionCanceledException`);
+- a throttled read (`ProvisionedThroughputExceededException`): retried as botocore's standard mode
+  does (4 attempts, full-jitter back-off with a 1 s base for throttling), then `Throttled`;
+- a sharded class is read as the DAL reads it (`dal.access`): a `GetItem` of shard 0, then a
+  `TransactGetItems` of all its shard items, which a write on one of them cancels (the model's
+  `transact_read`); read again `SHARDED_READ_ATTEMPTS` times with the DAL's back-off, then
+  `TransactionConflict`; a throttled one raises `Throttled` at once;
+- an admitted transaction waits its modelled latency, holding its items, then commits; a refused
+  condition is reported as the DAL reports it (`WriteRefused`), and counted as cancelled with
+  `ConditionalCheckFailed`. Reads see committed data only;
+- a group without seats (rejections only) is written as the DAL writes it: one conditional
+  PutItem per record (the model's single-item write: 1 unit per KB, its latency,
+  `TransactionConflictException` on a record a transaction holds, throttling), `MAX_CONCURRENT_PUTS`
+  at a time (the group takes about one put's latency per wave of that many); the in-memory store
+  decides which records already existed (their units counted as wasted, like a cancelled
+  transaction's). A throttled put is not retried as botocore would: a record is its own
+  partition, so only the optional table quota can throttle one.
+
+Items are keyed as the DAL keys them (`dal.items.inventory_key`, ...), so partitions are
+the real ones. Write units come from item sizes (`record_item_bytes`).
+
+To add a store method (say, one that writes shard items): implement it on the in-memory store,
+then here list the items it writes (keys from `dal.items`, sizes) and pass them with the
+in-memory call to `_transact` (or the reads to `_read`); the model then gives it conflicts,
+throttling, latency and units like every other call.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from seat_inventory.dal.access import SHARDED_READ_ATTEMPTS, SHARDED_READ_BACKOFF_SECONDS
+from seat_inventory.dal.items import customer_key, inventory_key, reservation_key
+from seat_inventory.dal.reservations import MAX_CONCURRENT_PUTS
+from seat_inventory.logic.ports import TransitionsRefused, WriteRefused
+from seat_inventory.models import (
+    TAKES_SEATS,
+    ReservationOutcome,
+    ReservationRecord,
+    RetryableError,
+    SeatClassInventory,
+    SeatKey,
+    ShardSurvey,
+    Throttled,
+    TransactionConflict,
+    Transition,
+)
+from seat_tools.contention.model import (
+    CONDITIONAL_CHECK_FAILED,
+    ContentionModel,
+    Decision,
+    ItemRead,
+    ItemWrite,
+    Verdict,
+    read_units,
+    write_units,
+)
+from seat_tools.simulation.memory_store import InMemoryInventoryStore
+
+# botocore's standard retry mode (wiring.CLIENT_CONFIG: max_attempts 4): a throttled request is
+# retried after rand(0, 1) x min(1 s x 2^(attempt - 1), 20 s).
+BOTOCORE_MAX_ATTEMPTS = 4
+BOTOCORE_THROTTLING_BASE_S = 1.0
+BOTOCORE_MAX_BACKOFF_S = 20.0
+BATCH_GET_LIMIT = 100
+
+# Sizes of the DAL's items in bytes (attribute names plus values, as DynamoDB counts them), for
+# write units. A reservation record's fixed part (names, status, timestamps, numbers) was measured
+# on the DAL's `record_item` with `bench.counting.item_size` (tests/unit/test_simulation.py checks
+# the estimate against it); its variable part is its strings.
+RECORD_FIXED_BYTES = 195
+RECORD_TTL_BYTES = 15  # `expires_at`, on rejections
+INVENTORY_ITEM_BYTES = 200
+COUNTER_ITEM_BYTES = 150
+
+
+def record_item_bytes(outcome: ReservationOutcome) -> int:
+    """About the size of the reservation record the DAL writes for `outcome` (within a few bytes).
+
+    Its strings are ASCII (the message contract's identifiers, and reasons built from them), so
+    characters count as bytes.
+    """
+    ttl = 0 if outcome.outcome in TAKES_SEATS else RECORD_TTL_BYTES
+    return (
+        RECORD_FIXED_BYTES
+        + ttl
+        + 2 * len(outcome.reservation_id)  # in the key and as an attribute
+        + 2 * len(outcome.outcome)  # as `outcome` and as `status`
+        + len(outcome.reason)
+        + len(outcome.event_id or "")
+        + len(outcome.seat_class or "")
+        + len(outcome.customer_id or "")
+        + len(outcome.message_id or "")
+    )
+
+
+def _item_key(key: Mapping[str, Any]) -> tuple[str, str]:
+    pk = key["pk"]["S"]
+    return pk, f"{pk}|{key['sk']['S']}"
+
+
+def _write(key: Mapping[str, Any], size_bytes: int) -> ItemWrite:
+    pk, item_key = _item_key(key)
+    return ItemWrite(pk, item_key, write_units(size_bytes, transactional=True))
+
+
+def _read(key: Mapping[str, Any], size_bytes: int, *, transactional: bool = False) -> ItemRead:
+    pk, item_key = _item_key(key)
+    return ItemRead(pk, item_key, read_units(size_bytes, consistent=True, transactional=transactional))
+
+
+class ContainerClock(Protocol):
+    """A container's clock: virtual time; waits may end the invocation (its timeout)."""
+
+    def now(self) -> float: ...
+
+    def sleep(self, seconds: float) -> None:
+        """Time the client spends itself (botocore's back-off)."""
+        ...
+
+    def wait_for_aws(self, seconds: float) -> None:
+        """Time a DynamoDB request takes on AWS (the contention model's latency)."""
+        ...
+
+
+class SimulatedTable:
+    """The table every container writes to: its data and its contention."""
+
+    def __init__(self, data: InMemoryInventoryStore, model: ContentionModel, *, seed: int) -> None:
+        self.data = data
+        self.model = model
+        self.rng = random.Random(seed)  # botocore's retry jitter
+        self.requests: dict[str, int] = {}
+        self.read_retries = 0
+
+    def count(self, operation: str) -> None:
+        self.requests[operation] = self.requests.get(operation, 0) + 1
+
+    def client(self, clock: ContainerClock) -> SimulatedDynamoStore:
+        return SimulatedDynamoStore(self, clock)
+
+
+class SimulatedDynamoStore:
+    """One container's view of the table (the `InventoryStore` port)."""
+
+    def __init__(self, table: SimulatedTable, clock: ContainerClock) -> None:
+        self._table = table
+        self._clock = clock
+
+    # ------------------------------------------------------------------ InventoryStore
+    def read_inventory(self, key: SeatKey, *, whole: bool = True) -> SeatClassInventory | None:
+        self._read("GetItem", [_read(inventory_key(key), INVENTORY_ITEM_BYTES)])
+        item = self._table.data.read_inventory(key, whole=whole)
+        if item is None or item.shard_items == 1 or not whole:
+            return item
+        # A sharded class (the in-memory store answers it whole; DynamoDB's shard 0 does not).
+        shards = [
+            _read(inventory_key(key, n), INVENTORY_ITEM_BYTES, transactional=True)
+            for n in range(item.shard_items)
+        ]
+        for attempt in range(SHARDED_READ_ATTEMPTS):
+            if self._transact_read(shards):
+                return self._table.data.read_inventory(key)
+            self._clock.sleep(SHARDED_READ_BACKOFF_SECONDS * 2**attempt)
+        raise TransactionConflict(f"the shards of {key} kept changing while read")
+
+    def survey_shards(self, key: SeatKey, shard_items: int) -> list[ShardSurvey]:
+        # One BatchGetItem of every shard item, strongly consistent (dal.access): never refused by holds.
+        self._read(
+            "BatchGetItem", [_read(inventory_key(key, n), INVENTORY_ITEM_BYTES) for n in range(shard_items)]
+        )
+        return self._table.data.survey_shards(key, shard_items)
+
+    def read_reservations(self, reservation_ids: Sequence[str]) -> dict[str, ReservationRecord]:
+        unique = list(dict.fromkeys(reservation_ids))
+        for start in range(0, len(unique), BATCH_GET_LIMIT):
+            chunk = unique[start : start + BATCH_GET_LIMIT]
+            self._read("BatchGetItem", [_read(reservation_key(i), 1024) for i in chunk])
+        return self._table.data.read_reservations(unique)
+
+    def commit_outcomes(
+        self,
+        key: SeatKey,
+        outcomes: Sequence[ReservationOutcome],
+        *,
+        seats_taken: int,
+        rejection_expires_at: int,
+        max_per_customer: int | None = None,
+        customer_seats: Mapping[str, int] | None = None,
+        now: int | None = None,
+        shard: int = 0,
+        moves: Mapping[int, int] | None = None,
+        taken_at: float | None = None,
+    ) -> WriteRefused | None:
+        if not outcomes:
+            return None
+        counters = dict(customer_seats or {}) if max_per_customer is not None else {}
+        if seats_taken == 0 and not counters:
+            return self._put_records(outcomes, rejection_expires_at)
+        items = [_write(inventory_key(key, shard), INVENTORY_ITEM_BYTES)] if seats_taken > 0 else []
+        if seats_taken > 0:
+            items += [_write(inventory_key(key, donor), INVENTORY_ITEM_BYTES) for donor in (moves or {})]
+        items += [_write(reservation_key(o.reservation_id), record_item_bytes(o)) for o in outcomes]
+        items += [_write(customer_key(key, c), COUNTER_ITEM_BYTES) for c in counters]
+
+        def apply() -> WriteRefused | None:
+            return self._table.data.commit_outcomes(
+                key,
+                outcomes,
+                seats_taken=seats_taken,
+                rejection_expires_at=rejection_expires_at,
+                max_per_customer=max_per_customer,
+                customer_seats=customer_seats,
+                now=now,
+                shard=shard,
+                moves=moves,
+                taken_at=taken_at,
+            )
+
+        return self._transact(items, apply)
+
+    def commit_transitions(
+        self,
+        key: SeatKey,
+        transitions: Sequence[Transition],
+        *,
+        now: int,
+        capacity: int | None,
+        release_expires_at: int,
+    ) -> TransitionsRefused | None:
+        shards = sorted({t.record.shard for t in transitions})
+        items = [_write(inventory_key(key, shard), INVENTORY_ITEM_BYTES) for shard in shards]
+        items += [
+            _write(reservation_key(t.record.reservation_id), record_item_bytes(t.record.answer))
+            for t in transitions
+        ]
+        customers = {t.record.answer.customer_id or "" for t in transitions if t.uncounts_customer}
+        items += [_write(customer_key(key, c), COUNTER_ITEM_BYTES) for c in sorted(customers)]
+
+        def apply() -> TransitionsRefused | None:
+            return self._table.data.commit_transitions(
+                key, transitions, now=now, capacity=capacity, release_expires_at=release_expires_at
+            )
+
+        return self._transact(items, apply)
+
+    # ------------------------------------------------------------------ internals
+    def _put_records(self, outcomes: Sequence[ReservationOutcome], expires_at: int) -> WriteRefused | None:
+        """The DAL's `Reservations._put_records`: one conditional PutItem per record, in waves of
+        `MAX_CONCURRENT_PUTS` sent together, each wave over when its slowest put is answered."""
+        table = self._table
+        written: set[str] = set()
+        recorded: dict[str, ReservationOutcome] = {}
+        faults: list[RetryableError] = []
+        for start in range(0, len(outcomes), MAX_CONCURRENT_PUTS):
+            wave = outcomes[start : start + MAX_CONCURRENT_PUTS]
+            now = self._clock.now()
+            decisions: list[Decision] = []
+            for outcome in wave:
+                table.count("PutItem")
+                pk, item_key = _item_key(reservation_key(outcome.reservation_id))
+                units = write_units(record_item_bytes(outcome), transactional=False)
+                decisions.append(table.model.write_item(ItemWrite(pk, item_key, units), now=now))
+            try:
+                self._clock.wait_for_aws(max(d.latency_s for d in decisions))
+            finally:
+                # Admitted puts are written on DynamoDB even when the invocation ends meanwhile.
+                for outcome, decision in zip(wave, decisions, strict=True):
+                    if decision.verdict is Verdict.CONFLICT:
+                        faults.append(TransactionConflict("TransactionConflictException"))
+                    elif decision.verdict is Verdict.THROTTLED:
+                        faults.append(Throttled("ProvisionedThroughputExceededException"))
+                    elif (existing := table.data.put_record(outcome, expires_at)) is not None:
+                        recorded[outcome.reservation_id] = existing
+                        table.model.finish(decision, cancelled_by=CONDITIONAL_CHECK_FAILED)
+                    else:
+                        written.add(outcome.reservation_id)
+        if faults and not written and not recorded:
+            raise faults[0]
+        if not faults and not recorded:
+            return None
+        return WriteRefused(
+            inventory_refused=False, inventory=None, already_recorded=recorded, written=frozenset(written)
+        )
+
+    def _transact(self, items: list[ItemWrite], apply: Any) -> Any:
+        table = self._table
+        table.count("TransactWriteItems")
+        decision = table.model.transact_write(items, now=self._clock.now())
+        try:
+            self._clock.wait_for_aws(decision.latency_s)
+        finally:
+            # An admitted transaction commits on DynamoDB even when the caller's invocation ends
+            # while it waits (the function timeout): its effect is applied either way.
+            refused = apply() if decision.verdict is Verdict.ADMITTED else None
+            if refused is not None:
+                table.model.finish(decision, cancelled_by=CONDITIONAL_CHECK_FAILED, now=self._clock.now())
+        if decision.verdict is Verdict.CONFLICT:
+            raise TransactionConflict("TransactionConflict")
+        if decision.verdict is Verdict.THROTTLED:
+            raise Throttled("ThrottlingError")
+        return refused
+
+    def _transact_read(self, items: list[ItemRead]) -> bool:
+        """A `TransactGetItems`: True when it answered, False when a write cancelled it."""
+        table = self._table
+        table.count("TransactGetItems")
+        decision = table.model.transact_read(items, now=self._clock.now())
+        try:
+            self._clock.wait_for_aws(decision.latency_s)
+        finally:
+            decision = table.model.finish_read(decision, now=self._clock.now())
+        if decision.verdict is Verdict.THROTTLED:
+            raise Throttled("ThrottlingError")  # botocore retries no TransactionCanceledException
+        return decision.admitted
+
+    def _read(self, operation: str, items: list[ItemRead]) -> None:
+        table = self._table
+        for attempt in range(1, BOTOCORE_MAX_ATTEMPTS + 1):
+            table.count(operation)
+            decision = table.model.read_items(items, operation=operation, now=self._clock.now())
+            self._clock.wait_for_aws(decision.latency_s)
+            if decision.verdict is Verdict.ADMITTED:
+                return
+            if attempt == BOTOCORE_MAX_ATTEMPTS:
+                break
+            table.read_retries += 1
+            cap = min(BOTOCORE_THROTTLING_BASE_S * 2 ** (attempt - 1), BOTOCORE_MAX_BACKOFF_S)
+            self._clock.sleep(table.rng.random() * cap)
+        raise Throttled("ProvisionedThroughputExceededException")
+
+
+__all__ = ["SimulatedDynamoStore", "SimulatedTable", "record_item_bytes"]

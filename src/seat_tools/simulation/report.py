@@ -1,0 +1,115 @@
+"""The printed form of a simulation's figures (the JSON form is `SimulationResult.as_dict`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from seat_tools.simulation.run import SimulationResult
+
+
+def _n(value: float) -> str:
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:,.2f}"
+
+
+def _cancelled(figures: dict[str, Any]) -> str:
+    reasons = figures["transactions_cancelled"]
+    if not reasons:
+        return "0"
+    total = sum(reasons.values())
+    parts = ", ".join(f"{reason} {count:,}" for reason, count in reasons.items())
+    return f"{total:,} ({figures['cancelled_share']:.0%} of transactions: {parts})"
+
+
+def _refused_reads(figures: dict[str, Any]) -> str:
+    reasons = figures["transactional_reads_refused"]
+    total = sum(reasons.values())
+    parts = "".join(f", {reason} {count:,}" for reason, count in reasons.items())
+    return f"{total:,} of {figures['transactional_reads']:,} TransactGetItems (sharded class reads){parts}"
+
+
+def _contention(result: SimulationResult) -> str:
+    settings = result.config.contention
+    table = (
+        f"table {settings.table_write_units_per_s:,.0f} WCU/s"
+        if settings.table_write_units_per_s
+        else "no table quota"
+    )
+    where = (
+        f"the local stack's layer at time scale x{result.config.local_stack_time_scale:g}"
+        if result.config.local_stack_time_scale
+        else "AWS"
+    )
+    return (
+        f"{where}: per partition key {settings.write_units_per_s:,.0f} WCU/s and"
+        f" {settings.read_units_per_s:,.0f} RCU/s, burst {settings.burst_s:g} s; {table};"
+        f" conflicts; {'published latencies' if settings.latency else 'no latency'}"
+    )
+
+
+def format_table(result: SimulationResult) -> str:
+    """The figures as aligned lines, grouped like docs/simulation.md describes them."""
+    c, f = result.config, result.figures
+    cost = f["cost_per_million_requests"]
+    rows: list[tuple[str, str]] = [
+        (
+            "workload",
+            f"{c.requests:,} requests for {f['seats']:,} seats of one event, {c.seats_per_request} seat(s)"
+            f" each, {c.duplicates:.0%} sent twice, "
+            + (f"{c.arrival_rate:,.0f} sent/s" if c.arrival_rate else "all sent at once")
+            + f"; seed {c.seed}",
+        ),
+        (
+            "function",
+            f"{c.containers} containers (MaximumConcurrency), BatchSize {c.batch_size}, window"
+            f" {c.batching_window_s:g} s, timeout {c.timeout_s:g} s, {c.memory_mb} MB; visibility"
+            f" {c.visibility_timeout_s:g} s, maxReceiveCount {c.max_receive_count}",
+        ),
+        ("DynamoDB model", _contention(result)),
+        ("", ""),
+        ("confirmed reservations", f"{f['confirmed_reservations']:,}"),
+        (
+            "confirmed / s",
+            f"{_n(f['confirmed_per_s'])} (first send to last confirmation, {_n(f['sale_seconds'])} s)",
+        ),
+        (
+            "confirmed / busy s",
+            f"{_n(f['confirmed_per_busy_s'])} (while a container was working, {_n(f['busy_seconds'])} s)",
+        ),
+        (
+            "requests answered / s",
+            f"{_n(f['answered_per_s'])} ({f['requests_answered']:,} in {_n(f['answer_seconds'])} s)",
+        ),
+        ("outcomes", ", ".join(f"{k} {v:,}" for k, v in f["outcomes"].items()) or "-"),
+        ("transactions committed", f"{f['transactions_committed']:,}"),
+        ("transactions cancelled", _cancelled(f)),
+        ("transactional reads refused", _refused_reads(f)),
+        ("throttled requests", f"{f['throttled_requests']:,}"),
+        (
+            "wasted write units",
+            f"{f['wasted_write_units']:,.0f}"
+            f" ({f['wasted_write_units_per_confirmed']:.2f} per confirmed reservation)",
+        ),
+        (
+            "messages handed back",
+            f"{f['messages_handed_back']:,} ({_n(f['messages_handed_back_per_busy_s'])} per busy second;"
+            " they return after the visibility timeout)",
+        ),
+        ("messages dead-lettered", f"{f['messages_dead_lettered']:,}"),
+        (
+            "answer latency",
+            f"p50 {f['answer_latency_p50_s']:.3f} s, p99 {f['answer_latency_p99_s']:.3f} s"
+            " (send to outcome published)",
+        ),
+        (
+            "invocations",
+            f"{f['invocations']:,} ({f['cold_starts']:,} cold, {f['timeouts']:,} timed out)",
+        ),
+        (
+            "cost / million requests",
+            f"${cost['total']:.2f} (DynamoDB ${cost['dynamodb']:.2f}, SQS ${cost['sqs']:.2f},"
+            f" SNS ${cost['sns']:.2f}, Lambda ${cost['lambda']:.2f})",
+        ),
+        ("invariants", f["invariants"] if isinstance(f["invariants"], str) else "; ".join(f["invariants"])),
+    ]
+    width = max(len(name) for name, _ in rows)
+    return "\n".join(f"{name:<{width}}  {value}".rstrip() for name, value in rows)

@@ -1,0 +1,327 @@
+"""One simulated on-sale: its inputs (`SimulationConfig`), the run, and its figures (`SimulationResult`)."""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from seat_inventory.models import Outcome, SeatKey
+from seat_inventory.settings import Settings
+from seat_tools.bench.pricing import cost_per_million
+from seat_tools.contention.model import ContentionModel, ContentionSettings
+from seat_tools.simulation.dynamodb import SimulatedTable
+from seat_tools.simulation.event_source import (
+    SQS_RECEIVE_LIMIT,
+    Container,
+    EventSource,
+    FunctionTiming,
+    LatencyModel,
+    Message,
+    SimulatedQueue,
+    Tally,
+    message_body,
+)
+from seat_tools.simulation.memory_store import InMemoryInventoryStore
+from seat_tools.simulation.scheduler import VirtualScheduler
+
+# Virtual time starts at a fixed epoch (the service stamps records and checks sale windows with it).
+EPOCH = 1_800_000_000.0
+EVENT_ID = "onsale-1"
+# The handler's work per invocation besides AWS calls, on a 512 MB Arm function: not measured
+# on Lambda; assumed (docs/simulation.md).
+DEFAULT_INVOKE_OVERHEAD_MS = 5.0
+DEFAULT_PER_MESSAGE_MS = 0.05
+# Lambda's Python cold start with this package: docs/benchmarks.md measures the handler import
+# at about 330 ms here; the runtime's own start is assumed to add about 150 ms.
+DEFAULT_COLD_START_MS = 480.0
+# SNS PublishBatch latency (p50, p90): no public figure was found; assumed.
+DEFAULT_PUBLISH_MS = (20.0, 40.0)
+
+
+@dataclass(frozen=True)
+class SimulationConfig:
+    """Everything one run depends on (with the seed, it decides every figure)."""
+
+    containers: int = 10
+    requests: int = 10_000
+    capacity: int | None = None  # None: one seat per request (the sale never sells out)
+    seats_per_request: int = 1
+    duplicates: float = 0.0  # share of requests sent twice (the producer's retry)
+    arrival_rate: float = 0.0  # requests sent per second; 0: all at the start (a burst)
+    seed: int = 1
+    batch_size: int = 99  # the template's BatchSize (a full batch of one class is one transaction)
+    batching_window_s: float = 1.0
+    visibility_timeout_s: float = 180.0
+    max_receive_count: int = 5
+    timeout_s: float = 30.0
+    memory_mb: int = 512
+    cold_start_ms: float = DEFAULT_COLD_START_MS
+    invoke_overhead_ms: float = DEFAULT_INVOKE_OVERHEAD_MS
+    per_message_ms: float = DEFAULT_PER_MESSAGE_MS
+    publish_ms: tuple[float, float] = DEFAULT_PUBLISH_MS
+    max_per_customer: int | None = None
+    customers: int | None = None  # distinct customers (default: one per request)
+    shards: int = 1  # shard items of the event's seat class (docs/sharding.md)
+    contention: ContentionSettings = field(default_factory=ContentionSettings)
+    # None: AWS. S: the local stack with its contention layer at time scale S, where only
+    # DynamoDB's time is stretched by S: every other duration (the function's own work and
+    # back-off, SNS, cold starts, the batching window, the visibility and function timeouts) runs
+    # at wall speed, S times shorter in the model's time, and the local runner starts every
+    # container at once. Used to check the simulation against the layer (docs/simulation.md).
+    local_stack_time_scale: float | None = None
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.containers <= 1000:
+            raise ValueError(f"containers must be 1 to 1,000 (MaximumConcurrency), not {self.containers}")
+        if not 1 <= self.requests <= 1_000_000:
+            raise ValueError(f"requests must be 1 to 1,000,000, not {self.requests}")
+        if not 0.0 <= self.duplicates <= 1.0:
+            raise ValueError(f"duplicates is a share from 0 to 1, not {self.duplicates}")
+        if self.contention.time_scale != 1:
+            raise ValueError("the simulation runs on AWS's own time: contention time_scale must be 1")
+        if self.local_stack_time_scale is not None and not self.local_stack_time_scale > 0:
+            raise ValueError("local_stack_time_scale must be positive")
+
+    @property
+    def client_time_factor(self) -> float:
+        """How much of the model's time one second of everything but DynamoDB takes."""
+        return 1.0 / self.local_stack_time_scale if self.local_stack_time_scale else 1.0
+
+    @property
+    def seats(self) -> int:
+        return self.capacity if self.capacity is not None else self.requests * self.seats_per_request
+
+
+@dataclass
+class SimulationResult:
+    """The figures of one run (see `as_dict` for their names and `docs/simulation.md` for definitions)."""
+
+    config: SimulationConfig
+    figures: dict[str, Any]
+
+    def as_dict(self) -> dict[str, Any]:
+        config = asdict(self.config)
+        config["contention"] = asdict(self.config.contention)
+        return {"config": config, **self.figures}
+
+
+def _arrivals(config: SimulationConfig, rng: random.Random) -> list[Message]:
+    """Request i is sent at i / rate (or all at 0); a duplicate follows its original within a second."""
+    messages: list[Message] = []
+    for index in range(config.requests):
+        sent_at = index / config.arrival_rate if config.arrival_rate > 0 else 0.0
+        messages.append(Message(f"m-{index}", index, EPOCH + sent_at))
+        if config.duplicates and rng.random() < config.duplicates:
+            messages.append(Message(f"m-{index}-dup", index, EPOCH + sent_at + rng.random()))
+    messages.sort(key=lambda m: m.sent_at)
+    return messages
+
+
+def _percentile(values: list[float], share: float) -> float:
+    if not values:
+        return 0.0
+    if len(values) == 1:
+        return values[0]
+    return statistics.quantiles(values, n=1000, method="inclusive")[round(share * 1000) - 1]
+
+
+def _busy_seconds(spans: list[tuple[float, float]]) -> float:
+    """Length of the union of the invocations' spans: the time some container was working."""
+    busy = 0.0
+    end = -math.inf
+    for start, stop in sorted(spans):
+        if stop > end:
+            busy += stop - max(start, end)
+            end = stop
+    return busy
+
+
+def run_simulation(config: SimulationConfig, settings: Settings) -> SimulationResult:
+    """Runs one on-sale for one event and returns its figures. Deterministic for a config."""
+    # The service's conflict back-off draws from the `random` module: seeded for determinism
+    # (and restored afterwards).
+    saved_state = random.getstate()
+    random.seed(config.seed)
+    try:
+        return _run(config, settings)
+    finally:
+        random.setstate(saved_state)
+
+
+def _run(config: SimulationConfig, settings: Settings) -> SimulationResult:
+    rng = random.Random(config.seed)
+    scheduler = VirtualScheduler(start=EPOCH)
+    data = InMemoryInventoryStore()
+    key = SeatKey(EVENT_ID, settings.default_seat_class)
+    data.add_event(
+        EVENT_ID, config.seats, key.seat_class, max_per_customer=config.max_per_customer, shards=config.shards
+    )
+    model = ContentionModel(config.contention, clock=scheduler.now, rng=random.Random(rng.random()))
+    table = SimulatedTable(data, model, seed=rng.randrange(2**32))
+    tally = Tally()
+    arrivals = _arrivals(config, rng)
+    queue = SimulatedQueue(
+        arrivals,
+        visibility_timeout_s=config.visibility_timeout_s * config.client_time_factor,
+        max_receive_count=config.max_receive_count,
+        tally=tally,
+    )
+    customers = config.customers or config.requests
+
+    def body_of(message: Message) -> str:
+        return message_body(
+            {
+                "reservation_id": f"r-{message.request}",
+                "event_id": EVENT_ID,
+                "seat_class": key.seat_class,
+                "quantity": config.seats_per_request,
+                "customer_id": f"c-{message.request % customers}",
+            }
+        )
+
+    timing = FunctionTiming(
+        timeout_s=config.timeout_s,
+        memory_mb=config.memory_mb,
+        cold_start_s=config.cold_start_ms / 1000,
+        invoke_overhead_s=config.invoke_overhead_ms / 1000,
+        per_message_s=config.per_message_ms / 1000,
+        client_time_factor=config.client_time_factor,
+    )
+    publish_latency = LatencyModel(*config.publish_ms)
+    containers = [
+        Container(
+            index,
+            scheduler=scheduler,
+            table=table,
+            settings=settings,
+            timing=timing,
+            body_of=body_of,
+            publisher_latency=publish_latency,
+            rng=random.Random(rng.randrange(2**32)),
+            tally=tally,
+        )
+        for index in range(config.containers)
+    ]
+    source = EventSource(
+        scheduler,
+        queue,
+        containers,
+        batch_size=config.batch_size,
+        batching_window_s=config.batching_window_s * config.client_time_factor,
+        gradual_scaling=config.local_stack_time_scale is None,
+    )
+    source.start()
+    scheduler.run()
+    return SimulationResult(config, _figures(config, arrivals, tally, table, data, key))
+
+
+def _figures(
+    config: SimulationConfig,
+    arrivals: list[Message],
+    tally: Tally,
+    table: SimulatedTable,
+    data: InMemoryInventoryStore,
+    key: SeatKey,
+) -> dict[str, Any]:
+    sent_at = {m.message_id: m.sent_at for m in arrivals}
+    request_of = {m.message_id: m.request for m in arrivals}
+    first_sent = min(sent_at.values())
+    # A request's answer: the first publication for any of its messages.
+    answered: dict[int, float] = {}
+    for message_id, at in tally.answered_at.items():
+        request = request_of[message_id]
+        answered[request] = min(at, answered.get(request, at))
+    request_sent: dict[int, float] = {}
+    for message in arrivals:
+        request_sent[message.request] = min(
+            message.sent_at, request_sent.get(message.request, message.sent_at)
+        )
+    latencies = sorted(answered[r] - request_sent[r] for r in answered)
+    final: dict[str, Outcome] = {}
+    confirmed_at: list[float] = []
+    for outcome in tally.outcomes:
+        if not outcome.duplicate and outcome.reservation_id not in final:
+            final[outcome.reservation_id] = outcome.outcome
+            if outcome.outcome is Outcome.CONFIRMED:
+                confirmed_at.append(tally.answered_at[outcome.message_id or ""])
+    outcomes = Counter(o.value for o in final.values())
+    confirmed = outcomes.get(Outcome.CONFIRMED.value, 0)
+    last_answer = max(answered.values(), default=first_sent)
+    last_confirmed = max(confirmed_at, default=first_sent)
+    counters = table.model.counters()
+    cancelled = dict(sorted(counters.transactions_cancelled.items()))
+    transactions = counters.transactions_committed + sum(cancelled.values())
+    inventory = data.inventory[key]
+    recorded_confirmed = sum(1 for o in data.records.values() if o.outcome is Outcome.CONFIRMED)
+    problems = []
+    if inventory.sold != recorded_confirmed * config.seats_per_request:
+        problems.append(f"sold {inventory.sold} != confirmed records {recorded_confirmed}")
+    if inventory.available + inventory.held + inventory.sold != inventory.capacity:
+        problems.append("available + held + sold != capacity")
+    if inventory.available < 0:
+        problems.append("negative availability")
+    gb_seconds = tally.billed_seconds * config.memory_mb / 1024
+    producer_sqs = -(-len(arrivals) // SQS_RECEIVE_LIMIT)
+    cost = cost_per_million(
+        write_units=counters.write_units_consumed,
+        read_units=counters.read_units_consumed,
+        sqs_requests=tally.sqs_requests + producer_sqs,
+        sns_requests=tally.sns_requests,
+        invocations=tally.invocations,
+        gb_seconds=gb_seconds,
+        reservations=config.requests,
+    )
+    sale_s = last_confirmed - first_sent
+    busy_s = _busy_seconds(tally.invocation_spans)
+    answer_s = last_answer - first_sent
+    return {
+        "requests": config.requests,
+        "messages_sent": len(arrivals),
+        "seats": config.seats,
+        "confirmed_reservations": confirmed,
+        "requests_answered": len(answered),
+        "outcomes": dict(sorted(outcomes.items())),
+        "sale_seconds": sale_s,
+        "answer_seconds": answer_s,
+        "confirmed_per_s": confirmed / sale_s if sale_s > 0 else 0.0,
+        "answered_per_s": len(answered) / answer_s if answer_s > 0 else 0.0,
+        "busy_seconds": busy_s,
+        "confirmed_per_busy_s": confirmed / busy_s if busy_s > 0 else 0.0,
+        "transactions": transactions,
+        "transactions_committed": counters.transactions_committed,
+        "transactions_cancelled": cancelled,
+        "cancelled_share": sum(cancelled.values()) / transactions if transactions else 0.0,
+        "throttled_requests": counters.throttled_requests,
+        "write_units": counters.write_units_consumed,
+        "wasted_write_units": counters.write_units_cancelled,
+        "wasted_write_units_per_confirmed": counters.write_units_cancelled / confirmed if confirmed else 0.0,
+        "read_units": counters.read_units_consumed,
+        "transactional_reads": counters.read_transactions_committed + counters.read_transactions_refused,
+        "transactional_reads_refused": dict(sorted(counters.read_transactions_cancelled.items())),
+        "dynamodb_requests": dict(sorted(table.requests.items())),
+        "invocations": tally.invocations,
+        "cold_starts": tally.cold_starts,
+        "timeouts": tally.timeouts,
+        "messages_received": tally.messages_received,
+        "messages_handed_back": tally.messages_handed_back,
+        "messages_handed_back_per_busy_s": tally.messages_handed_back / busy_s if busy_s > 0 else 0.0,
+        "messages_dead_lettered": tally.messages_dead_lettered,
+        "answer_latency_p50_s": _percentile(latencies, 0.5),
+        "answer_latency_p99_s": _percentile(latencies, 0.99),
+        "sqs_requests": tally.sqs_requests + producer_sqs,
+        "sns_requests": tally.sns_requests,
+        "lambda_gb_seconds": gb_seconds,
+        "cost_per_million_requests": {
+            "dynamodb": cost.dynamodb,
+            "sqs": cost.sqs,
+            "sns": cost.sns,
+            "lambda": cost.lambda_,
+            "total": cost.total,
+        },
+        "invariants": problems or "ok",
+        "final_inventory": {"available": inventory.available, "sold": inventory.sold, "held": inventory.held},
+    }
