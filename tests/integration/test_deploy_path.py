@@ -440,3 +440,48 @@ def test_deleting_the_stack_keeps_the_table_in_production_only(
     deployed.cloudformation.delete_stack(StackName=name)
 
     assert (outputs["InventoryTableName"] in dynamodb.list_tables()["TableNames"]) is (stage == "production")
+
+
+@pytest.mark.parametrize(
+    ("label", "overrides", "expected"),
+    [
+        ("default", {}, {"WriteUnitsPerSecond": 4000, "ReadUnitsPerSecond": 12000}),  # a new table's, unset
+        (
+            "prewarmed",
+            {"TableWarmWriteUnitsPerSecond": "100000", "TableWarmReadUnitsPerSecond": "30000"},
+            {"WriteUnitsPerSecond": 100000, "ReadUnitsPerSecond": 30000},
+        ),
+        (
+            "capped",
+            {"TableWarmWriteUnitsPerSecond": "8000", "TableMaxWriteRequestUnits": "20000"},
+            {"WriteUnitsPerSecond": 8000, "ReadUnitsPerSecond": 12000},
+        ),
+    ],
+)
+def test_the_tables_warm_throughput_is_what_the_parameters_ask_for(
+    deployed: DeployedStack,
+    template: Template,
+    label: str,
+    overrides: dict[str, str],
+    expected: dict[str, int],
+) -> None:
+    """moto stores WarmThroughput as CloudFormation passes it (and 4,000 / 12,000 when it is left
+    out); it ignores OnDemandThroughput, so the maximum only has to let the stack be created."""
+    session = boto3.session.Session(region_name=REGION)
+    name = f"seat-inventory-{label}"
+    body = with_language_extensions(
+        sam_translate(template.document, code_uri=f"s3://{CODE_BUCKET}/{CODE_KEY}"), overrides
+    )
+    deployed.cloudformation.create_stack(
+        StackName=name,
+        TemplateBody=json.dumps(body),
+        Parameters=[{"ParameterKey": k, "ParameterValue": v} for k, v in overrides.items()],
+        Capabilities=["CAPABILITY_IAM"],
+    )
+    [stack] = deployed.cloudformation.describe_stacks(StackName=name)["Stacks"]
+    assert stack["StackStatus"] == "CREATE_COMPLETE"
+    outputs = {o["OutputKey"]: o["OutputValue"] for o in stack["Outputs"]}
+    table = session.client("dynamodb").describe_table(TableName=outputs["InventoryTableName"])["Table"]
+    warm = {k: v for k, v in table["WarmThroughput"].items() if k != "Status"}
+    assert warm == expected
+    deployed.cloudformation.delete_stack(StackName=name)

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from cfnlint.api import lint_file
 
+from seat_inventory.local.template import Resolver
 from seat_inventory.logic.reserve_seats import MAX_RESERVATIONS_PER_TRANSACTION, QueueMessage, reserve_seats
 from seat_inventory.settings import Settings
 from tests.fakes import FakeClock, InMemoryInventoryStore, RecordingPublisher
@@ -28,6 +29,77 @@ def test_the_table_is_on_demand_encrypted_recoverable_with_ttl(template: Templat
     assert props["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"] is True
     assert props["TimeToLiveSpecification"] == {"AttributeName": "expires_at", "Enabled": True}
     assert [k["AttributeName"] for k in props["KeySchema"]] == ["pk", "sk"]
+
+
+def _condition(template: Template, name: str, overrides: dict[str, str]) -> bool:
+    """A template condition's value for parameters at their defaults, with `overrides`."""
+    parameters = {n: str(p.get("Default", "")) for n, p in template.document["Parameters"].items()}
+    return bool(
+        Resolver(
+            parameters=parameters | overrides,
+            conditions=template.document["Conditions"],
+            stack_name="test",
+        ).condition(name)
+    )
+
+
+def test_the_table_is_pre_warmed_only_when_the_parameters_ask_for_more_than_a_new_tables(
+    template: Template,
+) -> None:
+    params = template.document["Parameters"]
+    # a new on-demand table's warm throughput; lower would be refused (it cannot be decreased)
+    assert (
+        params["TableWarmWriteUnitsPerSecond"]["Default"]
+        == params["TableWarmWriteUnitsPerSecond"]["MinValue"]
+        == 4000
+    )
+    assert (
+        params["TableWarmReadUnitsPerSecond"]["Default"]
+        == params["TableWarmReadUnitsPerSecond"]["MinValue"]
+        == 12000
+    )
+    warm = template.properties("InventoryTable")["WarmThroughput"]
+    assert warm == {
+        "Fn::If": [
+            "TableIsPrewarmed",
+            {
+                "WriteUnitsPerSecond": {"Ref": "TableWarmWriteUnitsPerSecond"},
+                "ReadUnitsPerSecond": {"Ref": "TableWarmReadUnitsPerSecond"},
+            },
+            {"Ref": "AWS::NoValue"},
+        ]
+    }
+    assert not _condition(template, "TableIsPrewarmed", {})  # the default stack pays for no pre-warming
+    assert _condition(template, "TableIsPrewarmed", {"TableWarmWriteUnitsPerSecond": "100000"})
+    assert _condition(template, "TableIsPrewarmed", {"TableWarmReadUnitsPerSecond": "30000"})
+
+
+def test_the_on_demand_maximum_is_set_only_for_the_sides_given(template: Template) -> None:
+    params = template.document["Parameters"]
+    for name in ("TableMaxWriteRequestUnits", "TableMaxReadRequestUnits"):
+        assert params[name]["Default"] == params[name]["MinValue"] == -1  # -1: no maximum
+    maximum = template.properties("InventoryTable")["OnDemandThroughput"]
+    condition, given, absent = maximum["Fn::If"]
+    assert condition == "HasTableMax" and absent == {"Ref": "AWS::NoValue"}
+    assert given == {
+        "MaxWriteRequestUnits": {
+            "Fn::If": ["HasTableMaxWrite", {"Ref": "TableMaxWriteRequestUnits"}, {"Ref": "AWS::NoValue"}]
+        },
+        "MaxReadRequestUnits": {
+            "Fn::If": ["HasTableMaxRead", {"Ref": "TableMaxReadRequestUnits"}, {"Ref": "AWS::NoValue"}]
+        },
+    }
+    assert not _condition(template, "HasTableMax", {})
+    only_writes = {"TableMaxWriteRequestUnits": "20000"}
+    assert _condition(template, "HasTableMax", only_writes)
+    assert _condition(template, "HasTableMaxWrite", only_writes)
+    assert not _condition(template, "HasTableMaxRead", only_writes)
+    # 0 is neither a maximum nor "none": a rule refuses it
+    rule = template.document["Rules"]["TableMaximumIsNotZero"]["Assertions"]
+    assert [a["Assert"] for a in rule] == [
+        {"Fn::Not": [{"Fn::Equals": [{"Ref": "TableMaxWriteRequestUnits"}, "0"]}]},
+        {"Fn::Not": [{"Fn::Equals": [{"Ref": "TableMaxReadRequestUnits"}, "0"]}]},
+    ]
 
 
 def test_the_queue_outlives_six_function_timeouts_and_redrives_to_the_dlq(template: Template) -> None:
