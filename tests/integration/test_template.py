@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from cfnlint.api import lint_file
 
-from seat_inventory.local.template import Resolver
 from seat_inventory.logic.reserve_seats import MAX_RESERVATIONS_PER_TRANSACTION, QueueMessage, reserve_seats
 from seat_inventory.settings import Settings
+from seat_tools.local.template import Resolver
 from tests.fakes import FakeClock, InMemoryInventoryStore, RecordingPublisher
 from tests.integration.conftest import REPO
 from tests.template_support import Template

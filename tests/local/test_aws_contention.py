@@ -8,6 +8,7 @@ DAL maps the errors as it does on AWS.
 
 from __future__ import annotations
 
+import bisect
 import threading
 import time
 import uuid
@@ -23,12 +24,11 @@ from botocore.exceptions import ClientError
 from seat_inventory.dal.access import SHARDED_READ_ATTEMPTS
 from seat_inventory.dal.errors import call
 from seat_inventory.dal.items import inventory_key
-from seat_inventory.models import RetryableError, SaleStatus, SeatKey, TransactionConflict
-from seat_tools.contention.model import ContentionSettings
+from seat_inventory.models import RetryableError, SaleStatus, SeatKey, Throttled, TransactionConflict
+from seat_tools.contention.model import KEY_SPACE, PER_KEY, ContentionSettings, key_hash
 from seat_tools.contention.proxy import serve
 from seat_tools.local.engines import FAKE_ACCESS_KEY_ID, FAKE_SECRET_ACCESS_KEY
 from seat_tools.local.stack import LocalStack
-from seat_tools.operator_commands import OperatorTable
 
 pytestmark = pytest.mark.local_stack
 
@@ -190,7 +190,7 @@ def test_a_single_item_write_on_a_held_item_gets_a_conflict_which_the_dal_maps(
 def test_a_hot_partition_throttles_past_its_write_units(local_stack: LocalStack, layer_factory: Any) -> None:
     # A bucket of 20 write units (2,000 s of 0.01 a second: no unit comes back while the test
     # runs), no added latency (no holds to wait for).
-    layer = layer_factory(write_units_per_s=0.01, burst_s=2000, latency=False)
+    layer = layer_factory(write_units_per_s=0.01, burst_s=2000, latency=False, partitions=PER_KEY)
     client = layer.client()
     table = local_stack.table_name
     event_id = f"throttle-{uuid.uuid4().hex[:8]}"
@@ -224,6 +224,71 @@ def test_a_hot_partition_throttles_past_its_write_units(local_stack: LocalStack,
     other = {"pk": {"S": f"RESERVATION#{event_id}-x"}, "sk": {"S": "RESERVATION"}}
     client.put_item(TableName=table, Item=other)
     assert layer.counters()["throttled_requests"] >= 5
+
+
+def _keys_on(partition: int, partitions: int, count: int, prefix: str) -> list[dict[str, Any]]:
+    """Item keys whose partition key the layer hashes onto `partition` of `partitions` (it hashes
+    the key's value, as the simulation does)."""
+    bounds = [i * KEY_SPACE // partitions for i in range(partitions)]
+    found = []
+    for n in range(10_000):
+        pk = {"S": f"{prefix}{n}"}
+        where = bisect.bisect_right(bounds, key_hash(pk["S"])) - 1
+        if where == partition:
+            found.append({"pk": pk, "sk": {"S": "RESERVATION"}})
+            if len(found) == count:
+                return found
+    raise AssertionError("no such keys")
+
+
+def test_keys_on_one_partition_share_it_and_the_table_quota_throttles_with_its_own_reason(
+    local_stack: LocalStack, layer_factory: Any
+) -> None:
+    # A table warmed to 0.02 write units per second: 2 partitions of 0.01, each holding 20 units
+    # (2,000 s of burst: none comes back while the test runs); a table quota of 30 units.
+    layer = layer_factory(
+        write_units_per_s=0.01,
+        burst_s=2000,
+        warm_write_units_per_s=0.02,
+        warm_read_units_per_s=3000,
+        table_quota_units_per_s=0.015,
+        latency=False,
+    )
+    client = layer.client()
+    table = local_stack.table_name
+    prefix = f"RESERVATION#share-{uuid.uuid4().hex[:8]}-"
+    first, second = _keys_on(0, 2, 2, prefix)
+    [other] = _keys_on(1, 2, 1, prefix)
+
+    def put(key: dict[str, Any]) -> str:
+        try:
+            call(client.put_item, TableName=table, Item=key)  # 1 write unit: under 1 KB
+        except Throttled:
+            return "throttled"
+        return "ok"
+
+    def reason() -> str:
+        try:
+            client.put_item(TableName=table, Item=second)
+        except ClientError as exc:
+            assert exc.response["Error"]["Code"] == "ProvisionedThroughputExceededException"
+            return str(exc.response["ThrottlingReasons"][0]["reason"])
+        raise AssertionError("not throttled")
+
+    assert [put(first) for _ in range(20)] == ["ok"] * 20
+    # Another partition key on the same partition finds its units spent (the DAL: Throttled).
+    assert put(second) == "throttled"
+    assert reason() == "TableWriteKeyRangeThroughputExceeded"
+    # The other partition has its own 20, but the table's quota has only 10 left.
+    assert [put(other) for _ in range(11)] == ["ok"] * 10 + ["throttled"]
+    with pytest.raises(ClientError) as quota:
+        client.put_item(TableName=table, Item=other)
+    assert quota.value.response["ThrottlingReasons"][0]["reason"] == "TableWriteAccountLimitExceeded"
+    counters = layer.counters()
+    assert counters["partitions"] == {table: 2}
+    # botocore sends each throttled call twice here (its `max_attempts` 1 is one retry)
+    assert counters["throttled_by"] == {"KeyRangeThroughputExceeded": 4, "AccountLimitExceeded": 4}
+    assert counters["write_units_consumed"] == 30  # throttled requests consume nothing
 
 
 def test_a_transactional_read_of_an_item_a_transaction_writes_is_cancelled_which_the_dal_maps(

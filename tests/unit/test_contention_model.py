@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import bisect
+import hashlib
 import math
 import random
 import statistics
@@ -10,6 +12,11 @@ import pytest
 
 from seat_tools.contention.model import (
     CONDITIONAL_CHECK_FAILED,
+    KEY_SPACE,
+    PER_KEY,
+    THROTTLED_ACCOUNT_LIMIT,
+    THROTTLED_KEY_RANGE,
+    THROTTLED_MAX_ON_DEMAND,
     THROTTLING_ERROR,
     TRANSACTION_CONFLICT,
     ContentionModel,
@@ -17,7 +24,9 @@ from seat_tools.contention.model import (
     ItemRead,
     ItemWrite,
     Verdict,
+    key_hash,
     latency_quantiles_ms,
+    partitions_for,
     read_units,
     sample_latency_s,
     write_units,
@@ -227,14 +236,17 @@ def test_finish_recounts_a_transaction_the_engine_cancelled_and_frees_its_items(
 
 def test_a_partition_key_takes_its_write_units_per_second_and_then_throttles() -> None:
     clock = VirtualClock()
-    engine = model(clock, latency=False)  # no holds: only throughput limits the writes
+    # no holds: only throughput limits the writes; every key on a partition of its own
+    engine = model(clock, latency=False, partitions=PER_KEY)
     admitted = sum(engine.write_item(hot(1)).admitted for _ in range(1500))
     assert admitted == 1000  # burst 1 s of 1,000 units, all at t=0
 
     throttled = engine.write_item(hot(1))
     assert throttled.verdict is Verdict.THROTTLED
     assert throttled.reasons == (THROTTLING_ERROR,)
+    assert throttled.throttled_by == THROTTLED_KEY_RANGE
     assert engine.counters().throttled_requests == 501
+    assert engine.counters().throttled_by == {THROTTLED_KEY_RANGE: 501}
     assert engine.counters().write_units_consumed == 1000  # throttled requests consume nothing
 
     # Another partition key has its own budget; the hot one refills at 1,000 units per second.
@@ -245,7 +257,7 @@ def test_a_partition_key_takes_its_write_units_per_second_and_then_throttles() -
 
 def test_a_throttled_transaction_is_cancelled_with_the_reason_at_the_hot_items_position() -> None:
     clock = VirtualClock()
-    engine = model(clock, latency=False, write_units_per_s=10)
+    engine = model(clock, latency=False, write_units_per_s=10, partitions=PER_KEY)
     assert engine.transact_write([record(1), hot(10)]).admitted
 
     throttled = engine.transact_write([record(2), hot(2), record(3)])
@@ -260,18 +272,153 @@ def test_a_throttled_transaction_is_cancelled_with_the_reason_at_the_hot_items_p
 
 def test_the_burst_allowance_keeps_at_most_burst_seconds_of_unused_units() -> None:
     clock = VirtualClock()
-    engine = model(clock, latency=False, write_units_per_s=100, burst_s=3)
+    engine = model(clock, latency=False, write_units_per_s=100, burst_s=3, partitions=PER_KEY)
     engine.write_item(hot(1))
     clock.t = 1000.0  # long idle: the bucket holds 3 s of units, no more
     assert sum(engine.write_item(hot(1)).admitted for _ in range(400)) == 300
 
 
-def test_the_table_quota_is_off_by_default_and_throttles_when_set() -> None:
+# --- the table: warm throughput, partitions, the quota, the maximum, growth ---------------------
+
+
+def partition_of(key: str, partitions: int) -> int:
+    """The partition `key` hashes onto, in a table of equal key ranges (as the model lays them out)."""
+    return bisect.bisect_right([i * KEY_SPACE // partitions for i in range(partitions)], key_hash(key)) - 1
+
+
+def keys_on(partition: int, partitions: int, count: int, prefix: str = "RESERVATION#r-") -> list[str]:
+    """`count` partition keys that hash onto `partition`."""
+    found = [f"{prefix}{n}" for n in range(10_000) if partition_of(f"{prefix}{n}", partitions) == partition]
+    return found[:count]
+
+
+def test_a_tables_partitions_come_from_its_warm_throughput() -> None:
+    assert partitions_for(4000, 12000) == 4  # a new on-demand table
+    assert partitions_for(4001, 12000) == 5
+    assert partitions_for(4000, 30000) == 10  # reads decide
+    assert partitions_for(100_000, 30000) == 100
+    assert partitions_for(1, 1) == 1
+    assert ContentionSettings().initial_partitions() == 4
+    assert ContentionSettings(warm_write_units_per_s=40_000).initial_partitions() == 40
+    assert ContentionSettings(partitions=7).initial_partitions() == 7
+    assert ContentionSettings(partitions=PER_KEY).per_key
+    described = ContentionSettings().describe()
+    assert "4 partitions (from warm throughput 4,000 WCU/s and 12,000 RCU/s)" in described
+    assert "table write quota 40,000/s" in described and "30 min" in described
+    with pytest.raises(ValueError, match="partitions must be"):
+        ContentionSettings(partitions=-1)
+    with pytest.raises(ValueError, match="max_write_request_units must be positive or None"):
+        ContentionSettings(max_write_request_units=0)
+
+
+def test_partition_keys_hash_stably_and_evenly_onto_the_partitions() -> None:
+    assert key_hash("EVENT#e") == int.from_bytes(
+        hashlib.blake2b(b"EVENT#e", digest_size=8).digest(), "big"
+    )  # not Python's hash(), which changes from run to run
+    counts = [0] * 4
+    for n in range(40_000):
+        counts[partition_of(f"RESERVATION#r-{n}", 4)] += 1
+    assert all(9_500 < count < 10_500 for count in counts), counts
+
+
+def test_keys_on_one_partition_share_its_units_and_other_partitions_have_their_own() -> None:
     clock = VirtualClock()
-    unlimited = model(clock, latency=False)
-    assert all(unlimited.write_item(record(n, 100)).admitted for n in range(50))
-    engine = model(clock, latency=False, table_write_units_per_s=5)
+    engine = model(clock, latency=False)  # a new table: 4 partitions of 1,000 WCU/s
+    first, second = keys_on(0, 4, 2)
+    [elsewhere] = keys_on(1, 4, 1)
+    assert engine.write_item(ItemWrite(first, first, 600)).admitted
+    crowded = engine.write_item(ItemWrite(second, second, 600))  # a different key, the same partition
+    assert crowded.verdict is Verdict.THROTTLED and crowded.throttled_by == THROTTLED_KEY_RANGE
+    assert engine.write_item(ItemWrite(second, second, 400)).admitted  # what is left of the 1,000
+    assert engine.write_item(ItemWrite(elsewhere, elsewhere, 1000)).admitted
+    assert engine.counters().partitions == {"": 4}
+    # Each table has its own partitions.
+    assert engine.write_item(ItemWrite(first, first, 1000, table="other")).admitted
+
+
+def test_a_new_table_takes_its_warm_write_units_per_second_over_all_its_partitions() -> None:
+    clock = VirtualClock()
+    engine = model(clock, latency=False)
+    admitted = 0.0
+    for n in range(6000):  # 2-unit records over every partition: more than the table has
+        decision = engine.write_item(record(n, 2))
+        admitted += decision.units
+    assert 3_900 <= admitted <= 4_000  # 4 x 1,000, less what the unevenly filled partitions leave
+    clock.t = 1.0
+    again = sum(engine.write_item(record(10_000 + n, 2)).units for n in range(6000))
+    assert 3_900 <= again <= 4_000
+
+
+def test_the_table_quota_throttles_across_partitions_with_its_own_reason() -> None:
+    clock = VirtualClock()
+    engine = model(clock, latency=False, partitions=PER_KEY)  # 40,000 by default
+    assert all(engine.write_item(record(n, 1000)).admitted for n in range(40))
+    over = engine.write_item(record(40, 1000))
+    assert over.verdict is Verdict.THROTTLED and over.throttled_by == THROTTLED_ACCOUNT_LIMIT
+    transaction = engine.transact_write([record(41, 2), record(42, 2)])
+    assert transaction.reasons == (THROTTLING_ERROR, None)  # at the table's first item
+    # Reads have their own 40,000.
+    assert engine.read_items([ItemRead("EVENT#e", "EVENT#e|CLASS#GA", 1)]).admitted
+    assert engine.counters().throttled_by == {THROTTLED_ACCOUNT_LIMIT: 2}
+    # No quota at all: only the partitions limit.
+    unlimited = model(clock, latency=False, partitions=PER_KEY, table_quota_units_per_s=None)
+    assert all(unlimited.write_item(record(n, 1000)).admitted for n in range(100))
+
+
+def test_the_on_demand_maximum_throttles_below_the_quota_with_its_reason() -> None:
+    clock = VirtualClock()
+    engine = model(clock, latency=False, partitions=PER_KEY, max_write_request_units=5)
     assert [engine.write_item(record(n, 1)).admitted for n in range(7)] == [True] * 5 + [False] * 2
+    assert engine.counters().throttled_by == {THROTTLED_MAX_ON_DEMAND: 2}
+    reads = model(clock, latency=False, max_read_request_units=3)
+    outcomes = [reads.read_items([ItemRead(f"K#{n}", f"K#{n}", 1)]) for n in range(4)]
+    assert [o.admitted for o in outcomes] == [True, True, True, False]
+    assert outcomes[-1].throttled_by == THROTTLED_MAX_ON_DEMAND
+    # A maximum above the quota: the quota throttles first.
+    assert ContentionSettings(max_write_request_units=80_000).table_limit(write=True) == (
+        40_000,
+        THROTTLED_ACCOUNT_LIMIT,
+    )
+
+
+def test_a_partition_hot_for_the_growth_window_splits_in_two_and_doubles_its_units() -> None:
+    clock = VirtualClock()
+    # One partition of 1,000 WCU/s; growth after 10 s of traffic at half its units or more.
+    engine = model(
+        clock, latency=False, warm_write_units_per_s=1000, warm_read_units_per_s=3000, growth_window_s=10
+    )
+    [left] = keys_on(0, 2, 1, "K#")  # the halves it will split into
+    [right] = keys_on(1, 2, 1, "K#")
+    for second in range(10):
+        clock.t = float(second)
+        assert engine.write_item(ItemWrite(left, left, 500)).admitted  # half its units: hot
+        assert engine.write_item(ItemWrite(right, right, 500)).admitted
+        assert not engine.write_item(ItemWrite(right, right, 1)).admitted  # the partition is full
+    assert engine.counters().partition_splits == 0
+    clock.t = 10.0
+    assert engine.write_item(ItemWrite(left, left, 500)).admitted  # 10 s hot: it splits
+    assert engine.counters().partitions == {"": 2} and engine.counters().partition_splits == 1
+    clock.t = 11.0  # each half has 1,000 of its own: twice the peak
+    assert engine.write_item(ItemWrite(left, left, 1000)).admitted
+    assert engine.write_item(ItemWrite(right, right, 1000)).admitted
+
+
+def test_a_cold_second_restarts_the_growth_window_and_per_key_or_no_growth_never_splits() -> None:
+    clock = VirtualClock()
+    settings = {"latency": False, "warm_write_units_per_s": 1000, "warm_read_units_per_s": 3000}
+    engine = model(clock, growth_window_s=10, **settings)
+    for second in [*range(6), *range(7, 17)]:  # second 6 is idle: the streak starts again at 7
+        clock.t = float(second)
+        engine.write_item(record(second, 600))
+    assert engine.counters().partition_splits == 0
+    clock.t = 17.0
+    engine.write_item(record(17, 600))
+    assert engine.counters().partition_splits == 1
+    for no_growth in (model(clock, growth_window_s=None, **settings), model(clock, partitions=PER_KEY)):
+        for second in range(40):
+            clock.t = 100.0 + second
+            no_growth.write_item(hot(600))
+        assert no_growth.counters().partition_splits == 0
 
 
 def test_units_follow_aws_rules() -> None:
@@ -310,7 +457,7 @@ def test_hot_item_contention_from_concurrent_containers() -> None:
     """Ten containers each sending a 100-action transaction on the hot item as soon as their last
     one answered: only one transaction at a time holds the item, so most are cancelled."""
     clock = VirtualClock()
-    engine = model(clock)
+    engine = model(clock, partitions=PER_KEY, table_quota_units_per_s=None)  # conflicts only, no throttling
     next_send = [i * 0.001 for i in range(10)]
     answers = 0
     while answers < 2000:

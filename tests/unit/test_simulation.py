@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -22,7 +23,13 @@ from seat_inventory.models import (
 from seat_inventory.settings import Settings
 from seat_tools.bench.counting import item_size
 from seat_tools.cli.main import cli
-from seat_tools.contention.model import ContentionModel, ContentionSettings, ItemWrite
+from seat_tools.contention.model import (
+    PER_KEY,
+    THROTTLED_KEY_RANGE,
+    ContentionModel,
+    ContentionSettings,
+    ItemWrite,
+)
 from seat_tools.simulation.dynamodb import SimulatedTable, record_item_bytes
 from seat_tools.simulation.event_source import scale_up_delay_s
 from seat_tools.simulation.memory_store import InMemoryInventoryStore
@@ -204,6 +211,71 @@ def test_cli_prints_a_table_and_json_with_the_templates_defaults() -> None:
     assert document["confirmed_reservations"] == 500
 
 
+def test_the_table_comes_from_the_templates_parameters_and_the_options_override_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    template = (Path(__file__).parents[2] / "template.yaml").read_text()
+    prewarmed = template.replace(
+        "  TableWarmWriteUnitsPerSecond:\n    Type: Number\n    Default: 4000",
+        "  TableWarmWriteUnitsPerSecond:\n    Type: Number\n    Default: 8000",
+    ).replace(
+        "  TableMaxWriteRequestUnits:\n    Type: Number\n    Default: -1",
+        "  TableMaxWriteRequestUnits:\n    Type: Number\n    Default: 30000",
+    )
+    assert prewarmed.count("Default: 8000") == 1 and prewarmed.count("Default: 30000") == 1
+    (tmp_path / "template.yaml").write_text(prewarmed)
+    monkeypatch.setenv("SEATS_TEMPLATE", str(tmp_path / "template.yaml"))
+    runner = CliRunner()
+
+    table = runner.invoke(cli, ["simulate", "--requests", "200", "--containers", "2"])
+    assert table.exit_code == 0, table.output
+    assert "8 partitions (from warm throughput 8,000 WCU/s and 12,000 RCU/s)" in table.output
+    assert "table write OnDemandThroughput maximum 30,000/s" in table.output
+    assert "table read quota 40,000/s" in table.output
+
+    args = ["simulate", "--requests", "200", "--containers", "2", "--output", "json"]
+    options = [
+        "--warm-write-units-per-s",
+        "100000",
+        "--max-write-request-units",
+        "none",
+        "--growth-minutes",
+        "0",
+    ]
+    document = json.loads(runner.invoke(cli, [*args, *options]).output)
+    contention = document["config"]["contention"]
+    assert contention["warm_write_units_per_s"] == 100_000 and contention["warm_read_units_per_s"] == 12_000
+    assert contention["max_write_request_units"] is None and contention["growth_window_s"] is None
+    assert contention["table_quota_units_per_s"] == 40_000
+    unlimited = json.loads(
+        runner.invoke(cli, [*args, "--partitions", "per-key", "--table-quota-units-per-s", "-1"]).output
+    )["config"]["contention"]
+    assert unlimited["partitions"] == PER_KEY and unlimited["table_quota_units_per_s"] is None
+    assert unlimited["max_write_request_units"] == 30_000  # still the template's
+    refused = runner.invoke(cli, ["simulate", "--table-quota-units-per-s", "0"])
+    assert refused.exit_code == 2 and "must be positive (or none, or -1, for no limit)" in refused.output
+
+
+def test_a_new_tables_warm_throughput_caps_a_sharded_sale_and_pre_warming_lifts_it() -> None:
+    """64 containers on 64 shard items: a new table (4 partitions of 1,000 WCU/s, keys hashed onto
+    them) throttles and never consumes more than its 4,000 write units per second; the same
+    sale on a table pre-warmed to 40,000 is not throttled and confirms faster."""
+    new = simulate(containers=64, shards=64, requests=10_000)
+    prewarmed = simulate(
+        containers=64,
+        shards=64,
+        requests=10_000,
+        contention=ContentionSettings(warm_write_units_per_s=40_000),
+    )
+
+    assert new["confirmed_reservations"] == prewarmed["confirmed_reservations"] == 10_000
+    assert new["throttled_requests"] > 0 and set(new["throttled_by"]) == {THROTTLED_KEY_RANGE}
+    assert new["write_units"] <= 4000 * (new["sale_seconds"] + 1)  # its rate, plus a 1 s burst
+    assert new["partitions_at_end"] == 4 and new["partition_splits"] == 0  # no growth in seconds
+    assert prewarmed["throttled_requests"] == 0 and prewarmed["partitions_at_end"] == 40
+    assert prewarmed["confirmed_per_s"] > 1.5 * new["confirmed_per_s"]
+
+
 def test_the_batching_window_gathers_what_arrives_within_it() -> None:
     # 20 requests a second, a 1 s window: batches of about 20, not of BatchSize (100).
     figures = simulate(containers=2, requests=400, arrival_rate=20, batching_window_s=1.0)
@@ -225,7 +297,7 @@ def test_the_local_stack_mode_stretches_only_dynamodb_time() -> None:
     # Conflicts and throttling are waited out in place until the deadline; a hot partition of 2
     # write units per second (one transaction a second) leaves groups that never got their turn
     # by then, and those are handed back.
-    hot = ContentionSettings(write_units_per_s=2)
+    hot = ContentionSettings(write_units_per_s=2, partitions=PER_KEY)  # the hot key alone limits
     aws = simulate(containers=30, requests=6000, visibility_timeout_s=100, contention=hot)
     local = simulate(
         containers=30, requests=6000, visibility_timeout_s=100, local_stack_time_scale=20, contention=hot
@@ -481,3 +553,36 @@ def test_a_sell_out_costs_one_write_unit_per_rejection() -> None:
     in_transactions = 2000 - puts
     committed = figures["transactions_committed"]
     assert figures["write_units"] - figures["wasted_write_units"] == 2 * (in_transactions + committed) + puts
+
+
+def test_a_throttled_rejection_put_is_sent_again_after_botocores_back_off() -> None:
+    # Given a table of one partition with 10 write units (burst 1 s) and 14 rejections to write
+    scheduler, table = _table(
+        ContentionSettings(write_units_per_s=10, warm_write_units_per_s=10, warm_read_units_per_s=3000)
+    )
+    results: list[object] = []
+
+    def commit() -> None:
+        store = table.client(_Clock(scheduler))
+        started = scheduler.now()
+        results.append(
+            store.commit_outcomes(
+                SeatKey("e", "GA"),
+                [_sold_out(f"r-{n}") for n in range(14)],
+                seats_taken=0,
+                rejection_expires_at=99,
+            )
+        )
+        results.append(scheduler.now() - started)
+
+    scheduler.spawn("only", commit)
+    scheduler.run()
+
+    # Then 10 are written at once, the 4 throttled ones after a back-off (botocore's, up to 1 s),
+    # when the partition has units again: every record is written, none is reported refused
+    refused, elapsed = results
+    assert refused is None
+    assert all(f"r-{n}" in table.data.records for n in range(14))
+    assert table.write_retries >= 4 and table.requests["PutItem"] == 14 + table.write_retries
+    assert table.model.counters().write_units_consumed == 14  # the throttled attempts cost nothing
+    assert 0.0 < elapsed < 4.0

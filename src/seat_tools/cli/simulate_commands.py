@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
+from typing import Any
 
 import click
 
 from seat_inventory.models import MAX_SHARDS
 from seat_inventory.settings import Settings
 from seat_tools.cli.output import OutputFormat, output_option, print_json, print_text
-from seat_tools.contention.model import ContentionSettings
+from seat_tools.contention.model import (
+    PARTITION_READ_UNITS_PER_S,
+    PARTITION_WRITE_UNITS_PER_S,
+    PER_KEY,
+    TABLE_QUOTA_UNITS_PER_S,
+    ContentionSettings,
+)
 from seat_tools.local.engines import LocalStackError
+from seat_tools.local.stack import table_contention
 from seat_tools.local.template import load_template
 from seat_tools.simulation.report import format_table
 from seat_tools.simulation.run import (
@@ -24,8 +33,50 @@ from seat_tools.simulation.run import (
 _PLACEHOLDERS = {"TABLE_NAME": "simulated-table", "OUTCOMES_TOPIC_ARN": "arn:aws:sns:simulated"}
 
 
+class _Limit(click.ParamType):
+    """Units per second, or no limit: `none` or -1 (the template's spelling), converted to -1.0."""
+
+    name = "units|none"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        if isinstance(value, float):
+            return value
+        text = str(value).strip().lower()
+        if text in ("none", "-1"):
+            return NO_LIMIT
+        try:
+            number = float(text)
+        except ValueError:
+            self.fail(f"{value!r} is not a number of units per second, or none", param, ctx)
+        if not number > 0:
+            self.fail(f"{value!r} must be positive (or none, or -1, for no limit)", param, ctx)
+        return number
+
+
+class _Partitions(click.ParamType):
+    """A partition count, or `per-key` (one partition per partition key)."""
+
+    name = "count|per-key"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int):
+            return value
+        if str(value).strip().lower() == "per-key":
+            return PER_KEY
+        try:
+            count = int(str(value))
+        except ValueError:
+            self.fail(f"{value!r} is not a partition count or per-key", param, ctx)
+        if count < 1:
+            self.fail(f"{value!r}: a table has at least 1 partition (or per-key)", param, ctx)
+        return count
+
+
+NO_LIMIT = -1.0  # what `_Limit` makes of none / -1
+
+
 def _template_defaults() -> tuple[SimulationConfig, Settings]:
-    """The function, queue and event-source settings as template.yaml's defaults set them."""
+    """The function, queue, event-source and table settings as template.yaml's defaults set them."""
     template = load_template()
     function = template.function
     environment: dict[str, str] = {}
@@ -40,8 +91,19 @@ def _template_defaults() -> tuple[SimulationConfig, Settings]:
         max_receive_count=template.queue.max_receive_count or 5,
         timeout_s=function.timeout_s,
         memory_mb=function.memory_mb,
+        contention=table_contention(template),
     )
     return config, Settings.from_env(environment)
+
+
+def _table_settings(template: ContentionSettings, **options: float | int | None) -> ContentionSettings:
+    """The template's table settings with the options the command line gave (None: not given);
+    NO_LIMIT (-1) is "no limit"."""
+    changes: dict[str, Any] = {}
+    for name, value in options.items():
+        if value is not None:
+            changes[name] = None if value == NO_LIMIT else value
+    return dataclasses.replace(template, **changes)
 
 
 @click.command()
@@ -125,23 +187,64 @@ def _template_defaults() -> tuple[SimulationConfig, Settings]:
     help="SNS PublishBatch latency p50 and p90 (assumed).",
 )
 @click.option(
+    "--warm-write-units-per-s",
+    type=click.FloatRange(min=1.0),
+    help="The table's warm throughput, write units per second: it decides the partitions"
+    " [default: the template's TableWarmWriteUnitsPerSecond, 4,000, a new on-demand table's].",
+)
+@click.option(
+    "--warm-read-units-per-s",
+    type=click.FloatRange(min=1.0),
+    help="The table's warm throughput, read units per second"
+    " [default: the template's TableWarmReadUnitsPerSecond, 12,000].",
+)
+@click.option(
+    "--partitions",
+    type=_Partitions(),
+    help="Physical partitions instead of ceil(max(warm write / per-partition write units, warm read /"
+    " per-partition read units)); per-key: every partition key on a partition of its own"
+    " [default: from the warm throughput].",
+)
+@click.option(
     "--write-units-per-s",
     type=click.FloatRange(min=1.0),
-    default=1000.0,
+    default=PARTITION_WRITE_UNITS_PER_S,
     show_default=True,
-    help="Per partition key.",
+    help="Write units per second of one physical partition.",
 )
 @click.option(
     "--read-units-per-s",
     type=click.FloatRange(min=1.0),
-    default=3000.0,
+    default=PARTITION_READ_UNITS_PER_S,
     show_default=True,
-    help="Per partition key.",
+    help="Read units per second of one physical partition.",
 )
 @click.option(
-    "--table-write-units-per-s",
-    type=click.FloatRange(min=1.0),
-    help="Table-wide on-demand quota (AWS default 40,000) [default: not modelled].",
+    "--table-quota-units-per-s",
+    type=_Limit(),
+    default=str(TABLE_QUOTA_UNITS_PER_S),
+    show_default=True,
+    help="The account's per-table on-demand quota, for reads and for writes each; none (or -1): no quota.",
+)
+@click.option(
+    "--max-write-request-units",
+    type=_Limit(),
+    help="The table's OnDemandThroughput write maximum; none (or -1): none"
+    " [default: the template's TableMaxWriteRequestUnits, -1].",
+)
+@click.option(
+    "--max-read-request-units",
+    type=_Limit(),
+    help="The table's OnDemandThroughput read maximum; none (or -1): none"
+    " [default: the template's TableMaxReadRequestUnits, -1].",
+)
+@click.option(
+    "--growth-minutes",
+    type=click.FloatRange(min=0.0),
+    default=30.0,
+    show_default=True,
+    help="A partition at half its units or more for this long splits in two (on-demand grows to double"
+    " the previous peak within 30 minutes); 0: no growth.",
 )
 @click.option(
     "--local-stack-scale",
@@ -168,15 +271,23 @@ def simulate(
     seed: int,
     cold_start_ms: float,
     publish_ms: tuple[float, float],
+    warm_write_units_per_s: float | None,
+    warm_read_units_per_s: float | None,
+    partitions: int | None,
     write_units_per_s: float,
     read_units_per_s: float,
-    table_write_units_per_s: float | None,
+    table_quota_units_per_s: float,
+    max_write_request_units: float | None,
+    max_read_request_units: float | None,
+    growth_minutes: float,
     local_stack_scale: float | None,
     output: OutputFormat,
 ) -> None:
     """Simulate one event's on-sale on AWS: the service's own logic in 1-1,000 containers against
     an in-memory DynamoDB with AWS's conflicts, throttling and latency, fed by SQS, on a virtual
-    clock. Deterministic for a seed; options not given take template.yaml's defaults."""
+    clock. The table is the template's: its warm throughput decides its partitions (keys hashed
+    onto them), under the per-table quota and its on-demand maximum. Deterministic for a seed;
+    options not given take template.yaml's defaults; the table's settings are printed."""
     try:
         defaults, settings = _template_defaults()
         config = SimulationConfig(
@@ -200,10 +311,17 @@ def simulate(
             max_per_customer=max_per_customer,
             customers=customers,
             shards=shards,
-            contention=ContentionSettings(
+            contention=_table_settings(
+                defaults.contention,
+                warm_write_units_per_s=warm_write_units_per_s,
+                warm_read_units_per_s=warm_read_units_per_s,
+                partitions=partitions,
                 write_units_per_s=write_units_per_s,
                 read_units_per_s=read_units_per_s,
-                table_write_units_per_s=table_write_units_per_s,
+                table_quota_units_per_s=table_quota_units_per_s,
+                max_write_request_units=max_write_request_units,
+                max_read_request_units=max_read_request_units,
+                growth_window_s=growth_minutes * 60 if growth_minutes > 0 else NO_LIMIT,
             ),
             local_stack_time_scale=local_stack_scale,
         )

@@ -20,7 +20,7 @@ API (stable; everything else is internal):
     model.read_items([ItemRead(pk, item_key, units)], operation="GetItem", now=t)
     read = model.transact_read([ItemRead(pk, item_key, units), ...], now=t)   # TransactGetItems
     read = model.finish_read(read, now=t + read.latency_s)  # once, when it answers: its final verdict
-    model.counters()      # a ContentionCounters snapshot
+    model.counters()      # a ContentionCounters snapshot (partitions, splits, throttles by limit too)
     write_units(size_bytes, transactional=...), read_units(size_bytes, ...)  # AWS's unit rules
 
 Semantics, each from AWS's documentation or stated as an assumption (sources in docs/contention.md):
@@ -40,14 +40,27 @@ Semantics, each from AWS's documentation or stated as an assumption (sources in 
   UpdateItem, DeleteItem or TransactWriteItems request". A read holds nothing: AWS documents no
   write refused because of a read, so none is. Non-transactional reads (GetItem, BatchGetItem,
   Query) are never blocked.
-- Throughput. Each partition key has a token bucket of write units (`write_units_per_s`,
-  default 1,000) and one of read units (`read_units_per_s`, 3,000), each holding at most
-  `burst_s` seconds of its rate (default 1 s: AWS documents that burst capacity "can't alleviate
-  partition-level throttling"). A request whose units are not all in its partitions' buckets is
-  throttled and consumes nothing: a transaction is cancelled with "ThrottlingError" at the
-  throttled item's position, a single-item request gets ProvisionedThroughputExceededException
-  (the answer for a hot key on both capacity modes). An optional table-wide write bucket
-  (`table_write_units_per_s`, off by default) models the table's on-demand quota (40,000/s).
+- Throughput. A table has physical partitions, each with a token bucket of write units
+  (`write_units_per_s`, default 1,000) and one of read units (`read_units_per_s`, 3,000), each
+  holding at most `burst_s` seconds of its rate (default 1 s: AWS documents that burst capacity
+  "can't alleviate partition-level throttling"). Their number comes from the table's warm
+  throughput (`warm_write_units_per_s` 4,000 and `warm_read_units_per_s` 12,000 by default, a
+  new on-demand table's): ceil(max(warm write / 1,000, warm read / 3,000)), 4 by default, or
+  `partitions` (PER_KEY: one per partition key, the model before warm throughput). Partition keys
+  are hashed (`key_hash`) onto equal ranges of a 64-bit key space, so keys on one partition share
+  its units, and one key never has more than its partition. Table-wide buckets model the
+  account's per-table on-demand quota (`table_quota_units_per_s`, 40,000 for reads and for
+  writes each) and the table's OnDemandThroughput (`max_write_request_units`,
+  `max_read_request_units`; none by default). Growth: a partition whose traffic stays at half
+  its units or more in every second for `growth_window_s` (30 min) splits in two halves of its
+  range (on-demand grows to double the previous peak within 30 minutes; when within the window
+  is not documented, so the model takes the whole window). A request whose units are not all
+  in its tables' and partitions' buckets is throttled and consumes nothing (AWS: throttling keeps
+  a request from consuming capacity): a transaction is cancelled with "ThrottlingError" at the
+  position of the first item of the short table or partition, a single-item request gets
+  ProvisionedThroughputExceededException; `Decision.throttled_by` names the limit
+  (THROTTLED_KEY_RANGE, THROTTLED_ACCOUNT_LIMIT or THROTTLED_MAX_ON_DEMAND, AWS's LimitType).
+  Each table (`ItemWrite.table`) has its own partitions and limits.
 - Units. Writes cost 1 unit per KB of item, transactional writes 2 per KB; strongly consistent
   reads 1 per 4 KB (eventually consistent half that), transactional reads 2 per 4 KB. A
   transaction cancelled by a conflict or a failed condition is charged its units (AWS does not
@@ -68,7 +81,9 @@ Semantics, each from AWS's documentation or stated as an assumption (sources in 
 
 from __future__ import annotations
 
+import bisect
 import enum
+import hashlib
 import itertools
 import math
 import random
@@ -93,6 +108,27 @@ TRANSACTIONAL_OPERATIONS = frozenset({"TransactWriteItems", "TransactGetItems"})
 SINGLE_WRITE_OPERATIONS = frozenset({"PutItem", "UpdateItem", "DeleteItem"})
 PURGE_EVERY = 4096
 
+# AWS's figures (sources in docs/contention.md): a physical partition serves at most 1,000 write
+# and 3,000 read units per second; a new on-demand table serves 4,000 write and 12,000 read units
+# per second at once (its warm throughput); the account's per-table on-demand quota is 40,000
+# read and 40,000 write request units per second; on-demand grows to double the previous peak
+# within 30 minutes.
+PARTITION_WRITE_UNITS_PER_S = 1000.0
+PARTITION_READ_UNITS_PER_S = 3000.0
+NEW_TABLE_WARM_WRITE_UNITS_PER_S = 4000.0
+NEW_TABLE_WARM_READ_UNITS_PER_S = 12000.0
+TABLE_QUOTA_UNITS_PER_S = 40000.0
+GROWTH_WINDOW_S = 1800.0
+# A partition is hot in a second when its traffic reaches this share of its units: twice its
+# peak is then more than it has, so growth to double the peak needs it split.
+HOT_SHARE = 0.5
+PER_KEY = 0  # ContentionSettings.partitions: one partition per partition key
+KEY_SPACE = 2**64
+# The LimitType of AWS's ThrottlingReason (TableWrite<LimitType>, TableRead<LimitType>).
+THROTTLED_KEY_RANGE = "KeyRangeThroughputExceeded"
+THROTTLED_ACCOUNT_LIMIT = "AccountLimitExceeded"
+THROTTLED_MAX_ON_DEMAND = "MaxOnDemandThroughputExceeded"
+
 
 class Verdict(enum.Enum):
     """What the model decides for a request, before the engine applies it."""
@@ -104,49 +140,159 @@ class Verdict(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class ContentionSettings:
-    """The layer's settings; the defaults are AWS's documented figures."""
+    """The layer's settings; the defaults are AWS's documented figures for a new on-demand table."""
 
-    write_units_per_s: float = 1000.0
-    read_units_per_s: float = 3000.0
+    write_units_per_s: float = PARTITION_WRITE_UNITS_PER_S  # per physical partition
+    read_units_per_s: float = PARTITION_READ_UNITS_PER_S  # per physical partition
     burst_s: float = 1.0
-    table_write_units_per_s: float | None = None
+    # The table's warm throughput: what it serves at once; it decides the partitions.
+    warm_write_units_per_s: float = NEW_TABLE_WARM_WRITE_UNITS_PER_S
+    warm_read_units_per_s: float = NEW_TABLE_WARM_READ_UNITS_PER_S
+    # None: ceil(max(warm write / write_units_per_s, warm read / read_units_per_s)); PER_KEY (0):
+    # every partition key on a partition of its own (no key shares another's units).
+    partitions: int | None = None
+    # The account's per-table on-demand quota, for reads and for writes each (None: none).
+    table_quota_units_per_s: float | None = TABLE_QUOTA_UNITS_PER_S
+    # The table's OnDemandThroughput (None: no maximum, the template's -1).
+    max_write_request_units: float | None = None
+    max_read_request_units: float | None = None
+    # A partition whose traffic stays at or above half its units for this long splits in two:
+    # on-demand growth to double the previous peak within 30 minutes (None: no growth).
+    growth_window_s: float | None = GROWTH_WINDOW_S
     time_scale: float = 1.0
     latency: bool = True
 
     def __post_init__(self) -> None:
-        for name in ("write_units_per_s", "read_units_per_s", "burst_s", "time_scale"):
+        for name in (
+            "write_units_per_s",
+            "read_units_per_s",
+            "burst_s",
+            "time_scale",
+            "warm_write_units_per_s",
+            "warm_read_units_per_s",
+        ):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be positive, not {getattr(self, name)!r}")
-        if self.table_write_units_per_s is not None and not self.table_write_units_per_s > 0:
-            raise ValueError("table_write_units_per_s must be positive or None")
+        for name in (
+            "table_quota_units_per_s",
+            "max_write_request_units",
+            "max_read_request_units",
+            "growth_window_s",
+        ):
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise ValueError(f"{name} must be positive or None, not {value!r}")
+        if self.partitions is not None and self.partitions < 0:
+            raise ValueError(
+                f"partitions must be PER_KEY (0), a positive count or None, not {self.partitions}"
+            )
+
+    @property
+    def per_key(self) -> bool:
+        """Every partition key on a partition of its own (the model before warm throughput)."""
+        return self.partitions == PER_KEY
+
+    def initial_partitions(self) -> int:
+        """The table's physical partitions at the start (0 with PER_KEY)."""
+        if self.partitions is not None:
+            return self.partitions
+        return partitions_for(
+            self.warm_write_units_per_s,
+            self.warm_read_units_per_s,
+            write_units_per_partition=self.write_units_per_s,
+            read_units_per_partition=self.read_units_per_s,
+        )
+
+    def table_limit(self, *, write: bool) -> tuple[float, str] | None:
+        """The table-wide units per second and the throttling reason past them, or None."""
+        maximum = self.max_write_request_units if write else self.max_read_request_units
+        quota = self.table_quota_units_per_s
+        if maximum is not None and (quota is None or maximum <= quota):
+            return maximum, THROTTLED_MAX_ON_DEMAND
+        if quota is not None:
+            return quota, THROTTLED_ACCOUNT_LIMIT
+        return None
 
     def wall_seconds(self, model_seconds: float) -> float:
         """Wall-clock seconds that `model_seconds` take at this time scale."""
         return model_seconds * self.time_scale
 
+    def describe_table(self) -> str:
+        """The table's throughput as modelled, in one line (no time scale)."""
+        if self.per_key:
+            layout = (
+                f"every partition key on its own partition of {self.write_units_per_s:,.0f} WCU/s and"
+                f" {self.read_units_per_s:,.0f} RCU/s"
+            )
+        else:
+            count = self.initial_partitions()
+            if self.partitions is not None:
+                derived = "set"
+            else:
+                derived = (
+                    f"from warm throughput {self.warm_write_units_per_s:,.0f} WCU/s"
+                    f" and {self.warm_read_units_per_s:,.0f} RCU/s"
+                )
+            layout = (
+                f"{count} partition{'s' if count != 1 else ''} ({derived}) of"
+                f" {self.write_units_per_s:,.0f} WCU/s and {self.read_units_per_s:,.0f} RCU/s,"
+                " partition keys hashed onto them"
+            )
+        limits = []
+        for write, kind in ((True, "write"), (False, "read")):
+            limit = self.table_limit(write=write)
+            if limit is None:
+                limits.append(f"no table {kind} limit")
+            else:
+                name = "quota" if limit[1] == THROTTLED_ACCOUNT_LIMIT else "OnDemandThroughput maximum"
+                limits.append(f"table {kind} {name} {limit[0]:,.0f}/s")
+        growth = (
+            f"a partition at half its units or more for {self.growth_window_s / 60:g} min splits in two"
+            if self.growth_window_s is not None and not self.per_key
+            else "no growth"
+        )
+        return f"{layout}, burst {self.burst_s:g} s; {', '.join(limits)}; {growth}"
+
     def describe(self) -> str:
         """One line for the logs of every run."""
-        table = (
-            f"table {self.table_write_units_per_s:g} WCU/s"
-            if self.table_write_units_per_s is not None
-            else "no table quota"
-        )
         latency = "published latencies" if self.latency else "no added latency"
         return (
-            f"AWS contention: per partition key {self.write_units_per_s:g} WCU/s and "
-            f"{self.read_units_per_s:g} RCU/s, burst {self.burst_s:g} s; {table}; {latency}; "
+            f"AWS contention: {self.describe_table()}; {latency}; "
             f"time scale x{self.time_scale:g} (wall seconds per modelled second: latencies "
             f"x{self.time_scale:g}, unit rates /{self.time_scale:g})"
         )
 
 
+def partitions_for(
+    warm_write_units_per_s: float,
+    warm_read_units_per_s: float,
+    *,
+    write_units_per_partition: float = PARTITION_WRITE_UNITS_PER_S,
+    read_units_per_partition: float = PARTITION_READ_UNITS_PER_S,
+) -> int:
+    """Physical partitions a table warmed to these units per second has: each serves at most
+    `write_units_per_partition` and `read_units_per_partition`."""
+    return max(
+        1,
+        math.ceil(warm_write_units_per_s / write_units_per_partition),
+        math.ceil(warm_read_units_per_s / read_units_per_partition),
+    )
+
+
+def key_hash(partition_key: str) -> int:
+    """Where a partition key falls in the table's 64-bit key space (stable across runs)."""
+    return int.from_bytes(hashlib.blake2b(partition_key.encode(), digest_size=8).digest(), "big")
+
+
 @dataclass(frozen=True, slots=True)
 class ItemWrite:
-    """One item a write touches: its partition key, a key unique in the table, and its units."""
+    """One item a write touches: its partition key, a key unique in the model, its units, and its
+    table (each table has its own partitions and limits)."""
 
     partition_key: str
     item_key: str
     write_units: float
+    table: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +300,7 @@ class ItemRead:
     partition_key: str
     item_key: str
     read_units: float
+    table: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +315,7 @@ class Decision:
     units: float = 0.0
     item_keys: tuple[str, ...] = ()
     open_ended: bool = False
+    throttled_by: str | None = None  # THROTTLED_KEY_RANGE, _ACCOUNT_LIMIT or _MAX_ON_DEMAND
 
     @property
     def admitted(self) -> bool:
@@ -190,6 +338,9 @@ class ContentionCounters:
     in_flight_transactions: int = 0
     read_transactions_committed: int = 0  # TransactGetItems answered
     read_transactions_cancelled: dict[str, int] = field(default_factory=dict)  # refused, by reason
+    throttled_by: dict[str, int] = field(default_factory=dict)  # throttled requests by limit
+    partitions: dict[str, int] = field(default_factory=dict)  # table -> partitions now (keys if PER_KEY)
+    partition_splits: int = 0
 
     @property
     def read_transactions_refused(self) -> int:
@@ -207,6 +358,9 @@ class ContentionCounters:
             "in_flight_transactions": self.in_flight_transactions,
             "read_transactions_committed": self.read_transactions_committed,
             "read_transactions_cancelled": dict(self.read_transactions_cancelled),
+            "throttled_by": dict(self.throttled_by),
+            "partitions": dict(self.partitions),
+            "partition_splits": self.partition_splits,
         }
 
 
@@ -258,6 +412,99 @@ class _Bucket:
         return self.tokens
 
 
+class _Partition:
+    """A physical partition: the keys whose hash falls in [low, high), its write and read units,
+    and how long its traffic has stayed at half its units or more (for growth)."""
+
+    __slots__ = ("high", "hot_since", "low", "read", "second", "second_reads", "second_writes", "write")
+
+    def __init__(
+        self, low: int, high: int, settings: ContentionSettings, now: float, *, like: _Partition | None = None
+    ) -> None:
+        self.low = low
+        self.high = high
+        self.write = _Bucket(settings.write_units_per_s, settings.burst_s, now)
+        self.read = _Bucket(settings.read_units_per_s, settings.burst_s, now)
+        if like is not None:  # a split: each half keeps what the whole had left
+            self.write.tokens = min(self.write.capacity, like.write.refill(now))
+            self.read.tokens = min(self.read.capacity, like.read.refill(now))
+        self.second = math.floor(now)
+        self.second_writes = 0.0
+        self.second_reads = 0.0
+        self.hot_since: float | None = None
+
+    def observe(self, now: float, write_units: float, read_units: float) -> float | None:
+        """Counts units taken at `now`; the time since when the partition has been hot, or None.
+
+        A second is hot when the partition's units in it reach HOT_SHARE of its rate (write or
+        read); a cold or idle second ends the streak.
+        """
+        second = math.floor(now)
+        if second != self.second:
+            hot = (
+                self.second_writes >= HOT_SHARE * self.write.rate
+                or self.second_reads >= HOT_SHARE * self.read.rate
+            )
+            if hot and second == self.second + 1:
+                if self.hot_since is None:
+                    self.hot_since = float(self.second)
+            else:
+                self.hot_since = None
+            self.second = second
+            self.second_writes = 0.0
+            self.second_reads = 0.0
+        self.second_writes += write_units
+        self.second_reads += read_units
+        return self.hot_since
+
+
+class _Table:
+    """One table's partitions (key ranges, or one per key with PER_KEY) and table-wide limits."""
+
+    def __init__(self, settings: ContentionSettings, now: float) -> None:
+        self.settings = settings
+        self.per_key: dict[str, _Partition] | None = {} if settings.per_key else None
+        count = settings.initial_partitions() if not settings.per_key else 0
+        bounds = [index * KEY_SPACE // count for index in range(count)] + [KEY_SPACE] if count else []
+        self.partitions = [_Partition(bounds[i], bounds[i + 1], settings, now) for i in range(count)]
+        self.lows = [p.low for p in self.partitions]
+        self.limits: dict[bool, tuple[_Bucket, str]] = {}
+        for write in (True, False):
+            limit = settings.table_limit(write=write)
+            if limit is not None:
+                self.limits[write] = (_Bucket(limit[0], settings.burst_s, now), limit[1])
+        self.splits = 0
+
+    def partition(self, partition_key: str, now: float) -> _Partition:
+        if self.per_key is not None:
+            found = self.per_key.get(partition_key)
+            if found is None:
+                found = self.per_key[partition_key] = _Partition(0, 0, self.settings, now)
+            return found
+        return self.partitions[bisect.bisect_right(self.lows, key_hash(partition_key)) - 1]
+
+    def count(self) -> int:
+        return len(self.per_key) if self.per_key is not None else len(self.partitions)
+
+    def observe(self, partition: _Partition, now: float, write_units: float, read_units: float) -> None:
+        """Counts the units; splits the partition once it has been hot for the growth window."""
+        window = self.settings.growth_window_s
+        if self.per_key is not None or window is None:
+            return
+        hot_since = partition.observe(now, write_units, read_units)
+        if hot_since is None or now - hot_since < window or partition.high - partition.low < 2:
+            return
+        middle = (partition.low + partition.high) // 2
+        index = self.partitions.index(partition)
+        halves = [
+            _Partition(partition.low, middle, self.settings, now, like=partition),
+            _Partition(middle, partition.high, self.settings, now, like=partition),
+        ]
+        self.partitions[index : index + 1] = halves
+        self.lows[index : index + 1] = [partition.low, middle]
+        self.splits += 1
+
+
 class ContentionModel:
     """Decides conflicts and throttling, draws latencies and counts; thread-safe."""
 
@@ -280,9 +527,8 @@ class ContentionModel:
         # item key -> (transaction id, held until; math.inf until finish() for open-ended holds)
         self._holds: dict[str, tuple[int, float]] = {}
         self._open: dict[int, Decision] = {}  # open-ended transactions not finished yet
-        self._write_buckets: dict[str, _Bucket] = {}
-        self._read_buckets: dict[str, _Bucket] = {}
-        self._table_bucket: _Bucket | None = None
+        self._tables: dict[str, _Table] = {}
+        self._throttled_by: Counter[str] = Counter()
         self._committed = 0
         self._cancelled: Counter[str] = Counter()
         self._write_conflicts = 0
@@ -316,9 +562,13 @@ class ContentionModel:
         with self._lock:
             start = self._now(now)
             latency = self._latency(operation, 1)
-            if not self._take_writes([item], start):
+            short = self._take([item], start, write=True)
+            if short is not None:
                 self._throttled += 1
-                return Decision(Verdict.THROTTLED, operation, (THROTTLING_ERROR,), latency, start)
+                self._throttled_by[short[1]] += 1
+                return Decision(
+                    Verdict.THROTTLED, operation, (THROTTLING_ERROR,), latency, start, throttled_by=short[1]
+                )
             self._write_units += item.write_units
             if self._held_positions([item.item_key], start):
                 self._write_conflicts += 1
@@ -344,12 +594,14 @@ class ContentionModel:
         with self._lock:
             start = self._now(now)
             latency = self._latency(operation, len(items))
-            throttled = self._take_reads(items, start)
-            if throttled is not None:
+            short = self._take(items, start, write=False)
+            if short is not None:
                 self._throttled += 1
-                reasons = tuple(THROTTLING_ERROR if i == throttled else None for i in range(len(items)))
-                return Decision(Verdict.THROTTLED, operation, reasons, latency, start)
+                self._throttled_by[short[1]] += 1
+                reasons = tuple(THROTTLING_ERROR if i == short[0] else None for i in range(len(items)))
+                return Decision(Verdict.THROTTLED, operation, reasons, latency, start, throttled_by=short[1])
             units = sum(item.read_units for item in items)
+            self._read_units += units
             return Decision(Verdict.ADMITTED, operation, (None,) * len(items), latency, start, units=units)
 
     def transact_read(self, items: Sequence[ItemRead], *, now: float | None = None) -> Decision:
@@ -363,13 +615,15 @@ class ContentionModel:
         with self._lock:
             start = self._now(now)
             latency = self._latency(operation, len(items))
-            throttled = self._take_reads(items, start)
-            if throttled is not None:
+            short = self._take(items, start, write=False)
+            if short is not None:
                 self._throttled += 1
+                self._throttled_by[short[1]] += 1
                 self._read_cancelled[THROTTLING_ERROR] += 1
-                reasons = tuple(THROTTLING_ERROR if i == throttled else None for i in range(len(items)))
-                return Decision(Verdict.THROTTLED, operation, reasons, latency, start)
+                reasons = tuple(THROTTLING_ERROR if i == short[0] else None for i in range(len(items)))
+                return Decision(Verdict.THROTTLED, operation, reasons, latency, start, throttled_by=short[1])
             units = sum(item.read_units for item in items)
+            self._read_units += units
             keys = tuple(item.item_key for item in items)
             held = self._held_positions(keys, start) | self._written_positions(keys, start)
             if held:
@@ -474,6 +728,9 @@ class ContentionModel:
                 in_flight_transactions=len(holding),
                 read_transactions_committed=self._read_committed,
                 read_transactions_cancelled=dict(self._read_cancelled),
+                throttled_by=dict(self._throttled_by),
+                partitions={name: table.count() for name, table in self._tables.items()},
+                partition_splits=sum(table.splits for table in self._tables.values()),
             )
 
     # ------------------------------------------------------------------ internals (under the lock)
@@ -491,9 +748,9 @@ class ContentionModel:
         with self._lock:
             start = self._now(now)
             latency = self._latency(operation, len(items))
-            if not self._take_writes(items, start):
-                position = self._first_short_position(items, start)
-                return self._throttled_transaction(operation, len(items), position, latency, start)
+            short = self._take(items, start, write=True)
+            if short is not None:
+                return self._throttled_transaction(operation, len(items), short, latency, start)
             units = sum(item.write_units for item in items)
             self._write_units += units
             held = self._held_positions([item.item_key for item in items], start)
@@ -527,12 +784,14 @@ class ContentionModel:
             return decision
 
     def _throttled_transaction(
-        self, operation: str, count: int, position: int, latency: float, start: float
+        self, operation: str, count: int, short: tuple[int, str], latency: float, start: float
     ) -> Decision:
+        position, limit = short
         self._throttled += 1
+        self._throttled_by[limit] += 1
         self._cancelled[THROTTLING_ERROR] += 1
         reasons = tuple(THROTTLING_ERROR if i == position else None for i in range(count))
-        return Decision(Verdict.THROTTLED, operation, reasons, latency, start)
+        return Decision(Verdict.THROTTLED, operation, reasons, latency, start, throttled_by=limit)
 
     def _held_positions(self, item_keys: Sequence[str], now: float) -> set[int]:
         held = set()
@@ -565,61 +824,48 @@ class ContentionModel:
                 keys, written = self._reads[read_id]
                 written.add(keys.index(key))
 
-    def _bucket(self, buckets: dict[str, _Bucket], key: str, rate: float, now: float) -> _Bucket:
-        bucket = buckets.get(key)
-        if bucket is None:
-            bucket = buckets[key] = _Bucket(rate, self.settings.burst_s, now)
-        bucket.refill(now)
-        return bucket
+    def _table(self, name: str, now: float) -> _Table:
+        table = self._tables.get(name)
+        if table is None:
+            table = self._tables[name] = _Table(self.settings, now)
+        return table
 
-    def _write_demand(self, items: Iterable[ItemWrite]) -> dict[str, float]:
-        demand: dict[str, float] = {}
-        for item in items:
-            demand[item.partition_key] = demand.get(item.partition_key, 0.0) + item.write_units
-        return demand
+    def _take(
+        self, items: Sequence[ItemWrite | ItemRead], now: float, *, write: bool
+    ) -> tuple[int, str] | None:
+        """Takes the items' units from their tables' limits and their partitions, all or none.
 
-    def _take_writes(self, items: Sequence[ItemWrite], now: float) -> bool:
-        """Takes the items' units from their partitions' (and the table's) buckets, all or none."""
-        demand = self._write_demand(items)
-        buckets = [
-            (self._bucket(self._write_buckets, key, self.settings.write_units_per_s, now), units)
-            for key, units in demand.items()
-        ]
-        if self.settings.table_write_units_per_s is not None:
-            if self._table_bucket is None:
-                self._table_bucket = _Bucket(
-                    self.settings.table_write_units_per_s, self.settings.burst_s, now
-                )
-            self._table_bucket.refill(now)
-            buckets.append((self._table_bucket, sum(demand.values())))
-        if any(bucket.tokens < units for bucket, units in buckets):
-            return False
-        for bucket, units in buckets:
-            bucket.tokens -= units
-        return True
-
-    def _first_short_position(self, items: Sequence[ItemWrite], now: float) -> int:
-        """The first action whose partition (or the table) lacked the units, for its reason."""
-        demand = self._write_demand(items)
-        table_short = self._table_bucket is not None and self._table_bucket.tokens < sum(demand.values())
+        None when taken; else the position of the first item whose table (checked first) or
+        partition lacked the units, and the limit that did (THROTTLED_...). A throttled request
+        takes nothing: AWS's throttling keeps a request from consuming capacity.
+        """
+        tables: dict[str, tuple[_Table, list[float], int]] = {}
+        partitions: dict[int, tuple[_Table, _Partition, list[float], int]] = {}
         for position, item in enumerate(items):
-            bucket = self._write_buckets[item.partition_key]
-            if table_short or bucket.tokens < demand[item.partition_key]:
-                return position
-        return 0
-
-    def _take_reads(self, items: Sequence[ItemRead], now: float) -> int | None:
-        """Takes the reads' units, all or none; the first short position, or None when taken."""
-        demand: dict[str, float] = {}
-        for item in items:
-            demand[item.partition_key] = demand.get(item.partition_key, 0.0) + item.read_units
-        buckets = {
-            key: self._bucket(self._read_buckets, key, self.settings.read_units_per_s, now) for key in demand
-        }
-        for position, item in enumerate(items):
-            if buckets[item.partition_key].tokens < demand[item.partition_key]:
-                return position
-        for key, units in demand.items():
-            buckets[key].tokens -= units
-        self._read_units += sum(demand.values())
+            units = item.write_units if isinstance(item, ItemWrite) else item.read_units
+            table_entry = tables.get(item.table)
+            if table_entry is None:
+                table_entry = tables[item.table] = (self._table(item.table, now), [0.0], position)
+            table_entry[1][0] += units
+            table = table_entry[0]
+            partition = table.partition(item.partition_key, now)
+            entry = partitions.get(id(partition))
+            if entry is None:
+                entry = partitions[id(partition)] = (table, partition, [0.0], position)
+            entry[2][0] += units
+        for table, (units,), position in tables.values():
+            limit = table.limits.get(write)
+            if limit is not None and limit[0].refill(now) < units:
+                return position, limit[1]
+        for _, partition, (units,), position in partitions.values():
+            bucket = partition.write if write else partition.read
+            if bucket.refill(now) < units:
+                return position, THROTTLED_KEY_RANGE
+        for table, (units,), _ in tables.values():
+            limit = table.limits.get(write)
+            if limit is not None:
+                limit[0].tokens -= units
+        for table, partition, (units,), _ in partitions.values():
+            (partition.write if write else partition.read).tokens -= units
+            table.observe(partition, now, units if write else 0.0, 0.0 if write else units)
         return None

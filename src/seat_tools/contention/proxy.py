@@ -13,8 +13,9 @@ botocore raises the same exceptions the DAL maps:
   `TransactionConflict` at that position; a read holds nothing, so it never refuses a write;
 - `PutItem` / `UpdateItem` / `DeleteItem` on a held item: `TransactionConflictException`;
   throttled (also `GetItem` / `BatchGetItem`): `ProvisionedThroughputExceededException` with
-  `ThrottlingReasons` (`Table{Write,Read}KeyRangeThroughputExceeded`), as a hot key gets on an
-  on-demand table.
+  `ThrottlingReasons` `Table{Write,Read}<limit>`: `KeyRangeThroughputExceeded` (a partition, as
+  a hot key gets on an on-demand table), `AccountLimitExceeded` (the table quota) or
+  `MaxOnDemandThroughputExceeded` (the table's OnDemandThroughput).
 
 A forwarded request is answered no sooner than its modelled latency (x the time scale) after it
 arrived; a forwarded transaction holds its items until DynamoDB Local has answered and that time
@@ -47,6 +48,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from seat_tools.contention.model import (
+    THROTTLED_KEY_RANGE,
     THROTTLING_ERROR,
     TRANSACTION_CONFLICT,
     ContentionModel,
@@ -166,10 +168,13 @@ class ContentionProxy:
 
     # ------------------------------------------------------------------ items
     def _keys(self, table: str, key: Mapping[str, Any], headers: Mapping[str, str]) -> tuple[str, str]:
+        """The item's partition key value (hashed onto the table's partitions as the simulation
+        hashes it) and a key unique across tables (for holds)."""
         schema = self.key_schema(table, headers)
+        ((_, value),) = key[schema.partition].items()  # {"S": "EVENT#e"}: its type and value
         partition = json.dumps(key[schema.partition], sort_keys=True)
         sort = json.dumps(key[schema.sort], sort_keys=True) if schema.sort else ""
-        return f"{table}/{partition}", f"{table}/{partition}/{sort}"
+        return str(value), f"{table}/{partition}/{sort}"
 
     def _write(
         self,
@@ -181,7 +186,7 @@ class ContentionProxy:
         transactional: bool,
     ) -> ItemWrite:
         partition, item = self._keys(table, key, headers)
-        return ItemWrite(partition, item, write_units(size, transactional=transactional))
+        return ItemWrite(partition, item, write_units(size, transactional=transactional), table)
 
     def transaction_items(self, body: Mapping[str, Any], headers: Mapping[str, str]) -> list[ItemWrite]:
         """The items of a TransactWriteItems, in order; updates are sized by their request (DynamoDB
@@ -218,7 +223,7 @@ class ContentionProxy:
         reads = []
         for table, key, consistent in requested:
             partition, item = self._keys(table, key, headers)
-            reads.append(ItemRead(partition, item, read_units(0, consistent=consistent)))
+            reads.append(ItemRead(partition, item, read_units(0, consistent=consistent), table))
         return reads
 
     def transactional_reads(self, body: Mapping[str, Any], headers: Mapping[str, str]) -> list[ItemRead]:
@@ -227,7 +232,7 @@ class ContentionProxy:
         for action in body["TransactItems"]:
             get = action["Get"]
             partition, item = self._keys(get["TableName"], get["Key"], headers)
-            reads.append(ItemRead(partition, item, read_units(0, transactional=True)))
+            reads.append(ItemRead(partition, item, read_units(0, transactional=True), get["TableName"]))
         return reads
 
     # ------------------------------------------------------------------ AWS's error bodies
@@ -256,8 +261,10 @@ class ContentionProxy:
     def conflict() -> dict[str, Any]:
         return {"__type": ERROR_PREFIX + "TransactionConflictException", "message": CONFLICT_MESSAGE}
 
-    def throttled(self, table: str, *, write: bool) -> dict[str, Any]:
-        reason = "TableWriteKeyRangeThroughputExceeded" if write else "TableReadKeyRangeThroughputExceeded"
+    def throttled(self, table: str, *, write: bool, limit: str | None = None) -> dict[str, Any]:
+        """AWS's answer to a throttled single-item request: the limit (the model's
+        `Decision.throttled_by`) is the reason's LimitType, e.g. TableWriteKeyRangeThroughputExceeded."""
+        reason = f"Table{'Write' if write else 'Read'}{limit or THROTTLED_KEY_RANGE}"
         return {
             "__type": ERROR_PREFIX + "ProvisionedThroughputExceededException",
             "message": THROTTLED_MESSAGE,
@@ -357,7 +364,7 @@ class _Handler(BaseHTTPRequestHandler):
         if decision.verdict is Verdict.CONFLICT:
             self._error(ContentionProxy.conflict())
         else:
-            self._error(proxy.throttled(request["TableName"], write=True))
+            self._error(proxy.throttled(request["TableName"], write=True, limit=decision.throttled_by))
 
     def _read(self, arrived: float, operation: str, body: bytes, headers: dict[str, str]) -> None:
         proxy = self.server.proxy
@@ -368,8 +375,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._forward_after(arrived, decision, body, headers)
             return
         self._sleep_until(arrived, decision.latency_s)
-        table = reads[decision.reasons.index(THROTTLING_ERROR)].partition_key.split("/", 1)[0]
-        self._error(proxy.throttled(table, write=False))
+        table = reads[decision.reasons.index(THROTTLING_ERROR)].table
+        self._error(proxy.throttled(table, write=False, limit=decision.throttled_by))
 
     # ------------------------------------------------------------------ answers
     def _forward_after(

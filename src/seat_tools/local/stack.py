@@ -18,6 +18,7 @@ reaches the dead-letter queue within seconds; pass the template's own to be exac
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import shutil
@@ -61,8 +62,25 @@ CHECKOUT_PAGE_DIR = "examples/checkout"  # the example checkout page the local A
 # Same spirit as the function's client config; the pool is large because the demo sends in threads.
 CLIENT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 5}, max_pool_connections=64)
 
-# The AWS contention layer is on unless a caller passes aws_contention=None (docs/contention.md).
+# The AWS contention layer is on unless a caller passes aws_contention=None (docs/contention.md);
+# the template's table throughput is applied on top (`table_contention`).
 DEFAULT_CONTENTION = ContentionSettings()
+
+
+def table_contention(template: StackTemplate, base: ContentionSettings | None = None) -> ContentionSettings:
+    """`base` (default: AWS's new on-demand table) with what the template declares for its table:
+    its `WarmThroughput` (which decides the partitions) and its `OnDemandThroughput` maximum.
+    What the template leaves out keeps `base`'s value."""
+    declared = template.table.throughput
+    changes = {
+        "warm_write_units_per_s": declared.warm_write_units_per_s,
+        "warm_read_units_per_s": declared.warm_read_units_per_s,
+        "max_write_request_units": declared.max_write_request_units,
+        "max_read_request_units": declared.max_read_request_units,
+    }
+    given: dict[str, Any] = {name: float(value) for name, value in changes.items() if value is not None}
+    return dataclasses.replace(base or ContentionSettings(), **given)
+
 
 # A log folder older than this is not in use by another run and may be pruned.
 PRUNE_AFTER_S = 3600
@@ -100,8 +118,9 @@ class LocalStack:
         aws_contention: ContentionSettings | None = DEFAULT_CONTENTION,
     ) -> None:
         """`dynamodb_port`, `moto_port`: fixed ports (None or 0: free ones); `moto_host`: moto's address.
-        `aws_contention`: the contention layer's settings (None: off); when it is on, the DynamoDB
-        endpoint (and `dynamodb_port`) is the layer's, and DynamoDB Local behind it takes a free port."""
+        `aws_contention`: the contention layer's settings (None: off), with the template's table
+        throughput applied (`table_contention`); when it is on, the DynamoDB endpoint (and
+        `dynamodb_port`) is the layer's, and DynamoDB Local behind it takes a free port."""
         self._ports = {"dynamodb": dynamodb_port, "moto": moto_port}
         self._moto_host = moto_host
         self.template = template or load_template(
@@ -117,7 +136,9 @@ class LocalStack:
         self._log_dir = log_dir
         self._dynamodb = DynamoDBLocal()
         self._moto = MotoServer()
-        self.aws_contention = aws_contention
+        self.aws_contention = (
+            None if aws_contention is None else table_contention(self.template, aws_contention)
+        )
         self._proxy: ContentionProxy | None = None
         self._resources: dict[str, PhysicalResource] = {}
         self._session: boto3.session.Session | None = None

@@ -299,6 +299,18 @@ class SecondaryIndex:
 
 
 @dataclass(frozen=True, slots=True)
+class TableThroughput:
+    """The table's `WarmThroughput` and `OnDemandThroughput` as the template sets them (None: not
+    set: a new on-demand table's warm throughput, no maximum). DynamoDB Local has neither: the
+    local stack's contention layer models them (docs/contention.md)."""
+
+    warm_write_units_per_s: int | None = None
+    warm_read_units_per_s: int | None = None
+    max_write_request_units: int | None = None
+    max_read_request_units: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class TableDefinition:
     logical_id: str
     attribute_definitions: Mapping[str, str]  # attribute name -> S, N or B
@@ -308,6 +320,7 @@ class TableDefinition:
     global_secondary_indexes: tuple[SecondaryIndex, ...] = ()
     local_secondary_indexes: tuple[SecondaryIndex, ...] = ()
     stream_view_type: str | None = None
+    throughput: TableThroughput = field(default_factory=lambda: TableThroughput())
 
     def create_table_request(self, table_name: str) -> dict[str, Any]:
         """CreateTable arguments for this definition (PAY_PER_REQUEST unless the template says otherwise)."""
@@ -489,8 +502,40 @@ def _indexes(value: Any) -> tuple[SecondaryIndex, ...]:
     )
 
 
+def _optional(resolver: Resolver, value: Any) -> Any:
+    """`value` resolved, where `!Ref AWS::NoValue` (also chosen by `!If`) removes the property: None."""
+    if value == {"Ref": "AWS::NoValue"}:
+        return None
+    if isinstance(value, dict) and set(value) == {"Fn::If"}:
+        condition, when_true, when_false = value["Fn::If"]
+        return _optional(resolver, when_true if resolver.condition(condition) else when_false)
+    if isinstance(value, dict) and not any(k == "Ref" or k.startswith("Fn::") for k in value):
+        resolved = {key: _optional(resolver, item) for key, item in value.items()}
+        return {key: item for key, item in resolved.items() if item is not None}
+    return resolver.resolve(value)
+
+
+def _table_throughput(raw: Mapping[str, Any], resolver: Resolver) -> TableThroughput:
+    warm = _optional(resolver, raw.get("WarmThroughput", {"Ref": "AWS::NoValue"})) or {}
+    maximum = _optional(resolver, raw.get("OnDemandThroughput", {"Ref": "AWS::NoValue"})) or {}
+
+    def whole(source: Mapping[str, Any], name: str) -> int | None:
+        if name not in source:
+            return None
+        value = _int(source[name], f"{TABLE_ID}.{name}")
+        return value if value >= 1 else None  # -1: no maximum
+
+    return TableThroughput(
+        warm_write_units_per_s=whole(warm, "WriteUnitsPerSecond"),
+        warm_read_units_per_s=whole(warm, "ReadUnitsPerSecond"),
+        max_write_request_units=whole(maximum, "MaxWriteRequestUnits"),
+        max_read_request_units=whole(maximum, "MaxReadRequestUnits"),
+    )
+
+
 def _table(document: Mapping[str, Any], resolver: Resolver) -> TableDefinition:
-    properties = resolver.partial(_resource(document, TABLE_ID, "AWS::DynamoDB::Table"))
+    raw = _resource(document, TABLE_ID, "AWS::DynamoDB::Table")
+    properties = resolver.partial(raw)
     ttl = properties.get("TimeToLiveSpecification") or {}
     ttl_enabled = str(ttl.get("Enabled", "false")).lower() == "true"
     stream = properties.get("StreamSpecification") or {}
@@ -506,6 +551,7 @@ def _table(document: Mapping[str, Any], resolver: Resolver) -> TableDefinition:
         global_secondary_indexes=_indexes(properties.get("GlobalSecondaryIndexes")),
         local_secondary_indexes=_indexes(properties.get("LocalSecondaryIndexes")),
         stream_view_type=stream.get("StreamViewType"),
+        throughput=_table_throughput(raw, resolver),
     )
 
 

@@ -144,7 +144,8 @@ class SimulatedTable:
         self.model = model
         self.rng = random.Random(seed)  # botocore's retry jitter
         self.requests: dict[str, int] = {}
-        self.read_retries = 0
+        self.read_retries = 0  # throttled reads botocore sent again
+        self.write_retries = 0  # throttled puts botocore sent again
 
     def count(self, operation: str) -> None:
         self.requests[operation] = self.requests.get(operation, 0) + 1
@@ -266,28 +267,18 @@ class SimulatedDynamoStore:
         recorded: dict[str, ReservationOutcome] = {}
         faults: list[RetryableError] = []
         for start in range(0, len(outcomes), MAX_CONCURRENT_PUTS):
-            wave = outcomes[start : start + MAX_CONCURRENT_PUTS]
-            now = self._clock.now()
-            decisions: list[Decision] = []
-            for outcome in wave:
-                table.count("PutItem")
-                pk, item_key = _item_key(reservation_key(outcome.reservation_id))
-                units = write_units(record_item_bytes(outcome), transactional=False)
-                decisions.append(table.model.write_item(ItemWrite(pk, item_key, units), now=now))
-            try:
-                self._clock.wait_for_aws(max(d.latency_s for d in decisions))
-            finally:
-                # Admitted puts are written on DynamoDB even when the invocation ends meanwhile.
-                for outcome, decision in zip(wave, decisions, strict=True):
-                    if decision.verdict is Verdict.CONFLICT:
-                        faults.append(TransactionConflict("TransactionConflictException"))
-                    elif decision.verdict is Verdict.THROTTLED:
-                        faults.append(Throttled("ProvisionedThroughputExceededException"))
-                    elif (existing := table.data.put_record(outcome, expires_at)) is not None:
-                        recorded[outcome.reservation_id] = existing
-                        table.model.finish(decision, cancelled_by=CONDITIONAL_CHECK_FAILED)
-                    else:
-                        written.add(outcome.reservation_id)
+            pending = list(outcomes[start : start + MAX_CONCURRENT_PUTS])
+            # botocore (standard mode, as `wiring.py` sets it) retries a throttled put itself:
+            # the wave's throttled puts are sent again after their back-offs, up to its attempts.
+            for attempt in range(1, BOTOCORE_MAX_ATTEMPTS + 1):
+                pending = self._put_wave(
+                    pending, expires_at, written, recorded, faults, last=attempt == BOTOCORE_MAX_ATTEMPTS
+                )
+                if not pending:
+                    break
+                table.write_retries += len(pending)
+                cap = min(BOTOCORE_THROTTLING_BASE_S * 2 ** (attempt - 1), BOTOCORE_MAX_BACKOFF_S)
+                self._clock.sleep(max(table.rng.random() * cap for _ in pending))
         if faults and not written and not recorded:
             raise faults[0]
         if not faults and not recorded:
@@ -295,6 +286,46 @@ class SimulatedDynamoStore:
         return WriteRefused(
             inventory_refused=False, inventory=None, already_recorded=recorded, written=frozenset(written)
         )
+
+    def _put_wave(
+        self,
+        wave: Sequence[ReservationOutcome],
+        expires_at: int,
+        written: set[str],
+        recorded: dict[str, ReservationOutcome],
+        faults: list[RetryableError],
+        *,
+        last: bool,
+    ) -> list[ReservationOutcome]:
+        """One wave of puts sent together, over when its slowest is answered; returns the
+        throttled ones to send again (none when `last`: they become faults)."""
+        table = self._table
+        now = self._clock.now()
+        decisions: list[Decision] = []
+        for outcome in wave:
+            table.count("PutItem")
+            pk, item_key = _item_key(reservation_key(outcome.reservation_id))
+            units = write_units(record_item_bytes(outcome), transactional=False)
+            decisions.append(table.model.write_item(ItemWrite(pk, item_key, units), now=now))
+        again: list[ReservationOutcome] = []
+        try:
+            self._clock.wait_for_aws(max(d.latency_s for d in decisions))
+        finally:
+            # Admitted puts are written on DynamoDB even when the invocation ends meanwhile.
+            for outcome, decision in zip(wave, decisions, strict=True):
+                if decision.verdict is Verdict.CONFLICT:
+                    faults.append(TransactionConflict("TransactionConflictException"))
+                elif decision.verdict is Verdict.THROTTLED:
+                    if last:
+                        faults.append(Throttled("ProvisionedThroughputExceededException"))
+                    else:
+                        again.append(outcome)
+                elif (existing := table.data.put_record(outcome, expires_at)) is not None:
+                    recorded[outcome.reservation_id] = existing
+                    table.model.finish(decision, cancelled_by=CONDITIONAL_CHECK_FAILED)
+                else:
+                    written.add(outcome.reservation_id)
+        return again
 
     def _transact(self, items: list[ItemWrite], apply: Any) -> Any:
         table = self._table

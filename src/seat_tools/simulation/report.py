@@ -29,20 +29,30 @@ def _refused_reads(figures: dict[str, Any]) -> str:
 
 def _contention(result: SimulationResult) -> str:
     settings = result.config.contention
-    table = (
-        f"table {settings.table_write_units_per_s:,.0f} WCU/s"
-        if settings.table_write_units_per_s
-        else "no table quota"
-    )
     where = (
         f"the local stack's layer at time scale x{result.config.local_stack_time_scale:g}"
         if result.config.local_stack_time_scale
         else "AWS"
     )
     return (
-        f"{where}: per partition key {settings.write_units_per_s:,.0f} WCU/s and"
-        f" {settings.read_units_per_s:,.0f} RCU/s, burst {settings.burst_s:g} s; {table};"
-        f" conflicts; {'published latencies' if settings.latency else 'no latency'}"
+        f"{where}: {settings.describe_table()}; conflicts;"
+        f" {'published latencies' if settings.latency else 'no latency'}"
+    )
+
+
+def _throttled(figures: dict[str, Any]) -> str:
+    by = figures["throttled_by"]
+    parts = "".join(f", {limit} {count:,}" for limit, count in by.items())
+    return f"{figures['throttled_requests']:,}{parts}"
+
+
+def _partitions(result: SimulationResult) -> str:
+    f = result.figures
+    if result.config.contention.per_key:
+        return f"one per partition key ({f['partitions_at_end']:,} keys)"
+    return (
+        f"{result.config.contention.initial_partitions():,} at the start, {f['partitions_at_end']:,} at the"
+        f" end ({f['partition_splits']:,} splits)"
     )
 
 
@@ -83,7 +93,8 @@ def format_table(result: SimulationResult) -> str:
         ("transactions committed", f"{f['transactions_committed']:,}"),
         ("transactions cancelled", _cancelled(f)),
         ("transactional reads refused", _refused_reads(f)),
-        ("throttled requests", f"{f['throttled_requests']:,}"),
+        ("throttled requests", _throttled(f)),
+        ("table partitions", _partitions(result)),
         (
             "wasted write units",
             f"{f['wasted_write_units']:,.0f}"
