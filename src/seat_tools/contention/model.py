@@ -413,25 +413,55 @@ class _Bucket:
 
 
 class _Partition:
-    """A physical partition: the keys whose hash falls in [low, high), its write and read units,
-    and how long its traffic has stayed at half its units or more (for growth)."""
+    """A physical partition: the keys whose hash falls in [low, high), its write and read units
+    (each bucket made at its first use: one partition per key can mean a million of them), and
+    how long its traffic has stayed at half its units or more (for growth)."""
 
-    __slots__ = ("high", "hot_since", "low", "read", "second", "second_reads", "second_writes", "write")
+    __slots__ = (
+        "burst_s",
+        "high",
+        "hot_since",
+        "low",
+        "read",
+        "read_rate",
+        "second",
+        "second_reads",
+        "second_writes",
+        "write",
+        "write_rate",
+    )
 
     def __init__(
         self, low: int, high: int, settings: ContentionSettings, now: float, *, like: _Partition | None = None
     ) -> None:
         self.low = low
         self.high = high
-        self.write = _Bucket(settings.write_units_per_s, settings.burst_s, now)
-        self.read = _Bucket(settings.read_units_per_s, settings.burst_s, now)
+        self.write_rate = settings.write_units_per_s
+        self.read_rate = settings.read_units_per_s
+        self.burst_s = settings.burst_s
+        self.write: _Bucket | None = None
+        self.read: _Bucket | None = None
         if like is not None:  # a split: each half keeps what the whole had left
-            self.write.tokens = min(self.write.capacity, like.write.refill(now))
-            self.read.tokens = min(self.read.capacity, like.read.refill(now))
+            self.bucket(True, now).tokens = min(self.write_rate * self.burst_s, like.bucket(True, now).tokens)
+            self.bucket(False, now).tokens = min(
+                self.read_rate * self.burst_s, like.bucket(False, now).tokens
+            )
         self.second = math.floor(now)
         self.second_writes = 0.0
         self.second_reads = 0.0
         self.hot_since: float | None = None
+
+    def bucket(self, write: bool, now: float) -> _Bucket:
+        """The write (or read) bucket, refilled to `now`."""
+        bucket = self.write if write else self.read
+        if bucket is None:
+            bucket = _Bucket(self.write_rate if write else self.read_rate, self.burst_s, now)
+            if write:
+                self.write = bucket
+            else:
+                self.read = bucket
+        bucket.refill(now)
+        return bucket
 
     def observe(self, now: float, write_units: float, read_units: float) -> float | None:
         """Counts units taken at `now`; the time since when the partition has been hot, or None.
@@ -442,8 +472,8 @@ class _Partition:
         second = math.floor(now)
         if second != self.second:
             hot = (
-                self.second_writes >= HOT_SHARE * self.write.rate
-                or self.second_reads >= HOT_SHARE * self.read.rate
+                self.second_writes >= HOT_SHARE * self.write_rate
+                or self.second_reads >= HOT_SHARE * self.read_rate
             )
             if hot and second == self.second + 1:
                 if self.hot_since is None:
@@ -858,14 +888,13 @@ class ContentionModel:
             if limit is not None and limit[0].refill(now) < units:
                 return position, limit[1]
         for _, partition, (units,), position in partitions.values():
-            bucket = partition.write if write else partition.read
-            if bucket.refill(now) < units:
+            if partition.bucket(write, now).tokens < units:
                 return position, THROTTLED_KEY_RANGE
         for table, (units,), _ in tables.values():
             limit = table.limits.get(write)
             if limit is not None:
                 limit[0].tokens -= units
         for table, partition, (units,), _ in partitions.values():
-            (partition.write if write else partition.read).tokens -= units
+            partition.bucket(write, now).tokens -= units
             table.observe(partition, now, units if write else 0.0, 0.0 if write else units)
         return None
