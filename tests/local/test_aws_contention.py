@@ -29,6 +29,7 @@ from seat_tools.contention.model import KEY_SPACE, PER_KEY, ContentionSettings, 
 from seat_tools.contention.proxy import serve
 from seat_tools.local.engines import FAKE_ACCESS_KEY_ID, FAKE_SECRET_ACCESS_KEY
 from seat_tools.local.stack import LocalStack
+from seat_tools.operator_commands import OperatorTable
 
 pytestmark = pytest.mark.local_stack
 
