@@ -3,6 +3,11 @@
 The document, the table and the function's environment come from the same code the local stack
 builds from, so the tests cannot read the template differently from it. What is left here only
 serves assertions: the raw document, with parameter defaults kept in their YAML types.
+
+The document is the template as CloudFormation processes it: the files template.yaml brings in
+with AWS::Include (api/openapi.yaml, monitoring/dashboard.yaml) are in place
+(`seat_tools.local.template.resolve_includes`), as CloudFormation puts them before any other
+transform; `read_template_document(path, includes=False)` gives the file as written.
 """
 
 from __future__ import annotations
@@ -73,7 +78,9 @@ def sam_translate(
     document: dict[str, Any], code_uri: str = "s3://seat-inventory-code/function.zip"
 ) -> dict[str, Any]:
     """The template as CloudFormation receives it after SAM's transform (as `sam deploy` sends it),
-    with every function's code at `code_uri` (where `sam package` would have put it)."""
+    with every function's code at `code_uri` (where `sam package` would have put it). `document`
+    has its AWS::Include files in place (`load_template` does it): CloudFormation runs that
+    transform before SAM's."""
     from samtranslator.translator.transform import transform
 
     document = copy.deepcopy(document)

@@ -1,6 +1,11 @@
 """The deploy path without AWS: template.yaml -> SAM's translator -> a CloudFormation stack on moto
 -> the e2e tier (tests/e2e) run against that stack through its outputs, as against a real one.
 
+moto's CloudFormation does not run the AWS::Include transform: the template is translated with its
+included files (api/openapi.yaml, monitoring/dashboard.yaml) already in place, read from this
+checkout as `sam package` uploads them and CloudFormation puts them in before SAM's transform
+(`seat_tools.local.template.resolve_includes`, through `tests.template_support.load_template`).
+
 What moto's CloudFormation cannot show is checked on the translated template instead: it skips
 queue and topic policies and API stages (tests/integration/test_security.py and the API's tests
 check those), it has no alarms (a small model below creates them in moto's CloudWatch, checked by
@@ -27,6 +32,7 @@ from typing import Any
 
 import boto3
 import pytest
+import yaml
 from moto.apigateway.models import RestAPI, apigateway_backends
 from moto.cloudformation import parsing as moto_cloudformation
 from moto.cloudformation.exceptions import UnformattedGetAttTemplateException
@@ -304,6 +310,20 @@ def test_the_stack_reaches_create_complete_with_every_emulated_resource(
         if resource["Type"] not in NOT_EMULATED and "Condition" not in resource
     }
     assert expected <= set(deployed.resources)
+
+
+def test_the_rest_api_has_every_route_of_the_included_openapi_file(deployed: DeployedStack) -> None:
+    apigateway = boto3.session.Session(region_name=REGION).client(
+        "apigateway", endpoint_url=deployed.endpoint
+    )
+    resources = apigateway.get_resources(restApiId=deployed.resources["CheckoutApi"]["id"], limit=500)[
+        "items"
+    ]
+    routes = {r["path"]: set(r.get("resourceMethods", {})) for r in resources if r.get("resourceMethods")}
+    definition = yaml.safe_load((REPO / "api" / "openapi.yaml").read_text())
+    assert routes == {
+        path: {method.upper() for method in methods} for path, methods in definition["paths"].items()
+    }
 
 
 def test_every_alarm_is_created_and_notifies_the_stack_alarm_topic(

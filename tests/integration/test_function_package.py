@@ -3,20 +3,27 @@
 The build is the real one (`sam build` -> the Makefile's build-<Function> targets ->
 scripts/build_function.py), into a temporary directory; pip installs the pinned wheels for arm64.
 The package is then imported by an interpreter that sees nothing else (-I -S) and writes no
-bytecode (-B), as Lambda's read-only /var/task.
+bytecode (-B), as Lambda's read-only /var/task. Then `sam package`, the upload `sam deploy` does
+first, runs on the built template against moto's S3: the files template.yaml brings in with
+AWS::Include must be uploaded with the code.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
+import boto3
 import pytest
+from moto.server import ThreadedMotoServer
 from scripts.build_function import BOTOCORE_DATA_FILES, SERVICE_PACKAGE, SERVICES, SOURCE
 
+from seat_tools.local.template import include_locations, read_template_document
 from tests.integration.conftest import REPO
 from tests.template_support import Template
 
@@ -119,3 +126,59 @@ def test_the_package_is_small(build_dir: Path) -> None:
     for function in FUNCTIONS:
         size = sum(p.stat().st_size for p in (build_dir / function).rglob("*") if p.is_file())
         assert size < MAX_PACKAGE_BYTES, (function, size)
+
+
+def test_sam_package_uploads_the_files_the_template_includes(build_dir: Path, tmp_path: Path) -> None:
+    """What `sam deploy` sends: every AWS::Include Location becomes the S3 object of that file."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    env = {
+        **os.environ,
+        "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "SAM_CLI_TELEMETRY": "0",
+    }
+    env.pop("AWS_PROFILE", None)
+    try:
+        s3 = boto3.client(
+            "s3",
+            endpoint_url=env["AWS_ENDPOINT_URL"],
+            region_name="us-east-1",
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        )
+        s3.create_bucket(Bucket="artifacts")
+        packaged = tmp_path / "packaged.yaml"
+        result = subprocess.run(
+            [
+                str(Path(sys.executable).with_name("sam")),
+                "package",
+                "--template-file",
+                str(build_dir / "template.yaml"),
+                "--s3-bucket",
+                "artifacts",
+                "--region",
+                "us-east-1",
+                "--output-template-file",
+                str(packaged),
+            ],
+            cwd=tmp_path,  # not the repository's samconfig.toml
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+        written = include_locations(read_template_document(REPO / "template.yaml", includes=False))
+        uploaded = include_locations(read_template_document(packaged, includes=False))
+        assert len(uploaded) == len(written) == 2
+        for location, url in zip(written, uploaded, strict=True):
+            assert url.startswith("s3://artifacts/"), url
+            body = s3.get_object(Bucket="artifacts", Key=url.removeprefix("s3://artifacts/"))["Body"].read()
+            assert body == (REPO / location).read_bytes(), location
+    finally:
+        server.stop()

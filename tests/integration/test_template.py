@@ -2,24 +2,70 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from cfnlint.api import lint_file
+import yaml
+from cfnlint.api import lint, lint_file
 
 from seat_inventory.logic.reserve_seats import MAX_RESERVATIONS_PER_TRANSACTION, QueueMessage, reserve_seats
 from seat_inventory.settings import Settings
-from seat_tools.local.template import Resolver
+from seat_tools.local.template import Resolver, include_locations, read_template_document
 from tests.fakes import FakeClock, InMemoryInventoryStore, RecordingPublisher
 from tests.integration.conftest import REPO
 from tests.template_support import Template
+
+# What template.yaml brings in from its own files with AWS::Include (`sam deploy` uploads them).
+INCLUDED = {
+    ("CheckoutApi", "DefinitionBody"): "api/openapi.yaml",
+    ("Dashboard", "DashboardBody"): "monitoring/dashboard.yaml",
+}
 
 
 def test_cfn_lint_finds_nothing() -> None:
     matches = lint_file(REPO / "template.yaml")
     assert [str(m) for m in matches] == []
+
+
+def lint_as_processed(document: dict[str, Any]) -> list[str]:
+    """cfn-lint over the template as CloudFormation processes it (included files in place), with
+    every check: template.yaml's own cfn-lint metadata skips W8001, for conditions only the
+    included files use."""
+    document = copy.deepcopy(document)
+    del document["Metadata"]["cfn-lint"]
+    return [str(m) for m in lint(json.dumps(document))]
+
+
+def test_cfn_lint_finds_nothing_in_the_template_with_its_included_files(template: Template) -> None:
+    # cfn-lint does not read the files AWS::Include brings in: without this, a misspelt resource
+    # or a short-form tag in api/openapi.yaml would lint clean and fail at deploy time.
+    assert lint_as_processed(template.document) == []
+
+
+def test_linting_with_the_included_files_finds_a_misspelt_resource_in_them(template: Template) -> None:
+    document = copy.deepcopy(template.document)
+    paths = document["Resources"]["CheckoutApi"]["Properties"]["DefinitionBody"]["paths"]
+    integration = paths["/holds"]["post"]["x-amazon-apigateway-integration"]
+    integration["uri"]["Fn::Sub"] = integration["uri"]["Fn::Sub"].replace(
+        "ReservationsQueue.", "ReservationsQ."
+    )
+    assert any(
+        match.startswith("[E1019") and "ReservationsQ" in match for match in lint_as_processed(document)
+    )
+
+
+def test_the_api_definition_and_the_dashboard_are_brought_in_from_their_own_files(template: Template) -> None:
+    written = read_template_document(REPO / "template.yaml", includes=False)
+    assert include_locations(written) == list(INCLUDED.values())
+    for (logical_id, name), location in INCLUDED.items():
+        assert written["Resources"][logical_id]["Properties"][name] == {
+            "Fn::Transform": {"Name": "AWS::Include", "Parameters": {"Location": location}}
+        }
+        # safe_load knows no short-form tag (!Sub), which CloudFormation refuses in an included file
+        assert template.properties(logical_id)[name] == yaml.safe_load((REPO / location).read_text())
 
 
 def test_the_table_is_on_demand_encrypted_recoverable_with_ttl(template: Template) -> None:

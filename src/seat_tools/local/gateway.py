@@ -1,8 +1,9 @@
 """The template's checkout API on 127.0.0.1: the REST API `CheckoutApi` of template.yaml, executed.
 
 Nothing here restates a route, a schema or a mapping: `ApiDefinition` reads the API's OpenAPI
-definition (`DefinitionBody`) from the template, with the intrinsics resolved to the local
-resources, and `LocalApiGateway.handle` does what API Gateway does with a request:
+definition (`DefinitionBody`, which template.yaml brings in from api/openapi.yaml with AWS::Include,
+put in place as CloudFormation does by `read_template_document`), with the intrinsics resolved to
+the local resources, and `LocalApiGateway.handle` does what API Gateway does with a request:
 
 1. finds the route (an unknown path or method is answered 403 "Missing Authentication Token");
 2. applies the route's request validator: required parameters, and the body against the
@@ -89,8 +90,9 @@ class ApiDefinition:
     def from_template(
         cls, template_path: Path, resolver: Resolver, logical_id: str = API_ID
     ) -> ApiDefinition:
-        """Reads `logical_id`'s DefinitionBody; references to the local resources are resolved,
-        what the local stack does not build (roles) is left as written, as is never used."""
+        """Reads `logical_id`'s DefinitionBody (the file it includes, api/openapi.yaml); references
+        to the local resources are resolved, what the local stack does not build (roles) is left as
+        written, as is never used."""
         document = read_template_document(template_path)
         resource = document["Resources"].get(logical_id)
         if not isinstance(resource, dict) or resource.get("Type") != "AWS::Serverless::Api":

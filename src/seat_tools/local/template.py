@@ -7,6 +7,11 @@ concurrency are all read from the template; nothing here repeats them.
 `!Ref Parameter` resolves to the parameter's Default unless overridden. References to resources
 (`!Ref InventoryTable`, `!GetAtt ReservationsDeadLetterQueue.Arn`) stay symbolic until the local
 stack knows the physical names, and are resolved by `Resolver.with_resources`.
+
+Parts of the template live in their own files, brought in with CloudFormation's `AWS::Include`
+transform (the checkout API's OpenAPI definition in api/openapi.yaml, the dashboard's body in
+monitoring/dashboard.yaml). `read_template_document` puts them in place as CloudFormation does
+(`resolve_includes`), so the local stack, the tests and the deployed stack read the same files.
 """
 
 from __future__ import annotations
@@ -109,8 +114,9 @@ def _yaml_loader() -> type:
     return CloudFormationLoader
 
 
-def read_template_document(path: Path) -> dict[str, Any]:
-    """The template as plain data, intrinsics in long form."""
+def read_template_document(path: Path, *, includes: bool = True) -> dict[str, Any]:
+    """The template as plain data, intrinsics in long form; with `includes`, as CloudFormation
+    processes it: every local `AWS::Include` replaced by its file (`resolve_includes`)."""
     import yaml
 
     loader = _yaml_loader()
@@ -124,7 +130,94 @@ def read_template_document(path: Path) -> dict[str, Any]:
         raise TemplateError(f"{path} is not valid YAML: {exc}") from exc
     if not isinstance(document, dict) or not isinstance(document.get("Resources"), dict):
         raise TemplateError(f"{path} has no Resources section")
-    return document
+    return resolve_includes(document, path.parent) if includes else document
+
+
+INCLUDE_TRANSFORM = "AWS::Include"
+
+
+def include_location(value: Any) -> str | None:
+    """The Location of `value` if it is an `AWS::Include` transform's argument
+    ({"Name": "AWS::Include", "Parameters": {"Location": ...}}), else None."""
+    if not isinstance(value, dict) or value.get("Name") != INCLUDE_TRANSFORM:
+        return None
+    location = (value.get("Parameters") or {}).get("Location")
+    if not isinstance(location, str) or not location:
+        raise TemplateError(f"an {INCLUDE_TRANSFORM} transform without a Location: {value!r}")
+    return location
+
+
+def include_locations(document: Any) -> list[str]:
+    """Every local file the document brings in with `AWS::Include`, in the order written."""
+    if isinstance(document, list):
+        return [location for item in document for location in include_locations(item)]
+    if not isinstance(document, dict):
+        return []
+    found: list[str] = []
+    for key, value in document.items():
+        location = include_location(value) if key == "Fn::Transform" else None
+        found.extend([location] if location else include_locations(value))
+    return found
+
+
+def read_included_snippet(path: Path) -> Any:
+    """A file brought in with `AWS::Include`, as CloudFormation reads it: YAML or JSON whose
+    intrinsics are in long form (`Fn::Sub:`, `Ref:`); CloudFormation does not support the
+    short-form tags (`!Sub`, `!Ref`) in included snippets, so they are refused here too."""
+    import yaml
+
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise TemplateError(f"cannot read {path}, brought in with {INCLUDE_TRANSFORM}: {exc}") from exc
+    try:
+        return yaml.safe_load(text)
+    except yaml.constructor.ConstructorError as exc:
+        tag = re.search(r"'(![^']*)'", str(exc))
+        raise TemplateError(
+            f"{path}: CloudFormation does not read short-form tags ({tag.group(1) if tag else exc.problem})"
+            f" in a file brought in with {INCLUDE_TRANSFORM}; write the long form (Fn::Sub:, Ref:)"
+        ) from exc
+    except yaml.YAMLError as exc:
+        raise TemplateError(f"{path} is not valid YAML: {exc}") from exc
+
+
+def resolve_includes(value: Any, base_dir: Path) -> Any:
+    """`value` with every `Fn::Transform: {Name: AWS::Include, Parameters: {Location: <file>}}` done
+    as `sam package` and CloudFormation do it together: a relative Location is a file beside the
+    template (`sam package` uploads it to S3, CloudFormation fetches it back); the file's content, a
+    key-value object, replaces the `Fn::Transform`, merged with the keys beside it if any.
+    CloudFormation runs these transforms first, before the template's own (AWS::LanguageExtensions,
+    SAM's), and evaluates the intrinsics they bring in with the rest of the template.
+
+    Refused, as CloudFormation refuses them: a file that includes another, and short-form tags in a
+    file (`read_included_snippet`). Refused too: an s3:// Location (only the deployed stack reads
+    S3), and a key set both in the file and beside the transform (CloudFormation does not document
+    which would win).
+    """
+
+    def resolve(value: Any, inside: str | None) -> Any:
+        if isinstance(value, list):
+            return [resolve(item, inside) for item in value]
+        if not isinstance(value, dict):
+            return value
+        location = include_location(value.get("Fn::Transform"))
+        if location is None:
+            return {key: resolve(item, inside) for key, item in value.items()}
+        if inside is not None:
+            raise TemplateError(f"{inside} includes {location}: an included file cannot include another")
+        if "://" in location:
+            raise TemplateError(f"{INCLUDE_TRANSFORM} of {location}: only a local file can be read here")
+        snippet = read_included_snippet(base_dir / location)
+        if not isinstance(snippet, dict):
+            raise TemplateError(f"{location} must hold a key-value object to be included")
+        siblings = {key: item for key, item in value.items() if key != "Fn::Transform"}
+        clash = sorted(set(siblings) & set(snippet))
+        if clash:
+            raise TemplateError(f"{location} sets {', '.join(clash)}, which the template sets beside it")
+        return {**resolve(siblings, inside), **resolve(snippet, location)}
+
+    return resolve(value, None)
 
 
 @dataclass(frozen=True, slots=True)
