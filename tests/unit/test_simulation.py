@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 from pathlib import Path
 
 import pytest
@@ -224,6 +225,8 @@ def test_the_table_comes_from_the_templates_parameters_and_the_options_override_
     )
     assert prewarmed.count("Default: 8000") == 1 and prewarmed.count("Default: 30000") == 1
     (tmp_path / "template.yaml").write_text(prewarmed)
+    for included in ("api", "monitoring"):  # the files template.yaml brings in with AWS::Include
+        shutil.copytree(Path(__file__).parents[2] / included, tmp_path / included)
     monkeypatch.setenv("SEATS_TEMPLATE", str(tmp_path / "template.yaml"))
     runner = CliRunner()
 
