@@ -8,7 +8,7 @@ CONSTRAINTS := requirements/constraints.txt
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-unit test-integration test-local soak lint format demo bench build validate requirements lock clean security
+.PHONY: help install system-packages test test-unit test-integration test-local soak lint format demo bench build validate requirements lock clean security
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -22,7 +22,10 @@ $(STAMP): pyproject.toml $(CONSTRAINTS)
 
 install: $(STAMP) ## Create .venv and install the package with its pinned dev dependencies
 
-test: install lint ## Lint, then run every test tier (unit, integration on moto, local stack on DynamoDB Local)
+system-packages: ## Install the tools the tests drive (Chromium and its driver, redis-server, Java, npm) from apt when absent; fails naming them when it cannot (not root, no apt)
+	@bash scripts/install_system_packages.sh
+
+test: install system-packages lint ## Lint, then run every test tier (unit, integration on moto, local stack on DynamoDB Local)
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 test-unit: install ## Pure logic, no network
@@ -31,7 +34,7 @@ test-unit: install ## Pure logic, no network
 test-integration: install ## The real handler and adapters on moto
 	$(BIN)/pytest tests/integration $(PYTEST_ARGS)
 
-test-local: install ## Concurrency and end-to-end on DynamoDB Local + moto server
+test-local: install system-packages ## Concurrency and end-to-end on DynamoDB Local + moto server
 	$(BIN)/pytest tests/local $(PYTEST_ARGS)
 
 soak: install ## The full soak on the local stack: 50,000 requests (or SEATS_SOAK_REQUESTS), figures printed

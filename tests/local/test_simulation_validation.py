@@ -28,8 +28,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from seat_inventory.models import SeatKey
 from seat_inventory.settings import Settings
 from seat_tools.contention.model import ContentionSettings
@@ -39,9 +37,6 @@ from seat_tools.local.template import load_template
 from seat_tools.operator_commands import OperatorTable
 from seat_tools.simulation.run import SimulationConfig, run_simulation
 from seat_tools.traffic import send_messages
-
-# The layer's proxy (issue 12, item 1) lands separately from the simulation.
-pytest.importorskip("seat_tools.contention.proxy", reason="the contention layer's proxy is not in this tree")
 
 SCALE = 20.0
 # A larger run: SEATS_VALIDATION_WORKERS=6 SEATS_VALIDATION_REQUESTS=1800 (docs/simulation.md).
