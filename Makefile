@@ -79,9 +79,9 @@ lock: install ## Refresh requirements/constraints.txt from the current environme
 	$(BIN)/python scripts/lambda_requirements.py
 
 # checkov lives in its own throwaway venv: it pins many packages the project must not inherit.
-CHECKOV_VENV ?= /tmp/seat-inventory-checkov
+CHECKOV_VENV ?= $(HOME)/.cache/seat-inventory/checkov
 security: ## checkov over template.yaml, from a throwaway venv (CHECKOV_VENV) outside the project pins
-	test -x $(CHECKOV_VENV)/bin/checkov || { $(PYTHON) -m venv $(CHECKOV_VENV) && $(CHECKOV_VENV)/bin/pip install --quiet checkov; }
+	test -x $(CHECKOV_VENV)/bin/checkov || { mkdir -p $(dir $(CHECKOV_VENV)) && $(PYTHON) -m venv $(CHECKOV_VENV) && $(CHECKOV_VENV)/bin/pip install --quiet checkov; }
 	$(CHECKOV_VENV)/bin/checkov --file template.yaml --framework cloudformation --skip-download --compact --quiet
 
 clean: ## Remove build output and caches (keeps .venv and the DynamoDB Local download)

@@ -12,6 +12,7 @@ import json
 import os
 import uuid
 from contextlib import redirect_stdout
+from pathlib import Path
 from typing import Any
 
 from seat_inventory.models import SeatKey
@@ -20,6 +21,9 @@ from seat_tools.operator_commands import OperatorTable
 from seat_tools.traffic import reservation_body
 
 BATCH = 100
+# The directory that holds the packages (src/): the profile names files relative to it, as
+# pyinstrument does for installed packages, instead of by this machine's absolute path.
+SOURCE_ROOT = Path(__file__).resolve().parents[2]
 
 
 class _Context:
@@ -31,6 +35,11 @@ class _Context:
 
     def get_remaining_time_in_millis(self) -> int:
         return 30_000
+
+
+def relative_to_sources(text: str) -> str:
+    """The profile's text with this checkout's source files named from src/, not by absolute path."""
+    return text.replace(f"{SOURCE_ROOT}{os.sep}", "")
 
 
 def profile_handler(stack: LocalStack, *, capacity: int = 500, batches: int = 11) -> str:
@@ -67,7 +76,7 @@ def profile_handler(stack: LocalStack, *, capacity: int = 500, batches: int = 11
             for event in events[1:]:
                 handler_module.lambda_handler(event, _Context())
             profiler.stop()
-        return str(profiler.output_text(unicode=False, color=False))
+        return relative_to_sources(str(profiler.output_text(unicode=False, color=False)))
     finally:
         logger.setLevel(level)
         handler_module.reset_container()

@@ -6,7 +6,7 @@ import json
 import shlex
 import sys
 import time
-from pathlib import Path
+from pathlib import Path, PurePath
 
 import click
 
@@ -31,6 +31,18 @@ def _shard_counts(_ctx: click.Context, _param: click.Parameter, value: str) -> t
             raise click.BadParameter(f"{k} is not from 1 to {MAX_SHARDS}")
         counts.add(k)
     return tuple(sorted(counts))
+
+
+def shown_path(argument: str) -> str:
+    """An argument as the published report shows it: an absolute path by its name alone.
+
+    A path on the machine that ran the bench means nothing to a reader (and docs name no path
+    outside the repository); a path relative to the checkout stays as it is.
+    """
+    option, equals, value = argument.partition("=") if argument.startswith("--") else ("", "", argument)
+    if value.startswith("/"):
+        value = PurePath(value).name
+    return f"{option}{equals}{value}"
 
 
 @click.command()
@@ -170,7 +182,9 @@ def bench(
         chart.parent.mkdir(parents=True, exist_ok=True)
         report.draw_chart(results, chart)
         chart_name = (
-            chart.name if str(report_path) != "-" and chart.parent == report_path.parent else str(chart)
+            chart.name
+            if str(report_path) != "-" and chart.parent == report_path.parent
+            else shown_path(str(chart))
         )
         click.echo(f"chart: {chart}", err=True)
     if str(report_path) != "-":
@@ -179,7 +193,7 @@ def bench(
             report.markdown(
                 results,
                 cold,
-                command="seats bench " + shlex.join(sys.argv[2:]) if len(sys.argv) > 2 else "seats bench",
+                command=shlex.join(["seats", "bench", *(shown_path(arg) for arg in sys.argv[2:])]),
                 started=started_at,
                 duration_s=duration,
                 scale=size,
