@@ -8,7 +8,7 @@ CONSTRAINTS := requirements/constraints.txt
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install system-packages test test-unit test-integration test-local soak lint format demo bench build validate requirements lock clean security
+.PHONY: help install system-packages test test-deep test-unit test-integration test-local soak lint format demo bench build validate requirements lock clean security
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -25,8 +25,11 @@ install: $(STAMP) ## Create .venv and install the package with its pinned dev de
 system-packages: ## Install the tools the tests drive (Chromium and its driver, redis-server, Java, npm) from apt when absent; fails naming them when it cannot (not root, no apt)
 	@bash scripts/install_system_packages.sh
 
-test: install system-packages lint ## Lint, then run every test tier (unit, integration on moto, local stack on DynamoDB Local)
+test: install system-packages lint ## Lint, then run every test tier (unit, integration on moto, local stack on DynamoDB Local); the long-running ones bounded (docs/testing.md)
 	$(BIN)/pytest $(PYTEST_ARGS)
+
+test-deep: install system-packages ## Every tier with the long-running tests at full size (SEATS_TEST_DEPTH=deep: the model-based search, the soak, ...)
+	SEATS_TEST_DEPTH=deep $(BIN)/pytest $(PYTEST_ARGS)
 
 test-unit: install ## Pure logic, no network
 	$(BIN)/pytest tests/unit $(PYTEST_ARGS)

@@ -25,9 +25,10 @@ over to another example.
 Each seat class is split over K shard items (K from 1 to 16, docs/sharding.md), and a rule reshards
 a class between batches: the checks add up its shard items, each of which must keep the invariant.
 
-CI runs 300 histories of 10 steps, split over three fixed seeds (`MODEL_SEEDS`), so that a
-failure only one seed's search reaches cannot hide behind the others (each step is a few moto
-calls of 5-20 ms, a sweeper run about 20). For a longer search, set the environment
+The histories are split over three fixed seeds (`MODEL_SEEDS`), so that a failure only one seed's
+search reaches cannot hide behind the others (each step is a few moto calls of 5-20 ms, a sweeper
+run about 20). Bounded (tests/depth.py): `make test` and CI run MODEL_EXAMPLES_CI histories of 10
+steps, `make test-deep` MODEL_EXAMPLES_DEEP. For a longer search, set the environment
 (`SEATS_MODEL_SEEDS` takes a comma-separated list; `--hypothesis-seed=N` runs that one seed with
 all the examples):
     SEATS_MODEL_EXAMPLES=2000 SEATS_MODEL_STEPS=20 .venv/bin/pytest tests/integration/test_model_based.py
@@ -65,6 +66,7 @@ from seat_inventory.handlers import reserve_seats as handler_module
 from seat_inventory.handlers import sweep_holds as sweeper_module
 from seat_inventory.models import MAX_SHARDS, SeatKey
 from seat_tools.operator_commands import OperatorTable
+from tests.depth import sized
 from tests.integration.conftest import (
     REGION,
     REPO,
@@ -80,7 +82,9 @@ from tests.integration.conftest import (
 )
 from tests.template_support import load_template
 
-MODEL_EXAMPLES = int(os.environ.get("SEATS_MODEL_EXAMPLES", "300"))
+MODEL_EXAMPLES_CI = 60  # about 2 minutes on 2 cores
+MODEL_EXAMPLES_DEEP = 300  # about 11 minutes
+MODEL_EXAMPLES = sized("SEATS_MODEL_EXAMPLES", ci=MODEL_EXAMPLES_CI, deep=MODEL_EXAMPLES_DEEP)
 MODEL_STEPS = int(os.environ.get("SEATS_MODEL_STEPS", "10"))
 MODEL_SEEDS = [int(n) for n in os.environ.get("SEATS_MODEL_SEEDS", "14,99,2026").split(",")]
 MAX_QUANTITY = 10  # the template's MaxSeatsPerReservation default, which the handler gets
@@ -989,6 +993,7 @@ def harness(monkeypatch: pytest.MonkeyPatch) -> Iterator[Harness]:
     sweeper_module.reset_container()
 
 
+@pytest.mark.bounded
 @pytest.mark.parametrize("model_seed", MODEL_SEEDS)
 def test_random_histories_keep_the_inventory_and_the_answers_consistent(
     harness: Harness, model_seed: int, request: pytest.FixtureRequest

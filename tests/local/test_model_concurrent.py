@@ -26,8 +26,9 @@ With concurrency the winner of a race is not determined, so the model gives boun
 - SOLD_OUT only when the seats that were ever taken leave fewer than it asked for, never when the
   whole demand fits; LIMIT_EXCEEDED likewise per customer, and only where there is a limit.
 
-CI runs 25 workloads (about 10 s on 2 cores: a workload is 1-20 reservations, up to a few dozen
-deliveries). More with SEATS_MODEL_CONCURRENT_EXAMPLES=500.
+Bounded (tests/depth.py): `make test` and CI run 25 workloads (about 25 s on 2 cores: a workload is
+1-20 reservations, up to a few dozen deliveries), `make test-deep` 100. More with
+SEATS_MODEL_CONCURRENT_EXAMPLES=500.
 """
 
 from __future__ import annotations
@@ -52,10 +53,11 @@ from seat_inventory.models import ReservationOutcome, SeatClassInventory, SeatKe
 from seat_tools.local.runner import LocalLambdaContext, RunnerConfig, runner_config, sqs_record
 from seat_tools.local.stack import LocalStack
 from seat_tools.operator_commands import OperatorTable
+from tests.depth import sized
 
 pytestmark = pytest.mark.local_stack
 
-EXAMPLES = int(os.environ.get("SEATS_MODEL_CONCURRENT_EXAMPLES", "25"))
+EXAMPLES = sized("SEATS_MODEL_CONCURRENT_EXAMPLES", ci=25, deep=100)
 CONTAINERS = 3
 MAX_BATCH = 10
 # A message handed back more often than this would reach the dead-letter queue (MaxReceiveCount 5).
@@ -371,6 +373,7 @@ def check(workload: Workload, run: Run, table: OperatorTable) -> None:
 # --------------------------------------------------------------------------- the test
 
 
+@pytest.mark.bounded
 @settings(
     max_examples=EXAMPLES,
     deadline=None,

@@ -33,8 +33,8 @@ the confirmed seats; every message answered, every reservation id with exactly o
 first answer's outcome, every stored record agreeing with its answers; nothing in the dead-letter
 queue; the crash happened, and a batch the slow worker held past the timeout was delivered again.
 
-Size: `SEATS_SOAK_REQUESTS`; CI runs 2,000 (about 45 s of traffic, 60 s with the checks, on 2
-cores). Each batch of 100 touches most of the 46 seat classes, so it costs about 45 transactions:
+Size: `SEATS_SOAK_REQUESTS`; bounded (tests/depth.py): `make test` and CI run 2,000 (about 45 s of
+traffic, 60-90 s with the checks, on 2 cores), `make test-deep` 10,000. Each batch of 100 touches most of the 46 seat classes, so it costs about 45 transactions:
 that, not the queue, sets the pace. `make soak` runs 50,000: 670 s of traffic (75 reservations/s),
 12 minutes in all, on a 2-core machine that was also running other test suites at the time.
 The figures are printed (`pytest -s` shows them), for instance for that run:
@@ -66,9 +66,9 @@ from seat_tools.local.runner import LocalRunner, runner_config
 from seat_tools.local.stack import LocalStack
 from seat_tools.operator_commands import OperatorTable
 from seat_tools.traffic import OutcomeCollector, reservation_body, send_messages
+from tests.depth import sized
 
-CI_REQUESTS = 2000
-SOAK_REQUESTS = int(os.environ.get("SEATS_SOAK_REQUESTS", str(CI_REQUESTS)))
+SOAK_REQUESTS = sized("SEATS_SOAK_REQUESTS", ci=2000, deep=10_000)
 SEED = 20260601
 EVENTS = 24
 SEAT_CLASSES = ("GA", "VIP", "BALCONY")
@@ -100,6 +100,7 @@ PLAN_VARIABLE = "SEATS_SOAK_PLAN"  # how the test hands its plan to the worker p
 pytestmark = [
     pytest.mark.local_stack,
     pytest.mark.soak,
+    pytest.mark.bounded,
     # A fixed part (starts, the crash's redelivery, the checks), then 20 ms a request (the full soak: 14).
     pytest.mark.timeout(300 + SOAK_REQUESTS // 50),
 ]
