@@ -144,8 +144,9 @@ def test_the_demo_verdict_catches_oversold_missing_and_contradictory_answers() -
 def test_concurrent_onsale_sells_exactly_the_capacity_and_answers_every_reservation_once(
     local_stack: LocalStack,
 ) -> None:
-    # Given an event with 1,000 seats and 8 function instances
-    options = DemoOptions(capacity=1000, requests=5000, duplicates_pct=10, workers=8, seed=20240601)
+    # Given an event with 1,000 seats in one item that 8 function instances share (the hardest case:
+    # `seats demo --single-item`; the demo's default keeps one item per worker)
+    options = DemoOptions(capacity=1000, requests=5000, duplicates_pct=10, workers=8, shards=1, seed=20240601)
 
     # When 5,000 reservation messages arrive at once, 10% of them re-sends, some for several seats
     run = run_onsale(options, local_stack)
@@ -157,6 +158,7 @@ def test_concurrent_onsale_sells_exactly_the_capacity_and_answers_every_reservat
     assert inventory.available == 0
     assert inventory.available + inventory.sold == inventory.capacity == 1000
     summary = run.summary
+    assert (summary["workers"], summary["shards"]) == (8, 1)
     assert summary["oversold"] == 0
     assert summary["confirmed_seats"] == 1000
 
@@ -257,7 +259,7 @@ def test_a_reported_item_failure_is_retried_alone_while_its_batch_mates_are_answ
 @pytest.mark.timeout(180)
 def test_seats_demo_json_prints_a_clean_summary_on_its_last_line() -> None:
     # Given a fresh clone's `seats` command
-    # When the demo runs with a small on-sale
+    # When the demo runs with a small on-sale, in its default configuration
     completed = subprocess.run(
         [str(SEATS), "demo", "--json", "--capacity", "200", "--requests", "1000"],
         capture_output=True,
@@ -274,6 +276,10 @@ def test_seats_demo_json_prints_a_clean_summary_on_its_last_line() -> None:
     assert summary["capacity"] == 200
     assert summary["requests"] == 1000
     assert summary["confirmed_seats"] == 200
+    # in the recommended configuration: the class kept in one item per worker
+    assert summary["workers"] == 8
+    assert summary["shards"] == 8
+    assert summary["sold"] == 200 and summary["available"] == 0
     for key in ("sold_out", "duplicates", "invalid", "elapsed_s", "reservations_per_s"):
         assert key in summary
 

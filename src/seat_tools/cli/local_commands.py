@@ -18,6 +18,7 @@ from typing import Any
 
 import click
 
+from seat_inventory.models import MAX_SHARDS
 from seat_tools.cli.output import OutputFormat, output_option, print_json, print_text
 from seat_tools.contention.model import ContentionSettings
 
@@ -262,6 +263,18 @@ def _wait_forever(stats: Any = None) -> None:
     show_default=True,
     help="Percentage of messages that are re-sends of an earlier one.",
 )
+@click.option(
+    "--shards",
+    type=click.IntRange(min=1, max=MAX_SHARDS),
+    help="Items the seat class is kept in (default: one per worker, the recommended configuration;"
+    " docs/sharding.md).",
+)
+@click.option(
+    "--single-item",
+    is_flag=True,
+    help="Keep the seat class in one item that every worker shares (= --shards 1): the comparison"
+    " that shows what conflicts cost.",
+)
 @click.option("--seed", type=int, help="Seed for quantities, customers and duplicate positions.")
 @output_option
 @aws_contention_options
@@ -270,6 +283,8 @@ def demo(
     requests: int,
     workers: int | None,
     duplicates: float,
+    shards: int | None,
+    single_item: bool,
     seed: int | None,
     output: OutputFormat,
     no_aws_contention: bool,
@@ -277,11 +292,14 @@ def demo(
 ) -> None:
     """Run an on-sale end to end on a fresh local stack and check the result.
 
-    Creates an event with CAPACITY seats, sends REQUESTS reservations at once (some duplicated,
-    some for several seats), lets the function's workers take them, collects every outcome from
-    the topic, then checks the table against the answers. Exits with status 1 if anything was
-    oversold, left unanswered, answered inconsistently or dead-lettered.
+    Creates an event with CAPACITY seats kept in one item per worker (the recommended
+    configuration; --single-item for one shared item), sends REQUESTS reservations at once (some
+    duplicated, some for several seats), lets the function's workers take them, collects every
+    outcome from the topic, then checks the table against the answers. Exits with status 1 if
+    anything was oversold, left unanswered, answered inconsistently or dead-lettered.
     """
+    if single_item and shards not in (None, 1):
+        raise click.UsageError("--single-item keeps the class in one item: leave out --shards")
     with _local_errors(), _sigterm_as_interrupt():
         from seat_tools.local.demo import DemoOptions, checks_passed, run_demo
 
@@ -290,6 +308,7 @@ def demo(
             requests=requests,
             duplicates_pct=duplicates,
             workers=workers,
+            shards=1 if single_item else shards,
             seed=seed,
             aws_contention=aws_contention_settings(no_aws_contention, contention_time_scale),
         )
@@ -321,6 +340,7 @@ SUMMARY_ROWS = (
     ("inconsistent", "reservation ids answered two different ways (must be 0)"),
     ("dlq_depth", "messages in the dead-letter queue (must be 0)"),
     ("workers", "function instances"),
+    ("shards", "items the seat class is kept in (recommended: at least the workers)"),
     ("invocations", "function invocations"),
     ("elapsed_s", "seconds from the first message sent to the last answer"),
     ("reservations_per_s", "reservation messages answered per second"),
@@ -344,5 +364,29 @@ def _print_summary(summary: Mapping[str, Any]) -> None:
             " {throttled_requests} throttled requests, {write_units_cancelled:g} write units spent on"
             " cancelled transactions".format(**contention)
         )
+    for line in explain(summary):
+        click.echo(line)
     verdict = "all checks passed" if checks_passed(summary) else "CHECKS FAILED"
     click.echo(f"{verdict}; worker logs in {summary.get('log_dir')}")
+
+
+def explain(summary: Mapping[str, Any]) -> list[str]:
+    """The two lines under the summary that say what its numbers mean."""
+    workers, shards = summary.get("workers") or 0, summary.get("shards") or 1
+    items = f"{shards} item{'s' if shards != 1 else ''}"
+    if workers <= 1:
+        layout = f"1 worker on {items}: nothing to conflict with"
+    elif shards >= workers:
+        layout = (
+            f"{workers} workers on {items}, one each at least (recommended): fewer conflicts than"
+            " with `--single-item`, all on one item"
+        )
+    else:
+        layout = f"{workers} workers share {items}: more conflicts than the default, one item per worker"
+    return [
+        "  meaning: rows marked (must be 0) are the guarantees: no seat sold twice or lost, every"
+        " reservation answered once; reservations_per_s measures this machine running every engine,"
+        " not AWS",
+        "  meaning: the contention line is what AWS would do; cancelled transactions' write units are"
+        f" paid for and sell nothing. {layout}",
+    ]

@@ -1,10 +1,12 @@
 """The on-sale, end to end on this machine: a burst of reservations for a limited event, then checks.
 
 Steps: the local stack comes up (or an existing one is used), an event with `capacity` seats is
-created, the runner's workers start (cold starts happen before the burst, as with warm Lambda
-instances at an on-sale), a temporary queue is subscribed to the outcomes topic, the burst is
-sent (with deliberate duplicate re-sends and some multi-seat requests), and outcomes are
-collected until every message sent has been answered.
+created in the recommended configuration, its seat class kept in as many items (shards) as there are
+workers, so that each worker can take seats from an item of its own (docs/sharding.md; `shards=1`
+keeps it in one item that every worker shares, the comparison), the runner's workers start (cold
+starts happen before the burst, as with warm Lambda instances at an on-sale), a temporary queue
+is subscribed to the outcomes topic, the burst is sent (with deliberate duplicate re-sends and some
+multi-seat requests), and outcomes are collected until every message sent has been answered.
 
 The summary is computed by checking, not by trusting counters: the inventory item is read back
 and compared with the capacity and with the seats of the reservation ids the service told
@@ -25,6 +27,13 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from seat_inventory.models import SeatClassInventory, SeatKey
+from seat_tools.contention.model import ContentionSettings
+from seat_inventory.dal.inventory_table import InventoryTable
+from seat_tools.local.engines import LocalStackError
+from seat_tools.local.runner import LocalRunner, default_workers, runner_config
+from seat_tools.local.stack import DEFAULT_CONTENTION, LocalStack
+from seat_inventory.logic.shards import check_shard_count
+from seat_inventory.models import MAX_SHARDS, SeatClassInventory, SeatKey
 from seat_inventory.settings import DEFAULT_SEAT_CLASS
 from seat_tools.contention.model import ContentionSettings
 from seat_tools.local.engines import LocalStackError
@@ -53,6 +62,7 @@ class DemoOptions:
     requests: int = DEFAULT_REQUESTS
     duplicates_pct: float = DEFAULT_DUPLICATES_PCT
     workers: int | None = None  # None: the template's MaximumConcurrency, capped at DEFAULT_MAX_WORKERS
+    shards: int | None = None  # None: one item per worker (at most MAX_SHARDS); 1: one shared item
     seed: int | None = None
     max_quantity: int = 4
     multi_seat_share: float = 0.2
@@ -60,6 +70,15 @@ class DemoOptions:
     timeout_s: float = DEFAULT_TIMEOUT_S
     handler: str | None = None  # a dotted path other than the template's Handler (tests)
     aws_contention: ContentionSettings | None = DEFAULT_CONTENTION  # None: DynamoDB Local alone
+
+
+def recommended_shards(workers: int) -> int:
+    """The items a seat class is kept in for `workers` concurrent containers: one each (docs/sharding.md).
+
+    With fewer items than containers, containers meet on an item and their transactions cancel each
+    other (AWS's TransactionConflict); with one each, they rarely do.
+    """
+    return max(1, min(workers, MAX_SHARDS))
 
 
 def summarize(
@@ -71,6 +90,7 @@ def summarize(
     elapsed_s: float,
     dlq_depth: int = 0,
     workers: int | None = None,
+    shards: int | None = None,
 ) -> dict[str, Any]:
     """The demo's verdict from what was sent, what was answered and what the table holds.
 
@@ -138,6 +158,7 @@ def summarize(
         "held": held,
         "dlq_depth": dlq_depth,
         "workers": workers,
+        "shards": shards,
     }
 
 
@@ -208,12 +229,20 @@ def run_onsale(
     """Runs one on-sale on a started stack (a fresh event each time, so a stack can host several)."""
     if options.capacity < 0 or options.requests < 1:
         raise ValueError("capacity must be at least 0 and requests at least 1")
+    if options.shards is not None:
+        check_shard_count(options.shards)
     say = progress or (lambda message: None)
+    workers = options.workers or default_workers(
+        stack.template.function.event_source.maximum_concurrency, DEFAULT_MAX_WORKERS
+    )
+    shards = options.shards or recommended_shards(workers)
     environment = stack.environment()
     seat_class = environment.get("DEFAULT_SEAT_CLASS") or DEFAULT_SEAT_CLASS
     event_id = options.event_id or f"onsale-{uuid.uuid4().hex[:8]}"
     OperatorTable(stack.client("dynamodb"), stack.table_name).create_seat_class(
         SeatKey(event_id, seat_class), options.capacity
+    InventoryTable(stack.client("dynamodb"), stack.table_name).create_seat_class(
+        SeatKey(event_id, seat_class), options.capacity, shards=shards
     )
     bodies = plan_burst(
         event_id,
@@ -223,11 +252,11 @@ def run_onsale(
         multi_seat_share=options.multi_seat_share,
         seed=options.seed,
     )
-    workers = options.workers or default_workers(
-        stack.template.function.event_source.maximum_concurrency, DEFAULT_MAX_WORKERS
-    )
     config = runner_config(stack, workers=workers, handler=options.handler)
-    say(f"event {event_id}: {options.capacity} seats; starting {workers} workers (cold starts) ...")
+    items = f"{shards} items" if shards > 1 else "one item"
+    say(
+        f"event {event_id}: {options.capacity} seats in {items}; starting {workers} workers (cold starts) ..."
+    )
     stop_collecting = threading.Event()
     # Nothing new for this long means nothing more will come (a failed message is retried after
     # the visibility timeout, so the wait covers a few of those).
@@ -288,6 +317,7 @@ def run_onsale(
         elapsed_s=elapsed,
         dlq_depth=_dlq_depth(stack),
         workers=workers,
+        shards=shards,
     )
     summary.update(
         {

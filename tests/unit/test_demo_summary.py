@@ -1,0 +1,80 @@
+"""`seats demo`: the recommended configuration by default, and two lines saying what its numbers mean."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from seat_inventory.models import MAX_SHARDS
+from seat_tools.cli.local_commands import _print_summary, explain
+from seat_tools.cli.main import cli
+from seat_tools.local.demo import recommended_shards
+
+
+def summary(workers: int, shards: int) -> dict[str, Any]:
+    return {
+        "event_id": "onsale-1",
+        "capacity": 1000,
+        "requests": 5000,
+        "confirmed_seats": 1000,
+        "oversold": 0,
+        "outcomes_missing": 0,
+        "inconsistent": 0,
+        "dlq_depth": 0,
+        "workers": workers,
+        "shards": shards,
+        "aws_contention": {
+            "transactions_committed": 60,
+            "transactions_cancelled": {"TransactionConflict": 3},
+            "write_conflicts": 0,
+            "throttled_requests": 0,
+            "write_units_cancelled": 412.0,
+        },
+        "log_dir": "logs",
+    }
+
+
+@pytest.mark.parametrize(("workers", "shards"), [(1, 1), (8, 8), (10, 10), (MAX_SHARDS + 1, MAX_SHARDS)])
+def test_the_class_is_kept_in_one_item_per_worker(workers: int, shards: int) -> None:
+    assert recommended_shards(workers) == shards
+
+
+def test_the_summary_says_what_its_numbers_mean_in_two_lines(capsys: pytest.CaptureFixture[str]) -> None:
+    # Given the summary of an on-sale in the recommended configuration
+    # When it is printed
+    _print_summary(summary(workers=8, shards=8))
+
+    # Then the shard count is shown, and two lines under the figures say what they mean
+    lines = capsys.readouterr().out.splitlines()
+    assert any(line.split()[:2] == ["shards:", "8"] for line in lines)
+    meaning = [line for line in lines if line.startswith("  meaning: ")]
+    assert len(meaning) == 2
+    assert "rows marked (must be 0) are the guarantees" in meaning[0]
+    assert "8 workers on 8 items, one each at least (recommended)" in meaning[1]
+    assert "fewer conflicts than with `--single-item`, all on one item" in meaning[1]
+    assert lines[-1] == "all checks passed; worker logs in logs"
+
+
+def test_a_shared_item_is_explained_as_the_comparison() -> None:
+    lines = explain(summary(workers=8, shards=1))
+    assert lines[1].endswith("8 workers share 1 item: more conflicts than the default, one item per worker")
+    assert "8 workers share 4 items:" in explain(summary(workers=8, shards=4))[1]
+    assert explain(summary(workers=1, shards=1))[1].endswith("1 worker on 1 item: nothing to conflict with")
+
+
+def test_single_item_and_other_shards_are_refused_in_one_line() -> None:
+    result = CliRunner().invoke(cli, ["demo", "--single-item", "--shards", "4"])
+    assert result.exit_code == 2
+    assert result.output.splitlines()[-1] == (
+        "Error: --single-item keeps the class in one item: leave out --shards"
+    )
+
+
+def test_the_demo_help_names_the_default_and_the_comparison() -> None:
+    result = CliRunner().invoke(cli, ["demo", "--help"])
+    assert result.exit_code == 0
+    text = " ".join(result.output.split())
+    assert "one per worker, the recommended configuration" in text
+    assert "--single-item" in text
