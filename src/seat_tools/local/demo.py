@@ -76,7 +76,8 @@ def recommended_shards(workers: int) -> int:
     """The items a seat class is kept in for `workers` concurrent containers: one each (docs/sharding.md).
 
     With fewer items than containers, containers meet on an item and their transactions cancel each
-    other (AWS's TransactionConflict); with one each, they rarely do.
+    other (AWS's TransactionConflict); with one each, far less often (docs/contention.md, "Figures
+    from the demo": about a quarter of the conflicts of one shared item).
     """
     return max(1, min(workers, MAX_SHARDS))
 
