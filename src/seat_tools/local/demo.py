@@ -26,12 +26,6 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from seat_inventory.models import SeatClassInventory, SeatKey
-from seat_tools.contention.model import ContentionSettings
-from seat_inventory.dal.inventory_table import InventoryTable
-from seat_tools.local.engines import LocalStackError
-from seat_tools.local.runner import LocalRunner, default_workers, runner_config
-from seat_tools.local.stack import DEFAULT_CONTENTION, LocalStack
 from seat_inventory.logic.shards import check_shard_count
 from seat_inventory.models import MAX_SHARDS, SeatClassInventory, SeatKey
 from seat_inventory.settings import DEFAULT_SEAT_CLASS
@@ -241,8 +235,6 @@ def run_onsale(
     seat_class = environment.get("DEFAULT_SEAT_CLASS") or DEFAULT_SEAT_CLASS
     event_id = options.event_id or f"onsale-{uuid.uuid4().hex[:8]}"
     OperatorTable(stack.client("dynamodb"), stack.table_name).create_seat_class(
-        SeatKey(event_id, seat_class), options.capacity
-    InventoryTable(stack.client("dynamodb"), stack.table_name).create_seat_class(
         SeatKey(event_id, seat_class), options.capacity, shards=shards
     )
     bodies = plan_burst(
