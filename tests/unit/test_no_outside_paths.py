@@ -89,4 +89,4 @@ def test_the_bench_report_shows_an_absolute_path_argument_by_its_name() -> None:
 def test_the_handler_profile_names_source_files_from_src() -> None:
     line = f"Profile at {SOURCE_ROOT}/seat_tools/bench/profiling.py:66"
     assert relative_to_sources(line) == "Profile at seat_tools/bench/profiling.py:66"
-    assert (SOURCE_ROOT / "seat_inventory" / "bench" / "profiling.py").is_file()
+    assert (SOURCE_ROOT / "seat_tools" / "bench" / "profiling.py").is_file()
