@@ -33,7 +33,7 @@ MISSING_RESOURCES = {
 }
 # Commands that use no AWS settings of the user's: they start the local engines or simulate.
 # A new command of that kind goes here (this test expects every other one to call AWS).
-LOCAL_COMMANDS = {("local", "up"), ("demo",), ("bench",), ("simulate",)}
+LOCAL_COMMANDS = {("local", "up"), ("demo",), ("bench",), ("simulate",), ("onsale", "plan")}
 # Options that keep a command from waiting or prompting (everything else is made up from its params).
 EXTRA_ARGS: dict[tuple[str, ...], list[str]] = {
     ("watch",): ["--timeout", "1"],
@@ -42,6 +42,7 @@ EXTRA_ARGS: dict[tuple[str, ...], list[str]] = {
     ("event", "schedule"): ["--clear"],
     ("dlq", "redrive"): ["--yes"],
     ("invoke",): ["-e", str(REPO / "events" / "reserve_single.json")],
+    ("onsale", "check"): ["--stack-name", "x-1"],
 }
 EXPECTED = {
     "unknown profile": ExitCode.CONFIGURATION,

@@ -89,6 +89,7 @@ class CliContext:
         self._env = os.environ if env is None else env
         self._session: boto3.session.Session | None = None
         self._resources: ResourceNames | None = None
+        self._outputs: dict[str, str] | None = None
 
     @property
     def session(self) -> boto3.session.Session:
@@ -112,7 +113,7 @@ class CliContext:
         if self._resources is None:
             values = dict.fromkeys(OUTPUT_ENV_VARS.values())
             if self.stack_name:
-                outputs = self._stack_outputs(self.stack_name)
+                outputs = self.stack_outputs()
                 for output, variable in OUTPUT_ENV_VARS.items():
                     values[variable] = outputs.get(output)
             else:
@@ -125,6 +126,14 @@ class CliContext:
                 dead_letter_queue_url=values["DEAD_LETTER_QUEUE_URL"],
             )
         return self._resources
+
+    def stack_outputs(self) -> dict[str, str]:
+        """Every output of the stack named by --stack-name (read once); UsageError without one."""
+        if not self.stack_name:
+            raise click.UsageError("no stack: pass --stack-name (or set SEATS_STACK_NAME)")
+        if self._outputs is None:
+            self._outputs = self._stack_outputs(self.stack_name)
+        return self._outputs
 
     def _stack_outputs(self, stack_name: str) -> dict[str, str]:
         try:

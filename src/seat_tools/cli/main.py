@@ -104,3 +104,6 @@ cli.add_command(bench)
 from seat_tools.cli.simulate_commands import simulate  # noqa: E402
 
 cli.add_command(simulate)
+from seat_tools.cli.onsale_commands import onsale  # noqa: E402
+
+cli.add_command(onsale)

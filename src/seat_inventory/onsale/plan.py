@@ -1,0 +1,691 @@
+"""What an on-sale of a given rate needs from the stack, and the rate a deployed stack's settings allow.
+
+Pure arithmetic, no AWS calls: `plan_sale` answers `seats onsale plan`, `assess_stack` answers
+`seats onsale check` from the settings `onsale.stack_reader` reads. Every figure carries its rule;
+docs/onsale.md lists the rules with their sources. The rate is reservations per second at the
+sale's peak, all confirmed (the most write units a reservation costs); the same per-item rules
+give both directions (what a rate needs, what a setting allows), so the plan and the check agree.
+
+The rules, in short:
+
+- One container confirms about 800 reservations per second on a shard item of its own
+  (docs/sharding.md: `seats simulate --containers 1 --requests 50000` answers about 830/s). So
+  the event source's `MaximumConcurrency` >= rate / 800, and each seat class needs K >= that many
+  shard items (at most 64, `models.MAX_SHARDS`): with fewer items than containers, containers
+  share items and conflict. A class supports about 800/s per shard item.
+- Write units per confirmed reservation: its record is a transactional put of an item under
+  1 KB (2 units), and the inventory item's update (2 units) is shared by the reservations of one
+  transaction (at most 99, the template's `BatchSize`): 2 + 2/99 = 2.02. A class with a
+  per-customer limit adds the customer's counter, 2 more units in the same transaction.
+- Read units per refused request after the sell-out: each batch of refusals decides SOLD_OUT from a
+  consistent read of the class: a `GetItem` of shard 0 (1 unit) and, for a sharded class, a
+  `TransactGetItems` of all its K items (2 units each) (docs/sharding.md); (1 + 2K) / 99 per
+  request. Refused requests write 1 unit each (a `PutItem` of their record).
+- The table serves at once its warm throughput (a new on-demand table: 4,000 write / 12,000 read
+  units per second), at most its per-table quota (40,000 by default) and its `OnDemandThroughput`
+  maximum if one is set. The plan keeps the table at most 80% busy (`TABLE_UTILISATION`, this
+  project's choice: with a table limit of 40,000 write units the simulation confirmed 14,136/s,
+  70% of the limit, docs/sharding.md), so the needed units are rate x units / 0.8.
+- The checkout API's stage throttle >= the rate, its burst >= twice the rate (the template's ratio,
+  1,000 and 2,000); API Gateway's account throttle is 10,000 requests per second per region.
+- Lambda: the function's reserved concurrency, or else the account's unreserved concurrency,
+  must hold the containers (the account's default is 1,000 per region).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from seat_inventory.models import MAX_SHARDS
+from seat_tools.bench.ceiling import mean_transaction_latency_s
+from seat_tools.bench.pricing import CostBreakdown, cost_per_million
+
+RESERVATIONS_PER_CONTAINER_S = 800
+MAX_RESERVATIONS_PER_TRANSACTION = 99  # the inventory update and at most 99 records in 100 actions
+TEMPLATE_BATCH_SIZE = 99  # template.yaml's BatchSize default
+TEMPLATE_MEMORY_MB = 512  # template.yaml's Globals.Function.MemorySize
+RECORD_WRITE_UNITS = 2.0  # a transactional put of an item under 1 KB
+INVENTORY_WRITE_UNITS = 2.0  # the inventory item's update in the transaction
+COUNTER_WRITE_UNITS = 2.0  # a per-customer counter's update in the transaction
+REJECTION_WRITE_UNITS = 1.0  # a refused request's record: one conditional PutItem
+SHARD0_READ_UNITS = 1.0  # strongly consistent GetItem of shard 0
+TRANSACT_READ_UNITS_PER_ITEM = 2.0  # TransactGetItems: 2 units per item under 4 KB
+NEW_TABLE_WARM_WRITE = 4_000
+NEW_TABLE_WARM_READ = 12_000
+PARTITION_WRITE_UNITS = 1_000
+PARTITION_READ_UNITS = 3_000
+TABLE_QUOTA_DEFAULT = 40_000
+TABLE_UTILISATION = 0.8
+MAPPING_MIN_CONCURRENCY = 2
+MAPPING_MAX_CONCURRENCY = 1_000
+INITIAL_CONCURRENT_BATCHES = 5
+SCALE_UP_PER_MINUTE = 300
+LAMBDA_ACCOUNT_CONCURRENCY_DEFAULT = 1_000
+UNRESERVED_CONCURRENCY_MINIMUM = 100
+API_ACCOUNT_RATE_DEFAULT = 10_000
+API_ACCOUNT_BURST_DEFAULT = 5_000
+API_BURST_PER_RATE = 2
+SQS_BATCH = 10  # SendMessageBatch, ReceiveMessage and DeleteMessageBatch carry up to 10 messages
+SNS_BATCH = 10  # PublishBatch carries up to 10 outcomes
+
+
+def _n(value: float) -> str:
+    """A figure for people: thousands separated, two decimals below 10."""
+    if value == math.inf:
+        return "unlimited"
+    if abs(value) < 10 and value != int(value):
+        return f"{value:.2f}"
+    return f"{value:,.0f}"
+
+
+# ------------------------------------------------------------------ the rules, both directions
+
+
+def containers_needed(rate: float) -> int:
+    """Concurrent containers that confirm `rate` reservations per second."""
+    return max(1, math.ceil(rate / RESERVATIONS_PER_CONTAINER_S - 1e-9))
+
+
+def rate_for_containers(containers: int) -> float:
+    return containers * RESERVATIONS_PER_CONTAINER_S
+
+
+def reservations_per_transaction(batch_size: int) -> int:
+    return max(1, min(batch_size, MAX_RESERVATIONS_PER_TRANSACTION))
+
+
+def write_units_per_reservation(
+    batch_size: int = TEMPLATE_BATCH_SIZE, *, customer_limit: bool = False
+) -> float:
+    """Write units one confirmed reservation costs: its record, its share of the inventory
+    item's update, and its customer's counter when the class has a limit."""
+    per = RECORD_WRITE_UNITS + INVENTORY_WRITE_UNITS / reservations_per_transaction(batch_size)
+    return per + (COUNTER_WRITE_UNITS if customer_limit else 0.0)
+
+
+def read_units_per_refusal(shard_items: int, batch_size: int = TEMPLATE_BATCH_SIZE) -> float:
+    """Read units per request refused after the sell-out: one consistent read of the class per batch."""
+    per_batch = SHARD0_READ_UNITS + (TRANSACT_READ_UNITS_PER_ITEM * shard_items if shard_items > 1 else 0.0)
+    return per_batch / max(1, batch_size)
+
+
+def units_needed(rate: float, units_per_request: float) -> float:
+    """Units per second the table must serve for `rate`, at most TABLE_UTILISATION busy."""
+    return rate * units_per_request / TABLE_UTILISATION
+
+
+def rate_for_units(units_per_s: float, units_per_request: float) -> float:
+    return units_per_s * TABLE_UTILISATION / units_per_request if units_per_request > 0 else math.inf
+
+
+def rate_for_api(rate_limit: float, burst_limit: float) -> float:
+    return min(rate_limit, burst_limit / API_BURST_PER_RATE)
+
+
+def scale_up_seconds(containers: int) -> float:
+    """Seconds of backlog before the event source runs `containers` batches at once: 5 at once,
+    then up to 300 more a minute (as `simulation.event_source.scale_up_delay_s`)."""
+    return 60.0 * max(0, containers - INITIAL_CONCURRENT_BATCHES) / SCALE_UP_PER_MINUTE
+
+
+def item_transaction_ceiling(batch_size: int = TEMPLATE_BATCH_SIZE) -> float:
+    """Reservations per second one shard item can commit, one transaction at a time: full
+    transactions over their mean modelled latency (`bench.ceiling`, published latencies
+    extrapolated past 25 items)."""
+    per = reservations_per_transaction(batch_size)
+    return per / mean_transaction_latency_s(per + 1)
+
+
+def _round_up(value: float, step: int) -> int:
+    return int(math.ceil(value / step - 1e-9) * step)
+
+
+# ------------------------------------------------------------------ cost
+
+
+def cost_per_million_confirmed(
+    batch_size: int = TEMPLATE_BATCH_SIZE,
+    memory_mb: int = TEMPLATE_MEMORY_MB,
+    *,
+    customer_limit: bool = False,
+) -> CostBreakdown:
+    """US dollars per million confirmed reservations (pricing.py's list prices): write units
+    as above; SQS: a send, a receive and a delete per 10 messages; SNS: one PublishBatch per 10
+    outcomes; Lambda: one invocation per batch and 1/800 s of a container per reservation.
+    Leaves out read units before the sell-out (shard surveys: about 0.01 per reservation in
+    `seats simulate`), cancelled transactions, API Gateway and the pre-warming charge."""
+    million = 1_000_000
+    return cost_per_million(
+        write_units=million * write_units_per_reservation(batch_size, customer_limit=customer_limit),
+        read_units=0.0,
+        sqs_requests=round(million * 3 / SQS_BATCH),
+        sns_requests=round(million / SNS_BATCH),
+        invocations=round(million / max(1, batch_size)),
+        gb_seconds=million * (memory_mb / 1024) / RESERVATIONS_PER_CONTAINER_S,
+        reservations=million,
+    )
+
+
+def cost_per_million_refused(
+    shard_items: int, batch_size: int = TEMPLATE_BATCH_SIZE, memory_mb: int = TEMPLATE_MEMORY_MB
+) -> CostBreakdown:
+    """US dollars per million requests refused after the sell-out: a 1-unit record each and the
+    batch's consistent read of the class; SQS, SNS and Lambda as for a confirmed one."""
+    million = 1_000_000
+    return cost_per_million(
+        write_units=million * REJECTION_WRITE_UNITS,
+        read_units=million * read_units_per_refusal(shard_items, batch_size),
+        sqs_requests=round(million * 3 / SQS_BATCH),
+        sns_requests=round(million / SNS_BATCH),
+        invocations=round(million / max(1, batch_size)),
+        gb_seconds=million * (memory_mb / 1024) / RESERVATIONS_PER_CONTAINER_S,
+        reservations=million,
+    )
+
+
+# ------------------------------------------------------------------ the plan
+
+
+@dataclass(frozen=True)
+class SaleInputs:
+    """What `seats onsale plan` is asked: the peak rate (reservations per second), and optionally
+    the seats on sale and how many each reservation takes."""
+
+    rate: float
+    seats: int | None = None
+    seats_per_request: int = 1
+    customer_limit: bool = False
+    batch_size: int = TEMPLATE_BATCH_SIZE
+    memory_mb: int = TEMPLATE_MEMORY_MB
+
+    def __post_init__(self) -> None:
+        if not self.rate > 0:
+            raise ValueError("the rate must be above 0 reservations per second")
+        if self.seats is not None and self.seats < 1:
+            raise ValueError("the seats must be at least 1")
+        if self.seats_per_request < 1 or self.batch_size < 1 or self.memory_mb < 1:
+            raise ValueError("seats per request, batch size and memory must be at least 1")
+
+
+@dataclass(frozen=True)
+class PlanItem:
+    """One line of the plan: a setting, the value the sale needs, and the rule behind it."""
+
+    key: str
+    label: str
+    value: int | float | str
+    rule: str
+
+
+@dataclass(frozen=True)
+class SalePlan:
+    inputs: SaleInputs
+    items: tuple[PlanItem, ...]
+    problems: tuple[str, ...] = ()  # what this design cannot give at this rate
+    values: dict[str, float] = field(default_factory=dict)  # the figures, for programs
+
+    def item(self, key: str) -> PlanItem:
+        return next(i for i in self.items if i.key == key)
+
+
+def plan_sale(inputs: SaleInputs) -> SalePlan:
+    """What a sale at `inputs.rate` needs, item by item, each with its rule."""
+    rate, batch = inputs.rate, inputs.batch_size
+    containers = containers_needed(rate)
+    mapping = max(MAPPING_MIN_CONCURRENCY, containers)
+    problems: list[str] = []
+    if containers > MAPPING_MAX_CONCURRENCY:
+        problems.append(
+            f"{containers:,} containers: one event source mapping runs at most"
+            f" {MAPPING_MAX_CONCURRENCY:,} batches at once"
+            f" (about {_n(rate_for_containers(MAPPING_MAX_CONCURRENCY))}/s)"
+        )
+    shards = min(MAX_SHARDS, containers)
+    shard_rule = (
+        f"seats event create/reshard --shards K: K >= the containers that sell the class at once"
+        f" ({containers:,}), at most {MAX_SHARDS}; with fewer items than containers they share"
+        f" items and conflict (docs/sharding.md); an item commits one transaction at a time, at"
+        f" most about {_n(item_transaction_ceiling(batch))} reservations/s (bench/ceiling.py)"
+    )
+    if containers > MAX_SHARDS:
+        problems.append(
+            f"{containers:,} containers on one seat class: a class has at most {MAX_SHARDS} shard"
+            f" items, about {_n(rate_for_containers(MAX_SHARDS))}/s (measured: 43,288/s at 64"
+            " containers on 64 items, docs/sharding.md); spread the demand over several classes"
+        )
+    if inputs.seats is not None:
+        per_shard = batch * inputs.seats_per_request
+        by_seats = max(1, inputs.seats // per_shard)
+        if by_seats < shards:
+            shards = by_seats
+            shard_rule += (
+                f"; with {inputs.seats:,} seats, at most {by_seats} so that each item holds a full"
+                f" batch ({per_shard:,} seats): a container takes only the seats its item holds,"
+                " then looks for another"
+            )
+            if by_seats < containers:
+                problems.append(
+                    f"{inputs.seats:,} seats make {by_seats} shard item(s) of a full batch, fewer"
+                    f" than the {containers:,} containers: the class supports about"
+                    f" {_n(rate_for_containers(by_seats))}/s"
+                )
+
+    wu = write_units_per_reservation(batch, customer_limit=inputs.customer_limit)
+    write_units = units_needed(rate, wu)
+    warm_write = max(NEW_TABLE_WARM_WRITE, _round_up(write_units, 1_000))
+    ru = read_units_per_refusal(shards, batch)
+    read_units = units_needed(rate, ru)
+    warm_read = max(NEW_TABLE_WARM_READ, _round_up(read_units, 1_000))
+    quota_write = max(TABLE_QUOTA_DEFAULT, warm_write)
+    quota_read = max(TABLE_QUOTA_DEFAULT, warm_read)
+    per_txn = reservations_per_transaction(batch)
+    counter = f" + {_n(COUNTER_WRITE_UNITS)} for the customer's counter" if inputs.customer_limit else ""
+    transact_read = f", TransactGetItems of its {shards} items at 2 units each" if shards > 1 else ""
+    raise_quota = "; raise it first" if max(quota_write, quota_read) > TABLE_QUOTA_DEFAULT else ""
+    raise_api = "; raise it in Service Quotas" if rate > API_ACCOUNT_RATE_DEFAULT else ""
+    ramp = scale_up_seconds(mapping)
+    confirmed = cost_per_million_confirmed(batch, inputs.memory_mb, customer_limit=inputs.customer_limit)
+    refused = cost_per_million_refused(shards, batch, inputs.memory_mb)
+
+    items = [
+        PlanItem(
+            "maximum_concurrency",
+            "MaximumConcurrency",
+            mapping,
+            f"parameter MaximumConcurrency: containers >= rate / {RESERVATIONS_PER_CONTAINER_S}"
+            f" (one container confirms about {RESERVATIONS_PER_CONTAINER_S}/s on its own shard"
+            f" item, docs/sharding.md); AWS allows {MAPPING_MIN_CONCURRENCY}"
+            f"-{MAPPING_MAX_CONCURRENCY:,} per mapping",
+        ),
+        PlanItem("shards", "shard items per seat class", shards, shard_rule),
+        PlanItem(
+            "warm_write_units",
+            "table warm write units/s",
+            warm_write,
+            f"parameter TableWarmWriteUnitsPerSecond: rate x {_n(wu)} write units per reservation"
+            f" / {TABLE_UTILISATION} = {_n(write_units)}, rounded up to a thousand, at least a new"
+            f" table's {NEW_TABLE_WARM_WRITE:,}: {_n(RECORD_WRITE_UNITS)} for the record +"
+            f" {_n(INVENTORY_WRITE_UNITS)} for the inventory update shared by {per_txn}"
+            f" reservations per transaction{counter}",
+        ),
+        PlanItem(
+            "warm_read_units",
+            "table warm read units/s",
+            warm_read,
+            f"parameter TableWarmReadUnitsPerSecond: after the sell-out, rate x {_n(ru)} read"
+            f" units per refused request / {TABLE_UTILISATION} = {_n(read_units)}, at least a new"
+            f" table's {NEW_TABLE_WARM_READ:,}: each batch of {batch} refusals reads the class"
+            f" (GetItem of shard 0{transact_read})",
+        ),
+        PlanItem(
+            "table_quota",
+            "table quota, write / read",
+            f"{quota_write:,} / {quota_read:,}",
+            "Service Quotas, DynamoDB table-level throughput: at least the warm throughput (a table"
+            f" is pre-warmed up to its quota); the default is {TABLE_QUOTA_DEFAULT:,}{raise_quota}",
+        ),
+        PlanItem(
+            "table_maximum",
+            "table maximum, write / read",
+            f"-1 or >= {warm_write:,} / {warm_read:,}",
+            "parameters TableMaxWriteRequestUnits / TableMaxReadRequestUnits (OnDemandThroughput):"
+            " a maximum below the warm throughput throttles the sale there; -1 sets none",
+        ),
+        PlanItem(
+            "api_throttle",
+            "API stage throttle, rate / burst",
+            f"{math.ceil(rate):,} / {math.ceil(rate * API_BURST_PER_RATE):,}",
+            "parameters ApiThrottlingRateLimit / ApiThrottlingBurstLimit: rate >= the sale's rate,"
+            f" burst >= {API_BURST_PER_RATE} x rate (the template's ratio, 1,000 / 2,000), when"
+            " buyers come through the checkout API",
+        ),
+        PlanItem(
+            "api_account_throttle",
+            "API account throttle, requests/s",
+            max(API_ACCOUNT_RATE_DEFAULT, math.ceil(rate)),
+            "Service Quotas, API Gateway throttle per account and region: at least the rate; the"
+            f" default is {API_ACCOUNT_RATE_DEFAULT:,} (burst {API_ACCOUNT_BURST_DEFAULT:,}, set by"
+            f" AWS), shared by every API of the account in the region{raise_api}",
+        ),
+        PlanItem(
+            "lambda_concurrency",
+            "Lambda concurrency",
+            mapping,
+            "Service Quotas, Lambda concurrent executions: the containers, besides what else runs"
+            f" in the account and region; the default is {LAMBDA_ACCOUNT_CONCURRENCY_DEFAULT:,}"
+            " (new accounts get less); reserving them for the function needs a limit of at least"
+            f" {mapping + UNRESERVED_CONCURRENCY_MINIMUM:,} (AWS keeps"
+            f" {UNRESERVED_CONCURRENCY_MINIMUM} unreserved)",
+        ),
+        PlanItem(
+            "scale_up_seconds",
+            "scale-up, seconds",
+            round(ramp, 1),
+            f"the event source starts {INITIAL_CONCURRENT_BATCHES} batches at once, then up to"
+            f" {SCALE_UP_PER_MINUTE} more a minute while messages wait; until then the rate is lower",
+        ),
+        PlanItem(
+            "cost_per_million_confirmed",
+            "USD per million confirmed",
+            round(confirmed.total, 2),
+            f"DynamoDB {confirmed.dynamodb:.2f} ({_n(wu)} write units each), SQS {confirmed.sqs:.2f},"
+            f" SNS {confirmed.sns:.2f}, Lambda {confirmed.lambda_:.3f}, at pricing.py's us-east-1"
+            " list prices; without API Gateway, cancelled transactions and pre-warming",
+        ),
+        PlanItem(
+            "cost_per_million_refused",
+            "USD per million refused",
+            round(refused.total, 2),
+            f"after the sell-out: DynamoDB {refused.dynamodb:.2f} ({_n(REJECTION_WRITE_UNITS)} write"
+            f" unit and {_n(ru)} read units each), SQS {refused.sqs:.2f}, SNS {refused.sns:.2f},"
+            f" Lambda {refused.lambda_:.3f}",
+        ),
+    ]
+    values: dict[str, float] = {
+        "write_units_per_reservation": wu,
+        "write_units_per_s": write_units,
+        "read_units_per_refusal": ru,
+        "read_units_per_s": read_units,
+    }
+    if inputs.seats is not None:
+        reservations = math.ceil(inputs.seats / inputs.seats_per_request)
+        duration = reservations / rate
+        values["sale_seconds"] = duration
+        values["sale_usd"] = reservations * confirmed.total / 1e6
+        short = (
+            f"; shorter than the scale-up ({ramp:.0f} s): the rate is never reached"
+            if duration < ramp
+            else ""
+        )
+        items.append(
+            PlanItem(
+                "sale",
+                "sale: seconds / USD",
+                f"{_n(duration)} / {values['sale_usd']:,.2f}",
+                f"{inputs.seats:,} seats at {inputs.seats_per_request} per reservation:"
+                f" {reservations:,} reservations at {_n(rate)}/s{short}",
+            )
+        )
+    return SalePlan(inputs, tuple(items), tuple(problems), values)
+
+
+# ------------------------------------------------------------------ the check
+
+
+@dataclass(frozen=True)
+class ClassShards:
+    """A seat class of the event, as the data access reads it."""
+
+    seat_class: str
+    shard_count: int  # items sales are routed to
+    shard_items: int  # items that exist (a consistent read reads them all)
+    max_per_customer: int | None = None
+
+
+@dataclass(frozen=True)
+class StackSettings:
+    """What `onsale check` reads from a deployed stack. None: not set (no limit of that kind),
+    except where a field says otherwise."""
+
+    mapping_enabled: bool
+    maximum_concurrency: int | None  # ScalingConfig.MaximumConcurrency; None: the mapping's 1,000
+    batch_size: int
+    reserved_concurrency: int | None  # the function's; None: it draws on the unreserved pool
+    account_concurrency: int
+    unreserved_concurrency: int
+    warm_write_units: int | None  # DescribeTable's WarmThroughput; None: not reported
+    warm_read_units: int | None
+    max_write_units: int | None  # OnDemandThroughput; None (or -1 as AWS reports it): no maximum
+    max_read_units: int | None
+    quota_write_units: int  # DescribeLimits' table-level quotas
+    quota_read_units: int
+    api_rate_limit: float | None  # the stage's throttle for POST /reservations; None: no stage found
+    api_burst_limit: float | None
+    api_account_rate_limit: float
+    api_account_burst_limit: float
+    classes: tuple[ClassShards, ...]
+    api_stage: str = ""
+    usage_plan_rate_limit: float | None = None  # the tightest usage plan on the stage (API keys)
+    usage_plan_burst_limit: float | None = None
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One line of the check: what the stack has, the rate it allows, and the rule."""
+
+    key: str
+    label: str
+    have: str
+    supports: float  # reservations per second this item allows
+    rule: str
+    need: str = ""  # what the target rate needs (filled by assess_stack)
+    ok: bool = True
+
+
+@dataclass(frozen=True)
+class Assessment:
+    rate: float  # the target: the one asked, or the supported rate when none was
+    rate_given: bool
+    supported_rate: float
+    capped_by: str
+    findings: tuple[Finding, ...]
+
+    @property
+    def ready(self) -> bool:
+        return all(f.ok for f in self.findings)
+
+
+def _none_if_unset(value: int | None) -> int | None:
+    return None if value is None or value < 0 else value
+
+
+def stack_findings(settings: StackSettings) -> list[tuple[Finding, Callable[[float], str]]]:
+    """Each item of the stack with the rate it allows, and a function of the target rate that
+    says what that rate needs of it."""
+    batch = settings.batch_size
+    customer_limit = any(c.max_per_customer is not None for c in settings.classes)
+    wu = write_units_per_reservation(batch, customer_limit=customer_limit)
+    widest = max((c.shard_items for c in settings.classes), default=1)
+    ru = read_units_per_refusal(widest, batch)
+    out: list[tuple[Finding, Callable[[float], str]]] = []
+
+    mapping = settings.maximum_concurrency or MAPPING_MAX_CONCURRENCY
+    supports = rate_for_containers(mapping) if settings.mapping_enabled else 0.0
+    state = "" if settings.mapping_enabled else " (mapping DISABLED: nothing is consumed)"
+    out.append(
+        (
+            Finding(
+                "maximum_concurrency",
+                "event source MaximumConcurrency",
+                (str(settings.maximum_concurrency) if settings.maximum_concurrency else "not set (1,000)")
+                + state,
+                supports,
+                f"containers >= rate / {RESERVATIONS_PER_CONTAINER_S}",
+            ),
+            lambda r: f">= {containers_needed(r):,}",
+        )
+    )
+    if settings.reserved_concurrency is not None:
+        out.append(
+            (
+                Finding(
+                    "lambda_concurrency",
+                    "function reserved concurrency",
+                    f"{settings.reserved_concurrency:,} (account limit {settings.account_concurrency:,})",
+                    rate_for_containers(settings.reserved_concurrency),
+                    "reserved concurrency caps the function's containers",
+                ),
+                lambda r: f">= {containers_needed(r):,}",
+            )
+        )
+    else:
+        out.append(
+            (
+                Finding(
+                    "lambda_concurrency",
+                    "account unreserved concurrency (the function reserves none)",
+                    f"{settings.unreserved_concurrency:,} (account limit {settings.account_concurrency:,})",
+                    rate_for_containers(settings.unreserved_concurrency),
+                    "the containers come out of the account's unreserved pool, shared with every other"
+                    " function in the region",
+                ),
+                lambda r: f">= {containers_needed(r):,}",
+            )
+        )
+    for c in settings.classes:
+        out.append(
+            (
+                Finding(
+                    f"shards:{c.seat_class}",
+                    f"seat class {c.seat_class} shard items",
+                    f"{c.shard_count}"
+                    + (f" routed of {c.shard_items}" if c.shard_items != c.shard_count else ""),
+                    rate_for_containers(c.shard_count),
+                    f"K >= rate / {RESERVATIONS_PER_CONTAINER_S}, at most {MAX_SHARDS}: one per container",
+                ),
+                lambda r: (
+                    f">= {containers_needed(r):,}"
+                    + (
+                        f" (more than {MAX_SHARDS}: split the demand)"
+                        if containers_needed(r) > MAX_SHARDS
+                        else ""
+                    )
+                ),
+            )
+        )
+    warm_write = settings.warm_write_units or NEW_TABLE_WARM_WRITE
+    warm_read = settings.warm_read_units or NEW_TABLE_WARM_READ
+    reported = "" if settings.warm_write_units else " (not reported: a new table's)"
+    write_rule = f"warm write units >= rate x {_n(wu)} write units per reservation / {TABLE_UTILISATION}"
+    read_rule = (
+        f"warm read units >= rate x {_n(ru)} read units per refused request / {TABLE_UTILISATION}"
+        f" (after the sell-out; widest class {widest} items)"
+    )
+    out.append(
+        (
+            Finding(
+                "warm_write_units",
+                "table warm write units/s",
+                f"{warm_write:,}{reported}",
+                rate_for_units(warm_write, wu),
+                write_rule,
+            ),
+            lambda r: f">= {_n(units_needed(r, wu))}",
+        )
+    )
+    out.append(
+        (
+            Finding(
+                "warm_read_units",
+                "table warm read units/s",
+                f"{warm_read:,}{reported}",
+                rate_for_units(warm_read, ru),
+                read_rule,
+            ),
+            lambda r: f">= {_n(units_needed(r, ru))}",
+        )
+    )
+    out.append(
+        (
+            Finding(
+                "table_quota",
+                "table-level quota, write / read units/s",
+                f"{settings.quota_write_units:,} / {settings.quota_read_units:,}",
+                min(
+                    rate_for_units(settings.quota_write_units, wu),
+                    rate_for_units(settings.quota_read_units, ru),
+                ),
+                "the table serves at most its quota (DescribeLimits; raise it in Service Quotas)",
+            ),
+            lambda r: f">= {_n(units_needed(r, wu))} / {_n(units_needed(r, ru))}",
+        )
+    )
+    max_write, max_read = _none_if_unset(settings.max_write_units), _none_if_unset(settings.max_read_units)
+    out.append(
+        (
+            Finding(
+                "table_maximum",
+                "table OnDemandThroughput maximum, write / read",
+                f"{'none' if max_write is None else f'{max_write:,}'}"
+                f" / {'none' if max_read is None else f'{max_read:,}'}",
+                min(
+                    rate_for_units(max_write, wu) if max_write is not None else math.inf,
+                    rate_for_units(max_read, ru) if max_read is not None else math.inf,
+                ),
+                "past its maximum an on-demand table throttles",
+            ),
+            lambda r: f"none or >= {_n(units_needed(r, wu))} / {_n(units_needed(r, ru))}",
+        )
+    )
+    if settings.api_rate_limit is None or settings.api_burst_limit is None:
+        stage = f"stage {settings.api_stage!r} " if settings.api_stage else ""
+        out.append(
+            (
+                Finding(
+                    "api_throttle",
+                    "checkout API stage throttle",
+                    f"{stage}not found",
+                    0.0,
+                    "the stack's checkout API has no stage to take requests",
+                ),
+                lambda r: "a deployed stage",
+            )
+        )
+    else:
+        out.append(
+            (
+                Finding(
+                    "api_throttle",
+                    "checkout API throttle for POST /reservations, rate / burst",
+                    f"{_n(settings.api_rate_limit)} / {_n(settings.api_burst_limit)}",
+                    rate_for_api(settings.api_rate_limit, settings.api_burst_limit),
+                    f"rate >= the sale's rate, burst >= {API_BURST_PER_RATE} x rate",
+                ),
+                lambda r: f">= {_n(r)} / {_n(r * API_BURST_PER_RATE)}",
+            )
+        )
+    if settings.usage_plan_rate_limit is not None:
+        burst = settings.usage_plan_burst_limit or settings.usage_plan_rate_limit * API_BURST_PER_RATE
+        out.append(
+            (
+                Finding(
+                    "api_usage_plan",
+                    "checkout API usage plan throttle (per API key), rate / burst",
+                    f"{_n(settings.usage_plan_rate_limit)} / {_n(burst)}",
+                    rate_for_api(settings.usage_plan_rate_limit, burst),
+                    f"rate >= the sale's rate, burst >= {API_BURST_PER_RATE} x rate (a checkout"
+                    " sending with one key)",
+                ),
+                lambda r: f">= {_n(r)} / {_n(r * API_BURST_PER_RATE)}",
+            )
+        )
+    out.append(
+        (
+            Finding(
+                "api_account_throttle",
+                "API Gateway account throttle, rate / burst",
+                f"{_n(settings.api_account_rate_limit)} / {_n(settings.api_account_burst_limit)}",
+                settings.api_account_rate_limit,
+                "the account's requests per second over all its APIs in the region (the burst is AWS's)",
+            ),
+            lambda r: f">= {_n(r)}",
+        )
+    )
+    return out
+
+
+def assess_stack(settings: StackSettings, rate: float | None = None) -> Assessment:
+    """Each item's finding at `rate` (reservations per second), or, without one, at the rate the
+    stack supports: the lowest any item allows. A stack that supports no rate at all (a disabled
+    mapping, no API stage, a reserved concurrency of 0) is never ready."""
+    items = stack_findings(settings)
+    supported = min((f.supports for f, _ in items), default=0.0)
+    capped = min(items, key=lambda pair: pair[0].supports)[0].label if items else ""
+    target = rate if rate is not None else supported
+    findings = []
+    for finding, need in items:
+        ok = finding.supports > 0 and finding.supports >= target * (1 - 1e-9)
+        findings.append(replace(finding, need=need(target) if target > 0 else "", ok=ok))
+    return Assessment(target, rate is not None, supported, capped, tuple(findings))
