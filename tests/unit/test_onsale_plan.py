@@ -17,7 +17,9 @@ import pytest
 from click.testing import CliRunner
 
 from seat_inventory.models import MAX_SHARDS
-from seat_inventory.onsale.plan import (
+from seat_inventory.publishing.sns_publisher import PUBLISH_BATCH_LIMIT
+from seat_tools.cli.main import cli
+from seat_tools.onsale.plan import (
     ClassShards,
     SaleInputs,
     StackSettings,
@@ -30,8 +32,6 @@ from seat_inventory.onsale.plan import (
     scale_up_seconds,
     write_units_per_reservation,
 )
-from seat_inventory.publishing.sns_publisher import PUBLISH_BATCH_LIMIT
-from seat_tools.cli.main import cli
 from seat_tools.simulation import event_source
 from tests.template_support import load_template
 

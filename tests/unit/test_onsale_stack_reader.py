@@ -10,8 +10,8 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from seat_inventory.onsale.plan import ClassShards, assess_stack
-from seat_inventory.onsale.stack_reader import StackReader, StackResources
+from seat_tools.onsale.plan import ClassShards, assess_stack
+from seat_tools.onsale.stack_reader import StackReader, StackResources
 
 OUTPUTS = {
     "InventoryTableName": "seats-table",

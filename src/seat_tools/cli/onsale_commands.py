@@ -1,7 +1,7 @@
 """`seats onsale plan` and `seats onsale check`: size an on-sale, and check a deployed stack for it.
 
-The arithmetic is `seat_inventory.onsale.plan` (pure, unit-tested); the AWS reads are
-`seat_inventory.onsale.stack_reader` (describe calls only). docs/onsale.md has the rules and
+The arithmetic is `seat_tools.onsale.plan` (pure, unit-tested); the AWS reads are
+`seat_tools.onsale.stack_reader` (describe calls only). docs/onsale.md has the rules and
 their sources.
 """
 
@@ -12,7 +12,11 @@ from typing import Any
 
 import click
 
-from seat_inventory.onsale.plan import (
+from seat_inventory.parsing import MAX_ID_LENGTH, MAX_SEAT_CLASS_LENGTH, id_problem
+from seat_tools.cli.context import CliContext
+from seat_tools.cli.errors import CommandError, ExitCode
+from seat_tools.cli.output import OutputFormat, output_option, print_json, print_text
+from seat_tools.onsale.plan import (
     Assessment,
     ClassShards,
     SaleInputs,
@@ -20,11 +24,7 @@ from seat_inventory.onsale.plan import (
     assess_stack,
     plan_sale,
 )
-from seat_inventory.onsale.stack_reader import StackReader, StackResources
-from seat_inventory.parsing import MAX_ID_LENGTH, MAX_SEAT_CLASS_LENGTH, id_problem
-from seat_tools.cli.context import CliContext
-from seat_tools.cli.errors import CommandError, ExitCode
-from seat_tools.cli.output import OutputFormat, output_option, print_json, print_text
+from seat_tools.onsale.stack_reader import StackReader, StackResources
 
 pass_cli = click.make_pass_decorator(CliContext)
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from seat_inventory.onsale.plan import ClassShards, StackSettings
+from seat_tools.onsale.plan import ClassShards, StackSettings
 
 # Outputs of template.yaml that name what the check reads.
 REQUIRED_OUTPUTS = (
