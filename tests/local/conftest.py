@@ -48,3 +48,16 @@ def local_stack(request: pytest.FixtureRequest) -> Iterator[LocalStack]:
         yield stack
     finally:
         stack.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_program() -> str:
+    """redis-server's path; skips (fails under CI=true, where the CI installs it) without it."""
+    from seat_tools.bench.redis_peer import REDIS_MISSING, redis_server_path
+
+    program = redis_server_path()
+    if program is None:
+        if os.environ.get("CI", "").strip().lower() == "true":
+            pytest.fail(f"CI=true, and {REDIS_MISSING}; the CI installs it")
+        pytest.skip(REDIS_MISSING)
+    return program

@@ -12,10 +12,24 @@ from pathlib import Path
 
 from seat_tools.bench.cold_start import ColdStart
 from seat_tools.bench.pricing import PRICES, PRICES_AS_OF
-from seat_tools.bench.run import BASELINE, IDEMPOTENT, SERVICE, WORKERS_CPU, DesignResult, hot_series
+from seat_tools.bench.redis_kill import KillResult
+from seat_tools.bench.redis_peer import PERSISTENCE
+from seat_tools.bench.run import (
+    BASELINE,
+    IDEMPOTENT,
+    REDIS,
+    SERVICE,
+    WORKERS_CPU,
+    DesignResult,
+    RedisPeerRun,
+    hot_series,
+)
 from seat_tools.local.engines import DYNAMODB_LOCAL_VERSION
 
 DESIGN_NAMES = {SERVICE: "service", BASELINE: "baseline", IDEMPOTENT: "baseline + idempotency"}
+# The Redis peer has its own section: the other tables count DynamoDB's units, requests and cost.
+PEER_NAME = "Redis peer"
+REDIS_CPU = "redis-server"
 DESIGN_COLOURS = {SERVICE: "#1f77b4", BASELINE: "#d62728", IDEMPOTENT: "#ff7f0e"}
 
 
@@ -393,7 +407,20 @@ def machine() -> str:
     return f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPU(s)"
 
 
-def printed_report(results: Sequence[DesignResult], cold: ColdStart | None, *, engine: str) -> str:
+def dynamodb_results(results: Sequence[DesignResult]) -> list[DesignResult]:
+    """The designs on DynamoDB: every table but the Redis peer's is theirs."""
+    return [r for r in results if r.design != REDIS]
+
+
+def printed_report(
+    results: Sequence[DesignResult],
+    cold: ColdStart | None,
+    *,
+    engine: str,
+    redis: RedisPeerRun | None = None,
+    redis_skipped: str = "",
+) -> str:
+    everything, results = results, dynamodb_results(results)
     parts = [
         f"DynamoDB engine: {engine}",
         "",
@@ -412,7 +439,11 @@ def printed_report(results: Sequence[DesignResult], cold: ColdStart | None, *, e
     ]
     if cold:
         parts += [cold_start_table(cold), ""]
-    parts.append(targets_table(targets(results, cold)))
+    parts += [targets_table(targets(results, cold)), ""]
+    if redis is None:
+        parts.append(f"{PEER_NAME}: {redis_skipped or 'not run'}")
+    else:
+        parts += [peer_rate_table(everything), "", peer_kill_table(redis.kills)]
     return "\n".join(parts)
 
 
@@ -424,6 +455,7 @@ def draw_chart(results: Sequence[DesignResult], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    results = dynamodb_results(results)
     workloads = list(dict.fromkeys(r.workload for r in results))
     by_key = {(r.workload, r.design): r for r in results}
     figure, (left, right) = plt.subplots(1, 2, figsize=(max(12, 2.4 * len(workloads)), 4.4))
@@ -473,7 +505,10 @@ def markdown(
     chart: str | None,
     engine: str,
     note: str = "",
+    redis: RedisPeerRun | None = None,
+    redis_skipped: str = "",
 ) -> str:
+    everything, results = results, dynamodb_results(results)
     found = targets(results, cold)
     sections = [
         "# Benchmarks: the service against the common design",
@@ -623,4 +658,164 @@ def markdown(
     ]
     if cold:
         sections += ["## Cold start", "", cold_start_table(cold), ""]
+    sections += peer_section(everything, redis, redis_skipped)
     return "\n".join(sections)
+
+
+# ---------------------------------------------------------------- the Redis peer
+REDIS_AOF_URL = "https://docs.aws.amazon.com/AmazonElastiCache/latest/red-ug/RedisAOF.html"
+MEMORYDB_URL = "https://docs.aws.amazon.com/memorydb/latest/devguide/consistency.html"
+REDIS_PERSISTENCE_URL = "https://redis.io/topics/persistence"
+
+
+def _rate(result: DesignResult | None) -> str:
+    return "n/a" if result is None else f"{result.messages_per_s:,.0f}"
+
+
+def peer_rate_table(results: Sequence[DesignResult]) -> str:
+    """The Redis peer's rate on each workload it ran, next to the other designs' on the same
+    workload and workers, with what it answered and the CPU it took."""
+    by_key = {(r.workload, r.design): r for r in results}
+    lines = [
+        "| workload | workers | requests | service msgs/s | baseline msgs/s | baseline + idempotency msgs/s"
+        " | Redis peer msgs/s | Redis / service | confirmed | send to outcome p50 / p99 ms | handed back"
+        " | dead-lettered | sold exactly its capacity | redis-server CPU-s per 1,000 msgs"
+        " | moto server CPU-s per 1,000 msgs | workers CPU-s per 1,000 msgs |",
+        "|" + "---|" * 16,
+    ]
+    for peer in (r for r in results if r.design == REDIS):
+        service = by_key.get((peer.workload, SERVICE))
+        per_thousand = 1000 / max(peer.requests, 1)
+        cpu = {name: f"{peer.cpu_seconds[name] * per_thousand:.2f}" for name in peer.cpu_seconds}
+        ratio = f"{_ratio(peer.messages_per_s, service.messages_per_s):.2f}x" if service else "n/a"
+        problems = peer.invariant_problems
+        check = "NO: " + "; ".join(problems) if problems else _sell_out_check(peer)
+        lines.append(
+            f"| {peer.workload} | {peer.workers} | {peer.requests:,} | {_rate(service)}"
+            f" | {_rate(by_key.get((peer.workload, BASELINE)))}"
+            f" | {_rate(by_key.get((peer.workload, IDEMPOTENT)))} | {peer.messages_per_s:,.0f} | {ratio}"
+            f" | {peer.confirmed:,} | {_ms(peer.latency_s(0.5))} / {_ms(peer.latency_s(0.99))}"
+            f" | {peer.handed_back:,} | {peer.dead_lettered:,}"
+            f" | {check} | {cpu.get(REDIS_CPU, 'n/a')} | {cpu.get('moto server', 'n/a')}"
+            f" | {cpu.get(WORKERS_CPU, 'n/a')} |"
+        )
+    return "\n".join(lines)
+
+
+def _seconds(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
+
+
+def _whole_seconds(value: float | None) -> str:
+    """Seconds from LASTSAVE, which Redis gives in whole seconds."""
+    return "n/a" if value is None else f"{max(value, 0):.0f}"
+
+
+def peer_kill_table(kills: Sequence[KillResult]) -> str:
+    """One row per persistence profile: what the clients were told, what the restarted server
+    had, and how far the sale oversold once it went on."""
+    lines = [
+        "| persistence | seats | requests | clients | confirmed before the kill (reservations = seats)"
+        " | sale before the kill s | since the last RDB snapshot s | killed to answering again s"
+        " | reservations in the store after the restart | **confirmed but lost** (reservations = seats)"
+        " | applied, answer lost with the connection | counter after the restart"
+        " | seats confirmed by the end of the sale | oversold"
+        " | script answers/s after the restart (clients calling it directly) |",
+        "|" + "---|" * 15,
+    ]
+    for k in kills:
+        if k.available_after_restart is None:
+            counter = "class gone"
+        else:
+            agrees = "" if k.counter_agrees else " (disagrees with the records)"
+            counter = f"{k.available_after_restart:,} left{agrees}"
+        lines.append(
+            f"| {k.persistence.name} | {k.capacity:,} | {k.requests:,} | {k.workers}"
+            f" | {k.loss.confirmed_reservations:,} | {_seconds(k.sale_s_before_kill)}"
+            f" | {_whole_seconds(k.s_since_snapshot)} | {_seconds(k.restart_s)}"
+            f" | {k.loss.stored_reservations:,}"
+            f" | **{k.loss.lost_reservations:,}** | {k.loss.applied_unanswered:,} | {counter}"
+            f" | {k.confirmed_seats_in_all:,} | {k.oversold:,} | {k.answers_per_s_after_restart:,.0f} |"
+        )
+    return "\n".join(lines)
+
+
+def peer_section(
+    results: Sequence[DesignResult], redis: RedisPeerRun | None, redis_skipped: str
+) -> list[str]:
+    """The report's section on the Redis peer: what it is, its rate, what a kill loses."""
+    heading = ["## The peer a team would pick instead: a Redis counter", ""]
+    if redis is None:
+        return [*heading, f"Not in this run: {redis_skipped or 'not run'}.", ""]
+    profiles = "; ".join(f"`{p.name}`: {p.title}" for p in PERSISTENCE.values())
+    return [
+        *heading,
+        "What a team would build on ElastiCache or MemoryDB instead of DynamoDB"
+        " (`src/seat_tools/bench/redis_peer.py`, `redis_design.py`, `redis_kill.py`): each seat"
+        " class is a counter of the seats left, taken by one Lua script that Redis runs atomically:"
+        " it refuses when fewer seats are left than asked, else `DECRBY`s the counter. Because SQS"
+        " delivers at least once and the client retries a command whose answer a broken connection"
+        " lost, the script also records each reservation id with its seats (a hash) and answers a"
+        " known id with its first answer, without taking seats again; refusals are not recorded."
+        " It runs as a function on the same queue as the other designs, on the same workloads and"
+        " workers: one script run per message, then the batch's answers published the way the"
+        " service publishes its own (SNS `PublishBatch`, ten per call, the same answer format),"
+        " so that the two differ by their stores, not by how they publish. It runs on a real `redis-server`"
+        f" {redis.server_version} (Debian's package `redis-server`) that the bench starts on"
+        " 127.0.0.1 with its files in a temporary folder, through redis-py"
+        f" {redis.client_version}. That server has Debian's packaged persistence settings"
+        f" ({redis.persistence.title}): `/etc/redis/redis.conf` sets no `save` line, so Redis's"
+        " built-in save points apply, and `appendonly no`.",
+        "",
+        "### Its rate, next to ours",
+        "",
+        "Messages answered per second on the local stack, as in ## Figures (the other designs' columns"
+        " repeat their rows there). The script is one round trip to a server on the same machine"
+        " (no network, where ElastiCache in a VPC adds a round trip across the network per message),"
+        " while the DynamoDB designs' requests go through the contention layer with AWS's"
+        " latencies: on this machine the peer's rate is bounded by moto (SQS, SNS) and the workers'"
+        " CPU, as the baseline's is. Sold exactly its capacity: the counter and the reservations"
+        " recorded agree (available + sold = capacity, sold counted from the records), and the"
+        " class sold exactly its capacity with no SOLD_OUT answer while seats were left.",
+        "",
+        peer_rate_table(results),
+        "",
+        "### What it loses when the server is killed mid-sale",
+        "",
+        "For each persistence setting a fresh server runs the hot workload's sale (one-seat"
+        " requests, seats and requests as above) from as many client threads as workers, each"
+        " calling the script directly and tallying every answer it receives. The class is created"
+        " and, where there are RDB save points, snapshotted before the sale (an event is created"
+        " well before its on-sale, so the `save 3600 1` point has written it). Once half the seats"
+        " are confirmed the server gets SIGKILL (a crash: no shutdown save) and is started again on"
+        " its files; confirmed but lost counts the reservation ids the clients were told CONFIRMED"
+        " that the restarted store no longer has (`count_loss`). Their seats are back in the"
+        " counter, so the sale, going on to its end (the requests whose answer the kill cut off"
+        " first, as a queue redelivers them), sells them again: oversold. The last column is how"
+        " fast the script answered those client threads after the restart, calling it directly (no"
+        " queue, no SNS), on this machine. Settings: " + profiles + ".",
+        "",
+        peer_kill_table(redis.kills),
+        "",
+        "How to read it:",
+        "",
+        "- RDB snapshots only (Debian's defaults): everything since the last snapshot is lost; with"
+        " the save points `3600 1 300 100 60 10000` a snapshot follows a burst of writes by up to"
+        " 60 s (10,000 changes), so an on-sale killed in its first minute loses every seat it"
+        " confirmed, and one killed later loses up to the last minute or so (plus the snapshot's own"
+        f" duration). Redis's own page: {REDIS_PERSISTENCE_URL}.",
+        "- `appendonly yes` with `appendfsync everysec`: the server writes each script's effects to"
+        " the AOF (to the kernel) before it answers, so a killed process loses nothing it confirmed:"
+        " the kernel still has the file. What `everysec` bounds is a crash of the machine (or the"
+        " volume), which loses the writes of up to the last second or two that were not yet"
+        " fsynced; a SIGKILL cannot show that, and this bench does not emulate a machine crash.",
+        "- ElastiCache: by default a node keeps its data in memory only (`in-memory` above: a"
+        " restarted node comes back empty, the seat class with it); AOF is not supported on Redis"
+        " 2.8.22 and later, and AWS recommends Multi-AZ replicas instead, whose replication is"
+        " asynchronous: a failover loses what the replica had not received (not measured here)."
+        f" AWS: {REDIS_AOF_URL}.",
+        "- MemoryDB stores each write in a Multi-AZ transaction log before it answers, so a"
+        f" confirmed seat survives a node failure ({MEMORYDB_URL}); this bench has no MemoryDB"
+        " emulation and does not measure the latency that log adds to each write.",
+        "",
+    ]

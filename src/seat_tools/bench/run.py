@@ -32,11 +32,15 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from importlib import metadata
 from typing import Any
 
 from seat_inventory.dal.items import inventory_key
 from seat_inventory.models import SeatClassInventory, SeatKey
 from seat_tools.bench import idempotent_baseline
+from seat_tools.bench.ceiling import Ceiling, ceiling_per_event
+from seat_tools.bench.counting import (
+from seat_tools.bench import idempotent_baseline, redis_design
 from seat_tools.bench.ceiling import Ceiling, ceiling_per_event
 from seat_tools.bench.counting import (
     COMMITTED,
@@ -61,15 +65,37 @@ from seat_tools.local.runner import LocalRunner, RunnerStats, runner_config
 from seat_tools.local.stack import DEFAULT_CONTENTION, LocalStack
 from seat_tools.operator_commands import OperatorTable
 from seat_tools.traffic import reservation_body, send_messages
+from seat_tools.bench.redis_kill import KillResult, kill_mid_sale
+from seat_tools.bench.redis_peer import (
+    DEBIAN_DEFAULT,
+    PERSISTENCE,
+    REDIS_MISSING,
+    Persistence,
+    RedisInventory,
+    RedisServer,
+    redis_server_path,
+    redis_server_version,
+)
+from seat_tools.contention.model import ContentionSettings
+from seat_inventory.dal.items import inventory_key
+from seat_tools.local.engines import DYNAMODB_LOCAL_VERSION, LocalStackError
+from seat_tools.local.runner import LocalRunner, RunnerStats, runner_config
+from seat_tools.local.stack import DEFAULT_CONTENTION, LocalStack
+from seat_inventory.models import SeatClassInventory, SeatKey
+from seat_tools.traffic import reservation_body, send_messages
 
 SERVICE = "service"
 BASELINE = "baseline"
 IDEMPOTENT = "idempotent"
+REDIS = "redis"
 DESIGNS = {
     SERVICE: "seat_inventory.handlers.reserve_seats.lambda_handler",
     BASELINE: "seat_tools.bench.baseline.lambda_handler",
     IDEMPOTENT: "seat_tools.bench.idempotent_baseline.lambda_handler",
+    REDIS: "seat_tools.bench.redis_design.lambda_handler",
 }
+# The designs whose seats are in DynamoDB (the Redis peer's are in its redis-server).
+DYNAMODB_DESIGNS = (SERVICE, BASELINE, IDEMPOTENT)
 COUNTING_SETUP = "seat_tools.bench.counting.install"
 SEAT_CLASS = "GA"
 HOT = "hot"
@@ -336,8 +362,8 @@ class DesignResult:
         """Reservations per second one event can take on AWS (`bench.ceiling`), read from a
         workload that sends everything to one event; None for one spread over several events
         (each event's small share of a batch makes small transactions: not its limit) or one that
-        confirmed nothing (the sold-out tail)."""
-        if not self.confirmed or self.events != 1:
+        confirmed nothing (the sold-out tail), or the Redis peer (no DynamoDB item)."""
+        if not self.confirmed or self.events != 1 or self.design == REDIS:
             return None
         committed = int(self.counts.get("hot_item_transactions", {}).get(COMMITTED, 0))
         return ceiling_per_event(
@@ -458,7 +484,8 @@ class DesignResult:
 
 
 class Bench:
-    """Runs the workloads for both designs on one started `LocalStack`."""
+    """Runs the workloads for each design on one started `LocalStack` (and, for the Redis peer,
+    on a started `RedisServer`)."""
 
     def __init__(
         self,
@@ -466,12 +493,15 @@ class Bench:
         *,
         workers: int,
         progress: Callable[[str], None] = lambda _line: None,
+        redis: RedisServer | None = None,
     ) -> None:
         self.stack = stack
         self.workers = workers
         self.progress = progress
         self.run_id = uuid.uuid4().hex[:8]
         self.store = OperatorTable(stack.client("dynamodb"), stack.table_name)
+        self.redis = redis
+        self.redis_store = RedisInventory(redis.client()) if redis is not None else None
         self.producer = RequestCounter()
         self.sqs = self.producer.register(stack.client("sqs"))
         self.idempotency_table: str | None = None
@@ -481,10 +511,12 @@ class Bench:
     def run(
         self,
         specs: Sequence[WorkloadSpec],
-        designs: Sequence[str] = (SERVICE, BASELINE, IDEMPOTENT),
+        designs: Sequence[str] = DYNAMODB_DESIGNS,
         *,
         warm_up: WorkloadSpec | None = None,
     ) -> list[DesignResult]:
+        if REDIS in designs and self.redis is None:
+            raise ValueError("the Redis design needs a started RedisServer")
         results = []
         if IDEMPOTENT in designs:
             self._create_idempotency_table()
@@ -514,7 +546,7 @@ class Bench:
         for design in designs:
             keys = self._keys(spec, design)
             for key in keys:
-                self.store.create_seat_class(key, spec.capacity)
+                self._store(design).create_seat_class(key, spec.capacity)
             self._send(self._bodies(keys, spec.requests, f"{design}-warm-{self.run_id}"))
             self._drain(design, counted=False)
 
@@ -532,6 +564,13 @@ class Bench:
             TimeToLiveSpecification={"Enabled": True, "AttributeName": idempotent_baseline.EXPIRY_ATTRIBUTE},
         )
         self.idempotency_table = name
+
+    def _store(self, design: str) -> OperatorTable | RedisInventory:
+        """Where the design keeps its seats: the stack's table, or the Redis peer's server."""
+        if design == REDIS:
+            assert self.redis_store is not None, "run() checks that a Redis server was given"
+            return self.redis_store
+        return self.store
 
     def _keys(self, spec: WorkloadSpec, design: str) -> list[SeatKey]:
         return [
@@ -557,6 +596,9 @@ class Bench:
         if design == IDEMPOTENT:
             assert self.idempotency_table, "the idempotency table is created before the first run"
             environment[idempotent_baseline.IDEMPOTENCY_TABLE_ENV] = self.idempotency_table
+        if design == REDIS:
+            assert self.redis is not None, "run() checks that a Redis server was given"
+            environment[redis_design.REDIS_URL_ENV] = self.redis.url
         config = replace(
             config,
             environment=environment,
@@ -590,24 +632,28 @@ class Bench:
     def run_one(self, spec: WorkloadSpec, design: str) -> DesignResult:
         workers = spec.workers or self.workers
         keys = self._keys(spec, design)
+        store = self._store(design)
+        # The Redis peer's server is one more engine whose CPU the design uses.
+        redis_pid = self.redis.pid if design == REDIS and self.redis is not None else None
+        engines = {self.redis.name: redis_pid} if self.redis is not None and redis_pid else {}
         for key in keys:
             # The code path of `seats event create --shards K`.
-            self.store.create_seat_class(key, spec.capacity, shards=spec.shards)
+            store.create_seat_class(key, spec.capacity, shards=spec.shards)
         if spec.warmup:
             self._send(self._bodies(keys, spec.warmup, f"{design}-{spec.id_part}-warmup-{self.run_id}"))
             self._drain(design, counted=False, workers=workers)
-        before = [self.store.read_inventory(key) for key in keys]
+        before = [store.read_inventory(key) for key in keys]
         producer_before = self.producer.snapshot()
         self._send(self._bodies(keys, spec.requests, f"{design}-{spec.id_part}-{self.run_id}"))
         producer_after = self.producer.snapshot()
-        cpu_before = cpu_seconds_by_process(self.stack)
+        cpu_before = cpu_seconds_by_process(self.stack, engines)
         dead_letters_before = self._dead_letters()
         layer_before = self.stack.contention_status()
         stats, elapsed = self._drain(design, counted=True, workers=workers)
         layer_after = self.stack.contention_status()
-        cpu_after = cpu_seconds_by_process(self.stack)
+        cpu_after = cpu_seconds_by_process(self.stack, engines)
         dead_lettered = self._dead_letters() - dead_letters_before
-        after = [self.store.read_inventory(key) for key in keys]
+        after = [store.read_inventory(key) for key in keys]
         counts = add_snapshots(stats.worker_reports)
         if len(stats.worker_reports) != workers:
             raise LocalStackError(
@@ -627,9 +673,13 @@ class Bench:
             )
         ]
         sold = sum(a.sold for a in after if a) - sum(b.sold for b in before if b)
-        raw_item = self.stack.client("dynamodb").get_item(
-            TableName=self.stack.table_name, Key=inventory_key(keys[0]), ConsistentRead=True
-        )["Item"]
+        raw_item = (
+            {}
+            if design == REDIS
+            else self.stack.client("dynamodb").get_item(
+                TableName=self.stack.table_name, Key=inventory_key(keys[0]), ConsistentRead=True
+            )["Item"]
+        )
         return DesignResult(
             workload=spec.name,
             design=design,
@@ -670,13 +720,13 @@ class Bench:
 WORKERS_CPU = "workers"
 
 
-def cpu_seconds_by_process(stack: LocalStack) -> dict[str, float]:
-    """CPU seconds (user + system) used so far by each engine of `stack` (read from /proc, so
-    Linux only; an engine it cannot read is left out), and by this process's ended children:
-    the runner's workers, once it has stopped them."""
+def cpu_seconds_by_process(stack: LocalStack, engines: Mapping[str, int] | None = None) -> dict[str, float]:
+    """CPU seconds (user + system) used so far by each engine of `stack` and each of `engines`
+    (name -> pid) (read from /proc, so Linux only; an engine it cannot read is left out), and by
+    this process's ended children: the runner's workers, once it has stopped them."""
     found: dict[str, float] = {}
     ticks = os.sysconf("SC_CLK_TCK")
-    for name, pid in stack.engine_pids().items():
+    for name, pid in {**stack.engine_pids(), **(engines or {})}.items():
         try:
             with open(f"/proc/{pid}/stat") as stat:
                 fields = stat.read().rsplit(")", 1)[1].split()
@@ -759,9 +809,43 @@ def hot_series(results: Sequence[DesignResult]) -> list[DesignResult]:
 
 
 @dataclass(frozen=True)
+class RedisPeerRun:
+    """The Redis peer's part of a run: the server and client it ran on, the persistence of the
+    server the workloads ran on, and each kill mid-sale (one per persistence profile)."""
+
+    server_version: str
+    client_version: str
+    persistence: Persistence
+    kills: list[KillResult]
+
+
+@dataclass(frozen=True)
 class BenchRun:
     results: list[DesignResult]
     engine: str  # `dynamodb_engine` of the stack the run used
+    redis: RedisPeerRun | None = None
+    redis_skipped: str = ""  # why the Redis peer did not run, when it did not
+
+
+def redis_kills(
+    program: str, *, capacity: int, requests: int, workers: int, progress: Callable[[str], None]
+) -> list[KillResult]:
+    """`kill_mid_sale` on a fresh server for each persistence profile."""
+    found = []
+    for persistence in PERSISTENCE.values():
+        progress(f"redis kill mid-sale: {persistence.name} ({requests} requests for {capacity} seats)")
+        server = RedisServer(persistence, program=program)
+        try:
+            server.start()
+            result = kill_mid_sale(server, capacity=capacity, requests=requests, workers=workers)
+        finally:
+            server.close()
+        progress(
+            f"  {result.loss.confirmed_reservations} confirmed before the kill,"
+            f" {result.loss.lost_reservations} lost; {result.oversold} seat(s) oversold by the end"
+        )
+        found.append(result)
+    return found
 
 
 def run_bench(
@@ -773,24 +857,56 @@ def run_bench(
     aws_contention: ContentionSettings | None = DEFAULT_CONTENTION,
     shards: Sequence[int] = (1,),
     sharded_workers: int | None = None,
+    redis: bool = True,
 ) -> BenchRun:
     """Starts a local stack (unless given one; with the contention layer `aws_contention`), runs
     every workload for each design (and the hot one over each K of `shards`, the service only,
-    with `sharded_workers`, None: `workers`), stops it."""
+    with `sharded_workers`, None: `workers`), stops it. With `redis` and a redis-server on PATH,
+    the Redis peer runs too (a server of its own, with Debian's persistence defaults), then is
+    killed mid-sale once per persistence profile; without redis-server it is skipped, and said."""
+    program = redis_server_path() if redis else None
+    skipped = "" if program else (REDIS_MISSING if redis else "the Redis peer was not run (--no-redis)")
+    if skipped:
+        progress(skipped)
     own = stack is None
     stack = stack or LocalStack(aws_contention=aws_contention)
-    if own:
-        progress("starting the local stack (DynamoDB Local + moto)")
-        stack.start()
+    server = RedisServer(DEBIAN_DEFAULT, program=program) if program else None
     try:
+        if own:
+            progress("starting the local stack (DynamoDB Local + moto)")
+            stack.start()
+        if server is not None:
+            server.start()
+            progress(f"redis-server {redis_server_version(server.program)} on {server.url}")
         engine = dynamodb_engine(stack)
         progress(f"DynamoDB engine: {engine}")
         started = time.monotonic()
         warm_up = WARM_UP if scale >= 0.1 else WARM_UP.scaled(0.2)
         specs = workloads(scale, shards, None if sharded_workers in (None, workers) else sharded_workers)
-        results = Bench(stack, workers=workers, progress=progress).run(specs, warm_up=warm_up)
+        designs = DYNAMODB_DESIGNS + ((REDIS,) if server is not None else ())
+        results = Bench(stack, workers=workers, progress=progress, redis=server).run(
+            specs, designs, warm_up=warm_up
+        )
         progress(f"all workloads in {time.monotonic() - started:.0f} s")
-        return BenchRun(results, engine)
+        peer = None
+        if server is not None:
+            server.close()
+            hot = FULL_WORKLOADS[0].scaled(scale)
+            peer = RedisPeerRun(
+                server_version=redis_server_version(server.program),
+                client_version=metadata.version("redis"),
+                persistence=server.persistence,
+                kills=redis_kills(
+                    server.program,
+                    capacity=hot.capacity,
+                    requests=hot.requests,
+                    workers=workers,
+                    progress=progress,
+                ),
+            )
+        return BenchRun(results, engine, peer, skipped)
     finally:
+        if server is not None:
+            server.close()
         if own:
             stack.stop()

@@ -120,6 +120,12 @@ def shown_path(argument: str) -> str:
     help="Instead of benchmarking, profile the handler on a hot on-sale (pyinstrument) and write the"
     " profile here as text.",
 )
+@click.option(
+    "--no-redis",
+    is_flag=True,
+    help="Leave out the Redis peer (run by default when redis-server is on PATH, skipped with a"
+    " message when it is not).",
+)
 @aws_contention_options
 def bench(
     quick: bool,
@@ -133,14 +139,19 @@ def bench(
     note: str,
     cold_start_rounds: int,
     profile_path: Path | None,
+    no_redis: bool,
     no_aws_contention: bool,
     contention_time_scale: float,
 ) -> None:
-    """Benchmark the service against the common design, with and without Powertools idempotency.
+    """Benchmark the service against the common design, with and without Powertools idempotency,
+    and against a Redis counter.
 
     Starts a local stack (DynamoDB Local + moto), runs three workloads (a hot event, many events,
     a sold-out tail) through three designs side by side (the service; one UpdateItem + one
-    Publish per message; the same inside Powertools' idempotency utility), and the hot event with
+    Publish per message; the same inside Powertools' idempotency utility) and the Redis peer (a
+    Lua-guarded DECRBY on a redis-server the bench starts, with Debian's persistence defaults;
+    then killed mid-sale and restarted once per persistence setting to count the confirmed seats
+    it lost; skipped with a message where redis-server is absent), and the hot event with
     its seat class split over each K of --shards through the service, checks that every class
     sold exactly its capacity and left no seat on any shard (exit status 1 if not), counts every AWS
     request and each DynamoDB attempt's answer from botocore's events (transactions committed and
@@ -166,6 +177,7 @@ def bench(
             sharded_workers=sharded_workers,
             progress=lambda line: click.echo(line, err=True),
             aws_contention=aws_contention_settings(no_aws_contention, contention_time_scale),
+            redis=not no_redis,
         )
     except LocalStackError as exc:
         raise click.ClickException(str(exc)) from exc
@@ -175,7 +187,11 @@ def bench(
         cold = measure_cold_start(cold_start_rounds)
     duration = time.monotonic() - started
     results = run.results
-    click.echo(report.printed_report(results, cold, engine=run.engine))
+    click.echo(
+        report.printed_report(
+            results, cold, engine=run.engine, redis=run.redis, redis_skipped=run.redis_skipped
+        )
+    )
     problems = [p for r in results for p in r.invariant_problems]
     chart_name = None
     if str(chart) != "-":
@@ -201,6 +217,8 @@ def bench(
                 chart=chart_name,
                 engine=run.engine,
                 note=note,
+                redis=run.redis,
+                redis_skipped=run.redis_skipped,
             )
         )
         click.echo(f"report: {report_path}", err=True)
