@@ -37,9 +37,6 @@ from typing import Any
 
 from seat_inventory.dal.items import inventory_key
 from seat_inventory.models import SeatClassInventory, SeatKey
-from seat_tools.bench import idempotent_baseline
-from seat_tools.bench.ceiling import Ceiling, ceiling_per_event
-from seat_tools.bench.counting import (
 from seat_tools.bench import idempotent_baseline, redis_design
 from seat_tools.bench.ceiling import Ceiling, ceiling_per_event
 from seat_tools.bench.counting import (
@@ -59,12 +56,6 @@ from seat_tools.bench.pricing import (
     hot_item_write_units,
     requests_of,
 )
-from seat_tools.contention.model import ContentionSettings
-from seat_tools.local.engines import DYNAMODB_LOCAL_VERSION, LocalStackError
-from seat_tools.local.runner import LocalRunner, RunnerStats, runner_config
-from seat_tools.local.stack import DEFAULT_CONTENTION, LocalStack
-from seat_tools.operator_commands import OperatorTable
-from seat_tools.traffic import reservation_body, send_messages
 from seat_tools.bench.redis_kill import KillResult, kill_mid_sale
 from seat_tools.bench.redis_peer import (
     DEBIAN_DEFAULT,
@@ -77,11 +68,10 @@ from seat_tools.bench.redis_peer import (
     redis_server_version,
 )
 from seat_tools.contention.model import ContentionSettings
-from seat_inventory.dal.items import inventory_key
 from seat_tools.local.engines import DYNAMODB_LOCAL_VERSION, LocalStackError
 from seat_tools.local.runner import LocalRunner, RunnerStats, runner_config
 from seat_tools.local.stack import DEFAULT_CONTENTION, LocalStack
-from seat_inventory.models import SeatClassInventory, SeatKey
+from seat_tools.operator_commands import OperatorTable
 from seat_tools.traffic import reservation_body, send_messages
 
 SERVICE = "service"
