@@ -19,6 +19,7 @@ import pytest
 
 from seat_tools.contention.model import ContentionSettings
 from seat_tools.local.stack import LocalStack
+from tests.system_tools import require_tools
 
 CONTENTION_ENV = "SEATS_AWS_CONTENTION"
 TIME_SCALE_ENV = "SEATS_AWS_CONTENTION_TIME_SCALE"
@@ -52,12 +53,5 @@ def local_stack(request: pytest.FixtureRequest) -> Iterator[LocalStack]:
 
 @pytest.fixture(scope="session")
 def redis_program() -> str:
-    """redis-server's path; skips (fails under CI=true, where the CI installs it) without it."""
-    from seat_tools.bench.redis_peer import REDIS_MISSING, redis_server_path
-
-    program = redis_server_path()
-    if program is None:
-        if os.environ.get("CI", "").strip().lower() == "true":
-            pytest.fail(f"CI=true, and {REDIS_MISSING}; the CI installs it")
-        pytest.skip(REDIS_MISSING)
-    return program
+    """redis-server's path; skips without it (fails in CI, which installs it: tests/system_tools.py)."""
+    return require_tools("redis-server")["redis-server"]

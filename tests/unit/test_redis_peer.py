@@ -28,14 +28,14 @@ def _directives(text: str) -> list[str]:
 
 
 def test_the_server_listens_on_localhost_only_with_its_files_in_the_given_folder() -> None:
-    lines = _directives(server_config(6390, Path("/tmp/x"), DEBIAN_DEFAULT))
+    lines = _directives(server_config(6390, Path("data-dir"), DEBIAN_DEFAULT))
     assert lines[:6] == [
         "bind 127.0.0.1",
         "port 6390",
         "protected-mode yes",
         "daemonize no",
         'logfile ""',
-        'dir "/tmp/x"',
+        'dir "data-dir"',
     ]
 
 
