@@ -1,5 +1,5 @@
 """template.yaml's operations: alarms and where they notify, the dashboard, Stage, logs, tags,
-the IAM policies for producers and subscribers, and samconfig/README spelling out every parameter.
+the IAM policies for producers and subscribers, and samconfig and docs/configuration.md spelling out every parameter.
 
 Tags and generated resources are checked on the template SAM's translator produces (what
 CloudFormation receives), since SAM generates the roles, the event source mapping and the rule.

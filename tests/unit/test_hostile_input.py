@@ -428,7 +428,7 @@ valid_bodies = st.fixed_dictionaries(
 
 
 def contract_allows(document: Any) -> bool:
-    """The README's message contract, as an oracle independent of parsing.py."""
+    """The message contract (docs/contract.md), as an oracle independent of parsing.py."""
 
     def is_id(value: Any, limit: int) -> bool:
         return isinstance(value, str) and 0 < len(value) <= limit and ID_RULE.fullmatch(value) is not None
