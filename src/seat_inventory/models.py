@@ -7,6 +7,7 @@ publisher translate to and from these types.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -149,6 +150,60 @@ class ReservationOutcome:
     def as_duplicate(self, message_id: str) -> ReservationOutcome:
         """The same recorded answer, marked as a re-publication for a redelivered message."""
         return dataclasses.replace(self, duplicate=True, message_id=message_id)
+
+
+@dataclass(frozen=True, slots=True)
+class GroupWrite:
+    """One group's write (`InventoryStore.commit_outcomes`): its answers, the seats they take and
+    from which shard item, and what the inventory guard checks.
+
+    `seats_taken` seats (HELD answers' to `held`, CONFIRMED ones' to `sold`) come from the class's
+    shard item `shard` (0 for a class of one item), after `moves` (shard -> seats) moved available
+    seats into it from other shard items in the same transaction. The guard checks the sale status
+    and window at `now` (None: the store's clock) and that the class's per-customer limit is
+    `max_per_customer` (None: no limit); with a limit, `customer_seats` (customer -> seats taken
+    here) is added to each customer's counter, guarded by the limit. `taken_at` (the caller's
+    clock) is stored on the shard item, for `survey_shards`. Rejections' records expire (TTL) at
+    `rejection_expires_at`, epoch seconds.
+    """
+
+    key: SeatKey
+    outcomes: Sequence[ReservationOutcome]
+    seats_taken: int
+    rejection_expires_at: int
+    max_per_customer: int | None = None
+    customer_seats: Mapping[str, int] = field(default_factory=dict)
+    now: int | None = None
+    shard: int = 0
+    moves: Mapping[int, int] = field(default_factory=dict)
+    taken_at: float | None = None
+
+    def __post_init__(self) -> None:
+        # A copy of what the caller passed: the write stays as it was made.
+        object.__setattr__(self, "outcomes", tuple(self.outcomes))
+        object.__setattr__(self, "customer_seats", dict(self.customer_seats))
+        object.__setattr__(self, "moves", dict(self.moves))
+
+    @property
+    def counters(self) -> dict[str, int]:
+        """The customer counters the write increments (none without a per-customer limit)."""
+        return dict(self.customer_seats) if self.max_per_customer is not None else {}
+
+    @property
+    def records_only(self) -> bool:
+        """True when the write takes no seats and counts no customer: it writes records only,
+        each its own conditional write (nothing to be atomic with)."""
+        return self.seats_taken == 0 and not self.counters
+
+    @property
+    def donors(self) -> dict[int, int]:
+        """The shard items that move seats into `shard`, and how many (moves of no seats left out)."""
+        return {donor: seats for donor, seats in self.moves.items() if seats > 0}
+
+    @property
+    def seats_held(self) -> int:
+        """The seats of HELD answers (the rest of `seats_taken` is sold)."""
+        return sum(o.quantity or 0 for o in self.outcomes if o.outcome is Outcome.HELD)
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ import boto3
 from botocore.config import Config
 
 from seat_inventory.dal.inventory_table import InventoryTable
-from seat_inventory.logic.hints import InventoryHints
+from seat_inventory.logic.inventory_hints import InventoryHints
 from seat_inventory.publishing.sns_publisher import SnsOutcomePublisher
 from seat_inventory.settings import Settings
 

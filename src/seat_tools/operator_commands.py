@@ -116,7 +116,7 @@ class OperatorCommands(TableAccess):
         A class that exists already raises `EventAlreadyExists`, unless this very operation
         created it (its reply was lost and the request was sent again): then it is returned.
         With `shards` > 1 the capacity is spread evenly over that many shard items, written in one
-        transaction (docs/sharding.md); 1 writes today's single item.
+        transaction (docs/sharding.md); 1 writes a single item.
         """
         operation_id = operation_id or new_operation_id()
         if capacity < 0:
@@ -601,7 +601,7 @@ class OperatorCommands(TableAccess):
             f" (operation {operation_id}); `seats event show {key.event_id}` shows where it stands"
         )
 
-    def _operator_write(
+    def _operator_write(  # noqa: C901 - every outcome of a retried conditional write, in one place
         self,
         key: SeatKey,
         plan: Callable[[SeatClassInventory], _Change],

@@ -15,6 +15,7 @@ import pytest
 
 from seat_inventory.dal.items import HOLD_SHARDS, hold_shard
 from seat_inventory.models import (
+    GroupWrite,
     InventoryChangeRefused,
     Outcome,
     RequestType,
@@ -88,14 +89,16 @@ def take(table: OperatorTable, *outcomes: ReservationOutcome, limit: int | None 
         if o.outcome in (Outcome.CONFIRMED, Outcome.HELD) and limit is not None:
             customers[o.customer_id or ""] = customers.get(o.customer_id or "", 0) + (o.quantity or 0)
     return table.commit_outcomes(
-        KEY,
-        list(outcomes),
-        seats_taken=seats,
-        rejection_expires_at=NOW + 99,
-        max_per_customer=limit,
-        customer_seats=customers,
-        now=now,
-        **kw,
+        GroupWrite(
+            KEY,
+            list(outcomes),
+            seats_taken=seats,
+            rejection_expires_at=NOW + 99,
+            max_per_customer=limit,
+            customer_seats=customers,
+            now=now,
+            **kw,
+        )
     )
 
 

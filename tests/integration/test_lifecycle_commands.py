@@ -8,7 +8,7 @@ import time
 import pytest
 from click.testing import CliRunner, Result
 
-from seat_inventory.models import Outcome, RequestType, ReservationOutcome, SaleStatus, SeatKey
+from seat_inventory.models import GroupWrite, Outcome, RequestType, ReservationOutcome, SaleStatus, SeatKey
 from seat_tools.cli.main import cli
 from seat_tools.operator_commands import OperatorTable
 from tests.integration.conftest import Stack, sqs_event
@@ -57,7 +57,10 @@ def take(
         request_type=RequestType.HOLD if hold_until else RequestType.RESERVE,
         hold_expires_at=hold_until,
     )
-    assert table.commit_outcomes(key, [outcome], seats_taken=quantity, rejection_expires_at=0) is None
+    assert (
+        table.commit_outcomes(GroupWrite(key, [outcome], seats_taken=quantity, rejection_expires_at=0))
+        is None
+    )
 
 
 # --- close / open -----------------------------------------------------------------------------------

@@ -13,12 +13,13 @@ import pytest
 
 from seat_inventory.dal.items import inventory_key
 from seat_inventory.logic.change_reservations import apply_changes, settle_transitions
-from seat_inventory.logic.hints import InventoryHints
+from seat_inventory.logic.inventory_hints import InventoryHints
 from seat_inventory.logic.reserve_seats import QueueMessage, reserve_seats
 from seat_inventory.models import (
     MAX_SHARDS,
     ChangeRequest,
     EventAlreadyExists,
+    GroupWrite,
     InventoryChangeRefused,
     Outcome,
     RequestType,
@@ -149,7 +150,7 @@ def test_sale_rules_change_on_every_shard_at_once(table: OperatorTable) -> None:
     assert closed.sale_status is SaleStatus.CLOSED
     for shard in range(4):  # a closed class sells on no shard
         refused = table.commit_outcomes(
-            KEY, [confirmed(f"r-{shard}", 1)], seats_taken=1, rejection_expires_at=1, shard=shard
+            GroupWrite(KEY, [confirmed(f"r-{shard}", 1)], seats_taken=1, rejection_expires_at=1, shard=shard)
         )
         assert refused is not None and refused.inventory_refused
         assert refused.inventory is not None and refused.inventory.sale_status is SaleStatus.CLOSED
@@ -157,7 +158,7 @@ def test_sale_rules_change_on_every_shard_at_once(table: OperatorTable) -> None:
     limited = table.set_max_per_customer(KEY, 2)
     assert limited.max_per_customer == 2 and limited.version == 3
     refused = table.commit_outcomes(
-        KEY, [confirmed("r-9", 1)], seats_taken=1, rejection_expires_at=1, shard=3
+        GroupWrite(KEY, [confirmed("r-9", 1)], seats_taken=1, rejection_expires_at=1, shard=3)
     )
     assert refused is not None and refused.inventory_refused  # the assumed limit (none) is stale on shard 3
     assert table.set_sale_window(KEY, 100, 200).sale_starts_at == 100
@@ -168,7 +169,9 @@ def test_capacity_changes_spread_over_the_shards_and_never_go_below_sold_plus_he
 ) -> None:
     table.create_seat_class(KEY, 8, shards=4)
     assert (
-        table.commit_outcomes(KEY, [confirmed("r-1", 2)], seats_taken=2, rejection_expires_at=1, shard=1)
+        table.commit_outcomes(
+            GroupWrite(KEY, [confirmed("r-1", 2)], seats_taken=2, rejection_expires_at=1, shard=1)
+        )
         is None
     )
     added = assert_consistent(table.change_capacity(KEY, 5))
@@ -193,7 +196,9 @@ def test_seats_are_taken_from_the_shard_named_and_the_record_says_which(
 ) -> None:
     table.create_seat_class(KEY, 8, shards=4)
     assert (
-        table.commit_outcomes(KEY, [confirmed("r-1", 2)], seats_taken=2, rejection_expires_at=1, shard=2)
+        table.commit_outcomes(
+            GroupWrite(KEY, [confirmed("r-1", 2)], seats_taken=2, rejection_expires_at=1, shard=2)
+        )
         is None
     )
     view = assert_consistent(table.read_inventory(KEY))
@@ -205,7 +210,9 @@ def test_seats_are_taken_from_the_shard_named_and_the_record_says_which(
 def test_seats_move_into_a_short_shard_in_the_same_transaction(table: OperatorTable) -> None:
     table.create_seat_class(KEY, 8, shards=4)
     refused = table.commit_outcomes(
-        KEY, [confirmed("r-1", 5)], seats_taken=5, rejection_expires_at=1, shard=0, moves={1: 2, 3: 1}
+        GroupWrite(
+            KEY, [confirmed("r-1", 5)], seats_taken=5, rejection_expires_at=1, shard=0, moves={1: 2, 3: 1}
+        )
     )
     assert refused is None
     view = assert_consistent(table.read_inventory(KEY))
@@ -219,7 +226,7 @@ def test_a_donor_with_too_few_seats_refuses_everything_and_hands_back_only_itsel
     table.create_seat_class(KEY, 8, shards=4)
     before = table.read_inventory(KEY)
     refused = table.commit_outcomes(
-        KEY, [confirmed("r-1", 5)], seats_taken=5, rejection_expires_at=1, shard=0, moves={1: 3}
+        GroupWrite(KEY, [confirmed("r-1", 5)], seats_taken=5, rejection_expires_at=1, shard=0, moves={1: 3})
     )
     assert refused is not None and refused.inventory_refused
     assert refused.inventory is not None and not refused.inventory.complete
@@ -444,7 +451,10 @@ def test_a_transaction_of_status_changes_over_many_shards_stays_within_100_actio
     for shard in range(16):
         outcomes = [confirmed(f"s{shard}-{n}", 1) for n in range(7)]
         assert (
-            table.commit_outcomes(KEY, outcomes, seats_taken=7, rejection_expires_at=0, shard=shard) is None
+            table.commit_outcomes(
+                GroupWrite(KEY, outcomes, seats_taken=7, rejection_expires_at=0, shard=shard)
+            )
+            is None
         )
         ids += [o.reservation_id for o in outcomes]
     records = table.read_reservations(ids)
@@ -466,7 +476,9 @@ def test_a_transaction_of_status_changes_over_many_shards_stays_within_100_actio
 def test_a_survey_shows_each_shard_items_seats_and_when_seats_were_last_taken(table: OperatorTable) -> None:
     table.create_seat_class(KEY, 12, shards=3)
     table.commit_outcomes(
-        KEY, [confirmed("r-1", 2)], seats_taken=2, rejection_expires_at=1, shard=2, taken_at=1234.5
+        GroupWrite(
+            KEY, [confirmed("r-1", 2)], seats_taken=2, rejection_expires_at=1, shard=2, taken_at=1234.5
+        )
     )
 
     survey = table.survey_shards(KEY, 3)

@@ -11,7 +11,8 @@ import pytest
 import yaml
 from cfnlint.api import lint, lint_file
 
-from seat_inventory.logic.reserve_seats import MAX_RESERVATIONS_PER_TRANSACTION, QueueMessage, reserve_seats
+from seat_inventory.logic.limits import MAX_RESERVATIONS_PER_TRANSACTION
+from seat_inventory.logic.reserve_seats import QueueMessage, reserve_seats
 from seat_inventory.settings import Settings
 from seat_tools.local.template import Resolver, include_locations, read_template_document
 from tests.fakes import FakeClock, InMemoryInventoryStore, RecordingPublisher

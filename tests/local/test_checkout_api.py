@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import requests
 
-from seat_inventory.models import Outcome, ReservationOutcome, SeatKey
+from seat_inventory.models import GroupWrite, Outcome, ReservationOutcome, SeatKey
 from seat_tools.local.runner import LocalRunner, runner_config
 from seat_tools.local.stack import LocalStack
 from seat_tools.operator_commands import OperatorTable
@@ -164,7 +164,9 @@ def test_a_sharded_class_s_availability_is_the_sum_over_its_shards(
             customer_id=f"c-{shard}",
         )
         assert (
-            table.commit_outcomes(key, [sold], seats_taken=quantity, rejection_expires_at=1, shard=shard)
+            table.commit_outcomes(
+                GroupWrite(key, [sold], seats_taken=quantity, rejection_expires_at=1, shard=shard)
+            )
             is None
         )
     # And 2 more reserved through the API (on whichever shard the worker routes to)

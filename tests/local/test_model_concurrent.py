@@ -272,7 +272,7 @@ def containers(local_stack: LocalStack) -> Iterator[tuple[ProcessPoolExecutor, R
 # --------------------------------------------------------------------------- the checks
 
 
-def check(workload: Workload, run: Run, table: OperatorTable) -> None:
+def check(workload: Workload, run: Run, table: OperatorTable) -> None:  # noqa: C901, PLR0915 - the docstring's invariants, one after another
     """Every invariant and model bound of the module docstring, for one applied workload."""
     # Each delivery was answered once, or handed back, never both
     for invocation in run.invocations:

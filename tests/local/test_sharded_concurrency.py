@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 import pytest
 
-from seat_inventory.logic.hints import InventoryHints
+from seat_inventory.logic.inventory_hints import InventoryHints
 from seat_inventory.logic.reserve_seats import QueueMessage, reserve_seats
 from seat_inventory.logic.sweep_holds import SweepResult, release_expired_holds
 from seat_inventory.models import Outcome, RequestType, ReservationOutcome, SeatClassInventory, SeatKey

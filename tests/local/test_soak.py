@@ -61,7 +61,7 @@ from typing import Any
 import pytest
 
 from seat_inventory.dal.inventory_table import InventoryTable
-from seat_inventory.models import ReservationOutcome, SeatKey
+from seat_inventory.models import GroupWrite, ReservationOutcome, SeatKey
 from seat_tools.local.runner import LocalRunner, runner_config
 from seat_tools.local.stack import LocalStack
 from seat_tools.operator_commands import OperatorTable
@@ -161,13 +161,11 @@ class _Misbehaviour:
                 if slow and elapsed > self.plan["visibility_timeout_s"]:
                     self.overruns.append({"seconds": round(elapsed, 1), "message_ids": self.current_messages})
 
-        def commit_outcomes(
-            table: InventoryTable, key: SeatKey, outcomes: Sequence[ReservationOutcome], **kwargs: Any
-        ) -> Any:
-            refused = real_commit(table, key, outcomes, **kwargs)
+        def commit_outcomes(table: InventoryTable, write: GroupWrite) -> Any:
+            refused = real_commit(table, write)
             if refused is None:
                 self.commits += 1
-                self.unpublished.extend(o.reservation_id for o in outcomes)
+                self.unpublished.extend(o.reservation_id for o in write.outcomes)
                 if self.index == self.plan["crash_worker"] and self.commits == self.plan["crash_after"]:
                     self._crash()
                 if self.overrun_pending:
@@ -330,7 +328,7 @@ def _dead_letter_depth(stack: LocalStack) -> int:
     return sum(stack.queue_depth(stack.dead_letter_queue_url))
 
 
-def test_a_soak_with_a_slow_consumer_and_a_crash_keeps_every_invariant(
+def test_a_soak_with_a_slow_consumer_and_a_crash_keeps_every_invariant(  # noqa: PLR0915 - one scenario, its checks in order
     soak_queue: LocalStack, tmp_path: Path
 ) -> None:
     # Given many events, several seat classes (most oversold, some limited per customer), and

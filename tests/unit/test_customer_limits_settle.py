@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import json
 
-from seat_inventory.logic.reserve_seats import InventoryHints, QueueMessage, reserve_seats
+from seat_inventory.logic.inventory_hints import InventoryHints
+from seat_inventory.logic.reserve_seats import QueueMessage, reserve_seats
 from seat_inventory.models import Outcome
 from seat_inventory.settings import Settings
 from tests.fakes import FakeClock, InMemoryInventoryStore, RecordingPublisher

@@ -11,7 +11,8 @@ import json
 
 import pytest
 
-from seat_inventory.logic.hints import MAX_ACTIONS_PER_TRANSACTION, InventoryHints
+from seat_inventory.logic.inventory_hints import InventoryHints
+from seat_inventory.logic.limits import MAX_ACTIONS_PER_TRANSACTION
 from seat_inventory.logic.reserve_seats import QueueMessage, reserve_seats
 from seat_inventory.models import (
     BatchResult,

@@ -7,15 +7,20 @@ import json
 
 import pytest
 
-from seat_inventory.logic.hints import CONFLICT_BACKOFF_CAP_SECONDS
-from seat_inventory.logic.reserve_seats import (
-    MAX_RESERVATIONS_PER_TRANSACTION,
-    InventoryHints,
-    QueueMessage,
-    conflict_deadline,
-    reserve_seats,
+from seat_inventory.logic.inventory_hints import InventoryHints
+from seat_inventory.logic.limits import MAX_RESERVATIONS_PER_TRANSACTION
+from seat_inventory.logic.ports import WriteRefused
+from seat_inventory.logic.reserve_seats import QueueMessage, reserve_seats
+from seat_inventory.logic.retry_deadline import CONFLICT_BACKOFF_CAP_SECONDS, conflict_deadline
+from seat_inventory.models import (
+    GroupWrite,
+    Outcome,
+    RetryableError,
+    SaleStatus,
+    SeatKey,
+    Throttled,
+    TransactionConflict,
 )
-from seat_inventory.models import Outcome, RetryableError, SaleStatus, SeatKey, Throttled, TransactionConflict
 from seat_inventory.settings import Settings
 from tests.fakes import FakeClock, InMemoryInventoryStore, RecordingPublisher
 
@@ -466,9 +471,9 @@ def commits_of(store: InMemoryInventoryStore) -> list[tuple[int, int, bool]]:
     seen: list[tuple[int, int, bool]] = []
     original = store.commit_outcomes
 
-    def commit_outcomes(key, outcomes, **kwargs):  # type: ignore[no-untyped-def]
-        refused = original(key, outcomes, **kwargs)
-        seen.append((len(outcomes), kwargs["seats_taken"], refused is not None))
+    def commit_outcomes(write: GroupWrite) -> WriteRefused | None:
+        refused = original(write)
+        seen.append((len(write.outcomes), write.seats_taken, refused is not None))
         return refused
 
     store.commit_outcomes = commit_outcomes  # type: ignore[method-assign]

@@ -14,6 +14,7 @@ from seat_inventory.dal.access import SHARDED_READ_ATTEMPTS, SHARDED_READ_BACKOF
 from seat_inventory.dal.items import record_item
 from seat_inventory.logic.ports import WriteRefused
 from seat_inventory.models import (
+    GroupWrite,
     Outcome,
     ReservationOutcome,
     RetryableError,
@@ -352,7 +353,7 @@ def test_a_transaction_on_a_held_item_is_cancelled_by_a_conflict_and_writes_noth
         store = table.client(_Clock(scheduler))
         try:
             results[name] = store.commit_outcomes(
-                key, [_confirm(name)], seats_taken=1, rejection_expires_at=0, now=0
+                GroupWrite(key, [_confirm(name)], seats_taken=1, rejection_expires_at=0, now=0)
             )
         except TransactionConflict as exc:
             results[name] = exc
@@ -376,7 +377,9 @@ def test_a_refused_guard_is_reported_as_the_dal_does_and_counted_as_cancelled() 
     def commit() -> None:
         store = table.client(_Clock(scheduler))
         refused.append(
-            store.commit_outcomes(key, [_confirm("r-1")], seats_taken=1, rejection_expires_at=0, now=0)
+            store.commit_outcomes(
+                GroupWrite(key, [_confirm("r-1")], seats_taken=1, rejection_expires_at=0, now=0)
+            )
         )
 
     scheduler.spawn("only", commit)
@@ -394,7 +397,9 @@ def test_throttling_fails_a_transaction_at_once_and_a_read_after_botocores_retri
     def run() -> None:
         store = table.client(_Clock(scheduler))
         try:  # 2 units for the inventory item alone: more than the partition's 1
-            store.commit_outcomes(key, [_confirm("r-1")], seats_taken=1, rejection_expires_at=0, now=0)
+            store.commit_outcomes(
+                GroupWrite(key, [_confirm("r-1")], seats_taken=1, rejection_expires_at=0, now=0)
+            )
         except RetryableError as exc:
             errors.append(str(exc))
         store.read_inventory(key)  # takes the one read unit
@@ -421,7 +426,9 @@ def test_a_sharded_read_refused_by_a_transaction_is_read_again_with_the_dals_bac
 
     def commit() -> None:
         store = table.client(_Clock(scheduler))
-        store.commit_outcomes(key, [_confirm("r-1")], seats_taken=1, rejection_expires_at=0, now=0, shard=2)
+        store.commit_outcomes(
+            GroupWrite(key, [_confirm("r-1")], seats_taken=1, rejection_expires_at=0, now=0, shard=2)
+        )
 
     def read_class() -> None:
         store = table.client(_Clock(scheduler))
@@ -452,7 +459,9 @@ def test_a_sharded_read_refused_on_every_attempt_raises_the_dals_conflict() -> N
         while not outcome:
             n += 1
             store.commit_outcomes(
-                key, [_confirm(f"r-{n}")], seats_taken=1, rejection_expires_at=0, now=0, shard=1 + n % 2
+                GroupWrite(
+                    key, [_confirm(f"r-{n}")], seats_taken=1, rejection_expires_at=0, now=0, shard=1 + n % 2
+                )
             )
 
     def read_class() -> None:
@@ -514,10 +523,12 @@ def test_rejections_alone_are_puts_of_one_unit_each_sent_in_waves() -> None:
         assert held.admitted
         results.append(
             store.commit_outcomes(
-                SeatKey("e", "GA"),
-                [_sold_out(f"r-{n}") for n in range(40)],
-                seats_taken=0,
-                rejection_expires_at=99,
+                GroupWrite(
+                    SeatKey("e", "GA"),
+                    [_sold_out(f"r-{n}") for n in range(40)],
+                    seats_taken=0,
+                    rejection_expires_at=99,
+                )
             )
         )
         results.append(scheduler.now() - started)
@@ -570,10 +581,12 @@ def test_a_throttled_rejection_put_is_sent_again_after_botocores_back_off() -> N
         started = scheduler.now()
         results.append(
             store.commit_outcomes(
-                SeatKey("e", "GA"),
-                [_sold_out(f"r-{n}") for n in range(14)],
-                seats_taken=0,
-                rejection_expires_at=99,
+                GroupWrite(
+                    SeatKey("e", "GA"),
+                    [_sold_out(f"r-{n}") for n in range(14)],
+                    seats_taken=0,
+                    rejection_expires_at=99,
+                )
             )
         )
         results.append(scheduler.now() - started)

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from seat_inventory.logic.hints import InventoryHints
+from seat_inventory.logic.inventory_hints import InventoryHints
 from seat_inventory.logic.reserve_seats import QueueMessage, reserve_seats
 from seat_inventory.logic.sweep_holds import release_expired_holds
 from seat_inventory.models import Outcome, RequestType, RetryableError, SeatKey, TransactionConflict

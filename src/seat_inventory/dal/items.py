@@ -17,8 +17,9 @@ to migrate them.
 - inventory: capacity, available, held, sold; optional max_per_customer, sale_status,
   sale_starts_at, sale_ends_at (epoch seconds); version (bumped by every operator change);
   a sharded class (docs/sharding.md) has one such item per shard, each with its own capacity,
-  available, held, sold and the same sale rules; shard n > 0 has `shard`; shard 0 (today's item)
-  has `shard_count` (shards groups are routed to) and `shard_items` (items that exist), absent = 1;
+  available, held, sold and the same sale rules; shard n > 0 has `shard`; shard 0 (the only item
+  of a class of one) has `shard_count` (shards groups are routed to) and `shard_items` (items
+  that exist), absent = 1;
   `last_taken_at` (epoch seconds, fractional) is when a transaction last took seats from it;
 - customer counter: seats (taken while the class had a per-customer limit);
 - reservation record: the answer given (outcome, reason, ...), its current status, request_type;
@@ -162,7 +163,7 @@ def inventory_from_item(item: Mapping[str, Any]) -> SeatClassInventory:
         sale_starts_at=_optional_int(item, "sale_starts_at"),
         sale_ends_at=_optional_int(item, "sale_ends_at"),
         version=_optional_int(item, "version") or 0,
-        # A class of one item (today's layout) is its own view: no shards listed.
+        # A class of one item is its own view: no shards listed.
         shards=() if shard_items == 1 else (seats,),
         shard_count=_optional_int(item, "shard_count") or 1,
         shard_items=shard_items,

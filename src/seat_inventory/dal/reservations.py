@@ -4,7 +4,7 @@ a group of rejections only: one conditional PutItem per record."""
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
@@ -32,7 +32,7 @@ from seat_inventory.dal.items import (
 from seat_inventory.logic.ports import WriteRefused
 from seat_inventory.models import (
     TAKES_SEATS,
-    Outcome,
+    GroupWrite,
     ReservationOutcome,
     RetryableError,
     SaleStatus,
@@ -51,84 +51,73 @@ class Reservations(TableAccess):
 
     _put_pool: ThreadPoolExecutor | None = None
 
-    def commit_outcomes(
-        self,
-        key: SeatKey,
-        outcomes: Sequence[ReservationOutcome],
-        *,
-        seats_taken: int,
-        rejection_expires_at: int,
-        max_per_customer: int | None = None,
-        customer_seats: Mapping[str, int] | None = None,
-        now: int | None = None,
-        shard: int = 0,
-        moves: Mapping[int, int] | None = None,
-        taken_at: float | None = None,
-    ) -> WriteRefused | None:
+    def commit_outcomes(self, write: GroupWrite) -> WriteRefused | None:
         """One transaction: guarded decrement of the inventory, one record per answer, and one
         guarded increment per customer counter (with a per-customer limit).
 
-        A group that takes no seats (rejections only) has nothing to be atomic with: each record is
+        A write that takes no seats (rejections only) has nothing to be atomic with: each record is
         its own conditional PutItem (`_put_records`), 1 write unit per KB instead of 2.
 
-        The seats are taken from shard item `shard`; `moves` (shard -> seats) moves available seats
-        (and as much capacity) from other shard items into it in the same transaction, each guarded
-        by `available >=` what it gives, so the class's totals never change by a move.
+        The seats are taken from shard item `write.shard`; its `donors` move available seats (and
+        as much capacity) from other shard items into it in the same transaction, each guarded by
+        `available >=` what it gives, so the class's totals never change by a move.
 
         Confirmed sales are kept for good, and so are holds while they last; rejections
         (SOLD_OUT, UNKNOWN_EVENT, LIMIT_EXCEEDED, SALE_CLOSED) expire by TTL after
         `rejection_expires_at`, long after SQS could still redeliver their message.
         """
-        if not outcomes:
+        if not write.outcomes:
             return None
-        now = int(time.time()) if now is None else now
-        counters = dict(customer_seats or {}) if max_per_customer is not None else {}
         recorded_at = timestamp()
-        moves = {donor: seats for donor, seats in (moves or {}).items() if seats > 0}
-        if moves and (shard in moves or sum(moves.values()) > seats_taken):
-            raise ValueError(f"moves {moves} into shard {shard} do not fit {seats_taken} seat(s)")
-        if seats_taken == 0 and not counters:
-            return self._put_records(outcomes, recorded_at=recorded_at, expires_at=rejection_expires_at)
+        donors = write.donors
+        if donors and (write.shard in donors or sum(donors.values()) > write.seats_taken):
+            raise ValueError(
+                f"moves {donors} into shard {write.shard} do not fit {write.seats_taken} seat(s)"
+            )
+        if write.records_only:
+            return self._put_records(
+                write.outcomes, recorded_at=recorded_at, expires_at=write.rejection_expires_at
+            )
         actions: list[dict[str, Any]] = []
-        if seats_taken > 0:
-            actions.append(
-                self._take_seats_action(
-                    key, outcomes, seats_taken, max_per_customer, now, shard, moves, taken_at
-                )
+        if write.seats_taken > 0:
+            actions.append(self._take_seats_action(write))
+            actions.extend(
+                self._move_seats_action(write.key, donor, seats) for donor, seats in donors.items()
             )
-            actions.extend(self._move_seats_action(key, donor, seats) for donor, seats in moves.items())
-        for outcome in outcomes:
-            takes_seats = outcome.outcome in TAKES_SEATS
-            expires_at = None if takes_seats else rejection_expires_at
-            actions.append(
-                {
-                    "Put": {
-                        "TableName": self._table_name,
-                        "Item": record_item(
-                            outcome,
-                            recorded_at=recorded_at,
-                            expires_at=expires_at,
-                            customer_counted=takes_seats and max_per_customer is not None,
-                            shard=shard if takes_seats else 0,
-                        ),
-                        "ConditionExpression": "attribute_not_exists(pk)",
-                        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-                    }
-                }
-            )
-        customers = list(counters)
-        for customer_id in customers:
-            assert max_per_customer is not None
-            actions.append(
-                self._count_customer_action(key, customer_id, counters[customer_id], max_per_customer)
-            )
+        actions.extend(self._record_action(write, outcome, recorded_at) for outcome in write.outcomes)
+        counters = write.counters
+        for customer_id, seats in counters.items():
+            assert write.max_per_customer is not None
+            actions.append(self._count_customer_action(write.key, customer_id, seats, write.max_per_customer))
         cancelled = call_expecting(
             TRANSACTION_CANCELED, self._client.transact_write_items, TransactItems=actions
         )
         if isinstance(cancelled, ClientError):
-            inventory_actions = 1 + len(moves) if seats_taken > 0 else 0
-            return self._refusal(cancelled, outcomes, customers, inventory_actions=inventory_actions)
+            inventory_actions = 1 + len(donors) if write.seats_taken > 0 else 0
+            return self._refusal(
+                cancelled, write.outcomes, list(counters), inventory_actions=inventory_actions
+            )
         return None
+
+    def _record_action(
+        self, write: GroupWrite, outcome: ReservationOutcome, recorded_at: str
+    ) -> dict[str, Any]:
+        """The record of one answer, written only if none exists (ALL_OLD hands back the one that does)."""
+        takes_seats = outcome.outcome in TAKES_SEATS
+        return {
+            "Put": {
+                "TableName": self._table_name,
+                "Item": record_item(
+                    outcome,
+                    recorded_at=recorded_at,
+                    expires_at=None if takes_seats else write.rejection_expires_at,
+                    customer_counted=takes_seats and write.max_per_customer is not None,
+                    shard=write.shard if takes_seats else 0,
+                ),
+                "ConditionExpression": "attribute_not_exists(pk)",
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            }
+        }
 
     def _put_records(
         self, outcomes: Sequence[ReservationOutcome], *, recorded_at: str, expires_at: int
@@ -195,23 +184,14 @@ class Reservations(TableAccess):
             written=frozenset(written),
         )
 
-    def _take_seats_action(
-        self,
-        key: SeatKey,
-        outcomes: Sequence[ReservationOutcome],
-        seats_taken: int,
-        max_per_customer: int | None,
-        now: int,
-        shard: int,
-        moves: Mapping[int, int],
-        taken_at: float | None = None,
-    ) -> dict[str, Any]:
-        held = sum(o.quantity or 0 for o in outcomes if o.outcome is Outcome.HELD)
-        sold = seats_taken - held
-        moved = sum(moves.values())
+    def _take_seats_action(self, write: GroupWrite) -> dict[str, Any]:
+        now = int(time.time()) if write.now is None else write.now
+        held = write.seats_held
+        sold = write.seats_taken - held
+        moved = sum(write.donors.values())
         values: dict[str, Any] = {
             # What the item itself must have: the seats taken less those moved into it.
-            ":seats": number(seats_taken - moved),
+            ":seats": number(write.seats_taken - moved),
             ":open": {"S": SaleStatus.OPEN.value},
             ":now": number(now),
         }
@@ -224,9 +204,9 @@ class Reservations(TableAccess):
         if sold:
             updates.append("sold = sold + :sold")
             values[":sold"] = number(sold)
-        if taken_at is not None:
+        if write.taken_at is not None:
             updates.append(f"{TAKEN_AT} = :taken_at")
-            values[":taken_at"] = {"N": f"{taken_at:.3f}"}
+            values[":taken_at"] = {"N": f"{write.taken_at:.3f}"}
         if held:
             updates.append("held = if_not_exists(held, :zero) + :held")
             values[":held"] = number(held)
@@ -234,14 +214,14 @@ class Reservations(TableAccess):
         condition = f"attribute_exists(pk) AND available >= :seats AND {SALE_OPEN_CONDITION}"
         # The limit the planner assumed is part of the guard: a stale assumption is refused, and
         # ALL_OLD hands back the real item to plan again from.
-        if max_per_customer is None:
+        if write.max_per_customer is None:
             condition += " AND attribute_not_exists(max_per_customer)"
         else:
             condition += " AND max_per_customer = :limit"
-            values[":limit"] = number(max_per_customer)
+            values[":limit"] = number(write.max_per_customer)
         update: dict[str, Any] = {
             "TableName": self._table_name,
-            "Key": inventory_key(key, shard),
+            "Key": inventory_key(write.key, write.shard),
             "UpdateExpression": "SET " + ", ".join(updates),
             "ConditionExpression": condition,
             "ExpressionAttributeValues": values,

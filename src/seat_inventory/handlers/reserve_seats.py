@@ -10,7 +10,8 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from seat_inventory.logic.reserve_seats import QueueMessage, conflict_deadline, reserve_seats
+from seat_inventory.logic.reserve_seats import QueueMessage, reserve_seats
+from seat_inventory.logic.retry_deadline import conflict_deadline
 from seat_inventory.observability import logger, metrics, record_batch, tracer
 from seat_inventory.wiring import ContainerAdapters, build_adapters
 

@@ -19,13 +19,10 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
-from seat_inventory.logic.hints import (
-    MAX_ACTIONS_PER_TRANSACTION,
-    MAX_SETTLE_ROUNDS,
-    ConflictDeadline,
-    InventoryHints,
-)
+from seat_inventory.logic.inventory_hints import InventoryHints
+from seat_inventory.logic.limits import MAX_ACTIONS_PER_TRANSACTION, MAX_SETTLE_ROUNDS
 from seat_inventory.logic.ports import Clock, InventoryStore
+from seat_inventory.logic.retry_deadline import ConflictDeadline
 from seat_inventory.models import (
     ChangeRequest,
     Outcome,

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from seat_inventory.models import (
+    GroupWrite,
     ReservationOutcome,
     ReservationRecord,
     SeatClassInventory,
@@ -64,42 +65,21 @@ class TransitionsRefused:
 class InventoryStore(Protocol):
     """Persistence of inventory, of each reservation's record and of per-customer counters."""
 
-    def commit_outcomes(
-        self,
-        key: SeatKey,
-        outcomes: Sequence[ReservationOutcome],
-        *,
-        seats_taken: int,
-        rejection_expires_at: int,
-        max_per_customer: int | None = None,
-        customer_seats: Mapping[str, int] | None = None,
-        now: int | None = None,
-        shard: int = 0,
-        moves: Mapping[int, int] | None = None,
-        taken_at: float | None = None,
-    ) -> WriteRefused | None:
-        """Atomically takes `seats_taken` seats and records every outcome; records a group without
+    def commit_outcomes(self, write: GroupWrite) -> WriteRefused | None:
+        """Atomically takes the write's seats and records every outcome; records a group without
         seats (only rejections) one record at a time.
 
-        The seats come from the class's shard item `shard` (0 for a class of one item), after
-        `moves` (shard -> seats) moved available seats into it from other shard items in the same
-        transaction; each record says which shard its seats came from. `taken_at` (the caller's
-        clock) is stored on that item, for `survey_shards`.
+        Each record says which shard its seats came from; the guards are those `GroupWrite`
+        describes. Returns None when everything committed, a `WriteRefused` when a condition
+        failed (then nothing was written), and raises `RetryableError` on a transient fault.
 
-        HELD outcomes' seats go to `held`, CONFIRMED ones to `sold`. The inventory guard also
-        checks the sale status and window at `now` and that the class's per-customer limit is
-        `max_per_customer` (None: no limit); with a limit, `customer_seats` (customer -> seats
-        taken here) is added to each customer's counter, guarded by the limit.
-        Returns None when everything committed, a `WriteRefused` when a condition failed (then
-        nothing was written), and raises `RetryableError` on a transient fault.
-
-        A group with `seats_taken == 0` (and no customer counter) writes no inventory, so it is
-        not atomic across its records: each record is its own conditional write (1 write unit per
-        KB instead of 2 in a transaction), made exactly once by its condition (the record must
-        not exist). Records that already existed come back in `already_recorded` with their
-        stored answers, and the records written meanwhile in `WriteRefused.written`; records a
-        transient fault kept out are in neither (planned again). Only when a transient fault
-        kept every record out does it raise `RetryableError` (`TransactionConflict`, `Throttled`).
+        A write that is `records_only` writes no inventory, so it is not atomic across its
+        records: each record is its own conditional write (1 write unit per KB instead of 2 in a
+        transaction), made exactly once by its condition (the record must not exist). Records
+        that already existed come back in `already_recorded` with their stored answers, and the
+        records written meanwhile in `WriteRefused.written`; records a transient fault kept out
+        are in neither (planned again). Only when a transient fault kept every record out does it
+        raise `RetryableError` (`TransactionConflict`, `Throttled`).
         """
         ...
 

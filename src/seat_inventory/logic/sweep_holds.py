@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from seat_inventory.logic.change_reservations import TransitionResult, settle_transitions
-from seat_inventory.logic.hints import InventoryHints
+from seat_inventory.logic.inventory_hints import InventoryHints
 from seat_inventory.logic.ports import Clock, HoldStore, OutcomePublisher
 from seat_inventory.models import (
     Outcome,

@@ -48,6 +48,7 @@ from seat_inventory.dal.reservations import MAX_CONCURRENT_PUTS
 from seat_inventory.logic.ports import TransitionsRefused, WriteRefused
 from seat_inventory.models import (
     TAKES_SEATS,
+    GroupWrite,
     ReservationOutcome,
     ReservationRecord,
     RetryableError,
@@ -192,46 +193,19 @@ class SimulatedDynamoStore:
             self._read("BatchGetItem", [_read(reservation_key(i), 1024) for i in chunk])
         return self._table.data.read_reservations(unique)
 
-    def commit_outcomes(
-        self,
-        key: SeatKey,
-        outcomes: Sequence[ReservationOutcome],
-        *,
-        seats_taken: int,
-        rejection_expires_at: int,
-        max_per_customer: int | None = None,
-        customer_seats: Mapping[str, int] | None = None,
-        now: int | None = None,
-        shard: int = 0,
-        moves: Mapping[int, int] | None = None,
-        taken_at: float | None = None,
-    ) -> WriteRefused | None:
-        if not outcomes:
+    def commit_outcomes(self, write: GroupWrite) -> WriteRefused | None:
+        if not write.outcomes:
             return None
-        counters = dict(customer_seats or {}) if max_per_customer is not None else {}
-        if seats_taken == 0 and not counters:
-            return self._put_records(outcomes, rejection_expires_at)
-        items = [_write(inventory_key(key, shard), INVENTORY_ITEM_BYTES)] if seats_taken > 0 else []
-        if seats_taken > 0:
-            items += [_write(inventory_key(key, donor), INVENTORY_ITEM_BYTES) for donor in (moves or {})]
-        items += [_write(reservation_key(o.reservation_id), record_item_bytes(o)) for o in outcomes]
-        items += [_write(customer_key(key, c), COUNTER_ITEM_BYTES) for c in counters]
-
-        def apply() -> WriteRefused | None:
-            return self._table.data.commit_outcomes(
-                key,
-                outcomes,
-                seats_taken=seats_taken,
-                rejection_expires_at=rejection_expires_at,
-                max_per_customer=max_per_customer,
-                customer_seats=customer_seats,
-                now=now,
-                shard=shard,
-                moves=moves,
-                taken_at=taken_at,
-            )
-
-        return self._transact(items, apply)
+        if write.records_only:
+            return self._put_records(write.outcomes, write.rejection_expires_at)
+        key = write.key
+        items: list[ItemWrite] = []
+        if write.seats_taken > 0:
+            items.append(_write(inventory_key(key, write.shard), INVENTORY_ITEM_BYTES))
+            items += [_write(inventory_key(key, donor), INVENTORY_ITEM_BYTES) for donor in write.moves]
+        items += [_write(reservation_key(o.reservation_id), record_item_bytes(o)) for o in write.outcomes]
+        items += [_write(customer_key(key, c), COUNTER_ITEM_BYTES) for c in write.counters]
+        return self._transact(items, lambda: self._table.data.commit_outcomes(write))
 
     def commit_transitions(
         self,

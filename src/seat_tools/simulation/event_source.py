@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
-from seat_inventory.logic.hints import InventoryHints
+from seat_inventory.logic.inventory_hints import InventoryHints
 from seat_inventory.logic.reserve_seats import QueueMessage, reserve_seats
 from seat_inventory.models import ReservationOutcome
 from seat_inventory.publishing.sns_publisher import MAX_CONCURRENT_CALLS, PUBLISH_BATCH_LIMIT

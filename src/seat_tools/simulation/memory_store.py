@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from seat_inventory.logic.ports import TransitionsRefused, WriteRefused
 from seat_inventory.logic.shards import check_shard_count, rebalance, spread
 from seat_inventory.models import (
+    GroupWrite,
     Outcome,
     ReservationOutcome,
     ReservationRecord,
@@ -128,38 +129,44 @@ class InMemoryInventoryStore:
             return item
         return _shard_view(item, item.shard_seats()[0])
 
-    def commit_outcomes(
-        self,
-        key: SeatKey,
-        outcomes: Sequence[ReservationOutcome],
-        *,
-        seats_taken: int,
-        rejection_expires_at: int,
-        max_per_customer: int | None = None,
-        customer_seats: Mapping[str, int] | None = None,
-        now: int | None = None,
-        shard: int = 0,
-        moves: Mapping[int, int] | None = None,
-        taken_at: float | None = None,
-    ) -> WriteRefused | None:
+    def commit_outcomes(self, write: GroupWrite) -> WriteRefused | None:
         self._begin_commit()
-        counters = dict(customer_seats or {}) if max_per_customer is not None else {}
-        if seats_taken == 0 and not counters:
-            return self._put_records(outcomes, rejection_expires_at)
-        now = int(time.time()) if now is None else now
-        item = self.inventory.get(key)
-        moves = {donor: seats for donor, seats in (moves or {}).items() if seats > 0}
+        if write.records_only:
+            return self._put_records(write.outcomes, write.rejection_expires_at)
+        refused = self._refusal(write)
+        if refused is not None:
+            return refused
+        if write.seats_taken > 0:
+            self._take_seats(write)
+        for outcome in write.outcomes:
+            takes_seats = outcome.outcome in (Outcome.CONFIRMED, Outcome.HELD)
+            self.records[outcome.reservation_id] = outcome
+            if takes_seats and write.shard:
+                self.shard_of[outcome.reservation_id] = write.shard
+            self.status[outcome.reservation_id] = outcome.outcome
+            self.expiry[outcome.reservation_id] = None if takes_seats else write.rejection_expires_at
+            if takes_seats and write.max_per_customer is not None:
+                self.counted.add(outcome.reservation_id)
+        for customer, seats in write.counters.items():
+            self.counters[(write.key, customer)] = self.counters.get((write.key, customer), 0) + seats
+        return None
+
+    def _refusal(self, write: GroupWrite) -> WriteRefused | None:
+        """What the write's conditions refuse (as DynamoDB's cancellation reasons tell), or None."""
+        now = int(time.time()) if write.now is None else write.now
+        item = self.inventory.get(write.key)
+        moves = write.donors
         shards = {s.shard: s for s in item.shard_seats()} if item is not None else {}
         refusing: SeatClassInventory | None = None
         inventory_refused = False
-        if seats_taken > 0:
-            target = shards.get(shard)
+        if write.seats_taken > 0:
+            target = shards.get(write.shard)
             if item is None or target is None:
                 inventory_refused = True
             elif (
-                target.available < seats_taken - sum(moves.values())
+                target.available < write.seats_taken - sum(moves.values())
                 or item.sale_closed_reason(now) is not None
-                or item.max_per_customer != max_per_customer
+                or item.max_per_customer != write.max_per_customer
             ):
                 inventory_refused, refusing = True, _shard_view(item, target)
             else:
@@ -171,52 +178,46 @@ class InMemoryInventoryStore:
                         break
         recorded = {
             o.reservation_id: self.records[o.reservation_id]
-            for o in outcomes
+            for o in write.outcomes
             if o.reservation_id in self.records
         }
+        limit = write.max_per_customer
         refused_counters = {
-            customer: self.counters[(key, customer)]
-            for customer, seats in counters.items()
-            if (key, customer) in self.counters
-            and max_per_customer is not None
-            and self.counters[(key, customer)] > max_per_customer - seats
+            customer: self.counters[(write.key, customer)]
+            for customer, seats in write.counters.items()
+            if (write.key, customer) in self.counters
+            and limit is not None
+            and self.counters[(write.key, customer)] > limit - seats
         }
-        if inventory_refused or recorded or refused_counters:
-            return WriteRefused(
-                inventory_refused=inventory_refused,
-                inventory=refusing,
-                already_recorded=recorded,
-                customer_seats=refused_counters,
-            )
-        if seats_taken > 0:
-            assert item is not None
-            held = sum(o.quantity or 0 for o in outcomes if o.outcome is Outcome.HELD)
-            moved = sum(moves.values())
-            self.inventory_writes += 1 + len(moves)
-            for donor, seats in moves.items():
-                shards[donor] = _add(shards[donor], capacity=-seats, available=-seats)
-            shards[shard] = _add(
-                shards[shard],
-                capacity=moved,
-                available=moved - seats_taken,
-                sold=seats_taken - held,
-                held=held,
-            )
-            self.inventory[key] = _with_shards(item, tuple(shards[n] for n in sorted(shards)))
-            if taken_at is not None:
-                self.taken_at[(key, shard)] = taken_at
-        for outcome in outcomes:
-            takes_seats = outcome.outcome in (Outcome.CONFIRMED, Outcome.HELD)
-            self.records[outcome.reservation_id] = outcome
-            if takes_seats and shard:
-                self.shard_of[outcome.reservation_id] = shard
-            self.status[outcome.reservation_id] = outcome.outcome
-            self.expiry[outcome.reservation_id] = None if takes_seats else rejection_expires_at
-            if takes_seats and max_per_customer is not None:
-                self.counted.add(outcome.reservation_id)
-        for customer, seats in counters.items():
-            self.counters[(key, customer)] = self.counters.get((key, customer), 0) + seats
-        return None
+        if not (inventory_refused or recorded or refused_counters):
+            return None
+        return WriteRefused(
+            inventory_refused=inventory_refused,
+            inventory=refusing,
+            already_recorded=recorded,
+            customer_seats=refused_counters,
+        )
+
+    def _take_seats(self, write: GroupWrite) -> None:
+        """Takes the write's seats from its shard item, after moving the donors' seats into it."""
+        item = self.inventory[write.key]
+        shards = {s.shard: s for s in item.shard_seats()}
+        moves = write.donors
+        held = write.seats_held
+        moved = sum(moves.values())
+        self.inventory_writes += 1 + len(moves)
+        for donor, seats in moves.items():
+            shards[donor] = _add(shards[donor], capacity=-seats, available=-seats)
+        shards[write.shard] = _add(
+            shards[write.shard],
+            capacity=moved,
+            available=moved - write.seats_taken,
+            sold=write.seats_taken - held,
+            held=held,
+        )
+        self.inventory[write.key] = _with_shards(item, tuple(shards[n] for n in sorted(shards)))
+        if write.taken_at is not None:
+            self.taken_at[(write.key, write.shard)] = write.taken_at
 
     def survey_shards(self, key: SeatKey, shard_items: int) -> list[ShardSurvey]:
         self.surveys += 1
@@ -280,7 +281,7 @@ class InMemoryInventoryStore:
         found = {i: self.record(i) for i in reservation_ids}
         return {i: r for i, r in found.items() if r is not None}
 
-    def commit_transitions(
+    def commit_transitions(  # noqa: C901 - mirrors the DAL's guards one by one, to be read beside it
         self,
         key: SeatKey,
         transitions: Sequence[Transition],

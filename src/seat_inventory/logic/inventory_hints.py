@@ -1,84 +1,13 @@
-"""Per-container knowledge of seat classes, and the limits every transaction of the service obeys."""
+"""What one container learned about each seat class: the item as last seen, and for a sharded
+class the shard item it takes seats from (`InventoryHints`). It lives as long as the container."""
 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
 
-from seat_inventory.logic.ports import Clock
 from seat_inventory.logic.shards import Draws
-from seat_inventory.models import SeatClassInventory, SeatKey, Throttled
-
-_Result = TypeVar("_Result")
-
-# DynamoDB allows 100 actions per transaction: one inventory update, one record per reservation
-# and, when the class has a per-customer limit, one counter update per customer.
-MAX_ACTIONS_PER_TRANSACTION = 100
-# Each refused round teaches the planner something (a recorded duplicate, the seats left, a
-# missing event, a closed sale, a customer's counter, a changed status); under heavy contention
-# the state can change between rounds, so bound it.
-MAX_SETTLE_ROUNDS = 8
-# A transaction conflict is not a failure: another container's transaction held the same item for
-# a few tens of milliseconds. It is retried in place with capped full-jitter exponential back-off
-# until the invocation's deadline (`ConflictDeadline`); only a group that never got its turn by
-# then is handed back to the queue. Throttling (`Throttled`: the hot partition's write units of
-# this second are spent, cancelled attempts included) is the same kind of wait, retried the same
-# way under the same deadline, with the same count of refusals in a row.
-CONFLICT_BACKOFF_SECONDS = 0.02
-CONFLICT_BACKOFF_CAP_SECONDS = 0.5
-# Past this many doublings the pause is capped anyway (and 2**n stays a small number).
-MAX_BACKOFF_DOUBLINGS = 10
-# How long conflicts are retried when the caller gives no deadline (tools, tests, the sweeper).
-DEFAULT_CONFLICT_PATIENCE_SECONDS = 20.0
-
-
-@dataclass(slots=True)
-class ConflictDeadline:
-    """The clock time until which transaction conflicts are retried in place.
-
-    The pauses it hands out are counted against the same budget, so retrying ends even under a
-    clock that does not move while it sleeps (a test's); on a real clock that check never binds
-    first, since the clock moves at least as far as the pauses.
-    """
-
-    at: float
-    budget: float
-    paused: float = 0.0
-
-    @classmethod
-    def until(cls, clock: Clock, at: float) -> ConflictDeadline:
-        return cls(at, max(0.0, at - clock.now()))
-
-    @classmethod
-    def after(cls, clock: Clock, seconds: float = DEFAULT_CONFLICT_PATIENCE_SECONDS) -> ConflictDeadline:
-        return cls.until(clock, clock.now() + seconds)
-
-    def back_off(self, clock: Clock, conflicts: int) -> bool:
-        """Sleeps a full-jitter exponential back-off after the `conflicts`-th conflict in a row and
-        returns True; returns False (without sleeping) when the pause would end past the deadline."""
-        ceiling = CONFLICT_BACKOFF_SECONDS * 2 ** min(conflicts, MAX_BACKOFF_DOUBLINGS)
-        pause = random.uniform(0, min(CONFLICT_BACKOFF_CAP_SECONDS, ceiling))
-        if clock.now() + pause > self.at or self.paused + pause > self.budget:
-            return False
-        self.paused += pause
-        clock.sleep(pause)
-        return True
-
-    def patiently(self, clock: Clock, operation: Callable[[], _Result], what: str) -> _Result:
-        """Calls `operation` (a read), retrying it in place with `back_off` while it is `Throttled`;
-        raises `Throttled` when it is still refused at the deadline."""
-        throttled = 0
-        while True:
-            try:
-                return operation()
-            except Throttled as exc:
-                throttled += 1
-                if not self.back_off(clock, throttled):
-                    raise Throttled(
-                        f"{what}: throttled {throttled} times in a row until the deadline"
-                    ) from exc
+from seat_inventory.models import SeatClassInventory, SeatKey
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,551 @@
+"""Settles one group (the requests of one batch for one seat class) in one conditional transaction.
+
+Each round plans an answer for every pending request from what is known of the class, picks the
+shard item the seats come from, trims the plan to one transaction, and commits it; a refusal
+hands back what the write assumed wrongly (the item as it is, a recorded duplicate, a customer's
+counter) and the next round plans again from it. Transaction conflicts and throttling are waited
+out in place until the deadline (`logic.retry_deadline`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from seat_inventory.logic.inventory_hints import InventoryHints, OwnShard
+from seat_inventory.logic.limits import MAX_ACTIONS_PER_TRANSACTION, MAX_SETTLE_ROUNDS
+from seat_inventory.logic.ports import Clock, InventoryStore, WriteRefused
+from seat_inventory.logic.retry_deadline import ConflictDeadline
+from seat_inventory.logic.shards import pick_shard, route, routed_shards, shards_with
+from seat_inventory.models import (
+    TAKES_SEATS,
+    GroupWrite,
+    Outcome,
+    ReservationOutcome,
+    ReservationRequest,
+    RetryableError,
+    SeatClassInventory,
+    SeatKey,
+    Throttled,
+    TransactionConflict,
+    iso_utc,
+)
+
+# How many times a container that needs a shard waits for one that no other container uses
+# before it shares one in use (there are more containers than items with seats left). With 3,
+# `seats simulate --requests 1000000 --containers 100 --shards 64` cancels 9.8% of transactions
+# and hands back no message (docs/sharding.md, "How to size K": main at the end of issue 13).
+MAX_SHARD_WAITS = 3
+
+
+def settle_group(
+    key: SeatKey,
+    requests: Sequence[ReservationRequest],
+    *,
+    store: InventoryStore,
+    clock: Clock,
+    rejection_ttl_seconds: int,
+    hints: InventoryHints,
+    deadline: ConflictDeadline | None = None,
+) -> tuple[dict[str, ReservationOutcome], list[ReservationRequest]]:
+    """Commits the answers of one group in one transaction.
+
+    Returns the answer for every reservation id it settled, and the requests (in order) that did
+    not fit in that transaction's 100 actions, or (a group without seats, written record by
+    record) that a transient fault kept out while others were written, and still need a write.
+    Raises `RetryableError` when a transient fault prevented a commit, or transaction conflicts
+    or throttling went on until `deadline` (default: `ConflictDeadline.after(clock)`); nothing
+    was written then.
+    """
+    settlement = _Settlement(
+        key=key,
+        store=store,
+        clock=clock,
+        hints=hints,
+        deadline=deadline or ConflictDeadline.after(clock),
+        now=int(clock.now()),
+        rejection_ttl_seconds=rejection_ttl_seconds,
+        pending=list(requests),
+        requested={r.reservation_id: r for r in requests},
+    )
+    return settlement.run()
+
+
+@dataclass(slots=True)
+class GroupKnowledge:
+    """What the planner knows about one group's inventory item while settling it.
+
+    `verified` is True once the item was observed during this settlement (a consistent read or a
+    refused write's ALL_OLD); only then may a rejection be decided without the inventory guard in
+    the same transaction. Before that, `assumed_limit` is the per-customer limit the optimistic
+    write assumes (and its condition checks). `counted` holds customers' counters as refused
+    counter updates reported them.
+    """
+
+    verified: bool = False
+    inventory: SeatClassInventory | None = None
+    assumed_limit: int | None = None
+    counted: dict[str, int] = field(default_factory=dict)
+
+    def observe(self, inventory: SeatClassInventory | None) -> None:
+        self.verified = True
+        self.inventory = inventory
+
+    @property
+    def view(self) -> SeatClassInventory | None:
+        """The item as observed during this settlement; None until then (or when there is none)."""
+        return self.inventory if self.verified else None
+
+    @property
+    def limit(self) -> int | None:
+        if self.verified:
+            return self.inventory.max_per_customer if self.inventory else None
+        return self.assumed_limit
+
+
+@dataclass(frozen=True, slots=True)
+class GroupPlan:
+    """One transaction's worth of answers: the seats they take, and the counter increments."""
+
+    outcomes: list[ReservationOutcome]
+    seats_taken: int
+    limit: int | None
+    customer_seats: dict[str, int]
+
+    @property
+    def first_seats(self) -> int:
+        """The seats of the first answer that takes seats (0 when none does)."""
+        return next((o.quantity or 0 for o in self.outcomes if o.outcome in TAKES_SEATS), 0)
+
+
+@dataclass(frozen=True, slots=True)
+class _Take:
+    """Where a round's plan takes its seats: shard item `shard`, after `moves` (shard -> seats) from
+    others; `own` is the container's shard as routing found it, `on_own_shard` whether the plan
+    was routed there (and trimmed to the seats last seen on it)."""
+
+    plan: GroupPlan
+    shard: int
+    moves: dict[int, int]
+    own: OwnShard | None
+    on_own_shard: bool
+
+
+@dataclass(slots=True)
+class _Settlement:
+    """One group's settlement in progress: what is pending, answered and known, round by round."""
+
+    key: SeatKey
+    store: InventoryStore
+    clock: Clock
+    hints: InventoryHints
+    deadline: ConflictDeadline
+    now: int
+    rejection_ttl_seconds: int
+    pending: list[ReservationRequest]
+    requested: dict[str, ReservationRequest]  # reservation id -> its request
+    leftover: list[ReservationRequest] = field(default_factory=list)
+    answers: dict[str, ReservationOutcome] = field(default_factory=dict)
+    knowledge: GroupKnowledge = field(default_factory=GroupKnowledge)
+    # Conflicts and throttling met in a row by the group's reads, surveys and writes (one back-off).
+    conflicts: int = 0
+
+    def run(self) -> tuple[dict[str, ReservationOutcome], list[ReservationRequest]]:
+        """Rounds until nothing is pending: the answers, and the requests left for another write."""
+        self._start()
+        rounds = 0
+        while self.pending:
+            if rounds >= MAX_SETTLE_ROUNDS:
+                raise RetryableError(f"{self.key} did not settle after {MAX_SETTLE_ROUNDS} rounds")
+            if self._round():
+                rounds += 1
+        return self.answers, self.leftover
+
+    def _start(self) -> None:
+        """Takes the limit the first write assumes from the hints, and reads the item first when
+        the hints say an optimistic write would be refused (or doomed)."""
+        assumed = self.hints.assumed(self.key)
+        self.knowledge.assumed_limit = assumed.max_per_customer if assumed is not None else None
+        if self.hints.should_read_first(self.key, sum(r.quantity for r in self.pending), self.now):
+            # A class never seen is first read as its item alone: a sharded class's shard 0 tells
+            # its rules and items without reading every shard item while others write to them.
+            self._read(whole=assumed is not None)
+
+    def _round(self) -> bool:
+        """Plans, routes and commits the pending requests once; True when it spent a round (it
+        read the item, or a refusal taught something other than customers' counters)."""
+        plan = plan_group(self.key, self.pending, self.knowledge, now=self.now)
+        if plan.seats_taken == 0 and not self.knowledge.verified:
+            # Rejections decided on assumptions alone would be written without the inventory
+            # guard that checks them: observe the item first.
+            self._read()
+            return True
+        take = self._route(plan)
+        if take is None:
+            self._read()  # no item alone has the seats: read the class whole (seats move, or too few)
+            return True
+        try:
+            refused = self.store.commit_outcomes(self._write(take))
+        except (TransactionConflict, Throttled) as exc:
+            # Another transaction held the item, or its partition's units were spent: wait for a
+            # turn (on another shard of a sharded class: another partition). Nothing learned.
+            self.hints.leave_shard(self.key)
+            self._back_off_or_raise(exc, "transactions", "none committed before the deadline")
+            return False
+        if refused is None:
+            self._committed(take)
+            return True
+        return self._learn_from(refused, take)
+
+    # ------------------------------------------------------------------ routing a round's plan
+
+    def _route(self, plan: GroupPlan) -> _Take | None:
+        """Where the plan takes its seats, trimmed to what one transaction holds; None when the
+        class is sharded and no item alone has the seats of its first request."""
+        view = self.knowledge.view
+        seen = view or self.hints.assumed(self.key)
+        if (
+            seen is not None
+            and seen.shard_items > 1
+            and plan.seats_taken
+            and (view is None or any(s.available >= plan.first_seats for s in view.shard_seats()))
+        ):
+            # A sharded class whose first request one item can serve: the group takes from this
+            # container's shard. Only a request no item alone can serve needs a whole read and
+            # seats moved.
+            return self._take_from_own_shard(plan, seen)
+        return self._take_routed(plan, seen, read_whole=view is not None)
+
+    def _take_from_own_shard(self, plan: GroupPlan, seen: SeatClassInventory) -> _Take | None:
+        """Takes from this container's shard as far as the seats last seen there go (its guard
+        decides); settles on another one first when it has none or too few for the first request."""
+        own = self.hints.own_shard(self.key)
+        if own is None or (own.left is not None and own.left < plan.first_seats):
+            if not self._settle_on_a_shard(plan.first_seats, seen.shard_items):
+                return None
+            own = self.hints.own_shard(self.key)
+            assert own is not None
+        plan = self._trim(plan, min(_prefix_that_fits(plan), _prefix_within_seats(plan, own.left)))
+        return _Take(plan, own.shard, {}, own, on_own_shard=True)
+
+    def _take_routed(self, plan: GroupPlan, seen: SeatClassInventory | None, *, read_whole: bool) -> _Take:
+        """A class of one item, or a sharded one read whole: the seats may have to move into one
+        item from others, and each move is one more action in the transaction."""
+        own = self.hints.own_shard(self.key)
+        rng = self.hints.rng
+        preferred = own.shard if own is not None else rng.randrange(routed_shards(seen))
+        shard, moves = route(seen, plan.seats_taken, preferred, rng, read_whole=read_whole)
+        fits = _prefix_that_fits(plan, len(moves))
+        if fits < len(self.pending):
+            plan = self._trim(plan, fits)
+            # Fewer seats: the same item, or moves from no more items than planned for.
+            shard, moves = route(seen, plan.seats_taken, shard, rng, read_whole=read_whole)
+        return _Take(plan, shard, moves, own, on_own_shard=False)
+
+    def _trim(self, plan: GroupPlan, fits: int) -> GroupPlan:
+        """The plan for the first `fits` pending requests; the others wait for the next transaction."""
+        if fits >= len(self.pending):
+            return plan
+        self.leftover = self.pending[fits:] + self.leftover
+        self.pending = self.pending[:fits]
+        return plan_group(self.key, self.pending, self.knowledge, now=self.now)
+
+    def _settle_on_a_shard(self, seats: int, shard_items: int) -> bool:
+        """Surveys the class's shard items and settles on one that has `seats` and no other
+        container; while every such item is in use, waits (like a conflict, until the deadline)
+        and surveys again. False when no item alone has the seats."""
+        for wait in range(MAX_SHARD_WAITS + 1):
+            survey = self.deadline.patiently(
+                self.clock, lambda: self.store.survey_shards(self.key, shard_items), f"survey of {self.key}"
+            )
+            if not shards_with(survey, seats):
+                return False
+            # After the last wait, items in use count too (more containers than items with seats).
+            share = wait == MAX_SHARD_WAITS
+            picked = pick_shard(survey, seats, self.clock.now(), self.hints.rng, share=share)
+            if picked is not None:
+                self.hints.settle_on(self.key, picked.shard, picked.available)
+                return True
+            self.conflicts += 1
+            if not self.deadline.back_off(self.clock, self.conflicts):
+                raise TransactionConflict(
+                    f"every shard item of {self.key} with {seats} seat(s) stayed in use by other"
+                    " containers until the deadline"
+                )
+        raise AssertionError("unreachable: the last wait settles on a shard")
+
+    # ------------------------------------------------------------------ writing and what it tells
+
+    def _write(self, take: _Take) -> GroupWrite:
+        plan = take.plan
+        return GroupWrite(
+            self.key,
+            plan.outcomes,
+            seats_taken=plan.seats_taken,
+            rejection_expires_at=self.now + self.rejection_ttl_seconds,
+            max_per_customer=plan.limit,
+            customer_seats=plan.customer_seats,
+            now=self.now,
+            shard=take.shard,
+            moves=take.moves,
+            taken_at=self.clock.now() if plan.seats_taken else None,
+        )
+
+    def _committed(self, take: _Take) -> None:
+        """Everything pending is answered; the container notes what it took, and from where."""
+        plan = take.plan
+        if plan.seats_taken:
+            left = _left_on_shard(take.own, self.knowledge.view, take.shard, take.moves, plan.seats_taken)
+            self.hints.settle_on(self.key, take.shard, left)
+        self.answers.update((o.reservation_id, o) for o in plan.outcomes)
+        _learn_commit(self.hints, self.key, self.knowledge, plan)
+        self.pending = []
+
+    def _learn_from(self, refused: WriteRefused, take: _Take) -> bool:
+        """Takes in what a refused write handed back; True when that spent a round (it taught
+        something other than customers' counters)."""
+        for reservation_id, stored in refused.already_recorded.items():
+            self.answers[reservation_id] = stored.as_duplicate(self.requested[reservation_id].message_id)
+        settled = refused.already_recorded.keys() | refused.written
+        self.pending = [r for r in self.pending if r.reservation_id not in settled]
+        if refused.written:
+            # Records of a group without seats are written one by one: those written stand, and
+            # are handed back now; the rest (a transient fault kept them out) need another write.
+            self.answers.update(
+                (o.reservation_id, o) for o in take.plan.outcomes if o.reservation_id in refused.written
+            )
+            self.leftover = self.pending + self.leftover
+            self.pending = []
+            return True
+        # Customers' counters newly learned are progress, bounded by the group's customers (a
+        # refusal shows only the counters of those the plan gave seats, so a group of many
+        # customers at their limit with few seats left needs more rounds than the bound).
+        new_counters = bool(refused.customer_seats.keys() - self.knowledge.counted.keys())
+        self.knowledge.counted.update(refused.customer_seats)
+        if refused.inventory_refused:
+            self._learn_inventory(refused.inventory, take)
+        elif not settled and not refused.customer_seats:
+            raise RetryableError(f"transaction for {self.key} refused without a reason the planner knows")
+        return not new_counters
+
+    def _learn_inventory(self, item: SeatClassInventory | None, take: _Take) -> None:
+        """The inventory guard refused and handed back `item` as it was (None: there is none)."""
+        if item is None or item.complete:
+            self._observe(item)
+        elif (
+            take.on_own_shard
+            and item.sale_closed_reason(self.now) is None
+            and item.max_per_customer == take.plan.limit
+        ):
+            # This container's shard alone is short: the next round takes what it has left, or
+            # looks for another shard.
+            self.hints.settle_on(self.key, take.shard, item.available)
+        else:
+            self._read()  # one shard refused: its numbers are not the class's; read every shard
+
+    # ------------------------------------------------------------------ reading the item
+
+    def _read(self, *, whole: bool = True) -> None:
+        """Reads the item consistently and takes it in; a sharded class's shard 0 alone (`whole`
+        False) gives its rules and items to route by, not its seats."""
+        inventory = self._read_patiently(whole)
+        if inventory is not None and not inventory.complete:
+            self.hints.learn_item(self.key, inventory)
+            self.knowledge.assumed_limit = inventory.max_per_customer
+            if inventory.sale_closed_reason(self.now) is not None:
+                self._read()  # closed: nobody writes to its items, and only a whole read can say so
+            return
+        self._observe(inventory)
+
+    def _read_patiently(self, whole: bool) -> SeatClassInventory | None:
+        """A consistent read of a sharded class (`TransactGetItems`) is cancelled by a transaction
+        in flight on one of its items, and any read of a hot item may be throttled: like a
+        conflicting or throttled write, it is retried until the deadline."""
+        while True:
+            try:
+                return self.store.read_inventory(self.key, whole=whole)
+            except (TransactionConflict, Throttled) as exc:
+                self._back_off_or_raise(exc, "reads", "no consistent read before the deadline")
+
+    def _observe(self, inventory: SeatClassInventory | None) -> None:
+        self.knowledge.observe(inventory)
+        self.hints.observe(self.key, inventory)
+
+    def _back_off_or_raise(self, exc: TransactionConflict | Throttled, what: str, outcome: str) -> None:
+        """Waits out one more conflict or throttling in a row, or raises it when the back-off
+        would end past the deadline."""
+        self.conflicts += 1
+        if not self.deadline.back_off(self.clock, self.conflicts):
+            raise type(exc)(
+                f"{self.conflicts} {what} in a row refused by conflicts or throttling (last: {exc}),"
+                f" {outcome}"
+            ) from exc
+
+
+def plan_group(
+    key: SeatKey, pending: Sequence[ReservationRequest], knowledge: GroupKnowledge, *, now: int
+) -> GroupPlan:
+    """Decides an answer for each pending request of one group.
+
+    With nothing verified yet every request is planned to take its seats (within the assumed
+    per-customer limit): the transaction's guard decides. Once the item has been observed, a
+    missing item is UNKNOWN_EVENT, a closed sale SALE_CLOSED, and otherwise the group is filled
+    greedily in arrival order; what passes a customer's limit is LIMIT_EXCEEDED and what does
+    not fit is SOLD_OUT.
+    """
+    if knowledge.verified and knowledge.inventory is None:
+        reason = f"event {key.event_id!r} has no seat class {key.seat_class!r}"
+        return GroupPlan([_answer(r, Outcome.UNKNOWN_EVENT, reason, None) for r in pending], 0, None, {})
+    inventory = knowledge.view
+    if inventory is not None:
+        closed = inventory.sale_closed_reason(now)
+        if closed:
+            return GroupPlan([_answer(r, Outcome.SALE_CLOSED, closed, None) for r in pending], 0, None, {})
+    limit = knowledge.limit
+    left = inventory.available if inventory is not None else None
+    taken_by_customer: dict[str, int] = {}
+    decisions: list[tuple[ReservationRequest, Outcome, int]] = []  # request, outcome, counted before
+    for request in pending:
+        counted = knowledge.counted.get(request.customer_id, 0) + taken_by_customer.get(
+            request.customer_id, 0
+        )
+        if limit is not None and counted + request.quantity > limit:
+            decisions.append((request, Outcome.LIMIT_EXCEEDED, counted))
+        elif left is not None and request.quantity > left:
+            decisions.append((request, Outcome.SOLD_OUT, counted))
+        else:
+            if left is not None:
+                left -= request.quantity
+            taken_by_customer[request.customer_id] = (
+                taken_by_customer.get(request.customer_id, 0) + request.quantity
+            )
+            decisions.append((request, Outcome.HELD if request.is_hold else Outcome.CONFIRMED, counted))
+    outcomes = [
+        _decided_answer(key, request, outcome, counted, limit=limit, left=left, now=now)
+        for request, outcome, counted in decisions
+    ]
+    seats = sum(taken_by_customer.values())
+    return GroupPlan(outcomes, seats, limit, taken_by_customer if limit is not None else {})
+
+
+def _decided_answer(
+    key: SeatKey,
+    request: ReservationRequest,
+    outcome: Outcome,
+    counted: int,
+    *,
+    limit: int | None,
+    left: int | None,
+    now: int,
+) -> ReservationOutcome:
+    """The answer `plan_group` decided, with its reason; `left` is what the group leaves."""
+    if outcome is Outcome.CONFIRMED:
+        return _answer(request, outcome, f"{request.quantity} seat(s) confirmed", left)
+    if outcome is Outcome.HELD:
+        expires_at = now + (request.hold_seconds or 0)
+        reason = f"{request.quantity} seat(s) held until {iso_utc(expires_at)}"
+        return _answer(request, outcome, reason, left, hold_expires_at=expires_at)
+    if outcome is Outcome.SOLD_OUT:
+        return _answer(request, outcome, f"requested {request.quantity} seat(s), {left} left", left)
+    return _answer(
+        request,
+        outcome,
+        f"customer {request.customer_id!r} may take at most {limit} seat(s) of"
+        f" {key.event_id} {key.seat_class}; {counted} already taken,"
+        f" {request.quantity} requested",
+        left,
+    )
+
+
+def _answer(
+    request: ReservationRequest,
+    outcome: Outcome,
+    reason: str,
+    remaining: int | None,
+    *,
+    hold_expires_at: int | None = None,
+) -> ReservationOutcome:
+    return ReservationOutcome(
+        reservation_id=request.reservation_id,
+        outcome=outcome,
+        reason=reason,
+        event_id=request.event_id,
+        seat_class=request.seat_class,
+        quantity=request.quantity,
+        customer_id=request.customer_id,
+        remaining=remaining,
+        message_id=request.message_id,
+        request_type=request.request_type,
+        hold_expires_at=hold_expires_at,
+    )
+
+
+def _prefix_that_fits(plan: GroupPlan, shard_moves: int = 0) -> int:
+    """How many of the plan's answers (in arrival order) fit in one transaction with their actions,
+    leaving room for `shard_moves` actions that move seats between shard items."""
+    actions = shard_moves
+    inventory_counted = False
+    customers: set[str] = set()
+    for index, outcome in enumerate(plan.outcomes):
+        extra = 1
+        takes_seats = outcome.outcome in TAKES_SEATS
+        if takes_seats and not inventory_counted:
+            extra += 1
+        if takes_seats and plan.limit is not None and outcome.customer_id not in customers:
+            extra += 1
+        if actions + extra > MAX_ACTIONS_PER_TRANSACTION:
+            return index
+        actions += extra
+        if takes_seats:
+            inventory_counted = True
+            if plan.limit is not None:
+                customers.add(outcome.customer_id or "")
+    return len(plan.outcomes)
+
+
+def _prefix_within_seats(plan: GroupPlan, left: int | None) -> int:
+    """How many of the plan's answers (in arrival order) take no more than `left` seats in all
+    (None: no bound); the rest waits for the next transaction."""
+    if left is None:
+        return len(plan.outcomes)
+    taken = 0
+    for index, outcome in enumerate(plan.outcomes):
+        if outcome.outcome in TAKES_SEATS:
+            taken += outcome.quantity or 0
+            if taken > left:
+                return index
+    return len(plan.outcomes)
+
+
+def _left_on_shard(
+    own: OwnShard | None,
+    view: SeatClassInventory | None,
+    shard: int,
+    moves: Mapping[int, int],
+    seats_taken: int,
+) -> int | None:
+    """The seats a committed take left on `shard`, as far as this container knows them."""
+    if view is not None:
+        seen = next((s for s in view.shard_seats() if s.shard == shard), None)
+        return None if seen is None else seen.available + sum(moves.values()) - seats_taken
+    if own is not None and own.shard == shard and own.left is not None:
+        return own.left - seats_taken
+    return None
+
+
+def _learn_commit(hints: InventoryHints, key: SeatKey, knowledge: GroupKnowledge, plan: GroupPlan) -> None:
+    """After a commit, the container knows what it took: the item as it predicts it now."""
+    inventory = knowledge.inventory if knowledge.verified else hints.assumed(key)
+    if inventory is None:
+        return
+    held = sum(o.quantity or 0 for o in plan.outcomes if o.outcome is Outcome.HELD)
+    hints.learn_item(
+        key,
+        dataclasses.replace(
+            inventory,
+            available=inventory.available - plan.seats_taken,
+            held=inventory.held + held,
+            sold=inventory.sold + plan.seats_taken - held,
+        ),
+    )
