@@ -34,6 +34,9 @@ class Outcome(StrEnum):
     LIMIT_EXCEEDED = "LIMIT_EXCEEDED"
     SALE_CLOSED = "SALE_CLOSED"
     UNKNOWN_RESERVATION = "UNKNOWN_RESERVATION"
+    # Published by the ticket issuer when a sold reservation got its ticket numbers (never a
+    # record's status: docs/tickets.md).
+    TICKETED = "TICKETED"
 
 
 # Answers to a reserve or hold that took seats.
@@ -50,6 +53,7 @@ class RequestType(StrEnum):
     CONFIRM = "confirm"
     CANCEL = "cancel"
     EXPIRE = "expire"
+    TICKET = "ticket"
 
 
 class SaleStatus(StrEnum):
@@ -146,6 +150,7 @@ class ReservationOutcome:
     message_id: str | None = None
     request_type: RequestType | None = RequestType.RESERVE
     hold_expires_at: int | None = None
+    tickets: tuple[str, ...] | None = None  # a TICKETED outcome's ticket numbers, formatted
 
     def as_duplicate(self, message_id: str) -> ReservationOutcome:
         """The same recorded answer, marked as a re-publication for a redelivered message."""
@@ -227,6 +232,18 @@ class ReservationRecord:
     status_changed_at: str | None = None
     shard: int = 0  # the shard item its seats came from
     last_change_id: str | None = None  # the change_id of the last Transition that gave one
+    # Ticket numbers (docs/tickets.md): sold and waiting for the issuer, or numbered
+    # `ticket_first` .. `ticket_first + quantity - 1` in series `ticket_series`.
+    awaiting_tickets: bool = False
+    ticket_series: int | None = None
+    ticket_first: int | None = None
+
+    @property
+    def ticket_numbers(self) -> range:
+        """The serials of its tickets in its series (empty while not numbered)."""
+        if self.ticket_first is None:
+            return range(0)
+        return range(self.ticket_first, self.ticket_first + self.quantity)
 
     @property
     def reservation_id(self) -> str:
@@ -378,6 +395,92 @@ class BatchResult:
     seats_confirmed: int = 0
     seats_held: int = 0
     seats_released: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class TicketSeries:
+    """One gapless sequence of ticket numbers: series `series` of event `event_id`."""
+
+    event_id: str
+    series: int
+
+
+MAX_TICKET_SERIES = 128
+MAX_TICKET_WIDTH = 12
+MAX_TICKET_PREFIX = 16
+
+
+@dataclass(frozen=True, slots=True)
+class TicketFormat:
+    """How an event numbers its tickets (`seats tickets configure`; docs/tickets.md).
+
+    `series` sequences (1 to MAX_TICKET_SERIES), each 1, 2, 3, ... without gap; a sale belongs
+    to series `crc32(reservation_id) % series`. A number prints as `prefix`, then the series
+    and a dash when there is more than one, then the serial zero-padded to `width` digits.
+    """
+
+    series: int = 1
+    prefix: str = ""
+    width: int = 0
+
+    def label(self, series: int, serial: int) -> str:
+        tag = f"{series}-" if self.series > 1 else ""
+        return f"{self.prefix}{tag}{serial:0{self.width}d}"
+
+
+@dataclass(frozen=True, slots=True)
+class UnnumberedSale:
+    """A sold reservation waiting for its ticket numbers, as the issuer's index shows it
+    (eventually consistent: it may have been numbered meanwhile)."""
+
+    reservation_id: str
+    event_id: str
+    quantity: int
+    sold_at_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class TicketAssignment:
+    """Reservation `reservation_id` gets serials `first` .. `first + quantity - 1`."""
+
+    reservation_id: str
+    first: int
+    quantity: int
+
+    @property
+    def numbers(self) -> range:
+        return range(self.first, self.first + self.quantity)
+
+
+@dataclass(frozen=True, slots=True)
+class TicketBatch:
+    """Serials `first` .. `next_after - 1` of `series`, given in one transaction, in order.
+
+    Committed only if the series' counter still says `first` (nobody numbered since it was
+    read) and every reservation still waits for its numbers; the counter then says `next_after`.
+    The batch is kept as the series' ledger entry.
+    """
+
+    series: TicketSeries
+    first: int
+    assignments: tuple[TicketAssignment, ...]
+
+    @property
+    def next_after(self) -> int:
+        return self.first + sum(a.quantity for a in self.assignments)
+
+
+@dataclass(frozen=True, slots=True)
+class NumbersRefused:
+    """A numbering transaction a failed condition cancelled (nothing was written).
+
+    `counter_next` is the counter's value when its guard failed (another issuer numbered since
+    it was read), None when the counter's guard held; `not_waiting` names the reservations that
+    no longer wait for numbers (numbered by another issuer, or not found): leave them out.
+    """
+
+    counter_next: int | None
+    not_waiting: frozenset[str] = frozenset()
 
 
 class RetryableError(Exception):

@@ -12,12 +12,17 @@ from typing import Protocol
 
 from seat_inventory.models import (
     GroupWrite,
+    NumbersRefused,
     ReservationOutcome,
     ReservationRecord,
     SeatClassInventory,
     SeatKey,
     ShardSurvey,
+    TicketBatch,
+    TicketFormat,
+    TicketSeries,
     Transition,
+    UnnumberedSale,
 )
 
 
@@ -142,6 +147,43 @@ class HoldStore(InventoryStore, Protocol):
 
     def mark_expiries_published(self, records: Sequence[ReservationRecord], *, expires_at: int) -> int:
         """Takes the records out of the outbox (and gives them their TTL); returns how many it took out."""
+        ...
+
+
+class TicketStore(Protocol):
+    """What the ticket issuer needs (docs/tickets.md): the sold-but-unnumbered index, the series'
+    counters, and one guarded write that numbers a batch together with its counter."""
+
+    def find_unnumbered(self, limit: int) -> list[UnnumberedSale]:
+        """At most `limit` sold reservations waiting for numbers, oldest sale first within each
+        part of the index (eventually consistent: some may have been numbered meanwhile)."""
+        ...
+
+    def read_ticket_format(self, event_id: str) -> TicketFormat:
+        """The event's numbering (series, prefix, width); the default when it has none."""
+        ...
+
+    def read_next_number(self, series: TicketSeries) -> int:
+        """The series' next serial, read strongly consistently (1 when nothing was numbered)."""
+        ...
+
+    def commit_numbers(self, batch: TicketBatch) -> NumbersRefused | None:
+        """Atomically: the counter moves from `batch.first` to `batch.next_after` (guarded: it
+        must say `batch.first`), each reservation gets its numbers (guarded: it must still wait
+        for them) and the batch is kept in the series' ledger, awaiting publication.
+
+        Returns None when it committed, `NumbersRefused` when a guard failed (nothing written);
+        raises `RetryableError` on a transient fault (conflict, throttle), when it may or may
+        not have committed.
+        """
+        ...
+
+    def find_unpublished_batches(self, limit: int) -> list[TicketBatch]:
+        """At most `limit` ledger batches whose TICKETED outcomes were not published yet."""
+        ...
+
+    def mark_batches_published(self, batches: Sequence[TicketBatch]) -> int:
+        """Takes the batches out of the publication outbox; returns how many it took out."""
         ...
 
 

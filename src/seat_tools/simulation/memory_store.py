@@ -19,6 +19,7 @@ from seat_inventory.logic.ports import TransitionsRefused, WriteRefused
 from seat_inventory.logic.shards import check_shard_count, rebalance, spread
 from seat_inventory.models import (
     GroupWrite,
+    NumbersRefused,
     Outcome,
     ReservationOutcome,
     ReservationRecord,
@@ -27,7 +28,11 @@ from seat_inventory.models import (
     SeatKey,
     ShardSeats,
     ShardSurvey,
+    TicketBatch,
+    TicketFormat,
+    TicketSeries,
     Transition,
+    UnnumberedSale,
 )
 
 __all__ = ["InMemoryInventoryStore"]
@@ -58,6 +63,22 @@ class InMemoryInventoryStore:
     before_commit: Callable[[], None] | None = None
     # Records the (eventually consistent) index still shows as live holds, as they were.
     stale_index: dict[str, ReservationRecord] = field(default_factory=dict)
+    # Ticket numbers (`TicketStore`, docs/tickets.md): sales waiting for numbers (-> when sold,
+    # ms), the numbers given (-> series, first), the series' counters (next serial), the ledger
+    # and its publication outbox, the events' numbering.
+    awaiting_tickets: dict[str, int] = field(default_factory=dict)
+    tickets: dict[str, tuple[int, int]] = field(default_factory=dict)
+    ticket_counters: dict[TicketSeries, int] = field(default_factory=dict)
+    ledger: dict[tuple[TicketSeries, int], TicketBatch] = field(default_factory=dict)
+    ledger_unpublished: set[tuple[TicketSeries, int]] = field(default_factory=set)
+    ticket_formats: dict[str, TicketFormat] = field(default_factory=dict)
+    # Sales the (eventually consistent) index still lists as waiting though they were numbered.
+    stale_unnumbered: dict[str, UnnumberedSale] = field(default_factory=dict)
+    fail_next_numbers: list[Exception] = field(default_factory=list)  # before numbering commits
+    lose_next_numbers_reply: list[Exception] = field(default_factory=list)  # after it committed
+    before_numbers: Callable[[], None] | None = None  # runs at the start of commit_numbers
+    number_commits: int = 0
+    clock_ms: Callable[[], int] = field(default=lambda: int(time.time() * 1000))
 
     def add_event(
         self,
@@ -147,6 +168,8 @@ class InMemoryInventoryStore:
             self.expiry[outcome.reservation_id] = None if takes_seats else write.rejection_expires_at
             if takes_seats and write.max_per_customer is not None:
                 self.counted.add(outcome.reservation_id)
+            if outcome.outcome is Outcome.CONFIRMED:
+                self.awaiting_tickets[outcome.reservation_id] = self.clock_ms()
         for customer, seats in write.counters.items():
             self.counters[(write.key, customer)] = self.counters.get((write.key, customer), 0) + seats
         return None
@@ -273,6 +296,9 @@ class InMemoryInventoryStore:
             awaiting_publication=reservation_id in self.outbox,
             shard=self.shard_of.get(reservation_id, 0),
             last_change_id=self.change_ids.get(reservation_id),
+            awaiting_tickets=reservation_id in self.awaiting_tickets,
+            ticket_series=self.tickets[reservation_id][0] if reservation_id in self.tickets else None,
+            ticket_first=self.tickets[reservation_id][1] if reservation_id in self.tickets else None,
         )
 
     def read_reservations(self, reservation_ids: Sequence[str]) -> dict[str, ReservationRecord]:
@@ -359,6 +385,8 @@ class InMemoryInventoryStore:
                 self.change_ids[reservation_id] = t.change_id
             if t.to is Outcome.EXPIRED:
                 self.outbox.add(reservation_id)
+            elif t.to is Outcome.CONFIRMED:
+                self.awaiting_tickets[reservation_id] = self.clock_ms()
             elif t.to is Outcome.CANCELLED and t.record.status is Outcome.HELD:
                 self.expiry[reservation_id] = release_expires_at
         for customer, seats in uncount.items():
@@ -387,6 +415,72 @@ class InMemoryInventoryStore:
             if record.reservation_id in self.outbox:
                 self.outbox.discard(record.reservation_id)
                 self.expiry[record.reservation_id] = expires_at
+                cleared += 1
+        return cleared
+
+    # ------------------------------------------------------------------ TicketStore
+
+    def find_unnumbered(self, limit: int) -> list[UnnumberedSale]:
+        self._maybe_fail()
+        found = {
+            rid: UnnumberedSale(rid, self.records[rid].event_id or "", self.records[rid].quantity or 0, ms)
+            for rid, ms in self.awaiting_tickets.items()
+        }
+        for rid, stale in self.stale_unnumbered.items():
+            found.setdefault(rid, stale)
+        return sorted(found.values(), key=lambda s: (s.sold_at_ms, s.reservation_id))[:limit]
+
+    def read_ticket_format(self, event_id: str) -> TicketFormat:
+        self._maybe_fail()
+        return self.ticket_formats.get(event_id, TicketFormat())
+
+    def read_next_number(self, series: TicketSeries) -> int:
+        self._maybe_fail()
+        return self.ticket_counters.get(series, 1)
+
+    def commit_numbers(self, batch: TicketBatch) -> NumbersRefused | None:
+        self.number_commits += 1
+        self._maybe_fail()
+        if self.fail_next_numbers:
+            raise self.fail_next_numbers.pop(0)
+        if self.before_numbers is not None:
+            hook, self.before_numbers = self.before_numbers, None
+            hook()
+        current = self.ticket_counters.get(batch.series, 1)
+        not_waiting = frozenset(
+            a.reservation_id
+            for a in batch.assignments
+            if a.reservation_id not in self.awaiting_tickets or a.reservation_id in self.tickets
+        )
+        if current != batch.first or not_waiting:
+            return NumbersRefused(
+                counter_next=current if current != batch.first else None, not_waiting=not_waiting
+            )
+        if (batch.series, batch.first) in self.ledger:
+            raise RuntimeError(f"ledger already has {batch.series} at {batch.first}")
+        self.ticket_counters[batch.series] = batch.next_after
+        for a in batch.assignments:
+            self.tickets[a.reservation_id] = (batch.series.series, a.first)
+            del self.awaiting_tickets[a.reservation_id]
+        self.ledger[(batch.series, batch.first)] = batch
+        self.ledger_unpublished.add((batch.series, batch.first))
+        if self.lose_next_numbers_reply:
+            raise self.lose_next_numbers_reply.pop(0)
+        return None
+
+    def find_unpublished_batches(self, limit: int) -> list[TicketBatch]:
+        self._maybe_fail()
+        return [
+            self.ledger[k]
+            for k in sorted(self.ledger_unpublished, key=lambda k: (k[0].event_id, k[0].series, k[1]))
+        ][:limit]
+
+    def mark_batches_published(self, batches: Sequence[TicketBatch]) -> int:
+        cleared = 0
+        for batch in batches:
+            key = (batch.series, batch.first)
+            if key in self.ledger_unpublished:
+                self.ledger_unpublished.discard(key)
                 cleared += 1
         return cleared
 
