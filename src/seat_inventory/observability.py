@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from aws_lambda_powertools import Logger, Metrics
@@ -23,6 +23,7 @@ from aws_lambda_powertools.shared.functions import resolve_truthy_env_var_choice
 from seat_inventory.models import BatchResult, Outcome
 
 if TYPE_CHECKING:
+    from seat_inventory.logic.issue_tickets import IssueResult
     from seat_inventory.logic.sweep_holds import SweepResult
 
 Handler = TypeVar("Handler", bound=Callable[..., Any])
@@ -146,3 +147,22 @@ def record_sweep(result: SweepResult) -> None:
             holds_overdue=result.holds_overdue,
             groups=result.failed_groups,
         )
+
+
+def record_issue(rounds: Sequence[IssueResult]) -> None:
+    """Counts the ticket issuer's work over a run's rounds (`TicketsNumbered` and friends) and its
+    delay (`OldestUnnumberedSeconds`: how long the oldest sale a round found had waited)."""
+    numbered = sum(r.numbered for r in rounds)
+    metrics.add_metric(name="ReservationsNumbered", unit=MetricUnit.Count, value=numbered)
+    metrics.add_metric(name="TicketsNumbered", unit=MetricUnit.Count, value=sum(r.tickets for r in rounds))
+    metrics.add_metric(name="TicketBatches", unit=MetricUnit.Count, value=sum(len(r.batches) for r in rounds))
+    metrics.add_metric(name="TicketRacesLost", unit=MetricUnit.Count, value=sum(r.lost_races for r in rounds))
+    metrics.add_metric(
+        name="TicketedUnpublished", unit=MetricUnit.Count, value=sum(r.unpublished for r in rounds)
+    )
+    oldest = max((r.oldest_wait_ms for r in rounds), default=0) / 1000
+    metrics.add_metric(name="OldestUnnumberedSeconds", unit=MetricUnit.Seconds, value=oldest)
+    failed = [f for r in rounds for f in r.failed_series]
+    if failed:
+        logger.error("series left unnumbered after a round's retries", series=failed)
+    logger.info("ticket issuer run", rounds=len(rounds), numbered=numbered, oldest_wait_seconds=oldest)

@@ -19,6 +19,10 @@ MIN_MAX_HOLD_SECONDS = 60
 # Most expired holds one sweeper run releases, so that a backlog drains over several runs
 # well inside the function's timeout.
 DEFAULT_SWEEP_LIMIT = 1000
+# The ticket issuer (docs/tickets.md): most waiting sales one round takes, and how long one
+# scheduled run goes on issuing (its schedule is a minute: the run keeps going for most of it).
+DEFAULT_ISSUE_LIMIT = 20_000
+DEFAULT_ISSUE_SECONDS = 50
 
 
 class ConfigurationError(Exception):
@@ -58,6 +62,8 @@ class Settings:
     service_name: str = DEFAULT_SERVICE_NAME
     max_hold_seconds: int = DEFAULT_MAX_HOLD_SECONDS
     sweep_limit: int = DEFAULT_SWEEP_LIMIT
+    issue_limit: int = DEFAULT_ISSUE_LIMIT
+    issue_seconds: int = DEFAULT_ISSUE_SECONDS
 
     @property
     def rejection_record_ttl_seconds(self) -> int:
@@ -83,4 +89,6 @@ class Settings:
             service_name=env.get("POWERTOOLS_SERVICE_NAME") or DEFAULT_SERVICE_NAME,
             max_hold_seconds=_max_hold_seconds(env),
             sweep_limit=_positive_int(env, "SWEEP_LIMIT", DEFAULT_SWEEP_LIMIT),
+            issue_limit=_positive_int(env, "ISSUE_LIMIT", DEFAULT_ISSUE_LIMIT),
+            issue_seconds=_positive_int(env, "ISSUE_SECONDS", DEFAULT_ISSUE_SECONDS),
         )

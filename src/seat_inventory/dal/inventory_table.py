@@ -7,7 +7,8 @@ The data access is a package (every DynamoDB key, expression and error code live
 - `access`: the client and table the parts share, and the consistent inventory read;
 - `reservations`: taking seats (reserve, hold) with the answers, in one transaction per group;
 - `transitions`: confirm, cancel and expire, in one transaction per group;
-- `sweeper_queries`: the hold sweeper's index queries and the expiry outbox.
+- `sweeper_queries`: the hold sweeper's index queries and the expiry outbox;
+- `tickets`: ticket numbers: the issuer's index, counters, numbering transaction and ledger.
 
 The operator's commands (`seats event ...`) are not part of the service: `seat_tools.operator_commands`
 adds them to this class for the tools.
@@ -17,8 +18,9 @@ from __future__ import annotations
 
 from seat_inventory.dal.reservations import Reservations
 from seat_inventory.dal.sweeper_queries import SweeperQueries
+from seat_inventory.dal.tickets import TicketQueries
 from seat_inventory.dal.transitions import Transitions
 
 
-class InventoryTable(Reservations, Transitions, SweeperQueries):
-    """DynamoDB implementation of the `InventoryStore` and `HoldStore` ports."""
+class InventoryTable(Reservations, Transitions, SweeperQueries, TicketQueries):
+    """DynamoDB implementation of the `InventoryStore`, `HoldStore` and `TicketStore` ports."""

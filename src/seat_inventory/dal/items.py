@@ -9,6 +9,9 @@ Single-table layout (table keys `pk`, `sk`; TTL attribute `expires_at`; sparse i
 | its shard n (1-63)   | `EVENT#<event_id>#SHARD#<n>`             | `CLASS#<class>` |
 | customer counter     | `CUSTOMER#<event_id>#<class>#<customer>` | `COUNTER`       |
 | reservation record   | `RESERVATION#<res_id>`                   | `RESERVATION`   |
+| ticket numbering     | `TICKETS#<event_id>`                     | `FORMAT`        |
+| ticket counter       | `TICKETS#<event_id>#<series>`            | `COUNTER`       |
+| ticket ledger batch  | `LEDGER#<event_id>#<series>`             | `FIRST#<first, 12 digits>` |
 
 Customer counters were under `pk EVENT#<event_id>`, `sk CUSTOMER#<class>#<customer>` until
 this layout (one partition key each, off the event's hot partition); docs/contention.md says how
@@ -25,6 +28,14 @@ to migrate them.
 - reservation record: the answer given (outcome, reason, ...), its current status, request_type;
   a hold's hold_expires_at; customer_counted when its seats count against a limit; `shard`
   when its seats came from a shard item other than 0.
+
+Ticket numbers (docs/tickets.md): a sold record (CONFIRMED, by a reserve or a confirm) is in the
+sparse index `TicketsToIssue` (`gsi2pk = UNNUMBERED#<bucket>`, bucket 0-127 from a CRC-32 of the
+reservation id; `gsi2sk` = when it was sold, epoch ms) until the issuer numbers it
+(`ticket_series`, `ticket_first`; its seats are `ticket_first` .. `+ quantity - 1`). The
+numbering: `series`, `prefix`, `width`; a counter: `next_number`; a ledger batch: `assignments`
+(JSON `[[reservation_id, first, quantity], ...]`), `next_number`, and while its TICKETED outcomes
+wait for publication `gsi2pk = TICKETED#<bucket 0-7>`.
 
 A record is in the index while it is a live hold (`gsi1pk = HOLDS#<shard>`, `gsi1sk =
 hold_expires_at`) and while its expiry waits to be published (`gsi1pk = EXPIRED#<shard>`, the
@@ -68,6 +79,16 @@ HOLDS_INDEX = "HoldsByExpiry"
 HOLD_SHARDS = 8
 HOLDS_PREFIX = "HOLDS#"
 OUTBOX_PREFIX = "EXPIRED#"
+TICKETS_INDEX = "TicketsToIssue"
+# Sold records spread over this many index partitions: at 40,000 sales a second each gets about
+# 310 index writes in and as many out, inside a partition's 1,000 write units (docs/tickets.md).
+UNNUMBERED_BUCKETS = 128
+UNNUMBERED_PREFIX = "UNNUMBERED#"
+LEDGER_OUTBOX_BUCKETS = 8
+LEDGER_OUTBOX_PREFIX = "TICKETED#"
+TICKETS_PREFIX = "TICKETS#"
+LEDGER_PREFIX = "LEDGER#"
+LEDGER_SK_PREFIX = "FIRST#"
 
 # The conditions every write that takes seats adds: the sale is open at :now.
 SALE_OPEN_CONDITION = (
@@ -102,6 +123,34 @@ def customer_key(key: SeatKey, customer_id: str) -> dict[str, Any]:
 def hold_shard(reservation_id: str) -> int:
     """The index shard of a reservation: stable across processes and Python versions (CRC-32)."""
     return zlib.crc32(reservation_id.encode()) % HOLD_SHARDS
+
+
+def unnumbered_bucket(reservation_id: str) -> int:
+    return zlib.crc32(reservation_id.encode()) % UNNUMBERED_BUCKETS
+
+
+def ticket_format_key(event_id: str) -> dict[str, Any]:
+    return {"pk": {"S": TICKETS_PREFIX + event_id}, "sk": {"S": "FORMAT"}}
+
+
+def ticket_counter_key(event_id: str, series: int) -> dict[str, Any]:
+    return {"pk": {"S": f"{TICKETS_PREFIX}{event_id}#{series}"}, "sk": {"S": "COUNTER"}}
+
+
+def ledger_pk(event_id: str, series: int) -> str:
+    return f"{LEDGER_PREFIX}{event_id}#{series}"
+
+
+def ledger_sk(first: int) -> str:
+    return f"{LEDGER_SK_PREFIX}{first:012d}"
+
+
+def awaiting_tickets_values(reservation_id: str, sold_at_ms: int) -> dict[str, Any]:
+    """The index attributes a sold record carries until it is numbered."""
+    return {
+        "gsi2pk": {"S": f"{UNNUMBERED_PREFIX}{unnumbered_bucket(reservation_id)}"},
+        "gsi2sk": {"N": str(sold_at_ms)},
+    }
 
 
 def number(value: int) -> dict[str, str]:
@@ -216,6 +265,9 @@ def record_from_item(item: Mapping[str, Any]) -> ReservationRecord:
         status_changed_at=_optional_text(item, "status_changed_at"),
         last_change_id=_optional_text(item, "last_change_id"),
         shard=_optional_int(item, "shard") or 0,
+        awaiting_tickets=(_optional_text(item, "gsi2pk") or "").startswith(UNNUMBERED_PREFIX),
+        ticket_series=_optional_int(item, "ticket_series"),
+        ticket_first=_optional_int(item, "ticket_first"),
     )
 
 
@@ -250,6 +302,8 @@ def record_item(
             raise ValueError(f"hold {outcome.reservation_id!r} has no expiry")
         item["gsi1pk"] = {"S": f"{HOLDS_PREFIX}{hold_shard(outcome.reservation_id)}"}
         item["gsi1sk"] = number(outcome.hold_expires_at)
+    if outcome.outcome is Outcome.CONFIRMED:
+        item.update(awaiting_tickets_values(outcome.reservation_id, int(time.time() * 1000)))
     if customer_counted:
         item["customer_counted"] = {"BOOL": True}
     if expires_at is not None:

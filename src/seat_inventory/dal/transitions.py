@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +19,7 @@ from seat_inventory.dal.errors import (
 )
 from seat_inventory.dal.items import (
     OUTBOX_PREFIX,
+    awaiting_tickets_values,
     customer_key,
     hold_shard,
     inventory_from_item,
@@ -193,6 +195,12 @@ class Transitions(TableAccess):
             sets.append("last_change_id = :change_id")
             values[":change_id"] = {"S": transition.change_id}
         removes = ["gsi1pk", "gsi1sk"]
+        if transition.to is Outcome.CONFIRMED:
+            # Sold: it waits for its ticket numbers in the issuer's index (docs/tickets.md).
+            sets.append("gsi2pk = :unnumbered, gsi2sk = :sold_at")
+            index = awaiting_tickets_values(record.reservation_id, int(time.time() * 1000))
+            values[":unnumbered"] = index["gsi2pk"]
+            values[":sold_at"] = index["gsi2sk"]
         if record.status is Outcome.HELD:
             values[":now"] = number(now)
             if transition.to is Outcome.EXPIRED:

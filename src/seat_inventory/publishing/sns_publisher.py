@@ -35,7 +35,7 @@ def outcome_document(outcome: ReservationOutcome) -> dict[str, Any]:
     (ISO-8601 UTC) and `expires_at_epoch` are the end of the hold for answers about a hold, else null.
     """
     expires_at = outcome.hold_expires_at
-    return {
+    document: dict[str, Any] = {
         "reservation_id": outcome.reservation_id,
         "event_id": outcome.event_id,
         "seat_class": outcome.seat_class,
@@ -50,6 +50,10 @@ def outcome_document(outcome: ReservationOutcome) -> dict[str, Any]:
         "expires_at": iso_utc(expires_at) if expires_at is not None else None,
         "expires_at_epoch": expires_at,
     }
+    if outcome.tickets is not None:
+        # Only a TICKETED outcome (docs/tickets.md) carries its formatted ticket numbers.
+        document["tickets"] = list(outcome.tickets)
+    return document
 
 
 def message_attributes(outcome: ReservationOutcome) -> dict[str, Any]:

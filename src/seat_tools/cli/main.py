@@ -107,3 +107,6 @@ cli.add_command(simulate)
 from seat_tools.cli.onsale_commands import onsale  # noqa: E402
 
 cli.add_command(onsale)
+from seat_tools.cli.tickets_commands import tickets  # noqa: E402
+
+cli.add_command(tickets)

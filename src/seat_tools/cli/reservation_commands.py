@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from seat_inventory.models import ReservationRecord, iso_utc
+from seat_inventory.models import ReservationRecord, TicketFormat, iso_utc
 from seat_inventory.parsing import MAX_ID_LENGTH, id_problem
 from seat_tools.cli.context import CliContext
 from seat_tools.cli.output import OutputFormat, output_option, print_json, print_text
@@ -14,8 +14,8 @@ from seat_tools.cli.output import OutputFormat, output_option, print_json, print
 pass_cli = click.make_pass_decorator(CliContext)
 
 
-def record_document(record: ReservationRecord) -> dict[str, Any]:
-    """The record as `reservation show --output json` prints it."""
+def record_document(record: ReservationRecord, fmt: TicketFormat | None = None) -> dict[str, Any]:
+    """The record as `reservation show --output json` prints it (`tickets` printed with `fmt`)."""
     answer = record.answer
     return {
         "reservation_id": answer.reservation_id,
@@ -32,6 +32,15 @@ def record_document(record: ReservationRecord) -> dict[str, Any]:
         "expiry_unpublished": record.awaiting_publication,
         "status_changed_at": record.status_changed_at,
         "message_id": answer.message_id,
+        # Ticket numbers (docs/tickets.md): serials in the event's series; `seats tickets list`
+        # prints them with the event's prefix and width.
+        "tickets": [
+            (fmt or TicketFormat()).label(record.ticket_series or 0, n) for n in record.ticket_numbers
+        ]
+        if record.ticket_first is not None
+        else None,
+        "ticket_series": record.ticket_series,
+        "awaiting_tickets": record.awaiting_tickets,
     }
 
 
@@ -49,14 +58,18 @@ def show(obj: CliContext, reservation_id: str, output: OutputFormat) -> None:
     problem = id_problem("reservation_id", reservation_id, MAX_ID_LENGTH)
     if problem:
         raise click.BadParameter(problem, param_hint="RESERVATION_ID")
-    record = obj.inventory_table().get_reservation_record(reservation_id)
+    table = obj.inventory_table()
+    record = table.get_reservation_record(reservation_id)
     if record is None:
         raise click.ClickException(
             f"no reservation {reservation_id!r} is recorded: it was never sent or not processed yet,"
             " its record expired (TTL), or it was answered INVALID or UNKNOWN_RESERVATION, answers"
             " that are never recorded (`seats watch` shows them as they are published)"
         )
-    document = record_document(record)
+    fmt = None
+    if record.ticket_first is not None and record.answer.event_id:
+        fmt = table.read_ticket_format(record.answer.event_id)
+    document = record_document(record, fmt)
     if output is OutputFormat.JSON:
         print_json(document)
         return

@@ -1,0 +1,71 @@
+"""Lambda entry point for the ticket issuer, run by an EventBridge schedule (`IssueSchedule`).
+
+Numbers sold reservations (1..N per series, no gap, no duplicate; docs/tickets.md) and publishes
+their TICKETED outcomes; see `logic.issue_tickets`. A run goes on in rounds for ISSUE_SECONDS
+(capped by the invocation's remaining time), so a sale waits about a second plus a round, not a
+minute. Overlapping runs are safe: every numbering is guarded. A run that left a series
+unnumbered after its retries fails the invocation once its work is done and its metrics
+recorded (the function's Errors metric, `IssueTicketsErrorsAlarm`).
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from seat_inventory.logic.issue_tickets import run_issuer
+from seat_inventory.observability import logger, metrics, record_issue, tracer
+from seat_inventory.wiring import ContainerAdapters, build_adapters
+
+_container = ContainerAdapters(metrics)
+# Series numbered at once (each series is one sequence of transactions; the client's pool has 16).
+SERIES_AT_ONCE = 16
+# Left of the invocation's time when the last round starts: a round's transactions and
+# publication fit in it.
+MARGIN_SECONDS = 8
+_executor: ThreadPoolExecutor | None = None
+
+
+class IssueIncomplete(Exception):
+    """The run's last round left series unnumbered (a fault outlasted its retries)."""
+
+
+def reset_container() -> None:
+    """Forgets the cached clients, as a new container would (tests and the local runner use it)."""
+    _container.reset()
+
+
+@logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler(capture_response=False)
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    global _executor
+    adapters = _container.get(build_adapters)
+    if _executor is None:
+        _executor = ThreadPoolExecutor(SERIES_AT_ONCE, thread_name_prefix="series")
+    seconds = min(
+        adapters.settings.issue_seconds, context.get_remaining_time_in_millis() / 1000 - MARGIN_SECONDS
+    )
+    rounds = run_issuer(
+        adapters.store,
+        adapters.publisher,
+        adapters.clock,
+        limit=adapters.settings.issue_limit,
+        until=adapters.clock.now() + max(0.0, seconds),
+        executor=_executor,
+    )
+    record_issue(rounds)
+    last = rounds[-1]
+    if last.failed_series:
+        raise IssueIncomplete("series left unnumbered: " + "; ".join(last.failed_series))
+    return {
+        "rounds": len(rounds),
+        "numbered": sum(r.numbered for r in rounds),
+        "tickets": sum(r.tickets for r in rounds),
+        "published": sum(r.published for r in rounds),
+        "unpublished": sum(r.unpublished for r in rounds),
+        "lost_races": sum(r.lost_races for r in rounds),
+        "oldest_wait_seconds": max(r.oldest_wait_ms for r in rounds) / 1000,
+    }
