@@ -301,7 +301,7 @@ LIFECYCLE_SAMPLES = [
     ("confirm.json", ["CONFIRMED", "UNKNOWN_RESERVATION"]),
     ("cancel.json", ["CANCELLED", "CANCELLED"]),
 ]
-NOT_SQS_SAMPLES = {"env.local.json", "sweep_schedule.json"}
+NOT_SQS_SAMPLES = {"env.local.json", "sweep_schedule.json", "issue_schedule.json"}
 
 
 def test_every_lifecycle_sample_has_an_expectation() -> None:
