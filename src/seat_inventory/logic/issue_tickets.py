@@ -310,9 +310,23 @@ def audit_tickets(
     void (CANCELLED); every sale is numbered (or, with `allow_pending`, waits for the issuer);
     the ledger's batches follow one another from 1 to N and agree with the records.
     """
-    defects: list[str] = []
     owners: dict[tuple[int, int], list[str]] = {}
     numbered: dict[str, ReservationRecord] = {}
+    defects = _record_defects(records, owners, numbered, allow_pending=allow_pending)
+    defects.extend(_sequence_defects(counters, owners))
+    defects.extend(_ledger_defects(counters, ledger, numbered))
+    return defects
+
+
+def _record_defects(
+    records: Sequence[ReservationRecord],
+    owners: dict[tuple[int, int], list[str]],
+    numbered: dict[str, ReservationRecord],
+    *,
+    allow_pending: bool,
+) -> list[str]:
+    """Each record's own defects; fills `owners` ((series, number) -> reservation ids) and `numbered`."""
+    defects: list[str] = []
     for record in records:
         rid = record.reservation_id
         if record.ticket_first is not None:
@@ -327,16 +341,19 @@ def audit_tickets(
                 defects.append(f"{rid}: numbered and still waiting for numbers")
             for n in record.ticket_numbers:
                 owners.setdefault((series, n), []).append(rid)
-        elif record.status is Outcome.CONFIRMED or record.awaiting_tickets:
-            if record.awaiting_tickets:
-                if not allow_pending:
-                    defects.append(f"{rid}: sold, waiting for the issuer (not numbered yet)")
-            else:
-                defects.append(
-                    f"{rid}: sold ({record.status.value}) but not numbered nor waiting for numbers"
-                )
+        elif record.awaiting_tickets:
+            if not allow_pending:
+                defects.append(f"{rid}: sold, waiting for the issuer (not numbered yet)")
+        elif record.status is Outcome.CONFIRMED:
+            defects.append(f"{rid}: sold ({record.status.value}) but not numbered nor waiting for numbers")
         elif record.status is Outcome.CANCELLED and record.answer.outcome is Outcome.CONFIRMED:
             defects.append(f"{rid}: a cancelled sale without a (void) number")
+    return defects
+
+
+def _sequence_defects(counters: Mapping[int, int], owners: Mapping[tuple[int, int], list[str]]) -> list[str]:
+    """Gaps, numbers on several tickets and numbers past each series' counter."""
+    defects: list[str] = []
     for series in sorted(set(counters) | {s for s, _ in owners}):
         top = counters.get(series, 1) - 1
         missing = [n for n in range(1, top + 1) if (series, n) not in owners]
@@ -348,6 +365,16 @@ def audit_tickets(
                 defects.append(f"series {series}: {n} on {len(rids)} tickets ({', '.join(sorted(rids))})")
             if n > top:
                 defects.append(f"series {series}: {n} on {rids[0]} is past the counter's last number {top}")
+    return defects
+
+
+def _ledger_defects(
+    counters: Mapping[int, int],
+    ledger: Sequence[TicketBatch],
+    numbered: Mapping[str, ReservationRecord],
+) -> list[str]:
+    """The ledger's batches must follow one another from 1 to the counter and agree with the records."""
+    defects: list[str] = []
     by_series: dict[int, list[TicketBatch]] = {}
     for batch in ledger:
         by_series.setdefault(batch.series.series, []).append(batch)
