@@ -18,8 +18,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from seat_inventory.logic.hints import InventoryHints
 
+from seat_inventory.logic.inventory_hints import InventoryHints
 from seat_inventory.logic.issue_tickets import IssueResult, issue_tickets
 from seat_inventory.logic.reserve_seats import QueueMessage, reserve_seats
 from seat_inventory.logic.sweep_holds import release_expired_holds
