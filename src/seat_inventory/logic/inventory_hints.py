@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from seat_inventory.logic.admission import AdaptiveWriteLimit
 from seat_inventory.logic.shards import Draws
 from seat_inventory.models import SeatClassInventory, SeatKey
 
@@ -49,6 +50,8 @@ class InventoryHints:
         self._seats_left: dict[SeatKey, int] = {}
         self._items: dict[SeatKey, SeatClassInventory | None] = {}
         self._shards: dict[SeatKey, OwnShard] = {}
+        # The most reservations this container writes in one transaction (`logic.admission`).
+        self.write_limit = AdaptiveWriteLimit()
 
     def should_read_first(self, key: SeatKey, seats_wanted: int, now: float | None = None) -> bool:
         known = self._seats_left.get(key)

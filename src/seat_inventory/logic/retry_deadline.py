@@ -4,8 +4,9 @@ A transaction conflict is not a failure: another container's transaction held th
 a few tens of milliseconds. It is retried in place with capped full-jitter exponential back-off
 until the invocation's deadline (`ConflictDeadline`); only a group that never got its turn by
 then is handed back to the queue. Throttling (`Throttled`: the hot partition's write units of
-this second are spent, cancelled attempts included) is the same kind of wait, retried the same
-way under the same deadline, with the same count of refusals in a row (docs/contention.md).
+this second are spent, cancelled attempts included) is the same kind of wait, retried under the
+same deadline with the same count of refusals in a row (docs/contention.md), but with the capped
+pause every time (`logic.admission.back_off_step`).
 """
 
 from __future__ import annotations

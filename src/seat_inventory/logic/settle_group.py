@@ -13,6 +13,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from seat_inventory.logic.admission import back_off_step
 from seat_inventory.logic.inventory_hints import InventoryHints, OwnShard
 from seat_inventory.logic.limits import MAX_ACTIONS_PER_TRANSACTION, MAX_SETTLE_ROUNDS
 from seat_inventory.logic.ports import Clock, InventoryStore, WriteRefused
@@ -188,11 +189,17 @@ class _Settlement:
         try:
             refused = self.store.commit_outcomes(self._write(take))
         except (TransactionConflict, Throttled) as exc:
-            # Another transaction held the item, or its partition's units were spent: wait for a
-            # turn (on another shard of a sharded class: another partition). Nothing learned.
-            self.hints.leave_shard(self.key)
+            # Another transaction held the item (a sharded class's next try goes to another
+            # shard), or the table's units were spent (the records span every partition: another
+            # shard would not help; the container writes less at once instead). Wait for a turn.
+            if isinstance(exc, Throttled):
+                self.hints.write_limit.throttled()
+            else:
+                self.hints.leave_shard(self.key)
+                self.hints.write_limit.admitted()
             self._back_off_or_raise(exc, "transactions", "none committed before the deadline")
             return False
+        self.hints.write_limit.admitted()
         if refused is None:
             self._committed(take)
             return True
@@ -226,7 +233,8 @@ class _Settlement:
                 return None
             own = self.hints.own_shard(self.key)
             assert own is not None
-        plan = self._trim(plan, min(_prefix_that_fits(plan), _prefix_within_seats(plan, own.left)))
+        fits = min(_prefix_that_fits(plan), _prefix_within_seats(plan, own.left), self._window(plan))
+        plan = self._trim(plan, fits)
         return _Take(plan, own.shard, {}, own, on_own_shard=True)
 
     def _take_routed(self, plan: GroupPlan, seen: SeatClassInventory | None, *, read_whole: bool) -> _Take:
@@ -236,12 +244,17 @@ class _Settlement:
         rng = self.hints.rng
         preferred = own.shard if own is not None else rng.randrange(routed_shards(seen))
         shard, moves = route(seen, plan.seats_taken, preferred, rng, read_whole=read_whole)
-        fits = _prefix_that_fits(plan, len(moves))
+        fits = min(_prefix_that_fits(plan, len(moves)), self._window(plan))
         if fits < len(self.pending):
             plan = self._trim(plan, fits)
             # Fewer seats: the same item, or moves from no more items than planned for.
             shard, moves = route(seen, plan.seats_taken, shard, rng, read_whole=read_whole)
         return _Take(plan, shard, moves, own, on_own_shard=False)
+
+    def _window(self, plan: GroupPlan) -> int:
+        """How many of the pending requests this container writes in one transaction that takes
+        seats: its adaptive window (`logic.admission`); rejections alone are puts, not windowed."""
+        return self.hints.write_limit.records if plan.seats_taken else len(self.pending)
 
     def _trim(self, plan: GroupPlan, fits: int) -> GroupPlan:
         """The plan for the first `fits` pending requests; the others wait for the next transaction."""
@@ -376,7 +389,7 @@ class _Settlement:
         """Waits out one more conflict or throttling in a row, or raises it when the back-off
         would end past the deadline."""
         self.conflicts += 1
-        if not self.deadline.back_off(self.clock, self.conflicts):
+        if not self.deadline.back_off(self.clock, back_off_step(exc, self.conflicts)):
             raise type(exc)(
                 f"{self.conflicts} {what} in a row refused by conflicts or throttling (last: {exc}),"
                 f" {outcome}"
