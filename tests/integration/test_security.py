@@ -52,7 +52,11 @@ SECRET_PATTERNS = {
         r"(?i)(secret|password|passwd|token|api[_-]?key|credential)[A-Za-z_]*[\"']?\s*[:=]\s*[\"']"
         r"(?!\$\{|\{\{)[^\"'\s]{12,}[\"']"
     ),
-    "AWS secret access key shape": re.compile(r"(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"),
+    # 40 characters of base64 with at least one capital and one digit, standing alone (a path of
+    # lower-case words in a URL, such as docs.aws.amazon.com/memorydb/..., is not a key).
+    "AWS secret access key shape": re.compile(
+        r"(?<![A-Za-z0-9/+.])(?=[a-z0-9/+]*[A-Z])(?=[A-Za-z/+]*[0-9])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=.])"
+    ),
 }
 SCANNED_FOR_SECRETS = [
     "template.yaml",
@@ -300,6 +304,12 @@ def test_the_secret_patterns_catch_what_they_are_for() -> None:
     }
     for name, sample in samples.items():
         assert SECRET_PATTERNS[name].search(sample), name
+    not_secrets = [
+        "https://docs.aws.amazon.com/memorydb/latest/devguide/consistency.html",
+        "src/seat_inventory/logic/settle_group/and/more/paths/here",
+    ]
+    for text in not_secrets:
+        assert not SECRET_PATTERNS["AWS secret access key shape"].search(text), text
 
 
 def test_no_parameter_or_variable_looks_like_a_secret(template: Template) -> None:
