@@ -81,7 +81,10 @@ def policy_documents(deployed: dict[str, Any]) -> Iterator[tuple[str, dict[str, 
         props = resource.get("Properties", {})
         if resource["Type"] == "AWS::IAM::Role":
             for policy in props.get("Policies", []):
-                yield f"{logical_id}/{policy['PolicyName']}", policy["PolicyDocument"]
+                # A conditional policy (the admission key's, `Fn::If`) counts as granted.
+                for granted in policy["Fn::If"][1:] if "Fn::If" in policy else [policy]:
+                    if isinstance(granted, dict) and "PolicyName" in granted:
+                        yield f"{logical_id}/{granted['PolicyName']}", granted["PolicyDocument"]
         elif "PolicyDocument" in props:
             yield logical_id, props["PolicyDocument"]
 
