@@ -30,9 +30,9 @@ def test_create_then_show(run, stack: Stack) -> None:
     assert created.exit_code == 0 and "created gig-1 GA: capacity 500" in created.output
     assert vip.exit_code == 0
     assert shown.output.splitlines() == [
-        "SEAT CLASS        CAPACITY  AVAILABLE      HELD      SOLD  SALE       LIMIT",
-        "GA                     500        500         0         0  OPEN           -",
-        "VIP                     20         20         0         0  OPEN           -",
+        "SEAT CLASS        CAPACITY  AVAILABLE      HELD      SOLD  SALE       LIMIT  ADMISSION",
+        "GA                     500        500         0         0  OPEN           -  -",
+        "VIP                     20         20         0         0  OPEN           -  -",
         "TOTAL                  520        520         0         0",
     ]
 
@@ -58,6 +58,7 @@ def test_show_json(run) -> None:
                 "sale_ends_at": None,
                 "max_per_customer": None,
                 "shard_count": 1,
+                "admission_required": False,
             }
         ],
     }
@@ -134,8 +135,8 @@ def test_show_text_is_one_tab_separated_line_per_seat_class(run) -> None:
 
     assert shown.exit_code == 0, shown.output
     assert [line.split("\t") for line in shown.output.splitlines()] == [
-        ["gig-1", "GA", "5", "5", "0", "0", "OPEN", "OPEN", "None", "None", "None", "1"],
-        ["gig-1", "VIP", "2", "2", "0", "0", "OPEN", "OPEN", "None", "None", "1", "1"],
+        ["gig-1", "GA", "5", "5", "0", "0", "OPEN", "OPEN", "None", "None", "None", "1", "False"],
+        ["gig-1", "VIP", "2", "2", "0", "0", "OPEN", "OPEN", "None", "None", "1", "1", "False"],
     ]
 
 
