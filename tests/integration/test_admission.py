@@ -275,3 +275,49 @@ def test_seats_tokens_issue_from_the_parameter(gated: Stack) -> None:
     token = result.output.strip()
     gated.invoke(sqs_event(body("r-1", token)))
     assert [o["outcome"] for o in gated.outcomes()] == ["CONFIRMED"]
+
+
+def test_a_rotation_with_seats_tokens_keygen_and_retire(gated: Stack) -> None:
+    runner = CliRunner()
+    ssm = boto3.client("ssm", region_name=REGION)
+
+    rotated = runner.invoke(
+        cli, ["tokens", "keygen", "--key-id", "k2", "--put-parameter", PARAMETER, "--keep-previous"]
+    )
+    ring = parse_key_ring(ssm.get_parameter(Name=PARAMETER, WithDecryption=True)["Parameter"]["Value"])
+    current = runner.invoke(cli, ["tokens", "retire", "k2", "--parameter", PARAMETER])
+    retired = runner.invoke(cli, ["tokens", "retire", "k1", "--parameter", PARAMETER])
+    after = parse_key_ring(ssm.get_parameter(Name=PARAMETER, WithDecryption=True)["Parameter"]["Value"])
+
+    assert rotated.exit_code == 0 and "current key k2; still accepted: k1" in rotated.output
+    assert (ring.current, sorted(ring.keys)) == ("k2", ["k1", "k2"])
+    assert ring.keys["k1"] == RING.keys["k1"]
+    assert current.exit_code == 1 and "is the current key" in current.output
+    assert retired.exit_code == 0
+    assert (after.current, sorted(after.keys)) == ("k2", ["k2"])
+    assert ssm.get_parameter(Name=PARAMETER)["Parameter"]["Type"] == "SecureString"
+
+
+def test_the_function_may_read_the_admission_parameter_only(template) -> None:
+    policies = template.properties("ReserveSeatsFunction")["Policies"]
+    conditional = {
+        s["Fn::If"][1]["Sid"]: s["Fn::If"]
+        for p in policies
+        if isinstance(p, dict)
+        for s in p.get("Statement", [])
+        if "Fn::If" in s
+    }
+
+    condition, read, otherwise = conditional["AdmissionKeyRead"]
+    assert (condition, otherwise) == ("HasAdmissionKey", {"Ref": "AWS::NoValue"})
+    assert read["Action"] == "ssm:GetParameter"
+    assert read["Resource"] == {
+        "Fn::Sub": "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter${AdmissionKeyParameterName}"
+    }
+    condition, decrypt, _ = conditional["AdmissionKeyDecrypt"]
+    assert condition == "HasAdmissionKmsKey"
+    assert decrypt["Action"] == "kms:Decrypt"
+    assert decrypt["Resource"] == {"Ref": "AdmissionKeyKmsKeyArn"}
+    assert decrypt["Condition"] == {
+        "StringEquals": {"kms:ViaService": {"Fn::Sub": "ssm.${AWS::Region}.amazonaws.com"}}
+    }

@@ -81,10 +81,7 @@ def policy_documents(deployed: dict[str, Any]) -> Iterator[tuple[str, dict[str, 
         props = resource.get("Properties", {})
         if resource["Type"] == "AWS::IAM::Role":
             for policy in props.get("Policies", []):
-                # A conditional policy (the admission key's, `Fn::If`) counts as granted.
-                for granted in policy["Fn::If"][1:] if "Fn::If" in policy else [policy]:
-                    if isinstance(granted, dict) and "PolicyName" in granted:
-                        yield f"{logical_id}/{granted['PolicyName']}", granted["PolicyDocument"]
+                yield f"{logical_id}/{policy['PolicyName']}", policy["PolicyDocument"]
         elif "PolicyDocument" in props:
             yield logical_id, props["PolicyDocument"]
 
@@ -92,7 +89,10 @@ def policy_documents(deployed: dict[str, Any]) -> Iterator[tuple[str, dict[str, 
 def statements(deployed: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
     for where, document in policy_documents(deployed):
         for statement in as_list(document["Statement"]):
-            yield where, statement
+            # A conditional statement (the admission key's, `Fn::If`) counts as granted.
+            for granted in statement["Fn::If"][1:] if "Fn::If" in statement else [statement]:
+                if isinstance(granted, dict) and "Effect" in granted:
+                    yield where, granted
 
 
 def managed_policy_name(arn: Any) -> str:

@@ -92,6 +92,12 @@ def new_key_ring_text(key_id: str, secret: bytes, previous: KeyRing | None = Non
     return json.dumps({"current": key_id, "keys": keys}, sort_keys=True)
 
 
+def ring_text(ring: KeyRing) -> str:
+    """The ring as `parse_key_ring` reads it."""
+    keys = {kid: _b64(raw) for kid, raw in ring.keys.items()}
+    return json.dumps({"current": ring.current, "keys": keys}, sort_keys=True)
+
+
 def issue_token(
     ring: KeyRing, *, event_id: str, customer_id: str, expires_at: int, token_id: str | None = None
 ) -> str:
@@ -216,6 +222,7 @@ __all__ = [
     "new_key_ring_text",
     "parse_key_ring",
     "replay_refusal",
+    "ring_text",
     "use_expires_at",
     "verify_token",
 ]

@@ -1,4 +1,4 @@
-"""`seats tokens keygen|issue`: admission key rings and test tokens (docs/admission.md).
+"""`seats tokens keygen|retire|issue`: admission key rings and test tokens (docs/admission.md).
 
 A waiting room issues the real tokens with the same key ring; these commands are for tests, the
 local stack and rotation drills.
@@ -18,6 +18,7 @@ from seat_inventory.logic.admission_tokens import (
     issue_token,
     new_key_ring_text,
     parse_key_ring,
+    ring_text,
 )
 from seat_inventory.parsing import MAX_ID_LENGTH, id_problem
 from seat_tools.cli.context import CliContext
@@ -40,17 +41,55 @@ def tokens() -> None:
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="A ring whose keys stay accepted (rotation: the new key signs, the old ones still verify).",
 )
-def keygen(key_id: str, previous_file: Path | None) -> None:
-    """Print a key ring (JSON) whose current key is a new random 32-byte KEY_ID.
-
-    Store it as the SecureString parameter AdmissionKeyParameterName names
-    (`aws ssm put-parameter --type SecureString --overwrite ...`); never commit it.
+@click.option(
+    "--put-parameter",
+    "parameter",
+    help="Write the ring to this SSM SecureString parameter instead of printing it.",
+)
+@click.option(
+    "--keep-previous",
+    is_flag=True,
+    help="With --put-parameter: keep the parameter's keys accepted (a rotation's first step).",
+)
+@pass_cli
+def keygen(
+    obj: CliContext, key_id: str, previous_file: Path | None, parameter: str | None, keep_previous: bool
+) -> None:
+    """A key ring (JSON) whose current key is a new random 32-byte KEY_ID: printed, or written to
+    the SecureString parameter AdmissionKeyParameterName names. Never commit a ring.
     """
+    if keep_previous and (parameter is None or previous_file is not None):
+        raise click.UsageError("--keep-previous needs --put-parameter and no --previous-file")
     previous = _ring_from_file(previous_file) if previous_file is not None else None
+    if keep_previous:
+        previous = _ring_from_parameter(obj, str(parameter))
     try:
-        click.echo(new_key_ring_text(key_id, secrets.token_bytes(32), previous))
+        text = new_key_ring_text(key_id, secrets.token_bytes(32), previous)
     except KeyRingError as exc:
         raise click.BadParameter(str(exc), param_hint="--key-id") from exc
+    if parameter is None:
+        click.echo(text)
+        return
+    _put_ring(obj, parameter, text)
+    kept = f"; still accepted: {', '.join(sorted(set(previous.keys) - {key_id}))}" if previous else ""
+    click.echo(f"{parameter}: current key {key_id}{kept}")
+
+
+@tokens.command("retire")
+@click.argument("key_id")
+@click.option("--parameter", required=True, help="The SSM parameter holding the key ring.")
+@pass_cli
+def retire(obj: CliContext, key_id: str, parameter: str) -> None:
+    """Stop accepting KEY_ID (a rotation's last step, once its tokens have expired). The current
+    key cannot be retired."""
+    ring = _ring_from_parameter(obj, parameter)
+    if key_id not in ring.keys:
+        raise click.ClickException(f"{parameter} has no key {key_id!r}; nothing was changed")
+    if key_id == ring.current:
+        raise click.ClickException(f"{key_id!r} is the current key; rotate first (`seats tokens keygen`)")
+    kept = KeyRing(ring.current, {k: v for k, v in ring.keys.items() if k != key_id})
+    _put_ring(obj, parameter, ring_text(kept))
+    click.echo(f"{parameter}: current key {ring.current}; retired {key_id}")
 
 
 @tokens.command("issue")
@@ -121,6 +160,10 @@ def _ring_from_file(path: Path) -> KeyRing:
         return parse_key_ring(path.read_text())
     except KeyRingError as exc:
         raise click.ClickException(f"{path}: {exc}") from exc
+
+
+def _put_ring(obj: CliContext, name: str, text: str) -> None:
+    obj.client("ssm").put_parameter(Name=name, Value=text, Type="SecureString", Overwrite=True)
 
 
 def _ring_from_parameter(obj: CliContext, name: str) -> KeyRing:
