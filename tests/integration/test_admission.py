@@ -181,11 +181,13 @@ def test_cli_create_require_admission_toggle_and_show(stack: Stack, monkeypatch:
     runner = CliRunner()
     created = runner.invoke(cli, ["event", "create", "gig", "--capacity", "5", "--require-admission"])
     shown = runner.invoke(cli, ["event", "show", "gig", "--output", "json"])
+    table = runner.invoke(cli, ["event", "show", "gig"]).output.splitlines()
     off = runner.invoke(cli, ["event", "admission", "gig", "--not-required"])
     usage = runner.invoke(cli, ["event", "admission", "gig"])
 
     assert created.exit_code == 0, created.output
     assert json.loads(shown.output)["seat_classes"][0]["admission_required"] is True
+    assert table[0].endswith("LIMIT  ADMISSION") and table[1].endswith("-  token")
     assert off.exit_code == 0 and "admission token required" not in off.output
     assert usage.exit_code == 2 and "give --required or --not-required" in usage.output
 

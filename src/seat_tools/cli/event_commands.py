@@ -309,13 +309,15 @@ def show(obj: CliContext, event_id: str, output: OutputFormat, per_shard: bool) 
         print_text(documents)
         return
     header = f"{'SEAT CLASS':<16}{'CAPACITY':>10}{'AVAILABLE':>11}{'HELD':>10}{'SOLD':>10}"
-    click.echo(f"{header}  {'SALE':<10}{'LIMIT':>6}  ADMISSION")
+    # The ADMISSION column only for an event with a class that requires a token (docs/admission.md).
+    gated = any(c.admission_required for c in classes)
+    click.echo(f"{header}  {'SALE':<10}{'LIMIT':>6}" + ("  ADMISSION" if gated else ""))
     for c in classes:
         limit = str(c.max_per_customer) if c.max_per_customer is not None else "-"
-        admission = "token" if c.admission_required else "-"
+        admission = ("  token" if c.admission_required else "  -") if gated else ""
         click.echo(
             f"{c.seat_class:<16}{c.capacity:>10}{c.available:>11}{c.held:>10}{c.sold:>10}"
-            f"  {sale_state(c, now):<10}{limit:>6}  {admission}"
+            f"  {sale_state(c, now):<10}{limit:>6}{admission}"
         )
     if len(classes) > 1:
         click.echo(
