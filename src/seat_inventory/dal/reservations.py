@@ -66,7 +66,7 @@ class Reservations(TableAccess):
         `available >=` what it gives, so the class's totals never change by a move.
 
         Confirmed sales are kept for good, and so are holds while they last; rejections
-        (SOLD_OUT, UNKNOWN_EVENT, LIMIT_EXCEEDED, SALE_CLOSED) expire by TTL after
+        (SOLD_OUT, UNKNOWN_EVENT, LIMIT_EXCEEDED, SALE_CLOSED, ADMISSION_REFUSED) expire by TTL after
         `rejection_expires_at`, long after SQS could still redeliver their message.
         """
         if not write.outcomes:
