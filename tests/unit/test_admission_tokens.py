@@ -331,3 +331,92 @@ def test_confirm_and_cancel_take_no_admission_token() -> None:
     parsed = parse_reservation("m", json.dumps(body), default_seat_class="GA", max_quantity=10)
 
     assert getattr(parsed, "reason", None) == "field(s) not allowed with type 'confirm': \"admission_token\""
+
+
+# ------------------------------------------------------------------ a sharded class
+
+
+def test_a_sharded_class_spends_each_token_once() -> None:
+    store = InMemoryInventoryStore()
+    store.add_event("e-1", capacity=40, shards=4, admission_required=True)
+    tokens = [token(customer=f"c-{n}", jti=f"t-{n}") for n in range(3)]
+    messages = [message(10 * n + k, tokens[n], customer=f"c-{n}") for n in range(3) for k in range(3)]
+
+    _, answers = run(store, messages)
+
+    winners = [a for a in answers.values() if a.outcome is Outcome.CONFIRMED]
+    assert sorted(a.customer_id or "" for a in winners) == ["c-0", "c-1", "c-2"]
+    assert sum(a.outcome is Outcome.ADMISSION_REFUSED for a in answers.values()) == 6
+    assert store.inventory[SeatKey("e-1", "GA")].available == 37
+    assert sorted(store.token_uses) == ["t-0", "t-1", "t-2"]
+
+
+# ------------------------------------------------------------------ the keys at the edge
+
+
+class FakeSsm:
+    def __init__(self, value: str) -> None:
+        self.value = value
+        self.calls = 0
+        self.fail = False
+
+    def get_parameter(self, **kwargs):
+        from botocore.exceptions import ClientError
+
+        self.calls += 1
+        assert kwargs == {"Name": "/p", "WithDecryption": True}
+        if self.fail:
+            raise ClientError(
+                {"Error": {"Code": "ThrottlingException", "Message": "slow down"}}, "GetParameter"
+            )
+        return {"Parameter": {"Value": self.value}}
+
+
+class FakeSession:
+    def __init__(self, ssm: FakeSsm) -> None:
+        self.ssm = ssm
+
+    def client(self, service: str, **_: object) -> FakeSsm:
+        assert service == "ssm"
+        return self.ssm
+
+
+def keys_at(ssm: FakeSsm, clock: list[float]):
+    from seat_inventory.wiring import SsmAdmissionKeys
+
+    return SsmAdmissionKeys(FakeSession(ssm), "/p", 60, clock=lambda: clock[0])  # type: ignore[arg-type]
+
+
+def test_the_edge_reads_the_keys_once_per_refresh() -> None:
+    ssm, clock = FakeSsm(new_key_ring_text("k1", KEY_1)), [0.0]
+    keys = keys_at(ssm, clock)
+
+    assert keys().current == "k1"
+    clock[0] = 59
+    keys()
+    assert ssm.calls == 1
+    ssm.value = new_key_ring_text("k2", KEY_2, previous=parse_key_ring(ssm.value))
+    clock[0] = 60
+    assert keys().current == "k2"
+    assert ssm.calls == 2
+
+
+def test_the_edge_keeps_its_keys_across_a_failed_refresh_for_a_while_then_retries_the_messages() -> None:
+    from seat_inventory.wiring import ADMISSION_KEYS_STALE_SECONDS
+
+    ssm, clock = FakeSsm(new_key_ring_text("k1", KEY_1)), [0.0]
+    keys = keys_at(ssm, clock)
+    keys()
+    ssm.fail = True
+    clock[0] = 61
+    assert keys().current == "k1"  # SSM throttled: the keys read a minute ago still verify
+    clock[0] = ADMISSION_KEYS_STALE_SECONDS
+    with pytest.raises(RetryableError, match="admission keys: SSM parameter /p not read"):
+        keys()
+
+
+def test_a_malformed_ring_in_the_parameter_is_retried_not_refused() -> None:
+    keys = keys_at(FakeSsm('{"current": "k1", "keys": {}}'), [0.0])
+
+    with pytest.raises(RetryableError, match="admission keys: SSM parameter /p: admission keys must be"):
+        keys()
