@@ -161,6 +161,14 @@ def test_the_switch_is_applied_once_and_shown(stack: Stack, table: OperatorTable
     assert table.get_event("e-1")[0].version == 2
 
 
+def test_the_switch_on_a_missing_class_changes_nothing(table: OperatorTable) -> None:
+    from seat_inventory.models import UnknownSeatClass
+
+    with pytest.raises(UnknownSeatClass, match="event 'e-1' has no seat class 'NOPE'"):
+        table.set_admission_required(SeatKey("e-1", "NOPE"), True)
+    assert [c.seat_class for c in table.get_event("e-1")] == ["GA"]
+
+
 def test_a_sharded_class_requires_admission_on_every_item_and_after_a_reshard(table: OperatorTable) -> None:
     key = SeatKey("e-1", "SHARDED")
     table.create_seat_class(key, 40, shards=2, admission_required=True)
