@@ -34,6 +34,10 @@ class Outcome(StrEnum):
     LIMIT_EXCEEDED = "LIMIT_EXCEEDED"
     SALE_CLOSED = "SALE_CLOSED"
     UNKNOWN_RESERVATION = "UNKNOWN_RESERVATION"
+    # A reserve or hold on a class that requires an admission token, without a valid one
+    # (missing, forged, expired, for another event or customer, or used by another reservation):
+    # docs/admission.md.
+    ADMISSION_REFUSED = "ADMISSION_REFUSED"
     # Published by the ticket issuer when a sold reservation got its ticket numbers (never a
     # record's status: docs/tickets.md).
     TICKETED = "TICKETED"
@@ -42,7 +46,15 @@ class Outcome(StrEnum):
 # Answers to a reserve or hold that took seats.
 TAKES_SEATS = frozenset({Outcome.CONFIRMED, Outcome.HELD})
 # Answers to a reserve or hold that took no seats: recorded, final, and expired by TTL.
-REJECTIONS = frozenset({Outcome.SOLD_OUT, Outcome.UNKNOWN_EVENT, Outcome.LIMIT_EXCEEDED, Outcome.SALE_CLOSED})
+REJECTIONS = frozenset(
+    {
+        Outcome.SOLD_OUT,
+        Outcome.UNKNOWN_EVENT,
+        Outcome.LIMIT_EXCEEDED,
+        Outcome.SALE_CLOSED,
+        Outcome.ADMISSION_REFUSED,
+    }
+)
 
 
 class RequestType(StrEnum):
@@ -72,6 +84,34 @@ class SeatKey:
 
 
 @dataclass(frozen=True, slots=True)
+class AdmissionCheck:
+    """What the edge found of a request's admission token (`logic.admission_tokens`; docs/admission.md).
+
+    `token_id` and `expires_at` (epoch seconds) are the verified token's; `refusal` says why the
+    token does not admit the request (missing, forged, expired, another event or customer), None
+    when it does. Whether the class requires a token at all is the inventory's to say.
+    """
+
+    token_id: str | None = None
+    expires_at: int | None = None
+    refusal: str | None = "no admission_token in the message"
+
+    @property
+    def admits(self) -> bool:
+        return self.refusal is None and self.token_id is not None
+
+
+@dataclass(frozen=True, slots=True)
+class TokenUse:
+    """An admission token spent by a reservation: written with the reservation's seats, kept until
+    `expires_at` (epoch seconds, the TTL: after the token's own expiry it cannot admit anyone)."""
+
+    token_id: str
+    reservation_id: str
+    expires_at: int
+
+
+@dataclass(frozen=True, slots=True)
 class ReservationRequest:
     """A well-formed reserve or hold message, as taken off the queue.
 
@@ -86,6 +126,10 @@ class ReservationRequest:
     customer_id: str
     request_type: RequestType = RequestType.RESERVE
     hold_seconds: int | None = None
+    # The message's `admission_token` as sent, and what its verification found (filled in by
+    # `logic.reserve_seats` before the groups are planned; None: no token was sent).
+    admission_token: str | None = None
+    admission: AdmissionCheck | None = None
 
     @property
     def seat_key(self) -> SeatKey:
@@ -170,6 +214,11 @@ class GroupWrite:
     here) is added to each customer's counter, guarded by the limit. `taken_at` (the caller's
     clock) is stored on the shard item, for `survey_shards`. Rejections' records expire (TTL) at
     `rejection_expires_at`, epoch seconds.
+
+    Admission (docs/admission.md): the guard also checks that the class requires an admission
+    token exactly when `admission_required` says so (the planner's assumption, like the limit);
+    each of `token_uses` is written in the same transaction, and only if the token was never used
+    or was used by the same reservation (a redelivery is not a replay).
     """
 
     key: SeatKey
@@ -182,10 +231,13 @@ class GroupWrite:
     shard: int = 0
     moves: Mapping[int, int] = field(default_factory=dict)
     taken_at: float | None = None
+    admission_required: bool = False
+    token_uses: Sequence[TokenUse] = ()
 
     def __post_init__(self) -> None:
         # A copy of what the caller passed: the write stays as it was made.
         object.__setattr__(self, "outcomes", tuple(self.outcomes))
+        object.__setattr__(self, "token_uses", tuple(self.token_uses))
         object.__setattr__(self, "customer_seats", dict(self.customer_seats))
         object.__setattr__(self, "moves", dict(self.moves))
 
@@ -198,7 +250,7 @@ class GroupWrite:
     def records_only(self) -> bool:
         """True when the write takes no seats and counts no customer: it writes records only,
         each its own conditional write (nothing to be atomic with)."""
-        return self.seats_taken == 0 and not self.counters
+        return self.seats_taken == 0 and not self.counters and not self.token_uses
 
     @property
     def donors(self) -> dict[int, int]:
@@ -353,6 +405,8 @@ class SeatClassInventory:
     shards: tuple[ShardSeats, ...] = ()
     shard_count: int = 1
     shard_items: int = 1
+    # Reserve and hold need an admission token (docs/admission.md); same on every shard item.
+    admission_required: bool = False
 
     @property
     def key(self) -> SeatKey:

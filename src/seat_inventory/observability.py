@@ -80,6 +80,7 @@ OUTCOME_METRICS = {
     Outcome.LIMIT_EXCEEDED: "ReservationsLimitExceeded",
     Outcome.SALE_CLOSED: "ReservationsSaleClosed",
     Outcome.UNKNOWN_RESERVATION: "ReservationsUnknownReservation",
+    Outcome.ADMISSION_REFUSED: "ReservationsAdmissionRefused",
 }
 
 

@@ -23,8 +23,12 @@ MAX_BODY_BYTES_ECHOED = 80
 MAX_NUMBER_DIGITS = 40
 MAX_REASON_LENGTH = 240
 MAX_FIELDS_NAMED = 5
+# An admission token (docs/admission.md) is checked by the service, not here: only its type and size.
+MAX_ADMISSION_TOKEN_LENGTH = 1024
 
-RESERVE_FIELDS = frozenset({"type", "reservation_id", "event_id", "seat_class", "quantity", "customer_id"})
+RESERVE_FIELDS = frozenset(
+    {"type", "reservation_id", "event_id", "seat_class", "quantity", "customer_id", "admission_token"}
+)
 HOLD_FIELDS = RESERVE_FIELDS | {"hold_seconds"}
 CHANGE_FIELDS = frozenset({"type", "reservation_id", "customer_id"})
 ALLOWED_FIELDS = HOLD_FIELDS | CHANGE_FIELDS
@@ -250,6 +254,7 @@ def parse_reservation(
             seat_class = _identifier(parsed, "seat_class", MAX_SEAT_CLASS_LENGTH)
         quantity = _quantity(parsed, max_quantity)
         hold_seconds = _hold_seconds(parsed, max_hold_seconds) if message_type is RequestType.HOLD else None
+        admission_token = _admission_token(parsed)
     except _Invalid as invalid:
         return InvalidMessage(
             message_id=message_id,
@@ -271,6 +276,7 @@ def parse_reservation(
             customer_id=customer_id,
             request_type=RequestType.HOLD,
             hold_seconds=hold_seconds,
+            admission_token=admission_token,
         )
     return ReservationRequest(
         message_id=message_id,
@@ -279,7 +285,22 @@ def parse_reservation(
         seat_class=seat_class,
         quantity=quantity,
         customer_id=customer_id,
+        admission_token=admission_token,
     )
+
+
+def _admission_token(body: dict[str, Any]) -> str | None:
+    """The optional `admission_token`: a non-empty string of at most MAX_ADMISSION_TOKEN_LENGTH."""
+    value = body.get("admission_token")
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise _Invalid(f"admission_token must be a string, got {type(value).__name__}")
+    if not 0 < len(value) <= MAX_ADMISSION_TOKEN_LENGTH:
+        raise _Invalid(
+            f"admission_token is {len(value)} characters long; it must be 1 to {MAX_ADMISSION_TOKEN_LENGTH}"
+        )
+    return value
 
 
 def _change_request(message_id: str, body: dict[str, Any], message_type: RequestType) -> ChangeRequest:

@@ -23,6 +23,9 @@ DEFAULT_SWEEP_LIMIT = 1000
 # scheduled run goes on issuing (its schedule is a minute: the run keeps going for most of it).
 DEFAULT_ISSUE_LIMIT = 20_000
 DEFAULT_ISSUE_SECONDS = 50
+# Admission keys (docs/admission.md) are read from SSM at most this often per container: a rotation
+# reaches every container within this many seconds.
+DEFAULT_ADMISSION_KEY_REFRESH_SECONDS = 60
 
 
 class ConfigurationError(Exception):
@@ -64,6 +67,10 @@ class Settings:
     sweep_limit: int = DEFAULT_SWEEP_LIMIT
     issue_limit: int = DEFAULT_ISSUE_LIMIT
     issue_seconds: int = DEFAULT_ISSUE_SECONDS
+    # The SSM parameter (SecureString) holding the admission key ring; empty: no key, every token
+    # is refused as forged (classes that do not require admission are not affected).
+    admission_key_parameter: str = ""
+    admission_key_refresh_seconds: int = DEFAULT_ADMISSION_KEY_REFRESH_SECONDS
 
     @property
     def rejection_record_ttl_seconds(self) -> int:
@@ -91,4 +98,8 @@ class Settings:
             sweep_limit=_positive_int(env, "SWEEP_LIMIT", DEFAULT_SWEEP_LIMIT),
             issue_limit=_positive_int(env, "ISSUE_LIMIT", DEFAULT_ISSUE_LIMIT),
             issue_seconds=_positive_int(env, "ISSUE_SECONDS", DEFAULT_ISSUE_SECONDS),
+            admission_key_parameter=env.get("ADMISSION_KEY_PARAMETER") or "",
+            admission_key_refresh_seconds=_positive_int(
+                env, "ADMISSION_KEY_REFRESH_SECONDS", DEFAULT_ADMISSION_KEY_REFRESH_SECONDS
+            ),
         )

@@ -5,14 +5,17 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import boto3
 from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError
 
 from seat_inventory.dal.inventory_table import InventoryTable
+from seat_inventory.logic.admission_tokens import KeyRing, KeyRingError, TokenVerifier, parse_key_ring
 from seat_inventory.logic.inventory_hints import InventoryHints
+from seat_inventory.models import RetryableError
 from seat_inventory.publishing.sns_publisher import SnsOutcomePublisher
 from seat_inventory.settings import Settings
 
@@ -38,6 +41,71 @@ class SystemClock:
         time.sleep(seconds)
 
 
+# After a failed refresh the keys last read are still used for this long (SSM throttled or
+# unreachable for a moment must not stop a sale); past it the messages with tokens are retried.
+ADMISSION_KEYS_STALE_SECONDS = 900
+
+
+class SsmAdmissionKeys:
+    """The admission key ring (docs/admission.md) from an SSM SecureString parameter: read on the
+    first message that carries a token (never at import or cold start), kept for
+    `refresh_seconds`, then read again; one GetParameter per container per refresh.
+
+    A parameter that cannot be read, or holds no valid ring, raises `RetryableError`: the
+    messages with tokens are retried rather than refused (a refusal would be final).
+    """
+
+    def __init__(
+        self,
+        session: boto3.session.Session,
+        name: str,
+        refresh_seconds: int,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._session = session
+        self._name = name
+        self._refresh_seconds = refresh_seconds
+        self._clock = clock
+        self._client: Any = None
+        self._ring: KeyRing | None = None
+        self._read_at = 0.0
+        self.reads = 0
+
+    def __call__(self) -> KeyRing | None:
+        now = self._clock()
+        if self._ring is not None and now - self._read_at < self._refresh_seconds:
+            return self._ring
+        try:
+            ring = self._read()
+        except RetryableError:
+            if self._ring is not None and now - self._read_at < ADMISSION_KEYS_STALE_SECONDS:
+                return self._ring
+            raise
+        self._ring, self._read_at = ring, now
+        return ring
+
+    def _read(self) -> KeyRing:
+        if self._client is None:
+            self._client = self._session.client("ssm", config=CLIENT_CONFIG)
+        self.reads += 1
+        try:
+            response = self._client.get_parameter(Name=self._name, WithDecryption=True)
+            return parse_key_ring(response["Parameter"]["Value"])
+        except (BotoCoreError, ClientError) as exc:
+            raise RetryableError(f"admission keys: SSM parameter {self._name} not read: {exc}") from exc
+        except KeyRingError as exc:
+            raise RetryableError(f"admission keys: SSM parameter {self._name}: {exc}") from exc
+
+
+def admission_verifier(settings: Settings, session: boto3.session.Session) -> TokenVerifier:
+    """Verifies admission tokens with the keys of the configured parameter (none when not set)."""
+    if not settings.admission_key_parameter:
+        return TokenVerifier(lambda: None)
+    return TokenVerifier(
+        SsmAdmissionKeys(session, settings.admission_key_parameter, settings.admission_key_refresh_seconds)
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Adapters:
     settings: Settings
@@ -45,6 +113,7 @@ class Adapters:
     publisher: SnsOutcomePublisher
     clock: SystemClock
     hints: InventoryHints
+    admission: TokenVerifier = field(default_factory=lambda: TokenVerifier(lambda: None))
 
 
 def build_adapters(settings: Settings, session: boto3.session.Session | None = None) -> Adapters:
@@ -59,6 +128,7 @@ def build_adapters(settings: Settings, session: boto3.session.Session | None = N
         ),
         clock=SystemClock(),
         hints=InventoryHints(),
+        admission=admission_verifier(settings, session),
     )
 
 

@@ -32,6 +32,7 @@ from seat_inventory.dal.errors import (
 )
 from seat_inventory.dal.inventory_table import InventoryTable
 from seat_inventory.dal.items import (
+    ADMISSION_REQUIRED,
     CLASS_PREFIX,
     INVENTORY_PREFIX,
     customer_key,
@@ -110,13 +111,15 @@ class OperatorCommands(TableAccess):
         closed: bool = False,
         operation_id: str | None = None,
         shards: int = 1,
+        admission_required: bool = False,
     ) -> SeatClassInventory:
         """Creates the inventory of one seat class; never overwrites an existing one.
 
         A class that exists already raises `EventAlreadyExists`, unless this very operation
         created it (its reply was lost and the request was sent again): then it is returned.
         With `shards` > 1 the capacity is spread evenly over that many shard items, written in one
-        transaction (docs/sharding.md); 1 writes a single item.
+        transaction (docs/sharding.md); 1 writes a single item. With `admission_required` reserve
+        and hold need an admission token (docs/admission.md).
         """
         operation_id = operation_id or new_operation_id()
         if capacity < 0:
@@ -126,7 +129,15 @@ class OperatorCommands(TableAccess):
         check_shard_count(shards)
         if shards > 1:
             return self._create_sharded(
-                key, capacity, shards, max_per_customer, sale_starts_at, sale_ends_at, closed, operation_id
+                key,
+                capacity,
+                shards,
+                max_per_customer,
+                sale_starts_at,
+                sale_ends_at,
+                closed,
+                operation_id,
+                admission_required=admission_required,
             )
         item: dict[str, Any] = {
             **inventory_key(key),
@@ -141,6 +152,8 @@ class OperatorCommands(TableAccess):
             item["sale_ends_at"] = number(sale_ends_at)
         if closed:
             item["sale_status"] = {"S": SaleStatus.CLOSED.value}
+        if admission_required:
+            item[ADMISSION_REQUIRED] = {"BOOL": True}
         exists: ClientError | None = None
         for attempt in range(OPERATOR_ATTEMPTS):
             try:
@@ -183,6 +196,8 @@ class OperatorCommands(TableAccess):
         sale_ends_at: int | None,
         closed: bool,
         operation_id: str,
+        *,
+        admission_required: bool = False,
     ) -> SeatClassInventory:
         created_at = timestamp()
         puts: list[dict[str, Any]] = []
@@ -203,6 +218,8 @@ class OperatorCommands(TableAccess):
                 item["sale_ends_at"] = number(sale_ends_at)
             if closed:
                 item["sale_status"] = {"S": SaleStatus.CLOSED.value}
+            if admission_required:
+                item[ADMISSION_REQUIRED] = {"BOOL": True}
             puts.append(
                 {
                     "Put": {
@@ -359,6 +376,19 @@ class OperatorCommands(TableAccess):
             change = _Change("SET max_per_customer = :limit", {":limit": number(limit)})
         return self._operator_write(key, lambda _: change, operation_id)
 
+    def set_admission_required(
+        self, key: SeatKey, required: bool, *, operation_id: str | None = None
+    ) -> SeatClassInventory:
+        """Makes reserve and hold of one seat class need an admission token, or no longer
+        (docs/admission.md). Exactly once like every operator write; the write that takes seats
+        checks the flag the planner assumed, so a container that has not seen the change yet is
+        refused and plans again."""
+        if required:
+            change = _Change(f"SET {ADMISSION_REQUIRED} = :required", {":required": {"BOOL": True}})
+        else:
+            change = _Change(f"REMOVE {ADMISSION_REQUIRED}")
+        return self._operator_write(key, lambda _: change, operation_id)
+
     def change_capacity(
         self, key: SeatKey, delta: int, *, operation_id: str | None = None
     ) -> SeatClassInventory:
@@ -500,13 +530,7 @@ class OperatorCommands(TableAccess):
         for shard in range(items):
             delta = per_shard.get(shard, 0)
             if shard >= view.shard_items:
-                new_item = {**inventory_key(key, shard), **_shard_attributes(key, shard, delta, created_at)}
-                for name in ("max_per_customer", "sale_starts_at", "sale_ends_at"):
-                    value = getattr(view, name)
-                    if value is not None:
-                        new_item[name] = number(value)
-                if view.sale_status is SaleStatus.CLOSED:
-                    new_item["sale_status"] = {"S": SaleStatus.CLOSED.value}
+                new_item = _new_shard_item(key, shard, delta, created_at, view)
                 actions.append(
                     {
                         "Put": {
@@ -746,6 +770,22 @@ def _shard_attributes(key: SeatKey, shard: int, capacity: int, created_at: str) 
     if shard:
         attributes["shard"] = number(shard)
     return attributes
+
+
+def _new_shard_item(
+    key: SeatKey, shard: int, capacity: int, created_at: str, view: SeatClassInventory
+) -> dict[str, Any]:
+    """A new shard item of a class being resharded: its seats, and the class's sale rules."""
+    item = {**inventory_key(key, shard), **_shard_attributes(key, shard, capacity, created_at)}
+    for name in ("max_per_customer", "sale_starts_at", "sale_ends_at"):
+        value = getattr(view, name)
+        if value is not None:
+            item[name] = number(value)
+    if view.sale_status is SaleStatus.CLOSED:
+        item["sale_status"] = {"S": SaleStatus.CLOSED.value}
+    if view.admission_required:
+        item[ADMISSION_REQUIRED] = {"BOOL": True}
+    return item
 
 
 def _with_sets(expression: str, sets: Sequence[str]) -> str:

@@ -41,6 +41,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         "AWS_ENDPOINT_URL_DYNAMODB",
         "AWS_ENDPOINT_URL_SNS",
         "AWS_ENDPOINT_URL_SQS",
+        "AWS_ENDPOINT_URL_SSM",
         "AWS_PROFILE",
     ):
         monkeypatch.delenv(name, raising=False)

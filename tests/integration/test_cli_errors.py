@@ -43,6 +43,9 @@ EXTRA_ARGS: dict[tuple[str, ...], list[str]] = {
     ("dlq", "redrive"): ["--yes"],
     ("invoke",): ["-e", str(REPO / "events" / "reserve_single.json")],
     ("onsale", "check"): ["--stack-name", "x-1"],
+    ("event", "admission"): ["--required"],
+    ("tokens", "issue"): ["--parameter", "/x-1"],
+    ("tokens", "keygen"): ["--put-parameter", "/x-1", "--keep-previous"],
 }
 EXPECTED = {
     "unknown profile": ExitCode.CONFIGURATION,
@@ -103,6 +106,7 @@ def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.MonkeyP
         "AWS_ENDPOINT_URL_DYNAMODB",
         "AWS_ENDPOINT_URL_SNS",
         "AWS_ENDPOINT_URL_SQS",
+        "AWS_ENDPOINT_URL_SSM",
         "AWS_ACCESS_KEY_ID",
         "AWS_SECRET_ACCESS_KEY",
         "AWS_SESSION_TOKEN",

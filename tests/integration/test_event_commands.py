@@ -58,6 +58,7 @@ def test_show_json(run) -> None:
                 "sale_ends_at": None,
                 "max_per_customer": None,
                 "shard_count": 1,
+                "admission_required": False,
             }
         ],
     }
@@ -134,8 +135,8 @@ def test_show_text_is_one_tab_separated_line_per_seat_class(run) -> None:
 
     assert shown.exit_code == 0, shown.output
     assert [line.split("\t") for line in shown.output.splitlines()] == [
-        ["gig-1", "GA", "5", "5", "0", "0", "OPEN", "OPEN", "None", "None", "None", "1"],
-        ["gig-1", "VIP", "2", "2", "0", "0", "OPEN", "OPEN", "None", "None", "1", "1"],
+        ["gig-1", "GA", "5", "5", "0", "0", "OPEN", "OPEN", "None", "None", "None", "1", "False"],
+        ["gig-1", "VIP", "2", "2", "0", "0", "OPEN", "OPEN", "None", "None", "1", "1", "False"],
     ]
 
 

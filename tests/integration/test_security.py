@@ -93,7 +93,10 @@ def policy_documents(deployed: dict[str, Any]) -> Iterator[tuple[str, dict[str, 
 def statements(deployed: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
     for where, document in policy_documents(deployed):
         for statement in as_list(document["Statement"]):
-            yield where, statement
+            # A conditional statement (the admission key's, `Fn::If`) counts as granted.
+            for granted in statement["Fn::If"][1:] if "Fn::If" in statement else [statement]:
+                if isinstance(granted, dict) and "Effect" in granted:
+                    yield where, granted
 
 
 def managed_policy_name(arn: Any) -> str:

@@ -188,7 +188,10 @@ def _statements(template: Template) -> list[dict[str, Any]]:
     statements: list[dict[str, Any]] = []
     for policy in template.properties("ReserveSeatsFunction").get("Policies", []):
         if isinstance(policy, dict) and "Statement" in policy:
-            statements.extend(policy["Statement"])
+            for statement in policy["Statement"]:
+                # A conditional statement (the admission key's, `Fn::If`) counts as granted.
+                granted = statement["Fn::If"][1:] if "Fn::If" in statement else [statement]
+                statements.extend(g for g in granted if isinstance(g, dict) and "Action" in g)
     return statements
 
 

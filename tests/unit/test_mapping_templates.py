@@ -152,6 +152,30 @@ def test_a_hold_carries_its_hold_seconds(api: ApiDefinition) -> None:
     assert (parsed.request_type, parsed.reservation_id, parsed.hold_seconds) == (RequestType.HOLD, "h-1", 900)
 
 
+@pytest.mark.parametrize("path", ["/reservations", "/holds"])
+def test_an_admission_token_is_passed_on_as_sent(api: ApiDefinition, path: str) -> None:
+    token = "v1.k1.eyJjaWQiOiJjLTEifQ.AbC-_x"
+    body = {"event_id": "e-1", "quantity": 1, "customer_id": "c-1", "admission_token": token}
+    parsed = message(render_request(api, "POST", path, body, headers={"Idempotency-Key": "r-1"}))
+    without = message(render_request(api, "POST", path, {**body, "admission_token": None}))
+
+    assert isinstance(parsed, ReservationRequest) and parsed.admission_token == token
+    assert isinstance(without, ReservationRequest) and without.admission_token is None
+
+
+@pytest.mark.parametrize("token", ["", "has space", "x" * 1025, "a\n", 5])
+def test_the_model_refuses_an_admission_token_the_service_would_not_take(
+    api: ApiDefinition, token: Any
+) -> None:
+    gateway = LocalApiGateway(api, backends=None, account_id="123456789012")  # type: ignore[arg-type]
+    schema = route(api, "POST", "/reservations").operation["requestBody"]["content"]["application/json"][
+        "schema"
+    ]
+    body = {"event_id": "e-1", "quantity": 1, "customer_id": "c-1", "admission_token": token}
+
+    assert gateway.body_problems(schema, json.dumps(body))
+
+
 @pytest.mark.parametrize(
     ("path", "body", "key"),
     [
@@ -710,6 +734,7 @@ BODIES = st.fixed_dictionaries(
         "hold_seconds": st.one_of(st.integers(50, 4000), VALUES),
         "type": VALUES,
         "reservation_id": IDS,
+        "admission_token": st.one_of(st.from_regex(r"[A-Za-z0-9._-]{1,12}\n?", fullmatch=True), VALUES),
     },
 )
 
@@ -739,5 +764,6 @@ def test_every_body_the_api_passes_on_is_a_valid_message_with_the_same_fields(
         body["quantity"],
     )
     assert parsed.seat_class == body.get("seat_class", "GA")
+    assert parsed.admission_token == body.get("admission_token")
     if path == "/holds":
         assert parsed.hold_seconds == body.get("hold_seconds", 600)

@@ -12,6 +12,7 @@ Single-table layout (table keys `pk`, `sk`; TTL attribute `expires_at`; sparse i
 | ticket numbering     | `TICKETS#<event_id>`                     | `FORMAT`        |
 | ticket counter       | `TICKETS#<event_id>#<series>`            | `COUNTER`       |
 | ticket ledger batch  | `LEDGER#<event_id>#<series>`             | `FIRST#<first, 12 digits>` |
+| admission token use  | `ADMISSION#<token id>`                   | `TOKEN`         |
 
 Customer counters were under `pk EVENT#<event_id>`, `sk CUSTOMER#<class>#<customer>` until
 this layout (one partition key each, off the event's hot partition); docs/contention.md says how
@@ -24,6 +25,10 @@ to migrate them.
   of a class of one) has `shard_count` (shards groups are routed to) and `shard_items` (items
   that exist), absent = 1;
   `last_taken_at` (epoch seconds, fractional) is when a transaction last took seats from it;
+- inventory of a class that requires admission tokens (docs/admission.md): admission_required
+  (BOOL true; absent = not required), on every shard item;
+- admission token use: reservation_id (the reservation that spent it), expires_at (TTL: a day
+  after the token's own expiry);
 - customer counter: seats (taken while the class had a per-customer limit);
 - reservation record: the answer given (outcome, reason, ...), its current status, request_type;
   a hold's hold_expires_at; customer_counted when its seats count against a limit; `shard`
@@ -89,6 +94,9 @@ LEDGER_OUTBOX_PREFIX = "TICKETED#"
 TICKETS_PREFIX = "TICKETS#"
 LEDGER_PREFIX = "LEDGER#"
 LEDGER_SK_PREFIX = "FIRST#"
+ADMISSION_PREFIX = "ADMISSION#"
+ADMISSION_SK = "TOKEN"
+ADMISSION_REQUIRED = "admission_required"
 
 # The conditions every write that takes seats adds: the sale is open at :now.
 SALE_OPEN_CONDITION = (
@@ -118,6 +126,11 @@ def customer_key(key: SeatKey, customer_id: str) -> dict[str, Any]:
         "pk": {"S": f"{CUSTOMER_PREFIX}{key.event_id}#{key.seat_class}#{customer_id}"},
         "sk": {"S": CUSTOMER_SK},
     }
+
+
+def admission_key(token_id: str) -> dict[str, Any]:
+    """The item that records an admission token's use (one partition key per token)."""
+    return {"pk": {"S": ADMISSION_PREFIX + token_id}, "sk": {"S": ADMISSION_SK}}
 
 
 def hold_shard(reservation_id: str) -> int:
@@ -216,6 +229,7 @@ def inventory_from_item(item: Mapping[str, Any]) -> SeatClassInventory:
         shards=() if shard_items == 1 else (seats,),
         shard_count=_optional_int(item, "shard_count") or 1,
         shard_items=shard_items,
+        admission_required=bool(item.get(ADMISSION_REQUIRED, {}).get("BOOL", False)),
     )
 
 

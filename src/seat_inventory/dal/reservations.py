@@ -19,8 +19,10 @@ from seat_inventory.dal.errors import (
     failed_condition,
 )
 from seat_inventory.dal.items import (
+    ADMISSION_REQUIRED,
     SALE_OPEN_CONDITION,
     TAKEN_AT,
+    admission_key,
     customer_key,
     inventory_from_item,
     inventory_key,
@@ -39,6 +41,7 @@ from seat_inventory.models import (
     SeatClassInventory,
     SeatKey,
     StoreInconsistency,
+    TokenUse,
 )
 
 # Concurrent PutItem calls for a group of rejections: the client's whole connection pool
@@ -63,7 +66,7 @@ class Reservations(TableAccess):
         `available >=` what it gives, so the class's totals never change by a move.
 
         Confirmed sales are kept for good, and so are holds while they last; rejections
-        (SOLD_OUT, UNKNOWN_EVENT, LIMIT_EXCEEDED, SALE_CLOSED) expire by TTL after
+        (SOLD_OUT, UNKNOWN_EVENT, LIMIT_EXCEEDED, SALE_CLOSED, ADMISSION_REFUSED) expire by TTL after
         `rejection_expires_at`, long after SQS could still redeliver their message.
         """
         if not write.outcomes:
@@ -89,15 +92,39 @@ class Reservations(TableAccess):
         for customer_id, seats in counters.items():
             assert write.max_per_customer is not None
             actions.append(self._count_customer_action(write.key, customer_id, seats, write.max_per_customer))
+        actions.extend(self._use_token_action(use) for use in write.token_uses)
         cancelled = call_expecting(
             TRANSACTION_CANCELED, self._client.transact_write_items, TransactItems=actions
         )
         if isinstance(cancelled, ClientError):
             inventory_actions = 1 + len(donors) if write.seats_taken > 0 else 0
             return self._refusal(
-                cancelled, write.outcomes, list(counters), inventory_actions=inventory_actions
+                cancelled,
+                write.outcomes,
+                list(counters),
+                inventory_actions=inventory_actions,
+                token_uses=write.token_uses,
             )
         return None
+
+    def _use_token_action(self, use: TokenUse) -> dict[str, Any]:
+        """Spends an admission token: written only if no reservation used it, or this one did (its
+        redelivery is not a replay). ALL_OLD names the reservation that used it first."""
+        return {
+            "Put": {
+                "TableName": self._table_name,
+                "Item": {
+                    **admission_key(use.token_id),
+                    "entity": {"S": "admission_token"},
+                    "token_id": {"S": use.token_id},
+                    "reservation_id": {"S": use.reservation_id},
+                    "expires_at": number(use.expires_at),
+                },
+                "ConditionExpression": "attribute_not_exists(pk) OR reservation_id = :reservation_id",
+                "ExpressionAttributeValues": {":reservation_id": {"S": use.reservation_id}},
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            }
+        }
 
     def _record_action(
         self, write: GroupWrite, outcome: ReservationOutcome, recorded_at: str
@@ -219,6 +246,15 @@ class Reservations(TableAccess):
         else:
             condition += " AND max_per_customer = :limit"
             values[":limit"] = number(write.max_per_customer)
+        # So is whether the class requires admission tokens (docs/admission.md).
+        if write.admission_required:
+            condition += f" AND {ADMISSION_REQUIRED} = :required"
+            values[":required"] = {"BOOL": True}
+        else:
+            condition += (
+                f" AND (attribute_not_exists({ADMISSION_REQUIRED}) OR {ADMISSION_REQUIRED} = :not_required)"
+            )
+            values[":not_required"] = {"BOOL": False}
         update: dict[str, Any] = {
             "TableName": self._table_name,
             "Key": inventory_key(write.key, write.shard),
@@ -279,13 +315,14 @@ class Reservations(TableAccess):
         customers: Sequence[str],
         *,
         inventory_actions: int,
+        token_uses: Sequence[TokenUse] = (),
     ) -> WriteRefused:
         """Reads the cancellation reasons (one per action, in order) into what the planner needs.
 
         A refused shard item hands back only its own numbers (`SeatClassInventory.complete` is
         False for a sharded class): the planner reads the whole class before deciding on it.
         """
-        expected_count = len(outcomes) + len(customers) + inventory_actions
+        expected_count = len(outcomes) + len(customers) + inventory_actions + len(token_uses)
         reasons = cancellation_reasons(exc, expected_count)
         inventory_refused = False
         inventory: SeatClassInventory | None = None
@@ -298,7 +335,8 @@ class Reservations(TableAccess):
                 if not inventory_refused:
                     inventory = inventory_from_item(old) if old else None
                 inventory_refused = True
-        counter_reasons = record_reasons[len(outcomes) :]
+        token_reasons = record_reasons[len(outcomes) + len(customers) :]
+        counter_reasons = record_reasons[len(outcomes) : len(outcomes) + len(customers)]
         record_reasons = record_reasons[: len(outcomes)]
         already_recorded: dict[str, ReservationOutcome] = {}
         for outcome, reason in zip(outcomes, record_reasons, strict=True):
@@ -314,9 +352,17 @@ class Reservations(TableAccess):
                 if not old:
                     raise RuntimeError("counter condition failed without ALL_OLD item") from exc
                 customer_seats[customer_id] = int(old["seats"]["N"])
+        tokens_used: dict[str, str] = {}
+        for use, reason in zip(token_uses, token_reasons, strict=True):
+            if failed_condition(reason):
+                old = reason.get("Item")
+                if not old:
+                    raise RuntimeError("token condition failed without ALL_OLD item") from exc
+                tokens_used[use.token_id] = old["reservation_id"]["S"]
         return WriteRefused(
             inventory_refused=inventory_refused,
             inventory=inventory,
             already_recorded=already_recorded,
             customer_seats=customer_seats,
+            tokens_used=tokens_used,
         )

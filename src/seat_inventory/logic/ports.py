@@ -42,6 +42,8 @@ class WriteRefused:
     `written` names the records of a group without seats that were written all the same (its
     records are written one by one, not in one transaction): those answers stand. Records of the
     group in neither `written` nor `already_recorded` met a transient fault and were not written.
+    `tokens_used` maps each admission token whose use was refused to the reservation that used it
+    first: a replay, refused for good.
     """
 
     inventory_refused: bool
@@ -49,6 +51,7 @@ class WriteRefused:
     already_recorded: Mapping[str, ReservationOutcome] = field(default_factory=dict)
     customer_seats: Mapping[str, int] = field(default_factory=dict)
     written: frozenset[str] = frozenset()
+    tokens_used: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

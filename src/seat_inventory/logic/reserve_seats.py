@@ -18,9 +18,11 @@ The rules (docs/guarantees.md):
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from seat_inventory.logic.admission_tokens import TokenVerifier
 from seat_inventory.logic.change_reservations import apply_changes
 from seat_inventory.logic.inventory_hints import InventoryHints
 from seat_inventory.logic.limits import MAX_RESERVATIONS_PER_TRANSACTION
@@ -59,6 +61,7 @@ def reserve_seats(
     clock: Clock,
     hints: InventoryHints | None = None,
     deadline: float | None = None,
+    admission: TokenVerifier | None = None,
 ) -> BatchResult:
     """Answers every message of one SQS batch; returns what was published and what to retry.
 
@@ -68,15 +71,19 @@ def reserve_seats(
     `retry_deadline.conflict_deadline(...)` of the invocation; default
     `DEFAULT_CONFLICT_PATIENCE_SECONDS` from now): a conflict is not a failure, and a message
     handed back for one would count towards the dead-letter queue.
+    `admission` verifies the messages' admission tokens (docs/admission.md); without it no key is
+    known and every token is refused as forged.
     """
     hints = hints if hints is not None else InventoryHints()
     conflicts_until = (
         ConflictDeadline.until(clock, deadline) if deadline is not None else ConflictDeadline.after(clock)
     )
     batch = _sort_batch(messages, settings)
+    batch.check_tokens(admission or TokenVerifier(lambda: None), now=clock.now())
     group_answers, failed = _settle_groups(
         batch.groups, store=store, clock=clock, settings=settings, hints=hints, deadline=conflicts_until
     )
+    failed.update(batch.keys_unavailable)
     answers = batch.answer_requests(group_answers, failed)
     if batch.changes:
         # A confirmation or cancellation of a reservation whose own message must be retried
@@ -106,6 +113,29 @@ class _Batch:
     repeats: list[ReservationRequest] = field(default_factory=list)
     groups: dict[SeatKey, list[ReservationRequest]] = field(default_factory=dict)
     changes: list[ChangeRequest] = field(default_factory=list)
+    keys_unavailable: dict[str, str] = field(default_factory=dict)  # message id -> why retried
+
+    def check_tokens(self, verifier: TokenVerifier, *, now: float) -> None:
+        """Verifies each request's admission token (once per reservation id; repeats share it). A
+        request whose token could not be checked (the keys could not be read) is left out and
+        retried; one without a token is checked only if its class requires one (the planner)."""
+        for key, requests in list(self.groups.items()):
+            kept: list[ReservationRequest] = []
+            for request in requests:
+                try:
+                    check = verifier.check(
+                        request.admission_token,
+                        event_id=request.event_id,
+                        customer_id=request.customer_id,
+                        now=now,
+                    )
+                except RetryableError as exc:
+                    self.keys_unavailable[request.message_id] = f"admission keys unavailable: {exc}"
+                    continue
+                checked = dataclasses.replace(request, admission=check)
+                self.first_request[request.reservation_id] = checked
+                kept.append(checked)
+            self.groups[key] = kept
 
     def answer_requests(
         self, group_answers: Mapping[str, ReservationOutcome], failed: dict[str, str]

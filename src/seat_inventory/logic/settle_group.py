@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from seat_inventory.logic.admission import back_off_step
+from seat_inventory.logic.admission_tokens import replay_refusal, use_expires_at
 from seat_inventory.logic.inventory_hints import InventoryHints, OwnShard
 from seat_inventory.logic.limits import MAX_ACTIONS_PER_TRANSACTION, MAX_SETTLE_ROUNDS
 from seat_inventory.logic.ports import Clock, InventoryStore, WriteRefused
@@ -21,6 +22,7 @@ from seat_inventory.logic.retry_deadline import ConflictDeadline
 from seat_inventory.logic.shards import pick_shard, route, routed_shards, shards_with
 from seat_inventory.models import (
     TAKES_SEATS,
+    AdmissionCheck,
     GroupWrite,
     Outcome,
     ReservationOutcome,
@@ -29,6 +31,7 @@ from seat_inventory.models import (
     SeatClassInventory,
     SeatKey,
     Throttled,
+    TokenUse,
     TransactionConflict,
     iso_utc,
 )
@@ -81,13 +84,17 @@ class GroupKnowledge:
     refused write's ALL_OLD); only then may a rejection be decided without the inventory guard in
     the same transaction. Before that, `assumed_limit` is the per-customer limit the optimistic
     write assumes (and its condition checks). `counted` holds customers' counters as refused
-    counter updates reported them.
+    counter updates reported them. `assumed_admission` is whether the class requires an admission
+    token, as assumed (like the limit, checked by the write's guard); `tokens_used` holds the
+    admission tokens refused writes reported used, and by which reservation.
     """
 
     verified: bool = False
     inventory: SeatClassInventory | None = None
     assumed_limit: int | None = None
     counted: dict[str, int] = field(default_factory=dict)
+    assumed_admission: bool = False
+    tokens_used: dict[str, str] = field(default_factory=dict)
 
     def observe(self, inventory: SeatClassInventory | None) -> None:
         self.verified = True
@@ -104,6 +111,12 @@ class GroupKnowledge:
             return self.inventory.max_per_customer if self.inventory else None
         return self.assumed_limit
 
+    @property
+    def admission_required(self) -> bool:
+        if self.verified:
+            return self.inventory.admission_required if self.inventory else False
+        return self.assumed_admission
+
 
 @dataclass(frozen=True, slots=True)
 class GroupPlan:
@@ -113,6 +126,8 @@ class GroupPlan:
     seats_taken: int
     limit: int | None
     customer_seats: dict[str, int]
+    admission_required: bool = False
+    token_uses: tuple[TokenUse, ...] = ()
 
     @property
     def first_seats(self) -> int:
@@ -168,6 +183,7 @@ class _Settlement:
         the hints say an optimistic write would be refused (or doomed)."""
         assumed = self.hints.assumed(self.key)
         self.knowledge.assumed_limit = assumed.max_per_customer if assumed is not None else None
+        self.knowledge.assumed_admission = assumed.admission_required if assumed is not None else False
         if self.hints.should_read_first(self.key, sum(r.quantity for r in self.pending), self.now):
             # A class never seen is first read as its item alone: a sharded class's shard 0 tells
             # its rules and items without reading every shard item while others write to them.
@@ -303,6 +319,8 @@ class _Settlement:
             shard=take.shard,
             moves=take.moves,
             taken_at=self.clock.now() if plan.seats_taken else None,
+            admission_required=plan.admission_required,
+            token_uses=plan.token_uses,
         )
 
     def _committed(self, take: _Take) -> None:
@@ -336,11 +354,15 @@ class _Settlement:
         # customers at their limit with few seats left needs more rounds than the bound).
         new_counters = bool(refused.customer_seats.keys() - self.knowledge.counted.keys())
         self.knowledge.counted.update(refused.customer_seats)
+        # Tokens found used are progress too, bounded by the group's tokens: each is refused for
+        # good (replayed) in the next plan.
+        new_tokens = bool(refused.tokens_used.keys() - self.knowledge.tokens_used.keys())
+        self.knowledge.tokens_used.update(refused.tokens_used)
         if refused.inventory_refused:
             self._learn_inventory(refused.inventory, take)
-        elif not settled and not refused.customer_seats:
+        elif not settled and not refused.customer_seats and not refused.tokens_used:
             raise RetryableError(f"transaction for {self.key} refused without a reason the planner knows")
-        return not new_counters
+        return not (new_counters or new_tokens)
 
     def _learn_inventory(self, item: SeatClassInventory | None, take: _Take) -> None:
         """The inventory guard refused and handed back `item` as it was (None: there is none)."""
@@ -350,6 +372,7 @@ class _Settlement:
             take.on_own_shard
             and item.sale_closed_reason(self.now) is None
             and item.max_per_customer == take.plan.limit
+            and item.admission_required == take.plan.admission_required
         ):
             # This container's shard alone is short: the next round takes what it has left, or
             # looks for another shard.
@@ -366,6 +389,7 @@ class _Settlement:
         if inventory is not None and not inventory.complete:
             self.hints.learn_item(self.key, inventory)
             self.knowledge.assumed_limit = inventory.max_per_customer
+            self.knowledge.assumed_admission = inventory.admission_required
             if inventory.sale_closed_reason(self.now) is not None:
                 self._read()  # closed: nobody writes to its items, and only a whole read can say so
             return
@@ -405,7 +429,9 @@ def plan_group(
     per-customer limit): the transaction's guard decides. Once the item has been observed, a
     missing item is UNKNOWN_EVENT, a closed sale SALE_CLOSED, and otherwise the group is filled
     greedily in arrival order; what passes a customer's limit is LIMIT_EXCEEDED and what does
-    not fit is SOLD_OUT.
+    not fit is SOLD_OUT. In a class that requires admission, a request without a token that
+    admits it (or whose token another reservation used) is ADMISSION_REFUSED before anything else;
+    one that takes seats spends its token in the same write.
     """
     if knowledge.verified and knowledge.inventory is None:
         reason = f"event {key.event_id!r} has no seat class {key.seat_class!r}"
@@ -419,11 +445,14 @@ def plan_group(
     left = inventory.available if inventory is not None else None
     taken_by_customer: dict[str, int] = {}
     decisions: list[tuple[ReservationRequest, Outcome, int]] = []  # request, outcome, counted before
+    admission = _AdmissionPlan(knowledge.tokens_used) if knowledge.admission_required else None
     for request in pending:
         counted = knowledge.counted.get(request.customer_id, 0) + taken_by_customer.get(
             request.customer_id, 0
         )
-        if limit is not None and counted + request.quantity > limit:
+        if admission is not None and admission.refuse(request):
+            decisions.append((request, Outcome.ADMISSION_REFUSED, counted))
+        elif limit is not None and counted + request.quantity > limit:
             decisions.append((request, Outcome.LIMIT_EXCEEDED, counted))
         elif left is not None and request.quantity > left:
             decisions.append((request, Outcome.SOLD_OUT, counted))
@@ -433,13 +462,67 @@ def plan_group(
             taken_by_customer[request.customer_id] = (
                 taken_by_customer.get(request.customer_id, 0) + request.quantity
             )
+            if admission is not None:
+                admission.spend(request)
             decisions.append((request, Outcome.HELD if request.is_hold else Outcome.CONFIRMED, counted))
+    refusals = admission.refusals if admission is not None else {}
     outcomes = [
-        _decided_answer(key, request, outcome, counted, limit=limit, left=left, now=now)
+        _decided_answer(
+            key,
+            request,
+            outcome,
+            counted,
+            limit=limit,
+            left=left,
+            now=now,
+            refusal=refusals.get(request.reservation_id),
+        )
         for request, outcome, counted in decisions
     ]
     seats = sum(taken_by_customer.values())
-    return GroupPlan(outcomes, seats, limit, taken_by_customer if limit is not None else {})
+    return GroupPlan(
+        outcomes,
+        seats,
+        limit,
+        taken_by_customer if limit is not None else {},
+        admission_required=admission is not None,
+        token_uses=tuple(admission.uses) if admission is not None else (),
+    )
+
+
+@dataclass(slots=True)
+class _AdmissionPlan:
+    """The admission side of one plan: who is refused and why, and the tokens the takes spend.
+
+    A token spends once: after another reservation used it (`used`, as refused writes told) or
+    after an earlier request of this plan took seats with it, it is a replay.
+    """
+
+    used: Mapping[str, str]  # token id -> the reservation that used it
+    spent: dict[str, str] = field(default_factory=dict)  # token id -> reservation, in this plan
+    uses: list[TokenUse] = field(default_factory=list)
+    refusals: dict[str, str] = field(default_factory=dict)  # reservation id -> why refused
+
+    def refuse(self, request: ReservationRequest) -> bool:
+        """True (and the reason noted) when the request's token does not admit it."""
+        check = request.admission or AdmissionCheck()
+        if check.refusal is None and check.token_id is None:
+            check = AdmissionCheck(refusal="admission token not verified")
+        holder = None
+        if check.refusal is None and check.token_id is not None:
+            holder = self.spent.get(check.token_id) or self.used.get(check.token_id)
+        if holder == request.reservation_id:
+            holder = None  # the same reservation again (a redelivery): not a replay
+        reason = check.refusal or (replay_refusal(holder) if holder is not None else None)
+        if reason is not None:
+            self.refusals[request.reservation_id] = reason
+        return reason is not None
+
+    def spend(self, request: ReservationRequest) -> None:
+        check = request.admission
+        assert check is not None and check.token_id is not None
+        self.spent[check.token_id] = request.reservation_id
+        self.uses.append(TokenUse(check.token_id, request.reservation_id, use_expires_at(check)))
 
 
 def _decided_answer(
@@ -451,8 +534,11 @@ def _decided_answer(
     limit: int | None,
     left: int | None,
     now: int,
+    refusal: str | None = None,
 ) -> ReservationOutcome:
     """The answer `plan_group` decided, with its reason; `left` is what the group leaves."""
+    if outcome is Outcome.ADMISSION_REFUSED:
+        return _answer(request, outcome, refusal or "admission token refused", left)
     if outcome is Outcome.CONFIRMED:
         return _answer(request, outcome, f"{request.quantity} seat(s) confirmed", left)
     if outcome is Outcome.HELD:
@@ -500,8 +586,9 @@ def _prefix_that_fits(plan: GroupPlan, shard_moves: int = 0) -> int:
     actions = shard_moves
     inventory_counted = False
     customers: set[str] = set()
+    spending = {use.reservation_id for use in plan.token_uses}
     for index, outcome in enumerate(plan.outcomes):
-        extra = 1
+        extra = 2 if outcome.reservation_id in spending else 1
         takes_seats = outcome.outcome in TAKES_SEATS
         if takes_seats and not inventory_counted:
             extra += 1

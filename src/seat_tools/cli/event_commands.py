@@ -135,10 +135,11 @@ def _describe(item: SeatClassInventory) -> str:
     limit = item.max_per_customer if item.max_per_customer is not None else "none"
     window = _window(item) or "none"
     shards = f", {item.shard_count} shards" if item.shard_items > 1 else ""
+    admission = ", admission token required" if item.admission_required else ""
     return (
         f"{item.event_id} {item.seat_class}: sale {sale_state(item, time.time())}, window {window},"
         f" limit per customer {limit}, capacity {item.capacity} (available {item.available},"
-        f" held {item.held}, sold {item.sold}){shards}"
+        f" held {item.held}, sold {item.sold}){shards}{admission}"
     )
 
 
@@ -165,6 +166,11 @@ _MAX_PER_CUSTOMER_OPTION = click.option(
 @click.option("--starts-at", help="Sale opens at this ISO-8601 time (with offset, e.g. ...Z).")
 @click.option("--ends-at", help="Sale ends at this ISO-8601 time (with offset).")
 @click.option("--closed", is_flag=True, help="Create the class closed; `seats event open` opens it.")
+@click.option(
+    "--require-admission",
+    is_flag=True,
+    help="Reserve and hold need an admission token (docs/admission.md); `seats event admission` toggles it.",
+)
 @output_option
 @click.option(
     "--shards",
@@ -183,6 +189,7 @@ def create(
     starts_at: str | None,
     ends_at: str | None,
     closed: bool,
+    require_admission: bool,
     output: OutputFormat,
     shards: int,
 ) -> None:
@@ -203,6 +210,7 @@ def create(
             sale_ends_at=_epoch(ends_at, "--ends-at"),
             closed=closed,
             shards=shards,
+            admission_required=require_admission,
         )
     except EventAlreadyExists as exc:
         raise click.ClickException(f"{exc}; nothing was changed") from exc
@@ -257,6 +265,7 @@ def _class_document(c: SeatClassInventory, now: float) -> dict[str, Any]:
         "sale_ends_at": iso_utc(c.sale_ends_at) if c.sale_ends_at is not None else None,
         "max_per_customer": c.max_per_customer,
         "shard_count": c.shard_count,
+        "admission_required": c.admission_required,
     }
 
 
@@ -300,12 +309,15 @@ def show(obj: CliContext, event_id: str, output: OutputFormat, per_shard: bool) 
         print_text(documents)
         return
     header = f"{'SEAT CLASS':<16}{'CAPACITY':>10}{'AVAILABLE':>11}{'HELD':>10}{'SOLD':>10}"
-    click.echo(f"{header}  {'SALE':<10}{'LIMIT':>6}")
+    # The ADMISSION column only for an event with a class that requires a token (docs/admission.md).
+    gated = any(c.admission_required for c in classes)
+    click.echo(f"{header}  {'SALE':<10}{'LIMIT':>6}" + ("  ADMISSION" if gated else ""))
     for c in classes:
         limit = str(c.max_per_customer) if c.max_per_customer is not None else "-"
+        admission = ("  token" if c.admission_required else "  -") if gated else ""
         click.echo(
             f"{c.seat_class:<16}{c.capacity:>10}{c.available:>11}{c.held:>10}{c.sold:>10}"
-            f"  {sale_state(c, now):<10}{limit:>6}"
+            f"  {sale_state(c, now):<10}{limit:>6}{admission}"
         )
     if len(classes) > 1:
         click.echo(
@@ -434,6 +446,21 @@ def limit(
     if no_limit == (max_per_customer is not None):
         raise click.UsageError("give --max-per-customer N or --none")
     _apply(obj, event_id, seat_class, lambda t, k: t.set_max_per_customer(k, max_per_customer), output)
+
+
+@_class_command("admission")
+@click.option("--required/--not-required", default=None, help="Need an admission token, or no longer.")
+def admission(
+    obj: CliContext, event_id: str, seat_class: str | None, required: bool | None, output: OutputFormat
+) -> None:
+    """Make reserve and hold of EVENT_ID need an admission token (docs/admission.md), or no longer.
+
+    Messages without a valid, unused token for the event and customer are answered
+    ADMISSION_REFUSED. Confirm and cancel need none.
+    """
+    if required is None:
+        raise click.UsageError("give --required or --not-required")
+    _apply(obj, event_id, seat_class, lambda t, k: t.set_admission_required(k, required), output)
 
 
 @event.command("capacity")

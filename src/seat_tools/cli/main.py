@@ -110,3 +110,6 @@ cli.add_command(onsale)
 from seat_tools.cli.tickets_commands import tickets  # noqa: E402
 
 cli.add_command(tickets)
+from seat_tools.cli.tokens_commands import tokens  # noqa: E402
+
+cli.add_command(tokens)

@@ -214,6 +214,10 @@ def _seat_request(
 
 _CUSTOMER_OPTION = click.option("--customer", required=True, help="Customer id sent with the request.")
 _SEAT_CLASS_OPTION = click.option("--seat-class", help="Seat class (default: the service's).")
+_ADMISSION_TOKEN_OPTION = click.option(
+    "--admission-token",
+    help="Admission token for a class that requires one (`seats tokens issue`; docs/admission.md).",
+)
 
 
 @click.command()
@@ -222,6 +226,7 @@ _SEAT_CLASS_OPTION = click.option("--seat-class", help="Seat class (default: the
 @_CUSTOMER_OPTION
 @_SEAT_CLASS_OPTION
 @click.option("--reservation-id", help="Reservation id (the dedupe key); default r-<12 random hex>.")
+@_ADMISSION_TOKEN_OPTION
 @_wait_options
 @output_option
 @pass_cli
@@ -232,6 +237,7 @@ def reserve(
     customer: str,
     seat_class: str | None,
     reservation_id: str | None,
+    admission_token: str | None,
     wait: bool,
     timeout: float,
     output: OutputFormat,
@@ -242,6 +248,8 @@ def reserve(
     print the answer (exit 0 when CONFIRMED, 1 otherwise).
     """
     body = _seat_request(event_id, quantity, customer, seat_class, _new_reservation_id(reservation_id, "r"))
+    if admission_token is not None:
+        body["admission_token"] = admission_token
     _send(obj, body, wait=wait, timeout=timeout, output=output, event_id=event_id)
 
 
@@ -256,6 +264,7 @@ def reserve(
     help="How long the seats are kept (the service's default 600 s when omitted; at most MaxHoldSeconds).",
 )
 @click.option("--reservation-id", help="Reservation id (the dedupe key); default h-<12 random hex>.")
+@_ADMISSION_TOKEN_OPTION
 @_wait_options
 @output_option
 @pass_cli
@@ -267,6 +276,7 @@ def hold(
     seat_class: str | None,
     hold_seconds: int | None,
     reservation_id: str | None,
+    admission_token: str | None,
     wait: bool,
     timeout: float,
     output: OutputFormat,
@@ -282,6 +292,8 @@ def hold(
     }
     if hold_seconds is not None:
         body["hold_seconds"] = hold_seconds
+    if admission_token is not None:
+        body["admission_token"] = admission_token
     _send(obj, body, wait=wait, timeout=timeout, output=output, event_id=event_id)
 
 

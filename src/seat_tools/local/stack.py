@@ -412,6 +412,8 @@ class LocalStack:
             "AWS_ENDPOINT_URL_DYNAMODB": self.dynamodb_endpoint,
             "AWS_ENDPOINT_URL_SQS": self.sqs_endpoint,
             "AWS_ENDPOINT_URL_SNS": self.sns_endpoint,
+            # The moto server holds the admission key parameter, if any (docs/admission.md).
+            "AWS_ENDPOINT_URL_SSM": self.sns_endpoint,
             "AWS_ACCESS_KEY_ID": FAKE_ACCESS_KEY_ID,
             "AWS_SECRET_ACCESS_KEY": FAKE_SECRET_ACCESS_KEY,
             "AWS_REGION": self.region,

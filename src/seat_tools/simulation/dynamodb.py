@@ -43,7 +43,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from seat_inventory.dal.access import SHARDED_READ_ATTEMPTS, SHARDED_READ_BACKOFF_SECONDS
-from seat_inventory.dal.items import customer_key, inventory_key, reservation_key
+from seat_inventory.dal.items import admission_key, customer_key, inventory_key, reservation_key
 from seat_inventory.dal.reservations import MAX_CONCURRENT_PUTS
 from seat_inventory.logic.ports import TransitionsRefused, WriteRefused
 from seat_inventory.models import (
@@ -90,6 +90,8 @@ RECORD_TTL_BYTES = 15  # `expires_at`, on rejections
 RECORD_TICKET_INDEX_BYTES = 25
 INVENTORY_ITEM_BYTES = 200
 COUNTER_ITEM_BYTES = 150
+# An admission token's use (docs/admission.md): key, token id, reservation id, TTL.
+TOKEN_USE_ITEM_BYTES = 150
 
 
 def record_item_bytes(outcome: ReservationOutcome) -> int:
@@ -211,6 +213,7 @@ class SimulatedDynamoStore:
             items += [_write(inventory_key(key, donor), INVENTORY_ITEM_BYTES) for donor in write.moves]
         items += [_write(reservation_key(o.reservation_id), record_item_bytes(o)) for o in write.outcomes]
         items += [_write(customer_key(key, c), COUNTER_ITEM_BYTES) for c in write.counters]
+        items += [_write(admission_key(u.token_id), TOKEN_USE_ITEM_BYTES) for u in write.token_uses]
         return self._transact(items, lambda: self._table.data.commit_outcomes(write))
 
     def commit_transitions(

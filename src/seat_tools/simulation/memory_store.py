@@ -52,6 +52,7 @@ class InMemoryInventoryStore:
     shard_of: dict[str, int] = field(default_factory=dict)  # records' `shard` when not 0
     change_ids: dict[str, str] = field(default_factory=dict)  # records' `last_change_id`
     taken_at: dict[tuple[SeatKey, int], float] = field(default_factory=dict)  # shard items' `last_taken_at`
+    token_uses: dict[str, str] = field(default_factory=dict)  # admission token id -> reservation
     transactions: int = 0
     inventory_writes: int = 0
     reads: int = 0
@@ -91,6 +92,7 @@ class InMemoryInventoryStore:
         sale_starts_at: int | None = None,
         sale_ends_at: int | None = None,
         shards: int = 1,
+        admission_required: bool = False,
     ) -> None:
         check_shard_count(shards)
         self.inventory[SeatKey(event_id, seat_class)] = SeatClassInventory(
@@ -108,6 +110,7 @@ class InMemoryInventoryStore:
             else tuple(ShardSeats(n, seats, seats, 0, 0) for n, seats in enumerate(spread(capacity, shards))),
             shard_count=shards,
             shard_items=shards,
+            admission_required=admission_required,
         )
 
     def reshard(self, key: SeatKey, shards: int) -> None:
@@ -172,6 +175,8 @@ class InMemoryInventoryStore:
                 self.awaiting_tickets[outcome.reservation_id] = self.clock_ms()
         for customer, seats in write.counters.items():
             self.counters[(write.key, customer)] = self.counters.get((write.key, customer), 0) + seats
+        for use in write.token_uses:
+            self.token_uses[use.token_id] = use.reservation_id
         return None
 
     def _refusal(self, write: GroupWrite) -> WriteRefused | None:
@@ -190,6 +195,7 @@ class InMemoryInventoryStore:
                 target.available < write.seats_taken - sum(moves.values())
                 or item.sale_closed_reason(now) is not None
                 or item.max_per_customer != write.max_per_customer
+                or item.admission_required != write.admission_required
             ):
                 inventory_refused, refusing = True, _shard_view(item, target)
             else:
@@ -212,13 +218,20 @@ class InMemoryInventoryStore:
             and limit is not None
             and self.counters[(write.key, customer)] > limit - seats
         }
-        if not (inventory_refused or recorded or refused_counters):
+        # A token use is written if no reservation used it, or this one did (a redelivery).
+        tokens_used = {
+            use.token_id: self.token_uses[use.token_id]
+            for use in write.token_uses
+            if self.token_uses.get(use.token_id, use.reservation_id) != use.reservation_id
+        }
+        if not (inventory_refused or recorded or refused_counters or tokens_used):
             return None
         return WriteRefused(
             inventory_refused=inventory_refused,
             inventory=refusing,
             already_recorded=recorded,
             customer_seats=refused_counters,
+            tokens_used=tokens_used,
         )
 
     def _take_seats(self, write: GroupWrite) -> None:
