@@ -25,6 +25,7 @@ from seat_inventory.dal.items import (
     inventory_from_item,
     inventory_key,
     number,
+    pool_key,
     record_from_item,
     reservation_key,
     timestamp,
@@ -137,16 +138,37 @@ class Transitions(TableAccess):
         ]
         customers = list(counters)
         actions += [self._uncount_customer_action(key, c, counters[c]) for c in customers]
+        # The pools the records' seats came from get them back too (docs/pools.md).
+        pools = sorted({pool for t in transitions for pool in t.record.pools})
+        actions += [
+            self._inventory_delta_action(
+                key,
+                _InventoryDelta.of([t for t in transitions if pool in t.record.pools]),
+                None,
+                0,
+                item_key=pool_key(key.event_id, pool),
+            )
+            for pool in pools
+        ]
         cancelled = call_expecting(
             TRANSACTION_CANCELED, self._client.transact_write_items, TransactItems=actions
         )
         if isinstance(cancelled, ClientError):
-            return self._transition_refusal(cancelled, transitions, customers, inventory_actions=len(shards))
+            return self._transition_refusal(
+                cancelled, transitions, customers, inventory_actions=len(shards), pools=pools
+            )
         return None
 
     def _inventory_delta_action(
-        self, key: SeatKey, delta: _InventoryDelta, capacity: int | None, shard: int
+        self,
+        key: SeatKey,
+        delta: _InventoryDelta,
+        capacity: int | None,
+        shard: int,
+        *,
+        item_key: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
+        """The update of one shard item (or, `item_key` given, of a capacity pool's item)."""
         updates: list[str] = []
         conditions = ["attribute_exists(pk)"]
         values: dict[str, Any] = {}
@@ -171,7 +193,7 @@ class Transitions(TableAccess):
             values[":sold_delta"] = number(delta.sold - delta.unsold)
         update: dict[str, Any] = {
             "TableName": self._table_name,
-            "Key": inventory_key(key, shard),
+            "Key": item_key or inventory_key(key, shard),
             "UpdateExpression": "SET " + ", ".join(updates),
             "ConditionExpression": " AND ".join(conditions),
             "ExpressionAttributeValues": values,
@@ -250,8 +272,13 @@ class Transitions(TableAccess):
         customers: Sequence[str],
         *,
         inventory_actions: int,
+        pools: Sequence[str] = (),
     ) -> TransitionsRefused:
-        reasons = cancellation_reasons(exc, inventory_actions + len(transitions) + len(customers))
+        reasons = cancellation_reasons(
+            exc, inventory_actions + len(transitions) + len(customers) + len(pools)
+        )
+        pool_reasons = reasons[len(reasons) - len(pools) :]
+        reasons = reasons[: len(reasons) - len(pools)]
         inventory_reasons = reasons[:inventory_actions]
         record_reasons = reasons[inventory_actions : inventory_actions + len(transitions)]
         counter_reasons = reasons[inventory_actions + len(transitions) :]
@@ -269,5 +296,8 @@ class Transitions(TableAccess):
             records=records,
             counters_refused=frozenset(
                 c for c, r in zip(customers, counter_reasons, strict=True) if failed_condition(r)
+            ),
+            pools_refused=frozenset(
+                p for p, r in zip(pools, pool_reasons, strict=True) if failed_condition(r)
             ),
         )

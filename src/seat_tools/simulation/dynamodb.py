@@ -43,7 +43,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from seat_inventory.dal.access import SHARDED_READ_ATTEMPTS, SHARDED_READ_BACKOFF_SECONDS
-from seat_inventory.dal.items import admission_key, customer_key, inventory_key, reservation_key
+from seat_inventory.dal.items import admission_key, customer_key, inventory_key, pool_key, reservation_key
 from seat_inventory.dal.reservations import MAX_CONCURRENT_PUTS
 from seat_inventory.logic.ports import TransitionsRefused, WriteRefused
 from seat_inventory.models import (
@@ -211,6 +211,8 @@ class SimulatedDynamoStore:
         if write.seats_taken > 0:
             items.append(_write(inventory_key(key, write.shard), INVENTORY_ITEM_BYTES))
             items += [_write(inventory_key(key, donor), INVENTORY_ITEM_BYTES) for donor in write.moves]
+            # Each capacity pool of the class is one more item (docs/pools.md).
+            items += [_write(pool_key(key.event_id, pool), INVENTORY_ITEM_BYTES) for pool in write.pools]
         items += [_write(reservation_key(o.reservation_id), record_item_bytes(o)) for o in write.outcomes]
         items += [_write(customer_key(key, c), COUNTER_ITEM_BYTES) for c in write.counters]
         items += [_write(admission_key(u.token_id), TOKEN_USE_ITEM_BYTES) for u in write.token_uses]
@@ -233,6 +235,8 @@ class SimulatedDynamoStore:
         ]
         customers = {t.record.answer.customer_id or "" for t in transitions if t.uncounts_customer}
         items += [_write(customer_key(key, c), COUNTER_ITEM_BYTES) for c in sorted(customers)]
+        pools = sorted({pool for t in transitions for pool in t.record.pools})
+        items += [_write(pool_key(key.event_id, pool), INVENTORY_ITEM_BYTES) for pool in pools]
 
         def apply() -> TransitionsRefused | None:
             return self._table.data.commit_transitions(
