@@ -256,3 +256,29 @@ def test_random_pools_classes_and_lifecycles_keep_every_count_equal_to_the_recor
         check_counts(store)
     sold = sum(p.sold for p in store.pools.values())
     assert sold >= 0
+
+
+def test_a_sharded_class_and_a_plain_one_share_a_pool_exactly_across_containers() -> None:
+    # Given a pool of 12 shared by a class over 4 shard items (20 seats) and a plain class (20)
+    store = InMemoryInventoryStore()
+    store.add_pool("e-1", "hall", 12)
+    store.add_event("e-1", 20, "FLOOR", shards=4, pools=["hall"])
+    store.add_event("e-1", 20, "BALCONY", pools=["hall"])
+    clock = FakeClock(time=NOW)
+    containers = [Container(store, clock) for _ in range(4)]
+
+    # When four containers each send batches to both classes, more than the pool holds
+    answers = []
+    for n in range(10):
+        for index, container in enumerate(containers):
+            seat_class = "FLOOR" if (n + index) % 2 else "BALCONY"
+            m = n * 10 + index
+            container.run(take(m, seat_class, 1, hold=60 if m % 3 == 0 else None))
+            answers.extend(container.published)
+
+    # Then exactly the pool's 12 seats were taken, over both classes, and the records agree
+    taken = [a for a in answers if a.outcome in (Outcome.CONFIRMED, Outcome.HELD)]
+    assert len(taken) == 12
+    assert pool_seats(store, "hall")[0] == 0
+    assert {a.outcome for a in answers} == {Outcome.CONFIRMED, Outcome.HELD, Outcome.SOLD_OUT}
+    check_counts(store)
