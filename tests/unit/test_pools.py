@@ -282,3 +282,53 @@ def test_a_sharded_class_and_a_plain_one_share_a_pool_exactly_across_containers(
     assert pool_seats(store, "hall")[0] == 0
     assert {a.outcome for a in answers} == {Outcome.CONFIRMED, Outcome.HELD, Outcome.SOLD_OUT}
     check_counts(store)
+
+
+class _StepClock:
+    """One container's clock: time passes only while it waits."""
+
+    def __init__(self) -> None:
+        self.time = float(NOW)
+
+    def now(self) -> float:
+        return self.time
+
+    def sleep(self, seconds: float) -> None:
+        self.time += seconds
+
+    def wait_for_aws(self, seconds: float) -> None:
+        self.time += seconds
+
+
+@pytest.mark.parametrize(("pools", "units"), [((), 4), (("a",), 6), (("a", "b"), 8)])
+def test_each_pool_adds_two_write_units_to_a_take_and_to_its_give_back(pools, units) -> None:
+    # Units as the simulation's DynamoDB model charges them (AWS's rules: 2 per transactional
+    # item of up to 1 KB): one reservation, then its cancel.
+    from seat_inventory.models import GroupWrite, ReservationOutcome, Transition
+    from seat_tools.contention.model import ContentionModel, ContentionSettings
+    from seat_tools.simulation.dynamodb import SimulatedTable
+
+    data = InMemoryInventoryStore()
+    for name in pools:
+        data.add_pool("e-1", name, 10)
+    data.add_event("e-1", 10, "GA", pools=pools)
+    clock = _StepClock()
+    model = ContentionModel(ContentionSettings(), clock=clock.now, rng=random.Random(1))
+    store = SimulatedTable(data, model, seed=1).client(clock)
+    key = SeatKey("e-1", "GA")
+    sold = ReservationOutcome("r-1", Outcome.CONFIRMED, "1 seat(s) confirmed", "e-1", "GA", 1, "c")
+
+    assert store.commit_outcomes(GroupWrite(key, [sold], 1, 0, now=NOW, pools=pools)) is None
+    taken = model.counters().write_units_consumed
+    record = data.record("r-1")
+    assert record is not None
+    assert (
+        store.commit_transitions(
+            key, [Transition(record, Outcome.CANCELLED)], now=NOW, capacity=10, release_expires_at=NOW
+        )
+        is None
+    )
+
+    assert taken == units
+    assert model.counters().write_units_consumed - taken == units
+    assert all(p.available == 10 for p in data.pools.values())
