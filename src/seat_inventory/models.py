@@ -448,6 +448,21 @@ class SeatClassInventory:
     admission_required: bool = False
     # The capacity pools the class takes its seats from as well (docs/pools.md); every shard item.
     pools: tuple[str, ...] = ()
+    # Those pools' items as a whole read of the class found them (a missing one is absent); None
+    # when they were not read with it (a write's ALL_OLD, a read of shard 0 alone).
+    pool_items: tuple[PoolInventory, ...] | None = None
+
+    @property
+    def seats_to_sell(self) -> int:
+        """The seats a take could get: the class's, or fewer when a pool read with it has fewer
+        (a closed or missing pool sells none)."""
+        if self.pool_items is None or not self.pools:
+            return self.available
+        found = {p.pool: p for p in self.pool_items}
+        pools = [found.get(name) for name in self.pools]
+        if any(p is None or p.closed_reason() is not None for p in pools):
+            return 0
+        return min([self.available, *(p.available for p in pools if p is not None)])
 
     @property
     def key(self) -> SeatKey:

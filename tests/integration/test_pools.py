@@ -255,3 +255,26 @@ def test_cli_pool_create_class_with_pools_show_and_close(
     assert "hall" in shown.output and "CLASSES" in shown.output
     assert as_json["pools"][0]["pool"] == "hall" and as_json["seat_classes"][0]["pools"] == ["hall"]
     assert unknown.exit_code != 0 and "has no pool 'nope'" in unknown.output
+
+
+def test_a_read_of_the_class_brings_its_pools_and_leaves_a_missing_one_out(
+    stack: Stack, table: OperatorTable
+) -> None:
+    table.commit_outcomes(take("r-1", SAT, 3))
+    read = table.read_inventory(SAT)
+    alone = table.read_inventory(SAT, whole=False)  # a class of one item: the same, whole
+    assert read is not None and alone is not None
+    assert [(p.pool, p.available) for p in read.pool_items or ()] == [("weekend", 2)]
+    assert read.seats_to_sell == 1 and alone.pool_items == read.pool_items
+
+    table.reshard(SAT, 2)
+    sharded = table.read_inventory(SAT)
+    shard_zero = table.read_inventory(SAT, whole=False)
+    assert sharded is not None and [p.available for p in sharded.pool_items or ()] == [2]
+    assert shard_zero is not None and shard_zero.pool_items is None  # shard 0 alone: no pools
+
+    stack.dynamodb.delete_item(
+        TableName=stack.table_name, Key={"pk": {"S": "EVENT#e-1"}, "sk": {"S": "POOL#weekend"}}
+    )
+    gone = table.read_inventory(PASS)
+    assert gone is not None and gone.pool_items == () and gone.seats_to_sell == 0

@@ -332,3 +332,38 @@ def test_each_pool_adds_two_write_units_to_a_take_and_to_its_give_back(pools, un
     assert taken == units
     assert model.counters().write_units_consumed - taken == units
     assert all(p.available == 10 for p in data.pools.values())
+
+
+def test_after_a_pool_sells_out_the_next_groups_read_it_instead_of_a_doomed_write(store) -> None:
+    # Given a container that saw the pool refuse a write (Saturday still has seats of its own)
+    refusals: list[object] = []
+    commit = store.commit_outcomes
+
+    def counting(write):
+        refused = commit(write)
+        if refused is not None and refused.pools_refused:
+            refusals.append(refused)
+        return refused
+
+    store.commit_outcomes = counting  # type: ignore[method-assign]
+    container = Container(store, FakeClock(time=NOW))
+    other = Container(store, FakeClock(time=NOW))
+    container.run(take(1, "SAT", 2))
+    other.run(take(2, "PASS", 6))
+    other.run(take(3, "SAT", 2))
+    container.run(take(4, "SAT", 1))
+    assert len(refusals) == 1  # container's hint said 6 left in SAT: its write met the pool
+    assert container.answer("m-4").reason == "requested 1 seat(s), 0 left in pool weekend"
+    reads = store.reads
+
+    # When more groups come from both containers
+    container.run(take(5, "SAT", 1))
+    other.run(take(6, "SAT", 1))
+    other.run(take(7, "SAT", 1))
+
+    # Then each is answered SOLD_OUT from a read of the class with its pool: no refused write
+    assert len(refusals) == 1
+    assert store.reads == reads + 3
+    assert container.answer("m-5").reason == "requested 1 seat(s), 0 left in pool weekend"
+    assert other.answer("m-7").reason == "requested 1 seat(s), 0 left in pool weekend"
+    assert pool_seats(store) == (0, 0, 10)

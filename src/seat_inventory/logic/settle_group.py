@@ -105,6 +105,10 @@ class GroupKnowledge:
     def observe(self, inventory: SeatClassInventory | None) -> None:
         self.verified = True
         self.inventory = inventory
+        if inventory is not None and inventory.pool_items is not None:
+            # Pools read with the class are observed too (a missing one as None).
+            found = {p.pool: p for p in inventory.pool_items}
+            self.pools.update((name, found.get(name)) for name in inventory.pools)
 
     @property
     def view(self) -> SeatClassInventory | None:
@@ -377,6 +381,7 @@ class _Settlement:
         # A capacity pool's item as it was: the next plan fits in what it has left, or is
         # refused SOLD_OUT (SALE_CLOSED) naming it (docs/pools.md).
         self.knowledge.pools.update(refused.pools_refused)
+        self.hints.learn_pools(self.key, refused.pools_refused.values())
         if refused.inventory_refused:
             self._learn_inventory(refused.inventory, take)
         elif not (settled or refused.customer_seats or refused.tokens_used or refused.pools_refused):
@@ -712,6 +717,13 @@ def _learn_commit(hints: InventoryHints, key: SeatKey, knowledge: GroupKnowledge
     if inventory is None:
         return
     held = sum(o.quantity or 0 for o in plan.outcomes if o.outcome is Outcome.HELD)
+    pool_items = inventory.pool_items
+    if pool_items is not None and plan.seats_taken:
+        # The pools read with the class gave the same seats (docs/pools.md).
+        pool_items = tuple(
+            dataclasses.replace(p, available=p.available - plan.seats_taken) if p.pool in plan.pools else p
+            for p in pool_items
+        )
     hints.learn_item(
         key,
         dataclasses.replace(
@@ -719,5 +731,6 @@ def _learn_commit(hints: InventoryHints, key: SeatKey, knowledge: GroupKnowledge
             available=inventory.available - plan.seats_taken,
             held=inventory.held + held,
             sold=inventory.sold + plan.seats_taken - held,
+            pool_items=pool_items,
         ),
     )

@@ -174,6 +174,10 @@ class SimulatedDynamoStore:
     def read_inventory(self, key: SeatKey, *, whole: bool = True) -> SeatClassInventory | None:
         self._read("GetItem", [_read(inventory_key(key), INVENTORY_ITEM_BYTES)])
         item = self._table.data.read_inventory(key, whole=whole)
+        if item is not None and item.pools and (whole or item.shard_items == 1):
+            # Its pools, in one BatchGetItem (`dal.access`; docs/pools.md).
+            pools = [_read(pool_key(key.event_id, name), INVENTORY_ITEM_BYTES) for name in item.pools]
+            self._read("BatchGetItem", pools)
         if item is None or item.shard_items == 1 or not whole:
             return item
         # A sharded class (the in-memory store answers it whole; DynamoDB's shard 0 does not).

@@ -169,6 +169,10 @@ class InMemoryInventoryStore:
         self.reads += 1
         self._maybe_fail()
         item = self.inventory.get(key)
+        if item is not None and item.pools and (whole or item.shard_items == 1):
+            # A whole read brings the class's pools along (`dal.access`), missing ones absent.
+            found = (self.pools.get((key.event_id, name)) for name in item.pools)
+            return dataclasses.replace(item, pool_items=tuple(p for p in found if p is not None))
         if item is None or whole or item.shard_items == 1:
             return item
         return _shard_view(item, item.shard_seats()[0])
