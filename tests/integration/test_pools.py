@@ -278,3 +278,21 @@ def test_a_read_of_the_class_brings_its_pools_and_leaves_a_missing_one_out(
     )
     gone = table.read_inventory(PASS)
     assert gone is not None and gone.pool_items == () and gone.seats_to_sell == 0
+
+
+def test_the_sweeper_gives_an_expired_holds_seats_back_to_its_pool_once(table: OperatorTable) -> None:
+    from seat_inventory.logic.inventory_hints import InventoryHints
+    from seat_inventory.logic.sweep_holds import release_expired_holds
+    from tests.fakes import FakeClock, RecordingPublisher
+
+    table.commit_outcomes(take("r-1", SAT, 2, outcome=Outcome.HELD))
+    assert counts(table) == (3, 2, 0)
+    clock = FakeClock(time=NOW + 601)
+    publisher = RecordingPublisher()
+    for _ in range(2):
+        release_expired_holds(
+            table, publisher, clock, limit=10, rejection_ttl_seconds=60, hints=InventoryHints()
+        )
+
+    assert counts(table) == (5, 0, 0)
+    assert [(o.reservation_id, o.outcome) for o in publisher.published] == [("r-1", Outcome.EXPIRED)]
