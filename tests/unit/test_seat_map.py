@@ -141,3 +141,19 @@ def test_load_file_needs_a_known_suffix(tmp_path: Path) -> None:
     path.write_text("{}")
     with pytest.raises(SeatMapError, match=r"\.json or \.csv"):
         load_file(str(path))
+
+
+def test_dump_json_round_trips_and_row_items_split_long_rows() -> None:
+    from seat_inventory.logic.seat_map import ROW_BLOCK, dump_json, row_item_of, row_items
+
+    theatre = load_file(str(EXAMPLES / "theatre.json"))
+    again = load_json(dump_json(theatre))
+    assert again == theatre
+    wide = load_json(_doc(rows=[{"id": "R1", "seats": ROW_BLOCK + 5, "flags": {"blocked": [ROW_BLOCK + 1]}}]))
+    items = row_items(wide.classes["A"])
+    assert [(i.row_id, i.first, i.size, i.blocked) for i in items] == [
+        ("S1-R1#0", 1, ROW_BLOCK, ()),
+        ("S1-R1#1", ROW_BLOCK + 1, 5, (ROW_BLOCK + 1,)),
+    ]
+    assert row_item_of(f"S1-R1-{ROW_BLOCK + 1}") == ("S1-R1#1", ROW_BLOCK + 1)
+    assert row_item_of("S1-R1-1") == ("S1-R1#0", 1)

@@ -363,3 +363,67 @@ def load_file(path: str) -> SeatMap:
     if path.lower().endswith(".json"):
         return load_json(text)
     raise SeatMapError(f"{path}: a seat map is a .json or .csv file")
+
+
+# A row's seats are stored on row items of at most this many seats (docs/seating.md): an item
+# stays under 1 KB, so a transaction writes it for 2 write units.
+ROW_BLOCK = 40
+
+
+def row_item_of(seat: str) -> tuple[str, int]:
+    """The row item id (`<section>-<row>#<block>`) holding seat `<section>-<row>-<position>`, and
+    the position. Raises ValueError for an id that is not a seat id."""
+    section, row, position_text = seat.split("-")
+    position = int(position_text)
+    if position < 1:
+        raise ValueError(f"bad seat id {seat!r}")
+    return f"{section}-{row}#{(position - 1) // ROW_BLOCK}", position
+
+
+@dataclass(frozen=True, slots=True)
+class RowItem:
+    """One row item of a mapped class: its id, its first position and size, its blocked positions."""
+
+    row_id: str
+    section: str
+    first: int
+    size: int
+    blocked: tuple[int, ...]
+
+
+def row_items(class_map: ClassMap) -> list[RowItem]:
+    """The class's row items, best row first."""
+    items = []
+    for row in class_map.rows:
+        for start in range(0, len(row.seats), ROW_BLOCK):
+            block = row.seats[start : start + ROW_BLOCK]
+            items.append(
+                RowItem(
+                    f"{row.section}-{row.name}#{start // ROW_BLOCK}",
+                    row.section,
+                    start + 1,
+                    len(block),
+                    tuple(s.position for s in block if s.blocked),
+                )
+            )
+    return items
+
+
+def dump_json(seat_map: SeatMap) -> str:
+    """The map in the JSON format `load_json` reads (compact): what the table stores."""
+    classes = {name: {"orphans": c.orphans.value} for name, c in seat_map.classes.items()}
+    sections: dict[str, dict[str, Any]] = {}
+    for name, class_map in seat_map.classes.items():
+        for row in class_map.rows:
+            section = sections.setdefault(
+                row.section, {"id": row.section, "class": name, "rank": row.section_rank, "rows": []}
+            )
+            flags: dict[str, list[int]] = {}
+            for seat in row.seats:
+                for flag in sorted(seat.flags):
+                    flags.setdefault(flag.value, []).append(seat.position)
+            entry: dict[str, Any] = {"id": row.name, "seats": len(row.seats)}
+            if flags:
+                entry["flags"] = flags
+            section["rows"].append(entry)
+    return json.dumps({"classes": classes, "sections": list(sections.values())}, separators=(",", ":"))

@@ -45,7 +45,9 @@ from typing import Any, Protocol
 from seat_inventory.dal.access import SHARDED_READ_ATTEMPTS, SHARDED_READ_BACKOFF_SECONDS
 from seat_inventory.dal.items import customer_key, inventory_key, reservation_key
 from seat_inventory.dal.reservations import MAX_CONCURRENT_PUTS
+from seat_inventory.dal.seat_rows import seat_map_key
 from seat_inventory.logic.ports import TransitionsRefused, WriteRefused
+from seat_inventory.logic.seat_map import SeatMap
 from seat_inventory.models import (
     TAKES_SEATS,
     GroupWrite,
@@ -55,6 +57,7 @@ from seat_inventory.models import (
     RetryableError,
     SeatClassInventory,
     SeatKey,
+    SeatRow,
     ShardSurvey,
     Throttled,
     TransactionConflict,
@@ -89,6 +92,8 @@ RECORD_TTL_BYTES = 15  # `expires_at`, on rejections
 # numbered (docs/tickets.md). The index's own write units are not counted by the simulation.
 RECORD_TICKET_INDEX_BYTES = 25
 INVENTORY_ITEM_BYTES = 200
+# An event without a seat map: the GetItem finds nothing (a read unit all the same).
+SEAT_MAP_ITEM_BYTES = 100
 COUNTER_ITEM_BYTES = 150
 
 
@@ -184,6 +189,17 @@ class SimulatedDynamoStore:
                 return self._table.data.read_inventory(key)
             self._clock.sleep(SHARDED_READ_BACKOFF_SECONDS * 2**attempt)
         raise TransactionConflict(f"the shards of {key} kept changing while read")
+
+    def read_seat_map(self, event_id: str) -> SeatMap | None:
+        """Whether the event has a seat map (a GetItem, once per container and event)."""
+        self._read("GetItem", [_read(seat_map_key(event_id), SEAT_MAP_ITEM_BYTES)])
+        return self._table.data.read_seat_map(event_id)
+
+    def read_seat_rows(self, key: SeatKey, row_ids: Sequence[str] | None = None) -> dict[str, SeatRow]:
+        raise NotImplementedError(
+            "seats simulate does not model mapped seat classes yet (docs/seating.md);"
+            " run it on counted classes"
+        )
 
     def survey_shards(self, key: SeatKey, shard_items: int) -> list[ShardSurvey]:
         # One BatchGetItem of every shard item, strongly consistent (dal.access): never refused by holds.
