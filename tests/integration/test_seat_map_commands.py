@@ -84,3 +84,31 @@ def test_create_needs_capacity_or_a_map(run) -> None:
     assert result.exit_code == 2 and "give --capacity (a counted class) or --seat-map" in result.output
     mixed = run("event", "create", "e-1", "--capacity", "3", "--seat-map", str(EXAMPLES / "club.csv"))
     assert mixed.exit_code == 2 and "no --capacity" in mixed.output
+
+
+def test_close_and_open_reach_mapped_and_counted_classes(run, stack: Stack) -> None:
+    run("event", "create", "club-2", "--seat-map", str(EXAMPLES / "club.csv"))
+    run("event", "create", "club-2", "--capacity", "5")
+    closed = run("event", "close", "club-2")
+    assert closed.exit_code == 0 and "club-2 TABLES: sale CLOSED on its 3 row item(s)" in closed.output
+    body = {"event_id": "club-2", "customer_id": "c", "quantity": 1}
+    stack.invoke(
+        sqs_event(
+            {**body, "reservation_id": "r-1", "seat_class": "TABLES"}, {**body, "reservation_id": "g-1"}
+        )
+    )
+    assert {o["reservation_id"]: o["outcome"] for o in stack.outcomes()} == {
+        "r-1": "SALE_CLOSED",
+        "g-1": "SALE_CLOSED",
+    }
+    opened = run("event", "open", "club-2", "--seat-class", "TABLES")
+    assert opened.exit_code == 0 and "sale OPEN" in opened.output
+    stack.invoke(
+        sqs_event(
+            {**body, "reservation_id": "r-2", "seat_class": "TABLES"}, {**body, "reservation_id": "g-2"}
+        )
+    )
+    assert {o["reservation_id"]: o["outcome"] for o in stack.outcomes()} == {
+        "r-2": "CONFIRMED",
+        "g-2": "SALE_CLOSED",
+    }

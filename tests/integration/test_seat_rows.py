@@ -3,6 +3,7 @@ condition failed, item missing; and the real handler selling chosen seats end to
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -204,3 +205,23 @@ def test_the_handler_sells_chosen_seats_and_names_those_taken(stack: Stack) -> N
     assert by_id["r-3"]["outcome"] == "CONFIRMED" and by_id["r-3"]["seats"] == ["S-R1-3", "S-R1-4", "S-R1-5"]
     assert by_id["g-1"]["outcome"] == "CONFIRMED" and "seats" not in by_id["g-1"]
     assert stack.inventory("e-1")["available"] == 8
+
+
+def test_close_and_open_a_mapped_class_row_by_row(
+    table: OperatorTable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from seat_inventory.models import SaleStatus, UnknownSeatClass
+
+    assert table.set_rows_sale_status(KEY, SaleStatus.CLOSED) == 1
+    refused = table.commit_outcomes(take("r-1", (1,)))
+    assert refused is not None and refused.rows["S-R1#0"].sale_status is SaleStatus.CLOSED  # type: ignore[union-attr]
+    assert table.set_rows_sale_status(KEY, SaleStatus.OPEN) == 1
+    assert table.commit_outcomes(take("r-1", (1,))) is None
+    with pytest.raises(UnknownSeatClass):
+        table.set_rows_sale_status(SeatKey("e-1", "NOPE"), SaleStatus.CLOSED)
+    # Item missing: a row read a moment ago is gone when its update comes (condition failed).
+    rows = table.read_seat_rows(KEY)
+    ghost = dataclasses.replace(rows["S-R1#0"], row_id="S-R9#0")
+    monkeypatch.setattr(table, "read_seat_rows", lambda key, row_ids=None: {**rows, "S-R9#0": ghost})
+    with pytest.raises(StoreInconsistency):
+        table.set_rows_sale_status(KEY, SaleStatus.CLOSED)

@@ -40,7 +40,9 @@ from seat_inventory.models import (
     SeatKey,
     SeatRow,
     SeatState,
+    StoreInconsistency,
     Transition,
+    UnknownSeatClass,
 )
 
 SEATMAP_PREFIX = "SEATMAP#"
@@ -278,6 +280,29 @@ class SeatRows(TableAccess):
                     break
                 params["ExclusiveStartKey"] = response["LastEvaluatedKey"]
         return rows
+
+    def set_rows_sale_status(self, key: SeatKey, status: SaleStatus) -> int:
+        """Opens or closes a mapped class: `sale_status` on each of its row items, one guarded
+        update each (the row must exist). Not one transaction (a class can have thousands of row
+        items): while it runs some rows sell and others do not; once it returns, none (closed) or
+        all (open) do. Running it again finishes one that failed half-way. Returns the rows updated.
+        """
+        rows = self.read_seat_rows(key)
+        if not rows:
+            raise UnknownSeatClass(f"event {key.event_id!r} has no mapped seat class {key.seat_class!r}")
+        for row_id in sorted(rows):
+            refused = call_expecting(
+                CONDITION_FAILED,
+                self._client.update_item,
+                TableName=self._table_name,
+                Key=row_key(key, row_id),
+                UpdateExpression="SET sale_status = :status",
+                ConditionExpression="attribute_exists(pk)",
+                ExpressionAttributeValues={":status": {"S": status.value}},
+            )
+            if isinstance(refused, ClientError):
+                raise StoreInconsistency(f"{key}: row item {row_id} vanished while its sale status was set")
+        return len(rows)
 
     def _get_rows(self, key: SeatKey, row_ids: Sequence[str]) -> dict[str, SeatRow]:
         rows: dict[str, SeatRow] = {}

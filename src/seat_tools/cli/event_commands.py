@@ -520,16 +520,36 @@ def _class_command(name: str) -> Callable[[Callable[..., None]], click.Command]:
     return register
 
 
+def _set_status(
+    obj: CliContext, event_id: str, seat_class: str | None, status: SaleStatus, output: OutputFormat
+) -> None:
+    """Close or open counted classes (one write each) and mapped ones (a write per row item,
+    docs/seating.md); the mapped classes are reported on stderr."""
+    table = obj.inventory_table()
+    seat_map = table.read_seat_map(_checked_id("event_id", event_id, MAX_ID_LENGTH))
+    mapped = [name for name in (seat_map.classes if seat_map else {}) if seat_class in (None, name)]
+    for name in mapped:
+        try:
+            rows = table.set_rows_sale_status(SeatKey(event_id, name), status)
+        except RetryableError as exc:
+            explained = explain(exc, doing=f"{name} may be {status.value} on only some rows (run it again)")
+            raise (explained or click.ClickException(str(exc))) from exc
+        click.echo(f"{event_id} {name}: sale {status.value} on its {rows} row item(s)", err=True)
+    if mapped and (seat_class is not None or not table.get_event(event_id)):
+        return
+    _apply(obj, event_id, seat_class, lambda t, k: t.set_sale_status(k, status), output)
+
+
 @_class_command("close")
 def close(obj: CliContext, event_id: str, seat_class: str | None, output: OutputFormat) -> None:
     """Stop selling EVENT_ID: reserve and hold are answered SALE_CLOSED. Confirm and cancel go on."""
-    _apply(obj, event_id, seat_class, lambda t, k: t.set_sale_status(k, SaleStatus.CLOSED), output)
+    _set_status(obj, event_id, seat_class, SaleStatus.CLOSED, output)
 
 
 @_class_command("open")
 def open_(obj: CliContext, event_id: str, seat_class: str | None, output: OutputFormat) -> None:
     """Sell EVENT_ID again after `close` (its sale window, if any, still applies)."""
-    _apply(obj, event_id, seat_class, lambda t, k: t.set_sale_status(k, SaleStatus.OPEN), output)
+    _set_status(obj, event_id, seat_class, SaleStatus.OPEN, output)
 
 
 @_class_command("schedule")
