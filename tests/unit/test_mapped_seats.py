@@ -236,3 +236,31 @@ def test_seats_of_another_class_are_invalid(h: Harness) -> None:
     assert answer.outcome is Outcome.INVALID and "not seats of this class" in answer.reason
     [special] = h.send(body(2, seats=["A-R1-1"]))
     assert special.outcome is Outcome.INVALID and "accessible" in special.reason
+
+
+def test_a_counted_class_costs_one_map_lookup_per_container(h: Harness) -> None:
+    def counted(n: int) -> QueueMessage:
+        doc = {
+            "reservation_id": f"g-{n}",
+            "event_id": "e-1",
+            "seat_class": "GA",
+            "quantity": 1,
+            "customer_id": "c",
+        }
+        return QueueMessage(f"gm-{n}", json.dumps(doc))
+
+    before = h.store.map_reads
+    for n in range(3):
+        h.send(counted(n))
+    assert h.store.map_reads == before + 1  # then the class is known as counted
+
+
+def test_a_map_created_after_a_container_saw_its_event_is_found() -> None:
+    h = Harness()
+    early = QueueMessage("m-0", json.dumps({**json.loads(body(0, quantity=1).body), "event_id": "e-2"}))
+    [unknown] = h.send(early)
+    assert unknown.outcome is Outcome.UNKNOWN_EVENT
+    h.store.add_seat_map("e-2", load_json(json.dumps(MAP)))
+    late = QueueMessage("m-1", json.dumps({**json.loads(body(1, quantity=1).body), "event_id": "e-2"}))
+    [sold] = h.send(late)
+    assert sold.outcome is Outcome.CONFIRMED and sold.seats

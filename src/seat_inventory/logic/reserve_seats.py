@@ -233,14 +233,18 @@ def _settle_if_mapped(
     """Settles a mapped class's group (docs/seating.md), one transaction per request, and returns
     nothing left to do; for a counted class, answers the requests that name seats or seat options
     INVALID and returns the others for the counted planner, exactly as before maps existed."""
-    try:
-        class_map = deadline.patiently(
-            clock, lambda: hints.seat_maps.class_map(store, key, clock.now()), "reading the seat map"
-        )
-    except RetryableError as exc:
-        reason = f"{key.event_id} {key.seat_class}: reading the seat map: {type(exc).__name__}: {exc}"
-        failed.update((r.message_id, reason) for r in requests)
-        return []
+    class_map = None
+    # A class seen as counted (its item read or handed back, as the planner does before its first
+    # write to a class) is counted for good: no map to look for.
+    if hints.assumed(key) is None:
+        try:
+            class_map = deadline.patiently(
+                clock, lambda: hints.seat_maps.class_map(store, key), "reading the seat map"
+            )
+        except RetryableError as exc:
+            reason = f"{key.event_id} {key.seat_class}: reading the seat map: {type(exc).__name__}: {exc}"
+            failed.update((r.message_id, reason) for r in requests)
+            return []
     if class_map is not None:
         ttl = settings.rejection_record_ttl_seconds
         context = MappedContext(store, clock, hints.seat_maps, ttl, deadline)

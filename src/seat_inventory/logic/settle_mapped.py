@@ -34,9 +34,6 @@ from seat_inventory.models import (
     iso_utc,
 )
 
-# A container that saw an event without a seat map asks again after this long (a map created
-# later is found within it; docs/seating.md).
-NO_MAP_SECONDS = 30.0
 # A view of a whole class older than this is read again before placing best available.
 VIEW_SECONDS = 2.0
 # Placements refused by stale rows before the request is handed back (each refusal refreshes
@@ -47,22 +44,22 @@ MAX_PLACEMENTS = 8
 @dataclass(slots=True)
 class SeatMaps:
     """Lives as long as the container: each event's seat map (a map never changes once created)
-    and the last view of each mapped class's row items."""
+    and the last view of each mapped class's row items.
+
+    An event without a map is not remembered: the caller asks only about classes it has not seen
+    as counted (a class is one or the other, for good), so a map created after a container first
+    saw its event is found at the next request."""
 
     maps: dict[str, SeatMap] = field(default_factory=dict)
-    no_map_until: dict[str, float] = field(default_factory=dict)
     views: dict[SeatKey, dict[str, SeatRow]] = field(default_factory=dict)
     viewed_at: dict[SeatKey, float] = field(default_factory=dict)
 
-    def class_map(self, store: InventoryStore, key: SeatKey, now: float) -> ClassMap | None:
+    def class_map(self, store: InventoryStore, key: SeatKey) -> ClassMap | None:
         """The class's map when it is mapped; None for a counted (or unknown) class."""
         seat_map = self.maps.get(key.event_id)
         if seat_map is None:
-            if self.no_map_until.get(key.event_id, 0.0) > now:
-                return None
             seat_map = store.read_seat_map(key.event_id)
             if seat_map is None:
-                self.no_map_until[key.event_id] = now + NO_MAP_SECONDS
                 return None
             self.maps[key.event_id] = seat_map
         return seat_map.classes.get(key.seat_class)

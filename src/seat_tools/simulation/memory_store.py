@@ -85,6 +85,7 @@ class InMemoryInventoryStore:
     # Mapped seat classes (docs/seating.md): each event's map, and each class's row items.
     seat_maps: dict[str, SeatMap] = field(default_factory=dict)
     seat_rows: dict[SeatKey, dict[str, SeatRow]] = field(default_factory=dict)
+    map_reads: int = 0
     clock_ms: Callable[[], int] = field(default=lambda: int(time.time() * 1000))
 
     def add_event(
@@ -157,7 +158,8 @@ class InMemoryInventoryStore:
 
     def read_seat_map(self, event_id: str) -> SeatMap | None:
         # Not one of the calls `fail_next` fails: the tests of counted classes inject faults
-        # into the calls they make, and every group now asks first whether its class is mapped.
+        # into the calls they make, and a group may ask first whether its class is mapped.
+        self.map_reads += 1
         return self.seat_maps.get(event_id)
 
     def read_seat_rows(self, key: SeatKey, row_ids: Sequence[str] | None = None) -> dict[str, SeatRow]:
