@@ -49,7 +49,7 @@ def test_create_from_a_map_beside_a_counted_class_then_show_the_seats(run, stack
     assert shown.exit_code == 0, shown.output
     lines = shown.output.splitlines()
     assert lines[0].startswith("MAPPED CLASS")
-    assert lines[1].split() == ["TABLES", "16", "11", "2", "2", "refuse"]
+    assert lines[1].split() == ["TABLES", "16", "11", "2", "2", "refuse", "OPEN"]
     pictures = {line.split()[0]: line.split()[1] for line in lines if line.startswith("  ")}
     assert pictures["A-R2"] == "..ss.."
     assert pictures["A-R1"].startswith("wc") and pictures["A-R1"].count("h") == 2

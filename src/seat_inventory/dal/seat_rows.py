@@ -248,6 +248,9 @@ def release_rows_count(transitions: Sequence[Transition]) -> int:
 class SeatRows(TableAccess):
     """`InventoryStore.read_seat_map`, `read_seat_rows`, and creating a mapped event's items."""
 
+    # Each mapped class's sections (from its map, which never changes), for reading all its rows.
+    _sections: dict[SeatKey, list[str]] | None = None
+
     def read_seat_map(self, event_id: str) -> SeatMap | None:
         response = call(
             self._client.get_item, TableName=self._table_name, Key=seat_map_key(event_id), ConsistentRead=True
@@ -260,12 +263,16 @@ class SeatRows(TableAccess):
     def read_seat_rows(self, key: SeatKey, row_ids: Sequence[str] | None = None) -> dict[str, SeatRow]:
         if row_ids is not None:
             return self._get_rows(key, row_ids)
-        seat_map = self.read_seat_map(key.event_id)
-        class_map = seat_map.classes.get(key.seat_class) if seat_map else None
-        if class_map is None:
-            return {}
+        if self._sections is None:
+            self._sections = {}
+        if key not in self._sections:
+            seat_map = self.read_seat_map(key.event_id)
+            class_map = seat_map.classes.get(key.seat_class) if seat_map else None
+            if class_map is None:
+                return {}
+            self._sections[key] = list(dict.fromkeys(r.section for r in class_map.rows))
         rows: dict[str, SeatRow] = {}
-        for section in dict.fromkeys(r.section for r in class_map.rows):
+        for section in self._sections[key]:
             params: dict[str, Any] = {
                 "TableName": self._table_name,
                 "KeyConditionExpression": "pk = :pk",

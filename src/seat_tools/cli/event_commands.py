@@ -331,15 +331,18 @@ def _show_mapped(
             "held": sum(r.held for r in rows.values()),
             "sold": sum(r.sold for r in rows.values()),
             "orphans": class_map.orphans.value,
+            # The rows' copies of the sale status (CLOSED/OPEN while `seats event close/open` runs).
+            "sale_status": "/".join(sorted({r.sale_status.value for r in rows.values()})) or "-",
         }
         if seats:
             document["rows"] = {f"{r.section}-{r.name}": _row_picture(r, rows) for r in class_map.rows}
         documents.append(document)
     if output is OutputFormat.TABLE:
-        click.echo(f"{'MAPPED CLASS':<16}{'SEATS':>10}{'AVAILABLE':>11}{'HELD':>10}{'SOLD':>10}  ORPHANS")
+        header = f"{'MAPPED CLASS':<16}{'SEATS':>10}{'AVAILABLE':>11}{'HELD':>10}{'SOLD':>10}"
+        click.echo(f"{header}  ORPHANS  SALE")
         for d in documents:
             counts = f"{d['seats']:>10}{d['available']:>11}{d['held']:>10}{d['sold']:>10}"
-            click.echo(f"{d['seat_class']:<16}{counts}  {d['orphans']}")
+            click.echo(f"{d['seat_class']:<16}{counts}  {d['orphans']:<7}  {d['sale_status']}")
         for d in documents if seats else []:
             click.echo(f"{d['seat_class']}  (. free, w wheelchair, c companion, h held, s sold, # blocked)")
             for row, picture in d["rows"].items():
