@@ -264,3 +264,10 @@ def test_a_map_created_after_a_container_saw_its_event_is_found() -> None:
     late = QueueMessage("m-1", json.dumps({**json.loads(body(1, quantity=1).body), "event_id": "e-2"}))
     [sold] = h.send(late)
     assert sold.outcome is Outcome.CONFIRMED and sold.seats
+
+
+def test_more_seats_than_the_limit_is_limit_exceeded_without_a_take() -> None:
+    h = Harness(max_per_customer=2)
+    [answer] = h.send(body(1, seats=["A-R2-1", "A-R2-2", "A-R2-3"]))
+    assert answer.outcome is Outcome.LIMIT_EXCEEDED and "3 requested" in answer.reason
+    assert h.counts() == (12, 0, 0)

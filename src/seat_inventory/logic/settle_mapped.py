@@ -146,6 +146,13 @@ def _settle_one(
         rows = maps.view(store, key, now)
     limit = next((row.max_per_customer for row in rows.values()), None)
     for _ in range(MAX_PLACEMENTS):
+        if limit is not None and request.quantity > limit:
+            # More than any customer may take: no counter can hold it (the DAL refuses to write it).
+            reason = (
+                f"customer {request.customer_id!r} may take at most {limit} seat(s) of"
+                f" {key.event_id} {key.seat_class}; {request.quantity} requested"
+            )
+            return _reject(request, Outcome.LIMIT_EXCEEDED, reason, None, context, now)
         placement = _place(class_map, request, rows)
         if isinstance(placement, Refusal):
             return _refused(request, placement, rows, context, now)
