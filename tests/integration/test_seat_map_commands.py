@@ -56,6 +56,9 @@ def test_create_from_a_map_beside_a_counted_class_then_show_the_seats(run, stack
     assert pictures["B-R1"] == "..#."
     assert any(line.startswith("GA ") for line in lines)  # the counted class's table follows
 
+    shown_record = json.loads(run("reservation", "show", "r-1", "--output", "json").output)
+    assert shown_record["seats"] == ["A-R2-3", "A-R2-4"] and shown_record["status"] == "CONFIRMED"
+
     document = json.loads(run("event", "show", "club-1", "--seats", "--output", "json").output)
     [tables] = document["mapped_classes"]
     assert tables["rows"]["A-R2"] == "..ss.." and tables["sold"] == 2
