@@ -80,6 +80,9 @@ OUTCOME_METRICS = {
     Outcome.LIMIT_EXCEEDED: "ReservationsLimitExceeded",
     Outcome.SALE_CLOSED: "ReservationsSaleClosed",
     Outcome.UNKNOWN_RESERVATION: "ReservationsUnknownReservation",
+    # Mapped classes (docs/seating.md).
+    Outcome.SEATS_TAKEN: "ReservationsSeatsTaken",
+    Outcome.ORPHAN_SEAT: "ReservationsOrphanSeat",
 }
 
 
