@@ -74,16 +74,11 @@ class SeatMaps:
         self.views.setdefault(key, {}).update(rows)
 
 
-def taken_seats(class_map: ClassMap, rows: dict[str, SeatRow]) -> set[str]:
-    """The ids of the seats the rows show not free."""
-    taken = set()
-    for row in class_map.rows:
-        for seat in row.seats:
-            row_id, position = row_item_of(seat.seat_id)
-            state = rows.get(row_id)
-            if state is not None and position in state.states:
-                taken.add(seat.seat_id)
-    return taken
+def taken_seats(rows: dict[str, SeatRow]) -> set[str]:
+    """The ids of the seats the rows show not free (row item `S-R1#0`'s position 7 is `S-R1-7`)."""
+    return {
+        f"{row_id.split('#', 1)[0]}-{position}" for row_id, row in rows.items() for position in row.states
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +113,7 @@ def settle_mapped(
 
 
 def _place(class_map: ClassMap, request: ReservationRequest, rows: dict[str, SeatRow]) -> Placement | Refusal:
-    taken = taken_seats(class_map, rows)
+    taken = taken_seats(rows)
     if request.seats is not None:
         return place_chosen(class_map, taken, request.seats, request.accessible)
     return place_best(class_map, taken, request.quantity, request.split, request.accessible)
