@@ -93,6 +93,14 @@ def check(store: InMemoryInventoryStore, seat_ids: list[str]) -> None:
             assert seat not in expected
         else:
             assert state == expected.get(seat), f"{seat}: row says {state}, records say {expected.get(seat)}"
+    ga = store.inventory[SeatKey("e", "GA")]
+    ga_records = [a for rid, a in store.records.items() if a.seat_class == "GA"]
+    ga_live = {
+        s: sum(a.quantity or 0 for a in ga_records if store.status[a.reservation_id] is s)
+        for s in (Outcome.HELD, Outcome.CONFIRMED)
+    }
+    assert (ga.held, ga.sold) == (ga_live[Outcome.HELD], ga_live[Outcome.CONFIRMED])
+    assert ga.available + ga.held + ga.sold == ga.capacity and not any(a.seats for a in ga_records)
     for customer, seats in per_customer.items():
         assert store.counters.get((KEY, customer), 0) == seats
         assert seats <= LIMIT
@@ -104,6 +112,7 @@ def test_random_histories_keep_seats_and_records_in_step(doc: str, data: st.Data
     store = InMemoryInventoryStore()
     seat_map = load_json(doc)
     store.add_seat_map("e", seat_map, max_per_customer=LIMIT)
+    store.add_event("e", capacity=8, seat_class="GA")  # a counted class beside the mapped one
     seat_ids = sorted(seat_map.classes["A"].seats)
     containers = [InventoryHints(), InventoryHints()]
     publisher = RecordingPublisher()
@@ -127,22 +136,30 @@ def test_random_histories_keep_seats_and_records_in_step(doc: str, data: st.Data
             answered[outcome.message_id or ""] += 1
 
     for step in range(data.draw(st.integers(min_value=5, max_value=25))):
-        action = data.draw(st.sampled_from(["chosen", "best", "best", "confirm", "cancel", "again", "time"]))
+        action = data.draw(
+            st.sampled_from(["chosen", "best", "best", "counted", "confirm", "cancel", "again", "time"])
+        )
         doc_: dict[str, Any] = {"event_id": "e", "seat_class": "A", "customer_id": f"c{step % 3}"}
+        if action == "counted":
+            action = "best"
+            doc_["seat_class"] = "GA"
         if action in ("chosen", "best"):
             rid = f"r{step}"
             doc_["reservation_id"] = rid
             if data.draw(st.booleans()):
                 doc_["type"] = "hold"
                 doc_["hold_seconds"] = 60
-            if action == "chosen":
+            if doc_["seat_class"] == "GA":
+                doc_["quantity"] = data.draw(st.integers(min_value=1, max_value=3))
+            elif action == "chosen":
                 doc_["seats"] = data.draw(
                     st.lists(st.sampled_from(seat_ids), min_size=1, max_size=3, unique=True)
                 )
             else:
                 doc_["quantity"] = data.draw(st.integers(min_value=1, max_value=4))
                 doc_["split"] = data.draw(st.booleans())
-            doc_["accessible"] = data.draw(st.booleans())
+            if doc_["seat_class"] == "A":
+                doc_["accessible"] = data.draw(st.booleans())
             reservations.append(rid)
             message = QueueMessage(f"m{step}", json.dumps(doc_))
         elif action in ("confirm", "cancel") and reservations:
