@@ -45,7 +45,9 @@ from typing import Any, Protocol
 from seat_inventory.dal.access import SHARDED_READ_ATTEMPTS, SHARDED_READ_BACKOFF_SECONDS
 from seat_inventory.dal.items import admission_key, customer_key, inventory_key, reservation_key
 from seat_inventory.dal.reservations import MAX_CONCURRENT_PUTS
+from seat_inventory.dal.seat_rows import row_key, seat_map_key
 from seat_inventory.logic.ports import TransitionsRefused, WriteRefused
+from seat_inventory.logic.seat_map import SeatMap, row_item_of
 from seat_inventory.models import (
     TAKES_SEATS,
     GroupWrite,
@@ -55,6 +57,7 @@ from seat_inventory.models import (
     RetryableError,
     SeatClassInventory,
     SeatKey,
+    SeatRow,
     ShardSurvey,
     Throttled,
     TransactionConflict,
@@ -89,6 +92,10 @@ RECORD_TTL_BYTES = 15  # `expires_at`, on rejections
 # numbered (docs/tickets.md). The index's own write units are not counted by the simulation.
 RECORD_TICKET_INDEX_BYTES = 25
 INVENTORY_ITEM_BYTES = 200
+# An event without a seat map: the GetItem finds nothing (a read unit all the same).
+SEAT_MAP_ITEM_BYTES = 100
+# A row item of a mapped class: about 400 bytes with its 40 seats taken (docs/seating.md).
+ROW_ITEM_BYTES = 400
 COUNTER_ITEM_BYTES = 150
 # An admission token's use (docs/admission.md): key, token id, reservation id, TTL.
 TOKEN_USE_ITEM_BYTES = 150
@@ -113,6 +120,7 @@ def record_item_bytes(outcome: ReservationOutcome) -> int:
         + len(outcome.seat_class or "")
         + len(outcome.customer_id or "")
         + len(outcome.message_id or "")
+        + sum(len(seat) + 1 for seat in outcome.seats or ())  # a mapped class's seat ids
     )
 
 
@@ -187,6 +195,22 @@ class SimulatedDynamoStore:
             self._clock.sleep(SHARDED_READ_BACKOFF_SECONDS * 2**attempt)
         raise TransactionConflict(f"the shards of {key} kept changing while read")
 
+    def read_seat_map(self, event_id: str) -> SeatMap | None:
+        """Whether the event has a seat map (a GetItem, once per container and event)."""
+        self._read("GetItem", [_read(seat_map_key(event_id), SEAT_MAP_ITEM_BYTES)])
+        return self._table.data.read_seat_map(event_id)
+
+    def read_seat_rows(self, key: SeatKey, row_ids: Sequence[str] | None = None) -> dict[str, SeatRow]:
+        """Named rows: a consistent `BatchGetItem`. All rows: the DAL's `Query` per section,
+        modelled as reads of each row item (eventually consistent reads cost half: an upper bound)."""
+        rows = self._table.data.read_seat_rows(key, row_ids)
+        wanted = list(row_ids) if row_ids is not None else list(rows)
+        for start in range(0, len(wanted), BATCH_GET_LIMIT):
+            chunk = wanted[start : start + BATCH_GET_LIMIT]
+            operation = "BatchGetItem" if row_ids is not None else "Query"
+            self._read(operation, [_read(row_key(key, r), ROW_ITEM_BYTES) for r in chunk])
+        return rows
+
     def survey_shards(self, key: SeatKey, shard_items: int) -> list[ShardSurvey]:
         # One BatchGetItem of every shard item, strongly consistent (dal.access): never refused by holds.
         self._read(
@@ -208,7 +232,9 @@ class SimulatedDynamoStore:
             return self._put_records(write.outcomes, write.rejection_expires_at)
         key = write.key
         items: list[ItemWrite] = []
-        if write.seats_taken > 0:
+        if write.rows:  # a mapped class: its row items instead of the class's item (dal.seat_rows)
+            items += [_write(row_key(key, row_id), ROW_ITEM_BYTES) for row_id in write.rows]
+        elif write.seats_taken > 0:
             items.append(_write(inventory_key(key, write.shard), INVENTORY_ITEM_BYTES))
             items += [_write(inventory_key(key, donor), INVENTORY_ITEM_BYTES) for donor in write.moves]
         items += [_write(reservation_key(o.reservation_id), record_item_bytes(o)) for o in write.outcomes]
@@ -227,6 +253,9 @@ class SimulatedDynamoStore:
     ) -> TransitionsRefused | None:
         shards = sorted({t.record.shard for t in transitions})
         items = [_write(inventory_key(key, shard), INVENTORY_ITEM_BYTES) for shard in shards]
+        if any(t.record.seats for t in transitions):  # a mapped class: the row items of its seats
+            rows = sorted({row_item_of(seat)[0] for t in transitions for seat in t.record.seats})
+            items = [_write(row_key(key, row_id), ROW_ITEM_BYTES) for row_id in rows]
         items += [
             _write(reservation_key(t.record.reservation_id), record_item_bytes(t.record.answer))
             for t in transitions
