@@ -165,3 +165,12 @@ def test_cli_prints_the_issuers_figures_and_can_feed_it_without_a_sale() -> None
     assert "confirmed_reservations" not in document  # no sale was simulated
     assert document["tickets"]["series"] == 4
     assert document["tickets"]["reservations_numbered"] == 2_000
+
+
+def test_the_sales_index_entries_are_billed_with_the_sales_write_units() -> None:
+    # Given 500 one-seat sales, each writing its record in a transaction (2 units at least) and
+    # its TicketsToIssue entry (1 unit, the index's)
+    figures = run_simulation(SimulationConfig(containers=2, requests=500), SETTINGS).figures
+    assert figures["confirmed_reservations"] == 500
+    assert figures["index_write_units"] == 500
+    assert figures["write_units"] >= 500 * 2 + figures["index_write_units"]

@@ -275,6 +275,13 @@ def _table_settings(template: ContentionSettings, **options: float | int | None)
     help="PublishBatch calls the issuer sends at once (the SNS publisher's pool).",
 )
 @click.option(
+    "--issuer-clear-at-once",
+    type=click.IntRange(1, 1000),
+    default=1,
+    show_default=True,
+    help="Outbox updates (one per published batch) the issuer sends at once (the DAL: one by one).",
+)
+@click.option(
     "--issuer-limit",
     type=click.IntRange(1, 1_000_000),
     default=DEFAULT_ISSUE_LIMIT,
@@ -327,6 +334,7 @@ def simulate(
     ticket_series: int,
     issuer_series_at_once: int,
     issuer_publish_at_once: int,
+    issuer_clear_at_once: int,
     issuer_limit: int,
     issuer_phase: float,
     sold_per_s: float,
@@ -378,6 +386,7 @@ def simulate(
                 series=ticket_series,
                 series_at_once=issuer_series_at_once,
                 publish_at_once=issuer_publish_at_once,
+                clear_at_once=issuer_clear_at_once,
                 limit=issuer_limit,
                 phase_s=issuer_phase,
                 issue_seconds=settings.issue_seconds,

@@ -220,7 +220,9 @@ class SimulatedTicketStore:
         tally: IssuerTally,
         *,
         index_lag_s: float,
+        clear_at_once: int = 1,
     ) -> None:
+        self.clear_at_once = clear_at_once
         self._data = data
         self._model = model
         self._scheduler = scheduler
@@ -337,20 +339,24 @@ class SimulatedTicketStore:
         return batches
 
     def mark_batches_published(self, batches: Sequence[TicketBatch]) -> int:
-        for batch in batches:
-            pk = ledger_pk(batch.series.event_id, batch.series.series)
-            self._tally.count("UpdateItem")
-            decision = self._model.write_item(
-                ItemWrite(
-                    pk,
-                    f"{pk}|{ledger_sk(batch.first)}",
-                    write_units(_ledger_bytes(batch), transactional=False),
-                ),
-                operation="UpdateItem",
-                now=self._scheduler.now(),
-            )
-            self._wait(decision.latency_s)
-            self._tally.index_write_units += 1  # the ledger entry leaves the outbox index
+        """One UpdateItem per batch, `clear_at_once` at a time (the DAL sends them one by one)."""
+        for start in range(0, len(batches), self.clear_at_once):
+            slowest = 0.0
+            for batch in batches[start : start + self.clear_at_once]:
+                pk = ledger_pk(batch.series.event_id, batch.series.series)
+                self._tally.count("UpdateItem")
+                decision = self._model.write_item(
+                    ItemWrite(
+                        pk,
+                        f"{pk}|{ledger_sk(batch.first)}",
+                        write_units(_ledger_bytes(batch), transactional=False),
+                    ),
+                    operation="UpdateItem",
+                    now=self._scheduler.now(),
+                )
+                slowest = max(slowest, decision.latency_s)
+                self._tally.index_write_units += 1  # the ledger entry leaves the outbox index
+            self._wait(slowest)
         return self._data.mark_batches_published(batches)
 
 
@@ -366,6 +372,7 @@ class IssuerConfig:
     series: int = 1  # the event's series (`seats tickets configure --series`)
     series_at_once: int = SERIES_AT_ONCE  # the function's thread pool
     publish_at_once: int = MAX_CONCURRENT_CALLS  # the SNS publisher's pool
+    clear_at_once: int = 1  # outbox updates sent at once (dal.tickets sends them one by one)
     limit: int = DEFAULT_ISSUE_LIMIT
     issue_seconds: float = DEFAULT_ISSUE_SECONDS
     # Where the sale's start falls in the issuer's schedule: seconds after an invocation started
@@ -380,6 +387,8 @@ class IssuerConfig:
             raise ValueError(f"series at once must be 1 to 1,000, not {self.series_at_once}")
         if not 1 <= self.publish_at_once <= 1000:
             raise ValueError(f"publish calls at once must be 1 to 1,000, not {self.publish_at_once}")
+        if not 1 <= self.clear_at_once <= 1000:
+            raise ValueError(f"outbox updates at once must be 1 to 1,000, not {self.clear_at_once}")
         if not 0 <= self.phase_s < SCHEDULE_S:
             raise ValueError(f"the issuer's phase must be 0 to {SCHEDULE_S:g} s, not {self.phase_s}")
         if not 0 < self.issue_seconds < SCHEDULE_S:
@@ -404,7 +413,9 @@ def simulate_issuer(
     data.ticket_formats[event_id] = TicketFormat(series=config.series)
     tally = IssuerTally()
     tally.sold_at = {rid: ms / 1000 for rid, ms in data.awaiting_tickets.items()}
-    store = SimulatedTicketStore(data, model, scheduler, tally, index_lag_s=config.index_lag_s)
+    store = SimulatedTicketStore(
+        data, model, scheduler, tally, index_lag_s=config.index_lag_s, clear_at_once=config.clear_at_once
+    )
     publisher = _Publisher(scheduler, publish_latency, rng, tally, at_once=config.publish_at_once)
     clock = _Clock(scheduler)
     executor = VirtualExecutor(scheduler, config.series_at_once)
@@ -479,6 +490,7 @@ def issuer_figures(
         "series": config.series,
         "series_at_once": config.series_at_once,
         "publish_at_once": config.publish_at_once,
+        "clear_at_once": config.clear_at_once,
         "phase_s": config.phase_s,
         "index_lag_s": config.index_lag_s,
         "reservations_sold": sold,

@@ -66,8 +66,8 @@ def ticket_rows(result: SimulationResult) -> list[tuple[str, str]]:
         (
             "ticket issuer",
             f"{t['series']} series, {t['series_at_once']} at once,"
-            f" {t['publish_at_once']} PublishBatch at once; the sale starts {t['phase_s']:g} s into"
-            f" a scheduled run; index lag {t['index_lag_s']:g} s",
+            f" {t['publish_at_once']} PublishBatch and {t['clear_at_once']} outbox updates at once;"
+            f" the sale starts {t['phase_s']:g} s into a scheduled run; index lag {t['index_lag_s']:g} s",
         ),
         (
             "numbering delay",

@@ -320,8 +320,9 @@ def _figures(
         problems.append("negative availability")
     gb_seconds = tally.billed_seconds * config.memory_mb / 1024
     producer_sqs = -(-len(arrivals) // SQS_RECEIVE_LIMIT)
+    write_units = counters.write_units_consumed + table.index_write_units
     cost = cost_per_million(
-        write_units=counters.write_units_consumed,
+        write_units=write_units,
         read_units=counters.read_units_consumed,
         sqs_requests=tally.sqs_requests + producer_sqs,
         sns_requests=tally.sns_requests,
@@ -353,7 +354,8 @@ def _figures(
         "throttled_by": dict(sorted(counters.throttled_by.items())),
         "partitions_at_end": sum(counters.partitions.values()),
         "partition_splits": counters.partition_splits,
-        "write_units": counters.write_units_consumed,
+        "write_units": write_units,
+        "index_write_units": table.index_write_units,
         "wasted_write_units": counters.write_units_cancelled,
         "wasted_write_units_per_confirmed": counters.write_units_cancelled / confirmed if confirmed else 0.0,
         "read_units": counters.read_units_consumed,
