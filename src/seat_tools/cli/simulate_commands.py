@@ -21,7 +21,13 @@ from seat_tools.contention.model import (
 from seat_tools.local.engines import LocalStackError
 from seat_tools.local.stack import table_contention
 from seat_tools.local.template import load_template
-from seat_tools.simulation.issuer import MAX_CONCURRENT_CALLS, SCHEDULE_S, SERIES_AT_ONCE, IssuerConfig
+from seat_tools.simulation.issuer import (
+    MAX_CONCURRENT_CALLS,
+    MAX_CONCURRENT_QUERIES,
+    SCHEDULE_S,
+    SERIES_AT_ONCE,
+    IssuerConfig,
+)
 from seat_tools.simulation.report import format_table
 from seat_tools.simulation.run import (
     DEFAULT_COLD_START_MS,
@@ -277,9 +283,9 @@ def _table_settings(template: ContentionSettings, **options: float | int | None)
 @click.option(
     "--issuer-clear-at-once",
     type=click.IntRange(1, 1000),
-    default=1,
+    default=MAX_CONCURRENT_QUERIES,
     show_default=True,
-    help="Outbox updates (one per published batch) the issuer sends at once (the DAL: one by one).",
+    help="Outbox updates (one per published batch) the issuer sends at once (the DAL's pool).",
 )
 @click.option(
     "--issuer-limit",

@@ -220,7 +220,7 @@ class SimulatedTicketStore:
         tally: IssuerTally,
         *,
         index_lag_s: float,
-        clear_at_once: int = 1,
+        clear_at_once: int = MAX_CONCURRENT_QUERIES,
     ) -> None:
         self.clear_at_once = clear_at_once
         self._data = data
@@ -339,7 +339,7 @@ class SimulatedTicketStore:
         return batches
 
     def mark_batches_published(self, batches: Sequence[TicketBatch]) -> int:
-        """One UpdateItem per batch, `clear_at_once` at a time (the DAL sends them one by one)."""
+        """One UpdateItem per batch, `clear_at_once` at a time (the DAL's pool: 16)."""
         for start in range(0, len(batches), self.clear_at_once):
             slowest = 0.0
             for batch in batches[start : start + self.clear_at_once]:
@@ -372,7 +372,7 @@ class IssuerConfig:
     series: int = 1  # the event's series (`seats tickets configure --series`)
     series_at_once: int = SERIES_AT_ONCE  # the function's thread pool
     publish_at_once: int = MAX_CONCURRENT_CALLS  # the SNS publisher's pool
-    clear_at_once: int = 1  # outbox updates sent at once (dal.tickets sends them one by one)
+    clear_at_once: int = MAX_CONCURRENT_QUERIES  # outbox updates sent at once (dal.tickets: 16)
     limit: int = DEFAULT_ISSUE_LIMIT
     issue_seconds: float = DEFAULT_ISSUE_SECONDS
     # Where the sale's start falls in the issuer's schedule: seconds after an invocation started
