@@ -26,6 +26,7 @@ from seat_inventory.handlers import issue_tickets as issuer_module
 from seat_inventory.models import TicketSeries
 from seat_tools.cli.tickets_commands import audit_event
 from seat_tools.operator_commands import OperatorTable
+from tests.depth import is_deep
 from tests.integration.conftest import REGION, LambdaContext, adapters_factory, load_event
 from tests.integration.test_fault_injection import (
     DYNAMODB_ERRORS,
@@ -52,11 +53,15 @@ ISSUER_SITES = [
     CallSite("issuer", "sns.PublishBatch", *SNS_ERRORS),
     CallSite("issuer", "dynamodb.UpdateItem", *DYNAMODB_ERRORS, what="outbox"),
 ]
+# Bounded (docs/testing.md): CI runs two faults at each site, the one that stops the call and the
+# one that loses its reply (16 tests, 28 s here); `make test-deep` every fault (28 tests, 43 s;
+# about 100 s with the machine loaded).
+CI_FAULTS = ("throttling", "reply lost after success")
 CELLS = [
-    pytest.param(site, fault, id=f"{site.name}-{fault.name}")
+    pytest.param(site, fault, id=f"{site.name}-{fault.name}", marks=pytest.mark.bounded)
     for site in ISSUER_SITES
     for fault in FAULTS
-    if site.transactional or not fault.transactional_only
+    if (site.transactional or not fault.transactional_only) and (is_deep() or fault.name in CI_FAULTS)
 ]
 
 
