@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from seat_inventory.models import MAX_SHARDS
+from seat_inventory.models import MAX_SHARDS, MAX_TICKET_SERIES
 from seat_inventory.settings import DEFAULT_ISSUE_LIMIT, Settings
 from seat_tools.cli.output import OutputFormat, output_option, print_json, print_text
 from seat_tools.contention.model import (
@@ -261,7 +261,7 @@ def _table_settings(template: ContentionSettings, **options: float | int | None)
 )
 @click.option(
     "--ticket-series",
-    type=click.IntRange(1, 1000),
+    type=click.IntRange(1, MAX_TICKET_SERIES),
     default=1,
     show_default=True,
     help="The event's ticket series (seats tickets configure --series): the issuer's figures.",

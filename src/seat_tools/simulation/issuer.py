@@ -39,6 +39,7 @@ from seat_inventory.dal.tickets import MAX_CONCURRENT_QUERIES
 from seat_inventory.handlers.issue_tickets import SERIES_AT_ONCE
 from seat_inventory.logic.issue_tickets import run_issuer
 from seat_inventory.models import (
+    MAX_TICKET_SERIES,
     NumbersRefused,
     ReservationOutcome,
     Throttled,
@@ -381,8 +382,8 @@ class IssuerConfig:
     index_lag_s: float = DEFAULT_INDEX_LAG_S
 
     def __post_init__(self) -> None:
-        if not 1 <= self.series <= 1000:
-            raise ValueError(f"ticket series must be 1 to 1,000, not {self.series}")
+        if not 1 <= self.series <= MAX_TICKET_SERIES:
+            raise ValueError(f"ticket series must be 1 to {MAX_TICKET_SERIES}, not {self.series}")
         if not 1 <= self.series_at_once <= 1000:
             raise ValueError(f"series at once must be 1 to 1,000, not {self.series_at_once}")
         if not 1 <= self.publish_at_once <= 1000:
