@@ -41,6 +41,10 @@ class Outcome(StrEnum):
     # Published by the ticket issuer when a sold reservation got its ticket numbers (never a
     # record's status: docs/tickets.md).
     TICKETED = "TICKETED"
+    # Mapped seat classes (docs/seating.md): chosen seats not free (the reason names them), or
+    # chosen seats that would leave a single empty seat in a class that refuses orphans.
+    SEATS_TAKEN = "SEATS_TAKEN"
+    ORPHAN_SEAT = "ORPHAN_SEAT"
 
 
 # Answers to a reserve or hold that took seats.
@@ -53,6 +57,8 @@ REJECTIONS = frozenset(
         Outcome.LIMIT_EXCEEDED,
         Outcome.SALE_CLOSED,
         Outcome.ADMISSION_REFUSED,
+        Outcome.SEATS_TAKEN,
+        Outcome.ORPHAN_SEAT,
     }
 )
 
@@ -160,6 +166,12 @@ class ReservationRequest:
     # `logic.reserve_seats` before the groups are planned; None: no token was sent).
     admission_token: str | None = None
     admission: AdmissionCheck | None = None
+    # A mapped class (docs/seating.md): the chosen seats (`quantity` is their number), or None for
+    # best available, which may `split` the seats when no block fits and takes wheelchair and
+    # companion seats only when `accessible`.
+    seats: tuple[str, ...] | None = None
+    split: bool = False
+    accessible: bool = False
 
     @property
     def seat_key(self) -> SeatKey:
@@ -225,6 +237,9 @@ class ReservationOutcome:
     request_type: RequestType | None = RequestType.RESERVE
     hold_expires_at: int | None = None
     tickets: tuple[str, ...] | None = None  # a TICKETED outcome's ticket numbers, formatted
+    # A mapped class's seat ids: those taken (HELD, CONFIRMED and the changes of such a
+    # reservation), or those not free (SEATS_TAKEN) or stranded (ORPHAN_SEAT).
+    seats: tuple[str, ...] | None = None
 
     def as_duplicate(self, message_id: str) -> ReservationOutcome:
         """The same recorded answer, marked as a re-publication for a redelivered message."""
@@ -269,6 +284,10 @@ class GroupWrite:
     admission_required: bool = False
     token_uses: Sequence[TokenUse] = ()
     pools: Sequence[str] = ()
+    # A mapped class (docs/seating.md): the seats are taken from these row items (row item id ->
+    # positions), each guarded on exactly those seats being free, instead of from the class's
+    # inventory item; the sale rules and the limit are guarded on each row item.
+    rows: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # A copy of what the caller passed: the write stays as it was made.
@@ -277,6 +296,7 @@ class GroupWrite:
         object.__setattr__(self, "token_uses", tuple(self.token_uses))
         object.__setattr__(self, "customer_seats", dict(self.customer_seats))
         object.__setattr__(self, "moves", dict(self.moves))
+        object.__setattr__(self, "rows", {row: tuple(p) for row, p in self.rows.items()})
 
     @property
     def counters(self) -> dict[str, int]:
@@ -341,6 +361,11 @@ class ReservationRecord:
         return self.answer.reservation_id
 
     @property
+    def seats(self) -> tuple[str, ...]:
+        """The seat ids it took in a mapped class (empty for a counted class)."""
+        return self.answer.seats or ()
+
+    @property
     def seat_key(self) -> SeatKey | None:
         if self.answer.event_id is None or self.answer.seat_class is None:
             return None
@@ -378,6 +403,46 @@ class Transition:
     @property
     def uncounts_customer(self) -> bool:
         return self.releases_seats and self.record.customer_counted
+
+
+class SeatState(StrEnum):
+    """A seat's state on its row item; a free seat has no attribute."""
+
+    HELD = "H"
+    SOLD = "S"
+    BLOCKED = "B"
+
+
+@dataclass(frozen=True, slots=True)
+class SeatRow:
+    """One row item of a mapped class (docs/seating.md): the states of its seats that are not
+    free (position -> state), its counts (`available + held + sold + blocked == len(positions)`)
+    and the class's sale rules, copied on every row item so that each take is guarded on them."""
+
+    key: SeatKey
+    row_id: str  # `<section>-<row>#<block>`
+    first: int  # its first position in the row
+    size: int  # seats on the item
+    states: Mapping[int, SeatState]
+    available: int
+    held: int
+    sold: int
+    max_per_customer: int | None = None
+    sale_status: SaleStatus = SaleStatus.OPEN
+    sale_starts_at: int | None = None
+    sale_ends_at: int | None = None
+
+    def sale_closed_reason(self, now: float) -> str | None:
+        return SeatClassInventory(
+            self.key.event_id,
+            self.key.seat_class,
+            0,
+            0,
+            0,
+            sale_status=self.sale_status,
+            sale_starts_at=self.sale_starts_at,
+            sale_ends_at=self.sale_ends_at,
+        ).sale_closed_reason(now)
 
 
 # A seat class's inventory is split over at most this many shard items (docs/sharding.md). The

@@ -81,6 +81,9 @@ OUTCOME_METRICS = {
     Outcome.SALE_CLOSED: "ReservationsSaleClosed",
     Outcome.UNKNOWN_RESERVATION: "ReservationsUnknownReservation",
     Outcome.ADMISSION_REFUSED: "ReservationsAdmissionRefused",
+    # Mapped classes (docs/seating.md).
+    Outcome.SEATS_TAKEN: "ReservationsSeatsTaken",
+    Outcome.ORPHAN_SEAT: "ReservationsOrphanSeat",
 }
 
 

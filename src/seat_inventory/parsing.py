@@ -28,6 +28,8 @@ MAX_ADMISSION_TOKEN_LENGTH = 1024
 
 RESERVE_FIELDS = frozenset(
     {"type", "reservation_id", "event_id", "seat_class", "quantity", "customer_id", "admission_token"}
+    # A mapped class (docs/seating.md): chosen seats, or best available's options.
+    | {"seats", "split", "accessible"}
 )
 HOLD_FIELDS = RESERVE_FIELDS | {"hold_seconds"}
 CHANGE_FIELDS = frozenset({"type", "reservation_id", "customer_id"})
@@ -153,6 +155,43 @@ def _quantity(body: dict[str, Any], max_quantity: int) -> int:
     return value
 
 
+# A seat id: `<section>-<row>-<position>` (logic.seat_map).
+_SEAT_ID = re.compile(r"[A-Za-z0-9_]{1,16}-[A-Za-z0-9_]{1,16}-[1-9][0-9]{0,3}")
+
+
+def _seat_choice(body: dict[str, Any], max_quantity: int) -> tuple[int, tuple[str, ...] | None, bool, bool]:
+    """A mapped class's fields: (quantity, chosen seats or None, split, accessible).
+
+    With `seats`, `quantity` may be left out (it is their number) or must equal it; `split` is
+    for best available only.
+    """
+    flags = []
+    for name in ("split", "accessible"):
+        value = body.get(name, False)
+        if not isinstance(value, bool):
+            raise _Invalid(f"{name} must be true or false, got {type(value).__name__} {_describe(value)}")
+        flags.append(value)
+    split, accessible = flags
+    if body.get("seats") is None:
+        return _quantity(body, max_quantity), None, split, accessible
+    seats = body["seats"]
+    if not isinstance(seats, list) or not seats:
+        raise _Invalid(f"seats must be a non-empty array of seat ids, got {_describe(seats)}")
+    if len(seats) > max_quantity:
+        raise _Invalid(f"{len(seats)} seats are above the maximum of {max_quantity} seats per reservation")
+    for seat in seats:
+        if not isinstance(seat, str) or not _SEAT_ID.fullmatch(seat):
+            raise _Invalid(f'seats: {_describe(seat)} is not a seat id like "S101-R12-7"')
+    repeated = sorted({seat for seat in seats if seats.count(seat) > 1})
+    if repeated:
+        raise _Invalid("seats: repeated seat id(s): " + _names(repeated))
+    if body.get("quantity") is not None and _integer(body, "quantity") != len(seats):
+        raise _Invalid(f"quantity {body['quantity']} does not match the {len(seats)} seat(s) chosen")
+    if split:
+        raise _Invalid("split applies to best available (quantity), not to chosen seats")
+    return len(seats), tuple(seats), split, accessible
+
+
 def _hold_seconds(body: dict[str, Any], max_hold_seconds: int) -> int:
     if body.get("hold_seconds") is None:
         return min(DEFAULT_HOLD_SECONDS, max_hold_seconds)
@@ -242,7 +281,8 @@ def parse_reservation(
             raise _Invalid(f"field(s) not allowed with type {message_type.value!r}: " + _names(misplaced))
         if message_type in (RequestType.CONFIRM, RequestType.CANCEL):
             return _change_request(message_id, parsed, message_type)
-        missing = [name for name in REQUIRED_FIELDS if name not in parsed or parsed[name] is None]
+        required = [n for n in REQUIRED_FIELDS if n != "quantity" or parsed.get("seats") is None]
+        missing = [name for name in required if name not in parsed or parsed[name] is None]
         if missing:
             raise _Invalid("missing required field(s): " + ", ".join(missing))
         reservation_id = _identifier(parsed, "reservation_id", MAX_ID_LENGTH)
@@ -252,7 +292,7 @@ def parse_reservation(
             seat_class = default_seat_class
         else:
             seat_class = _identifier(parsed, "seat_class", MAX_SEAT_CLASS_LENGTH)
-        quantity = _quantity(parsed, max_quantity)
+        quantity, seats, split, accessible = _seat_choice(parsed, max_quantity)
         hold_seconds = _hold_seconds(parsed, max_hold_seconds) if message_type is RequestType.HOLD else None
         admission_token = _admission_token(parsed)
     except _Invalid as invalid:
@@ -266,18 +306,6 @@ def parse_reservation(
             customer_id=_salvage(parsed, "customer_id"),
             request_type=_salvage_type(parsed),
         )
-    if message_type is RequestType.HOLD:
-        return ReservationRequest(
-            message_id=message_id,
-            reservation_id=reservation_id,
-            event_id=event_id,
-            seat_class=seat_class,
-            quantity=quantity,
-            customer_id=customer_id,
-            request_type=RequestType.HOLD,
-            hold_seconds=hold_seconds,
-            admission_token=admission_token,
-        )
     return ReservationRequest(
         message_id=message_id,
         reservation_id=reservation_id,
@@ -285,6 +313,11 @@ def parse_reservation(
         seat_class=seat_class,
         quantity=quantity,
         customer_id=customer_id,
+        request_type=message_type,
+        hold_seconds=hold_seconds,
+        seats=seats,
+        split=split,
+        accessible=accessible,
         admission_token=admission_token,
     )
 

@@ -39,6 +39,9 @@ EXTRA_ARGS: dict[tuple[str, ...], list[str]] = {
     ("watch",): ["--timeout", "1"],
     ("event", "capacity"): ["--add", "1"],
     ("event", "pool", "capacity"): ["--add", "1"],
+    ("event", "create"): ["--capacity", "1"],  # or --seat-map: one of the two
+    ("reserve",): ["--quantity", "1"],  # or --seat
+    ("hold",): ["--quantity", "1"],
     ("event", "limit"): ["--max-per-customer", "1"],
     ("event", "schedule"): ["--clear"],
     ("dlq", "redrive"): ["--yes"],

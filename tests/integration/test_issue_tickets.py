@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from seat_inventory.dal.items import TICKETS_INDEX
 from seat_inventory.handlers import issue_tickets as issuer_module
 from seat_inventory.logic.issue_tickets import plan_batch
-from seat_inventory.models import NumbersRefused, TicketBatch, TicketFormat, TicketSeries
+from seat_inventory.models import NumbersRefused, TicketAssignment, TicketBatch, TicketFormat, TicketSeries
 from seat_inventory.wiring import build_adapters
 from seat_tools.cli.main import cli
 from seat_tools.cli.tickets_commands import audit_event, list_tickets
@@ -163,8 +163,13 @@ def test_commit_numbers_refuses_a_moved_counter_and_a_numbered_reservation(
     assert issuer.table.commit_numbers(plan_batch(series, 3, [second])) is None
     assert [b.first for b in issuer.table.read_ledger(series)] == [1, 3]
     assert [b.first for b in issuer.table.find_unpublished_batches(10)] == [1, 3]
-    assert issuer.table.mark_batches_published(issuer.table.find_unpublished_batches(10)) == 2
+    published = issuer.table.find_unpublished_batches(10)
+    assert issuer.table.mark_batches_published(published) == 2  # two at once (the DAL's pool)
     assert issuer.table.find_unpublished_batches(10) == []
+    # Again (a batch already out of the outbox: its condition fails), and a batch never committed
+    never = TicketBatch(series, 99, (TicketAssignment("r-x", 99, 1),))
+    assert issuer.table.mark_batches_published([*published, never]) == 0
+    assert [b.first for b in issuer.table.read_ledger(series)] == [1, 3]  # nothing created
     assert issuer.table.find_unnumbered(10) == []
     # A batch of nothing writes nothing
     assert issuer.table.commit_numbers(TicketBatch(series, 4, ())) is None

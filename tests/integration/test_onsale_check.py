@@ -1,11 +1,12 @@
 """`seats onsale check` against the stack created on moto's CloudFormation from template.yaml
 (the same translation and stack as tests/integration/test_deploy_path.py), ready and not ready.
 
-The target is 3,000 reservations per second. By the plan's arithmetic (docs/onsale.md) it needs
-4 containers (3,000 / 800), 4 shard items in the class, 3,000 x 2.02 / 0.8 = 7,576 warm write
-units, 3,000 x (1 + 2 x 4) / 99 / 0.8 = 341 warm read units, an API throttle of 3,000 with a burst
-of 6,000, and 4 containers of Lambda concurrency. The template's defaults fall short on three of
-them (one shard, a new table's 4,000 write units, the API's 1,000 requests per second).
+The target is 1,800 reservations per second. By the plan's arithmetic (docs/onsale.md) it needs
+3 containers (1,800 / 800), 3 shard items in the class, 1,800 x 4.19 / 0.8 = 9,436 warm write
+units (the sale's 2.02 and the ticket issuer's 2.17 per reservation), 1,800 x (1 + 2 x 3) / 99 /
+0.8 = 159 warm read units, an API throttle of 1,800 with a burst of 3,600, and 3 containers of
+Lambda concurrency. The template's defaults fall short on three of them (one shard, a new table's
+4,000 write units, the API's 1,000 requests per second).
 
 What moto could not emulate, and what the test does instead:
 - `GetAccountSettings` is not implemented ("Not yet implemented", HTTP 404). The module adds it to
@@ -16,7 +17,7 @@ What moto could not emulate, and what the test does instead:
   CloudFormation resource): the maximum is checked on the arithmetic
   (tests/unit/test_onsale_plan.py) and on the reader's parsing of AWS's answer (botocore Stubber).
 - `DescribeLimits` answers fixed table quotas of 10,000 units (AWS's default is 40,000), so the
-  target here stays under 10,000 x 0.8 / 2.02 = 3,960 per second; a quota shortfall is checked
+  target here stays under 10,000 x 0.8 / 4.19 = 1,908 per second; a quota shortfall is checked
   on the arithmetic only.
 - moto's CloudFormation skips `AWS::ApiGateway::Stage` (NOT_EMULATED in test_deploy_path.py): the
   test deploys stage v1 through the API with the throttle the template's MethodSettings give
@@ -46,7 +47,7 @@ from tests.integration.test_deploy_path import REGION, STACK, DeployedStack
 
 EVENT = "onsale-concert"
 SEAT_CLASS = "GA"
-RATE = "3000"
+RATE = "1800"
 ACCOUNT_SETTINGS_PATH = r"{0}/(?P<api_version>[^/]+)/account-settings/?$"
 
 # The stack of test_deploy_path.py, created again for this module (its own moto server).
@@ -137,9 +138,9 @@ class OnSaleStack:
             )
 
     def configure_ready(self, **changes: Any) -> None:
-        """What the plan says 3,000 reservations per second need, with `changes` on top."""
+        """What the plan says 1,800 reservations per second need, with `changes` on top."""
         self.configure(
-            **({"shards": 4, "warm_write": 8_000, "api_rate": "3000", "api_burst": "6000"} | changes)
+            **({"shards": 3, "warm_write": 10_000, "api_rate": "1800", "api_burst": "3600"} | changes)
         )
 
 
@@ -188,13 +189,13 @@ def stack(lambda_account_settings: None, deployed: DeployedStack, template: Any)
     return on_sale
 
 
-def test_the_template_defaults_are_not_ready_for_3000_per_second_and_each_shortfall_is_named(
+def test_the_template_defaults_are_not_ready_for_1800_per_second_and_each_shortfall_is_named(
     stack: OnSaleStack,
 ) -> None:
     # Given the stack as the template deploys it and a class of one shard item
     stack.configure(shards=1, warm_write=4_000, api_rate=stack.template_rate, api_burst=stack.template_burst)
 
-    # When the operator checks it for 3,000 reservations per second
+    # When the operator checks it for 1,800 reservations per second
     result = check("--rate", RATE)
 
     # Then it is not ready, and the three short items say what they have and what is needed
@@ -203,14 +204,14 @@ def test_the_template_defaults_are_not_ready_for_3000_per_second_and_each_shortf
     short = [line for line in lines if line.startswith("SHORT")]
     assert len(short) == 3, result.output
     assert any(
-        "seat class GA shard items: 1" in line and "(needs >= 4; supports 800/s)" in line for line in short
+        "seat class GA shard items: 1" in line and "(needs >= 3; supports 800/s)" in line for line in short
     )
-    assert any("table warm write units/s: 4,000 (needs >= 7,576; supports 1,584/s)" in line for line in short)
+    assert any("table warm write units/s: 4,000 (needs >= 9,436; supports 763/s)" in line for line in short)
     assert any(
-        "POST /reservations, rate / burst: 1,000 / 2,000 (needs >= 3,000 / 6,000" in line for line in short
+        "POST /reservations, rate / burst: 1,000 / 2,000 (needs >= 1,800 / 3,600" in line for line in short
     )
     assert lines[-1].startswith("NOT READY: 3 of"), result.output
-    assert "supports about 800 reservations/s, capped by seat class GA shard items" in lines[-1]
+    assert "supports about 763 reservations/s, capped by table warm write units/s" in lines[-1]
     assert short_items(check("--rate", RATE, "--output", "json")) == {
         "shards:GA",
         "warm_write_units",
@@ -219,11 +220,11 @@ def test_the_template_defaults_are_not_ready_for_3000_per_second_and_each_shortf
 
 
 def test_the_stack_set_as_the_plan_says_is_ready(stack: OnSaleStack) -> None:
-    # Given the values `seats onsale plan --rate 3000` prints
+    # Given the values `seats onsale plan --rate 1800` prints
     plan = json.loads(CliRunner().invoke(cli, ["onsale", "plan", "--rate", RATE, "--output", "json"]).output)
     values = {i["item"]: i["value"] for i in plan["items"]}
-    assert (values["maximum_concurrency"], values["shards"], values["warm_write_units"]) == (4, 4, 8000)
-    assert values["api_throttle"] == "3,000 / 6,000"
+    assert (values["maximum_concurrency"], values["shards"], values["warm_write_units"]) == (3, 3, 10_000)
+    assert values["api_throttle"] == "1,800 / 3,600"
     stack.configure_ready(maximum_concurrency=values["maximum_concurrency"])
 
     # When the stack is checked for that rate
@@ -232,13 +233,13 @@ def test_the_stack_set_as_the_plan_says_is_ready(stack: OnSaleStack) -> None:
     # Then every finding is ok and the check exits 0
     assert result.exit_code == 0, result.output
     assert not [line for line in result.output.splitlines() if line.startswith("SHORT")]
-    assert result.output.splitlines()[-1].startswith("READY: the stack supports about 3,000")
+    assert result.output.splitlines()[-1].startswith("READY: the stack supports about 1,800")
     document = json.loads(check("--rate", RATE, "--output", "json").output)
     assert document["ready"] is True
     found = {f["item"]: f for f in document["findings"]}
     # read from the live resources, not the template
-    assert found["maximum_concurrency"]["have"] == "4"
-    assert found["warm_write_units"]["have"] == "8,000"
+    assert found["maximum_concurrency"]["have"] == "3"
+    assert found["warm_write_units"]["have"] == "10,000"
     assert found["lambda_concurrency"]["have"] == "1,000 (account limit 1,000)"
     assert found["table_quota"]["have"] == "10,000 / 10,000"  # moto's DescribeLimits
 
@@ -246,19 +247,19 @@ def test_the_stack_set_as_the_plan_says_is_ready(stack: OnSaleStack) -> None:
 @pytest.mark.parametrize(
     ("change", "item"),
     [
-        ({"maximum_concurrency": 3}, "maximum_concurrency"),
+        ({"maximum_concurrency": 2}, "maximum_concurrency"),
         ({"mapping_enabled": False}, "maximum_concurrency"),
-        ({"reserved_concurrency": 3}, "lambda_concurrency"),
-        ({"shards": 3}, "shards:GA"),
-        ({"warm_write": 7_000}, "warm_write_units"),
-        ({"api_rate": "2999"}, "api_throttle"),
-        ({"api_burst": "5999"}, "api_throttle"),
+        ({"reserved_concurrency": 2}, "lambda_concurrency"),
+        ({"shards": 2}, "shards:GA"),
+        ({"warm_write": 9_000}, "warm_write_units"),
+        ({"api_rate": "1799"}, "api_throttle"),
+        ({"api_burst": "3599"}, "api_throttle"),
     ],
 )
 def test_one_shortfall_makes_the_stack_not_ready_and_is_the_only_finding(
     stack: OnSaleStack, change: dict[str, Any], item: str
 ) -> None:
-    # Given the ready stack with one setting below what 3,000 per second need
+    # Given the ready stack with one setting below what 1,800 per second need
     stack.configure_ready(**change)
 
     # When it is checked
@@ -273,11 +274,11 @@ def test_one_shortfall_makes_the_stack_not_ready_and_is_the_only_finding(
 def test_the_accounts_unreserved_concurrency_caps_the_containers(
     stack: OnSaleStack, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Given an account whose whole concurrency is 3 (a new account's can be that low)
+    # Given an account whose whole concurrency is 2 (a new account's can be that low)
     stack.configure_ready()
-    monkeypatch.setenv("MOTO_LAMBDA_CONCURRENCY_QUOTA", "3")
+    monkeypatch.setenv("MOTO_LAMBDA_CONCURRENCY_QUOTA", "2")
 
-    # When the stack is checked for 3,000 per second (4 containers)
+    # When the stack is checked for 1,800 per second (3 containers)
     result = check("--rate", RATE, "--output", "json")
 
     # Then the account's concurrency is the shortfall
@@ -286,17 +287,17 @@ def test_the_accounts_unreserved_concurrency_caps_the_containers(
 
 
 def test_without_a_rate_it_prints_the_rate_the_stack_supports_and_what_caps_it(stack: OnSaleStack) -> None:
-    # Given the ready stack, whose API stage allows 2,500 requests per second
-    stack.configure_ready(api_rate="2500", api_burst="5000")
+    # Given the ready stack, whose API stage allows 1,400 requests per second
+    stack.configure_ready(api_rate="1400", api_burst="2800")
 
     # When it is checked without a rate
     result = check()
 
-    # Then it says the stack supports 2,500 per second, capped by the API, and exits 0
+    # Then it says the stack supports 1,400 per second, capped by the API, and exits 0
     assert result.exit_code == 0, result.output
     assert "at the rate it supports" in result.output.splitlines()[0]
     assert result.output.splitlines()[-1] == (
-        "READY: the stack supports about 2,500 reservations/s,"
+        "READY: the stack supports about 1,400 reservations/s,"
         " capped by checkout API throttle for POST /reservations, rate / burst"
     )
 

@@ -164,3 +164,56 @@ def test_wait_reads_the_recorded_answer_when_sns_delivers_nothing(
     document = answer(result)
     assert (document["reservation_id"], document["outcome"], document["type"]) == ("h-rec", "HELD", "hold")
     assert document["duplicate"] is False and document["message_id"]
+
+
+def test_reserve_and_hold_send_chosen_seats_and_best_available_options(aws: Aws) -> None:  # noqa: F811
+    chosen = run(
+        "reserve",
+        "concert-2026",
+        "--seat",
+        "S-R1-1",
+        "--seat",
+        "S-R1-2",
+        "--customer",
+        "c-1",
+        "--seat-class",
+        "STALLS",
+    )
+    best = run(
+        "hold",
+        "concert-2026",
+        "--quantity",
+        "3",
+        "--split",
+        "--accessible",
+        "--customer",
+        "c-2",
+        "--seat-class",
+        "STALLS",
+    )
+    neither = run("reserve", "concert-2026", "--customer", "c-3")
+    both = run("reserve", "concert-2026", "--quantity", "1", "--seat", "S-R1-3", "--customer", "c-3")
+    assert chosen.exit_code == 0 and best.exit_code == 0, chosen.output + best.output
+    assert neither.exit_code == 2 and both.exit_code == 2
+    assert "give --quantity N (best available, or a counted class) or --seat ID" in neither.stderr
+    bodies = sorted((json.loads(m["Body"]) for m in aws.drain(aws.queue_url)), key=lambda b: b["customer_id"])
+    assert [{k: v for k, v in b.items() if k != "reservation_id"} for b in bodies] == [
+        {
+            "event_id": "concert-2026",
+            "customer_id": "c-1",
+            "seat_class": "STALLS",
+            "seats": ["S-R1-1", "S-R1-2"],
+        },
+        {
+            "type": "hold",
+            "event_id": "concert-2026",
+            "customer_id": "c-2",
+            "seat_class": "STALLS",
+            "quantity": 3,
+            "split": True,
+            "accessible": True,
+        },
+    ]
+    for body in bodies:
+        parsed = parse_reservation("m-1", json.dumps(body), default_seat_class="GA", max_quantity=10)
+        assert not isinstance(parsed, InvalidMessage), (body, parsed)

@@ -31,9 +31,10 @@ BURST_CAPACITY = 60
 
 @pytest.fixture(scope="module")
 def api(local_stack: LocalStack) -> Iterator[str]:
-    """The local API's base URL, with the function's workers consuming the queue."""
+    """The local API's base URL, with the function's workers consuming the queue and the ticket
+    issuer numbering the sales."""
     assert local_stack.api_url is not None
-    with LocalRunner(runner_config(local_stack, workers=2)):
+    with LocalRunner(runner_config(local_stack, workers=2, issuer=True)):
         yield local_stack.api_url
 
 
@@ -99,7 +100,7 @@ def test_reserve_then_poll_until_confirmed_and_see_the_seats_left(
         3,
         "reserve",
     )
-    assert not {"pk", "sk", "customer_id", "message_id", "gsi1pk", "expires_at"} & set(answer)
+    assert not {"pk", "sk", "customer_id", "message_id", "gsi1pk", "gsi2pk", "expires_at"} & set(answer)
     # And the seats left went down by 3
     assert seats_left(http, api, event_id)["GA"] == {
         "seat_class": "GA",
@@ -110,6 +111,32 @@ def test_reserve_then_poll_until_confirmed_and_see_the_seats_left(
         "sale": "OPEN",
         "sharded": False,
     }
+
+
+def test_a_sale_shows_its_ticket_numbers_once_the_issuer_numbered_it(
+    local_stack: LocalStack, api: str, http: requests.Session
+) -> None:
+    # Given two sales of a new event, 2 seats then 3
+    event_id = new_event(local_stack, 10)
+    ids = []
+    for quantity in (2, 3):
+        body = {"event_id": event_id, "quantity": quantity, "customer_id": f"c-{quantity}"}
+        sent = http.post(f"{api}/reservations", json=body, timeout=10)
+        assert sent.status_code == 202, sent.text
+        ids.append(sent.json()["reservation_id"])
+        assert poll(http, api, ids[-1])["status"] == "CONFIRMED"
+    # When the issuer has numbered them (locally it runs every 2 s)
+    deadline = time.monotonic() + 60
+    answers = [poll(http, api, rid) for rid in ids]
+    while any(a["tickets"] is None for a in answers):
+        assert all(a["awaiting_tickets"] for a in answers if a["tickets"] is None)
+        assert time.monotonic() < deadline, f"not numbered: {answers}"
+        time.sleep(0.5)
+        answers = [poll(http, api, rid) for rid in ids]
+    # Then GET shows their numbers: serials 1..5 of series 0, each sale's consecutive
+    tickets = sorted((a["tickets"]["first"], a["tickets"]["count"]) for a in answers)
+    assert tickets in ([(1, 2), (3, 3)], [(1, 3), (4, 2)])
+    assert all(a["tickets"]["series"] == 0 and a["awaiting_tickets"] is False for a in answers)
 
 
 def test_availability_sums_the_items_of_a_class_in_the_event_s_partition(
@@ -335,7 +362,14 @@ def test_a_burst_with_duplicates_keeps_every_guarantee(
         answers = dict(
             zip(quantities, pool.map(lambda key: poll(http, api, key, 120), quantities), strict=True)
         )
-        published = outcomes.collect(until=lambda docs: len(docs) >= len(sends), timeout_s=120)
+        # (the ticket issuer's TICKETED outcomes about the sales are not answers to requests)
+        published = [
+            doc
+            for doc in outcomes.collect(
+                until=lambda docs: sum(d["outcome"] != "TICKETED" for d in docs) >= len(sends), timeout_s=120
+            )
+            if doc["outcome"] != "TICKETED"
+        ]
 
     # Exactly the capacity is sold, to the reservations answered CONFIRMED
     confirmed = {key for key, answer in answers.items() if answer["status"] == "CONFIRMED"}

@@ -22,6 +22,7 @@ from seat_tools.bench.counting import (
     latency_bucket,
     latency_percentile,
 )
+from seat_tools.bench.pricing import billed_write_units
 
 RECORD = {"pk": {"S": "RESERVATION#r-1"}, "sk": {"S": "RESERVATION"}, "outcome": {"S": "SOLD_OUT"}}
 INVENTORY_KEY = {"pk": {"S": "EVENT#e-1"}, "sk": {"S": "CLASS#GA"}}
@@ -278,3 +279,35 @@ def test_outcomes_published_are_counted_by_outcome_and_sold_out_by_event() -> No
     snapshot = counter.snapshot()
     assert snapshot["outcomes"] == {"CONFIRMED": 1, "SOLD_OUT": 3}
     assert snapshot["sold_out_by_event"] == {"e-1": 2, "e-2": 1}
+
+
+def test_index_writes_are_counted_and_billed_with_the_table_writes(dynamodb) -> None:
+    # Given a sale that writes a sold record (it enters TicketsToIssue), a hold (it enters
+    # HoldsByExpiry, whose entries are the whole item) and the issuer's numbering (the record
+    # leaves the index)
+    client, engine, counter = dynamodb
+    sold = {**RECORD, "outcome": {"S": "CONFIRMED"}, "gsi2pk": {"S": "UNNUMBERED#7"}, "gsi2sk": {"N": "1"}}
+    held = {**RECORD, "pk": {"S": "RESERVATION#r-2"}, "gsi1pk": {"S": "HOLDS#1"}, "note": {"S": "x" * 1500}}
+    for _ in range(3):
+        engine.ok()
+    client.transact_write_items(TransactItems=[INVENTORY_UPDATE, {"Put": {"TableName": "t", "Item": sold}}])
+    client.put_item(TableName="t", Item=held)
+    client.transact_write_items(
+        TransactItems=[
+            {
+                "Update": {
+                    "TableName": "t",
+                    "Key": {"pk": RECORD["pk"], "sk": RECORD["sk"]},
+                    "UpdateExpression": "SET ticket_first = :f REMOVE gsi2pk, gsi2sk",
+                    "ExpressionAttributeValues": {":f": {"N": "1"}},
+                }
+            }
+        ]
+    )
+    # Then each index entry written or deleted is 1 unit per KB, not doubled by a transaction:
+    # 1 for the sold record, 2 for the hold's whole item (1.5 KB), 1 for leaving the index
+    snapshot = counter.snapshot()
+    assert snapshot["index_write_units"] == 4.0
+    # And the bill adds them: puts 2 (sold, transactional) + 2 (the hold, 1.5 KB), the inventory
+    # update 2, the record's update 2, the indexes 4
+    assert billed_write_units(snapshot, inventory_item_bytes=200) == 12.0

@@ -7,10 +7,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from seat_inventory.models import MAX_SHARDS
+from seat_inventory.models import MAX_SHARDS, SeatClassInventory
 from seat_tools.cli.local_commands import _print_summary, explain
 from seat_tools.cli.main import cli
-from seat_tools.local.demo import recommended_shards
+from seat_tools.local.demo import checks_passed, recommended_shards, summarize
 
 
 def summary(workers: int, shards: int) -> dict[str, Any]:
@@ -78,3 +78,32 @@ def test_the_demo_help_names_the_default_and_the_comparison() -> None:
     text = " ".join(result.output.split())
     assert "one per worker, the recommended configuration" in text
     assert "--single-item" in text
+
+
+def test_ticketed_outcomes_are_not_answers_and_a_tickets_defect_fails_the_checks(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Given a sale of one seat, answered CONFIRMED, then numbered by the issuer (TICKETED)
+    bodies = [{"reservation_id": "r-1", "quantity": 1}]
+    outcomes = [
+        {"reservation_id": "r-1", "outcome": "CONFIRMED"},
+        {"reservation_id": "r-1", "outcome": "TICKETED", "tickets": ["1"]},
+    ]
+    inventory = SeatClassInventory("e", "GA", capacity=1, available=0, sold=1)
+    got = summarize(capacity=1, bodies=bodies, outcomes=outcomes, inventory=inventory, elapsed_s=1.0)
+    # Then the TICKETED outcome is counted apart, not as a second, different answer
+    assert got["inconsistent"] == 0 and got["confirmed"] == 1 and got["ticketed_outcomes"] == 1
+    assert checks_passed({**got, "tickets_defects": 0})
+    # And a defect of the tickets audit fails the checks and is printed under the summary
+    failed = {
+        **summary(workers=2, shards=2),
+        "tickets_defects": 1,
+        "tickets_audit": ["series 0: 2 on no ticket (gap)"],
+    }
+    assert not checks_passed(failed)
+    _print_summary(failed)
+    out = capsys.readouterr().out
+    assert "tickets audit: DEFECTS" in out and "    series 0: 2 on no ticket (gap)" in out
+    assert out.splitlines()[-1].startswith("CHECKS FAILED")
+    _print_summary({**summary(workers=2, shards=2), "tickets_defects": 0, "tickets_audit": "ok"})
+    assert "tickets audit: ticket numbers sound" in capsys.readouterr().out

@@ -298,7 +298,47 @@ def test_a_recorded_reservation_is_answered_with_its_status_and_answer(api: ApiD
             "remaining": None,
         },
         "hold_expires_at": 1777630200,
+        "tickets": None,
+        "awaiting_tickets": False,
     }
+
+
+@pytest.mark.parametrize(
+    ("ticket_attributes", "tickets", "awaiting"),
+    [
+        # sold, waiting for the issuer (in the TicketsToIssue index)
+        ({"gsi2pk": {"S": "UNNUMBERED#17"}}, None, True),
+        # numbered: serials 42 and 43 of series 3 (ticket_first .. ticket_first + quantity - 1)
+        (
+            {"ticket_series": {"N": "3"}, "ticket_first": {"N": "42"}},
+            {"series": 3, "first": 42, "count": 2},
+            False,
+        ),
+    ],
+)
+def test_a_sold_reservation_shows_its_ticket_numbers_or_that_it_waits_for_them(
+    api: ApiDefinition, ticket_attributes: dict[str, Any], tickets: Any, awaiting: bool
+) -> None:
+    request = json.loads(render_request(api, "GET", "/reservations/{id}", path_parameters={"id": "r-1"}))
+    assert {"ticket_series", "ticket_first", "gsi2pk"} <= {
+        name.strip() for name in request["ProjectionExpression"].split(",")
+    }
+    item = {
+        "reservation_id": {"S": "r-1"},
+        "request_type": {"S": "reserve"},
+        "status": {"S": "CONFIRMED"},
+        "outcome": {"S": "CONFIRMED"},
+        "reason": {"S": "2 seat(s) reserved"},
+        "event_id": {"S": "concert-2026"},
+        "seat_class": {"S": "GA"},
+        "quantity": {"N": "2"},
+        **ticket_attributes,
+    }
+    status, _, body = render_response(api, "GET", "/reservations/{id}", "default", {"Item": item})
+    assert status == 200
+    assert body["tickets"] == tickets
+    assert body["awaiting_tickets"] is awaiting
+    assert "gsi2pk" not in json.dumps(body) and "UNNUMBERED" not in json.dumps(body)
 
 
 def test_an_unknown_reservation_is_404_with_retry_after(api: ApiDefinition) -> None:

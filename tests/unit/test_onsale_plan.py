@@ -48,15 +48,16 @@ def test_40000_per_second_needs_50_containers_50_shards_and_a_table_warmed_past_
     # 40,000 / 800 = 50 containers, each on its own shard item
     assert got["maximum_concurrency"] == 50
     assert got["shards"] == 50
-    # 40,000 x (2 + 2/99) / 0.8 = 101,010.1 write units -> 102,000
-    assert plan.values["write_units_per_s"] == pytest.approx(101_010.10, abs=0.01)
-    assert got["warm_write_units"] == 102_000
+    # 40,000 x (2 + 2/99 + 2 + 17/98) / 0.8 = 209,683.6 write units -> 210,000 (the sale's
+    # 2.02 and the ticket issuer's 2.17 per reservation)
+    assert plan.values["write_units_per_s"] == pytest.approx(209_683.57, abs=0.01)
+    assert got["warm_write_units"] == 210_000
     # after the sell-out: 40,000 x (1 + 2 x 50) / 99 / 0.8 = 51,010.1 read units -> 52,000
     assert plan.values["read_units_per_s"] == pytest.approx(51_010.10, abs=0.01)
     assert got["warm_read_units"] == 52_000
-    assert got["table_quota"] == "102,000 / 52,000"
+    assert got["table_quota"] == "210,000 / 52,000"
     assert "raise it first" in plan.item("table_quota").rule
-    assert got["table_maximum"] == "-1 or >= 102,000 / 52,000"
+    assert got["table_maximum"] == "-1 or >= 210,000 / 52,000"
     assert got["api_throttle"] == "40,000 / 80,000"
     assert got["api_account_throttle"] == 40_000  # above the default 10,000
     assert got["lambda_concurrency"] == 50
@@ -66,28 +67,29 @@ def test_40000_per_second_needs_50_containers_50_shards_and_a_table_warmed_past_
 
 
 def test_the_cost_per_million_is_the_list_prices_times_the_units_and_requests() -> None:
-    # DynamoDB 2.0202 x $0.625 = 1.26263; SQS 0.3 x $0.40 = 0.12; SNS 0.1 x $0.50 = 0.05;
+    # DynamoDB (2.0202 sale + 2.1735 numbering + 2.0204 TicketsToIssue index) = 6.2141 x $0.625
+    # = 3.88380; SQS 0.3 x $0.40 = 0.12; SNS 0.2 x $0.50 = 0.10 (CONFIRMED and TICKETED);
     # Lambda 10,101 invocations x $0.20/M = 0.00202 and 1e6 x 0.5 GB / 800 = 625 GB-s x
-    # $0.0000133334 = 0.00833: 1.44298 in all
+    # $0.0000133334 = 0.00833: 4.11415 in all
     confirmed = cost_per_million_confirmed()
-    assert confirmed.dynamodb == pytest.approx(1.26263, abs=1e-5)
+    assert confirmed.dynamodb == pytest.approx(3.88380, abs=1e-5)
     assert confirmed.sqs == pytest.approx(0.12)
-    assert confirmed.sns == pytest.approx(0.05)
+    assert confirmed.sns == pytest.approx(0.10)
     assert confirmed.lambda_ == pytest.approx(0.00202 + 0.00833, abs=1e-5)
-    assert confirmed.total == pytest.approx(1.44298, abs=1e-5)
+    assert confirmed.total == pytest.approx(4.11415, abs=1e-5)
     # refused on 50 items: 1 x $0.625 + 101/99 x $0.125 = 0.75253, plus the same 0.18035
     refused = cost_per_million_refused(50)
     assert refused.dynamodb == pytest.approx(0.75253, abs=1e-5)
     assert refused.total == pytest.approx(0.93288, abs=1e-5)
-    assert values(40_000)["cost_per_million_confirmed"] == 1.44
+    assert values(40_000)["cost_per_million_confirmed"] == 4.11
     assert values(40_000)["cost_per_million_refused"] == 0.93
 
 
 def test_a_per_customer_limit_adds_the_counters_two_write_units() -> None:
-    assert write_units_per_reservation(customer_limit=True) == pytest.approx(4 + 2 / 99)
-    # 1,000 x 4.0202 / 0.8 = 5,025.3 -> 6,000 (without a limit: 2,525.3 -> a new table's 4,000)
-    assert values(1_000, customer_limit=True)["warm_write_units"] == 6_000
-    assert values(1_000)["warm_write_units"] == 4_000
+    assert write_units_per_reservation(customer_limit=True) == pytest.approx(4 + 2 / 99 + 2 + 17 / 98)
+    # 1,000 x 6.1937 / 0.8 = 7,742.1 -> 8,000 (without a limit: 5,242.1 -> 6,000)
+    assert values(1_000, customer_limit=True)["warm_write_units"] == 8_000
+    assert values(1_000)["warm_write_units"] == 6_000
 
 
 def test_a_small_sale_needs_the_minimums_and_a_single_item_class_reads_one_unit_per_batch() -> None:
@@ -95,7 +97,9 @@ def test_a_small_sale_needs_the_minimums_and_a_single_item_class_reads_one_unit_
     assert got["maximum_concurrency"] == 2  # one container, but a mapping takes at least 2
     assert got["shards"] == 1
     assert read_units_per_refusal(1) == pytest.approx(1 / 99)
-    assert (got["warm_write_units"], got["warm_read_units"]) == (4_000, 12_000)
+    # 800 x 4.1937 / 0.8 = 4,193.7 write units -> 5,000 (the numbering's units take it past a
+    # new table's 4,000)
+    assert (got["warm_write_units"], got["warm_read_units"]) == (5_000, 12_000)
     assert got["table_quota"] == "40,000 / 40,000"
     assert got["api_account_throttle"] == 10_000
     assert got["scale_up_seconds"] == 0.0
@@ -118,11 +122,11 @@ def test_beyond_1000_containers_one_event_source_mapping_cannot_keep_up() -> Non
 
 def test_seats_give_the_sales_length_and_cost_and_keep_a_full_batch_per_shard() -> None:
     # 50,000 seats, 2 per reservation: 25,000 reservations at 5,000/s last 5 s and cost
-    # 25,000 x $1.44298 / 1e6 = $0.036
+    # 25,000 x $4.11415 / 1e6 = $0.103
     plan = plan_sale(SaleInputs(5_000, seats=50_000, seats_per_request=2))
     assert plan.values["sale_seconds"] == pytest.approx(5.0)
-    assert plan.values["sale_usd"] == pytest.approx(0.036075, abs=1e-6)
-    assert plan.item("sale").value == "5 / 0.04"
+    assert plan.values["sale_usd"] == pytest.approx(0.102854, abs=1e-6)
+    assert plan.item("sale").value == "5 / 0.10"
     assert plan.item("shards").value == 7  # 5,000 / 800 = 6.25 -> 7; 50,000 // (99 x 2) = 252
     # 300 seats hold 3 full batches of 99: 3 items, fewer than the 4 containers of 3,000/s
     small = plan_sale(SaleInputs(3_000, seats=300))
@@ -168,7 +172,7 @@ READY_AT_3000 = StackSettings(
     reserved_concurrency=None,
     account_concurrency=1_000,
     unreserved_concurrency=1_000,
-    warm_write_units=8_000,
+    warm_write_units=16_000,
     warm_read_units=12_000,
     max_write_units=None,
     max_read_units=None,
@@ -190,12 +194,12 @@ def short(settings: StackSettings, rate: float | None = 3_000) -> set[str]:
 def test_a_stack_with_what_the_plan_says_is_ready_and_supports_what_its_tightest_item_allows() -> None:
     assessment = assess_stack(READY_AT_3000, 3_000)
     assert assessment.ready
-    # containers 8,000; shards 4 x 800 = 3,200; warm write 8,000 x 0.8 / 2.0202 = 3,168;
+    # containers 8,000; shards 4 x 800 = 3,200; warm write 16,000 x 0.8 / 4.1937 = 3,052.2;
     # API min(3,000, 6,000 / 2) = 3,000
     supports = {f.key: f.supports for f in assessment.findings}
     assert supports["maximum_concurrency"] == 8_000
     assert supports["shards:GA"] == 3_200
-    assert supports["warm_write_units"] == pytest.approx(3_168.0, abs=0.01)
+    assert supports["warm_write_units"] == pytest.approx(3_052.21, abs=0.01)
     assert supports["table_maximum"] == math.inf
     assert assessment.supported_rate == 3_000
     assert assessment.capped_by == "checkout API throttle for POST /reservations, rate / burst"
@@ -232,11 +236,11 @@ def test_a_maximum_of_minus_one_is_no_maximum_as_aws_reports_it() -> None:
 
 def test_a_per_customer_limit_on_one_class_doubles_the_write_units_the_table_needs() -> None:
     limited = replace(READY_AT_3000, classes=(ClassShards("GA", 4, 4, max_per_customer=4),))
-    # 3,000 x 4.0202 / 0.8 = 15,075.8 > 8,000
+    # 3,000 x 6.1937 / 0.8 = 23,226.3 > 16,000
     assert short(limited) == {"warm_write_units"}
     finding = next(f for f in assess_stack(limited, 3_000).findings if f.key == "warm_write_units")
-    assert finding.need == ">= 15,076"
-    assert finding.supports == pytest.approx(8_000 * 0.8 / (4 + 2 / 99))
+    assert finding.need == ">= 23,226"
+    assert finding.supports == pytest.approx(16_000 * 0.8 / (4 + 2 / 99 + 2 + 17 / 98))
 
 
 def test_a_table_that_reports_no_warm_throughput_counts_as_a_new_ones() -> None:

@@ -121,7 +121,7 @@ def test_the_reader_takes_each_setting_from_its_describe_call(
         table={
             "WarmThroughput": {
                 "ReadUnitsPerSecond": 52_000,
-                "WriteUnitsPerSecond": 102_000,
+                "WriteUnitsPerSecond": 210_000,
                 "Status": "ACTIVE",
             },
             "OnDemandThroughput": {"MaxReadRequestUnits": -1, "MaxWriteRequestUnits": 90_000},
@@ -156,14 +156,14 @@ def test_the_reader_takes_each_setting_from_its_describe_call(
         1_000,
         900,
     )
-    assert (settings.warm_write_units, settings.warm_read_units) == (102_000, 52_000)
+    assert (settings.warm_write_units, settings.warm_read_units) == (210_000, 52_000)
     assert (settings.max_write_units, settings.max_read_units) == (90_000, -1)
     assert (settings.quota_write_units, settings.quota_read_units) == (40_000, 40_000)
     # POST /reservations' own setting overrides the stage-wide one
     assert (settings.api_rate_limit, settings.api_burst_limit) == (40_000.0, 80_000.0)
     assert (settings.usage_plan_rate_limit, settings.usage_plan_burst_limit) == (45_000.0, 90_000.0)
     assert (settings.api_account_rate_limit, settings.api_account_burst_limit) == (10_000.0, 5_000.0)
-    # at 40,000/s: the maximum of 90,000 write units is short (40,000 x 2.0202 / 0.8 = 101,010),
+    # at 40,000/s: the maximum of 90,000 write units is short (40,000 x 4.1937 / 0.8 = 209,684),
     # -1 reads as no maximum, and the account's API throttle is short
     short = {f.key for f in assess_stack(settings, 40_000).findings if not f.ok}
     assert short == {"table_maximum", "table_quota", "api_account_throttle"}

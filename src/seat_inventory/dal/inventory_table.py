@@ -8,6 +8,7 @@ The data access is a package (every DynamoDB key, expression and error code live
 - `reservations`: taking seats (reserve, hold) with the answers, in one transaction per group;
 - `transitions`: confirm, cancel and expire, in one transaction per group;
 - `sweeper_queries`: the hold sweeper's index queries and the expiry outbox;
+- `seat_rows`: mapped seat classes: the seat map, row items, and taking and giving back seats;
 - `tickets`: ticket numbers: the issuer's index, counters, numbering transaction and ledger.
 
 The operator's commands (`seats event ...`) are not part of the service: `seat_tools.operator_commands`
@@ -17,10 +18,11 @@ adds them to this class for the tools.
 from __future__ import annotations
 
 from seat_inventory.dal.reservations import Reservations
+from seat_inventory.dal.seat_rows import SeatRows
 from seat_inventory.dal.sweeper_queries import SweeperQueries
 from seat_inventory.dal.tickets import TicketQueries
 from seat_inventory.dal.transitions import Transitions
 
 
-class InventoryTable(Reservations, Transitions, SweeperQueries, TicketQueries):
+class InventoryTable(Reservations, Transitions, SweeperQueries, TicketQueries, SeatRows):
     """DynamoDB implementation of the `InventoryStore`, `HoldStore` and `TicketStore` ports."""

@@ -300,6 +300,7 @@ def outcome_from_item(item: Mapping[str, Any]) -> ReservationOutcome:
         message_id=_optional_text(item, "message_id"),
         request_type=RequestType(_optional_text(item, "request_type") or RequestType.RESERVE.value),
         hold_expires_at=_optional_int(item, "hold_expires_at"),
+        seats=tuple(v["S"] for v in item["seats"]["L"]) if "seats" in item else None,
     )
 
 
@@ -350,6 +351,8 @@ def record_item(
         value = getattr(outcome, name)
         if value is not None:
             item[name] = number(value)
+    if outcome.seats is not None:
+        item["seats"] = {"L": [{"S": seat} for seat in outcome.seats]}
     if outcome.outcome is Outcome.HELD:
         if outcome.hold_expires_at is None:
             raise ValueError(f"hold {outcome.reservation_id!r} has no expiry")

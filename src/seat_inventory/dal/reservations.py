@@ -35,6 +35,7 @@ from seat_inventory.dal.items import (
     record_item,
     timestamp,
 )
+from seat_inventory.dal.seat_rows import rows_refusal, take_rows_actions
 from seat_inventory.logic.ports import WriteRefused
 from seat_inventory.models import (
     TAKES_SEATS,
@@ -86,6 +87,8 @@ class Reservations(TableAccess):
             return self._put_records(
                 write.outcomes, recorded_at=recorded_at, expires_at=write.rejection_expires_at
             )
+        if write.rows:
+            return self._commit_rows(write, recorded_at)
         actions: list[dict[str, Any]] = []
         if write.seats_taken > 0:
             actions.append(self._take_seats_action(write))
@@ -161,6 +164,24 @@ class Reservations(TableAccess):
                 "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
             }
         }
+
+    def _commit_rows(self, write: GroupWrite, recorded_at: str) -> WriteRefused | None:
+        """A mapped class's take (docs/seating.md): one guarded update per row item instead of the
+        class's inventory item, then the records and counters as for a counted class."""
+        actions = take_rows_actions(self._table_name, write)
+        rows = list(write.rows)
+        actions.extend(self._record_action(write, outcome, recorded_at) for outcome in write.outcomes)
+        counters = write.counters
+        for customer_id, seats in counters.items():
+            assert write.max_per_customer is not None
+            actions.append(self._count_customer_action(write.key, customer_id, seats, write.max_per_customer))
+        cancelled = call_expecting(
+            TRANSACTION_CANCELED, self._client.transact_write_items, TransactItems=actions
+        )
+        if not isinstance(cancelled, ClientError):
+            return None
+        reasons = cancellation_reasons(cancelled, len(rows) + len(write.outcomes) + len(counters))
+        return rows_refusal(cancelled, reasons, rows, write.outcomes, list(counters))
 
     def _record_action(
         self, write: GroupWrite, outcome: ReservationOutcome, recorded_at: str

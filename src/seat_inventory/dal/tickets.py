@@ -241,9 +241,10 @@ class TicketQueries(TableAccess):
         return batches
 
     def mark_batches_published(self, batches: Sequence[TicketBatch]) -> int:
-        """`REMOVE gsi2pk, gsi2sk` per batch, conditional on it still being in the outbox."""
-        cleared = 0
-        for batch in batches:
+        """`REMOVE gsi2pk, gsi2sk` per batch, conditional on it still being in the outbox; 16 at a
+        time (one by one, a round of 20,000 sales spent about 1.5 s here: `seats simulate`)."""
+
+        def clear(batch: TicketBatch) -> bool:
             answer = call_expecting(
                 CONDITION_FAILED,
                 self._client.update_item,
@@ -255,9 +256,13 @@ class TicketQueries(TableAccess):
                 UpdateExpression="REMOVE gsi2pk, gsi2sk",
                 ConditionExpression="attribute_exists(gsi2pk)",
             )
-            if not isinstance(answer, ClientError):
-                cleared += 1
-        return cleared
+            return not isinstance(answer, ClientError)
+
+        if len(batches) <= 1:
+            return sum(clear(b) for b in batches)
+        if self._query_pool is None:
+            self._query_pool = ThreadPoolExecutor(MAX_CONCURRENT_QUERIES, thread_name_prefix="tickets")
+        return sum(self._query_pool.map(clear, batches))
 
     # ------------------------------------------------------------------ numbering and audit reads
 

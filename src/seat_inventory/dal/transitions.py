@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,8 +31,16 @@ from seat_inventory.dal.items import (
     reservation_key,
     timestamp,
 )
+from seat_inventory.dal.seat_rows import release_rows_actions
 from seat_inventory.logic.ports import TransitionsRefused
-from seat_inventory.models import Outcome, ReservationRecord, RetryableError, SeatKey, Transition
+from seat_inventory.models import (
+    Outcome,
+    ReservationRecord,
+    RetryableError,
+    SeatKey,
+    StoreInconsistency,
+    Transition,
+)
 
 BATCH_GET_LIMIT = 100
 BATCH_GET_ATTEMPTS = 5
@@ -126,12 +135,20 @@ class Transitions(TableAccess):
                 customer = transition.record.answer.customer_id or ""
                 counters[customer] = counters.get(customer, 0) + transition.record.quantity
         changed_at = timestamp()
-        actions = [
-            self._inventory_delta_action(
-                key, _InventoryDelta.of(by_shard[shard]), capacity if shard == 0 else None, shard
-            )
-            for shard in shards
-        ]
+        mapped = any(t.record.seats for t in transitions)
+        # A mapped class (docs/seating.md): one update per row item its seats are on, guarded on
+        # each seat's state, instead of the class's inventory item.
+        actions = (
+            release_rows_actions(self._table_name, key, transitions)
+            if mapped
+            else [
+                self._inventory_delta_action(
+                    key, _InventoryDelta.of(by_shard[shard]), capacity if shard == 0 else None, shard
+                )
+                for shard in shards
+            ]
+        )
+        inventory_actions = len(actions)
         actions += [
             self._transition_action(t, now=now, changed_at=changed_at, release_expires_at=release_expires_at)
             for t in transitions
@@ -154,9 +171,22 @@ class Transitions(TableAccess):
             TRANSACTION_CANCELED, self._client.transact_write_items, TransactItems=actions
         )
         if isinstance(cancelled, ClientError):
-            return self._transition_refusal(
-                cancelled, transitions, customers, inventory_actions=len(shards), pools=pools
+            refused = self._transition_refusal(
+                cancelled,
+                transitions,
+                customers,
+                inventory_actions=inventory_actions,
+                rows=mapped,
+                pools=pools,
             )
+            if mapped and refused.inventory_refused:
+                # A seat not in the state its record says, with every record as read: the rows
+                # and the records disagree (a row refused because a record changed meanwhile
+                # is that record's refusal, answered from the record).
+                if not refused.records:
+                    raise StoreInconsistency(f"{key}: seats are not in the state their records say")
+                return dataclasses.replace(refused, inventory_refused=False)
+            return refused
         return None
 
     def _inventory_delta_action(
@@ -272,6 +302,7 @@ class Transitions(TableAccess):
         customers: Sequence[str],
         *,
         inventory_actions: int,
+        rows: bool = False,
         pools: Sequence[str] = (),
     ) -> TransitionsRefused:
         reasons = cancellation_reasons(
@@ -292,7 +323,11 @@ class Transitions(TableAccess):
                 records[transition.record.reservation_id] = record_from_item(old) if old else None
         return TransitionsRefused(
             inventory_refused=inventory_refused,
-            inventory=inventory_from_item(old_inventory) if inventory_refused and old_inventory else None,
+            inventory=(
+                inventory_from_item(old_inventory)
+                if inventory_refused and old_inventory and not rows
+                else None
+            ),
             records=records,
             counters_refused=frozenset(
                 c for c, r in zip(customers, counter_reasons, strict=True) if failed_condition(r)

@@ -23,6 +23,7 @@ from seat_inventory.logic.inventory_hints import InventoryHints
 from seat_inventory.logic.limits import MAX_ACTIONS_PER_TRANSACTION, MAX_SETTLE_ROUNDS
 from seat_inventory.logic.ports import Clock, InventoryStore
 from seat_inventory.logic.retry_deadline import ConflictDeadline
+from seat_inventory.logic.seat_map import row_item_of
 from seat_inventory.models import (
     ChangeRequest,
     Outcome,
@@ -60,6 +61,7 @@ def _change_answer(
         message_id=request.message_id,
         request_type=request.request_type,
         hold_expires_at=record.hold_expires_at,
+        seats=answer.seats,
     )
 
 
@@ -151,10 +153,13 @@ def _prefix_that_fits(transitions: Sequence[Transition]) -> int:
     actions = 0
     shards: set[int] = set()  # one inventory update per shard item the records' seats came from
     customers: set[str] = set()
+    rows: set[str] = set()  # a mapped class: one update per row item its seats are on
     pools: set[str] = set()  # one update per capacity pool the records' seats came from
     for index, transition in enumerate(transitions):
         extra = 1 + len(set(transition.record.pools) - pools)
-        if transition.record.shard not in shards:
+        new_rows = {row_item_of(s)[0] for s in transition.record.seats} - rows
+        extra += len(new_rows)
+        if transition.record.shard not in shards and not transition.record.seats:
             extra += 1
         customer = transition.record.answer.customer_id or ""
         if transition.uncounts_customer and customer not in customers:
@@ -162,6 +167,7 @@ def _prefix_that_fits(transitions: Sequence[Transition]) -> int:
         if actions + extra > MAX_ACTIONS_PER_TRANSACTION:
             return index
         actions += extra
+        rows |= new_rows
         shards.add(transition.record.shard)
         pools.update(transition.record.pools)
         if transition.uncounts_customer:
@@ -212,7 +218,9 @@ def _commit_transitions(
     deadline: ConflictDeadline,
 ) -> None:
     capacity: int | None = None
-    if any(t.releases_seats for t in pending):
+    # A mapped class's seats go back to its row items, each guarded on the seats' states: no
+    # capacity to check (docs/seating.md).
+    if any(t.releases_seats and not t.record.seats for t in pending):
         # Seats given back are guarded against the capacity; the condition checks the value
         # assumed here, so a stale hint costs one refused round, never a wrong write.
         item = hints.assumed(key) or deadline.patiently(

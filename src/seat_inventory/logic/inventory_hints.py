@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from seat_inventory.logic.admission import AdaptiveWriteLimit
+from seat_inventory.logic.settle_mapped import SeatMaps
 from seat_inventory.logic.shards import Draws
 from seat_inventory.models import PoolInventory, SeatClassInventory, SeatKey
 
@@ -53,6 +54,8 @@ class InventoryHints:
         self._shards: dict[SeatKey, OwnShard] = {}
         # The most reservations this container writes in one transaction (`logic.admission`).
         self.write_limit = AdaptiveWriteLimit()
+        # Seat maps and the last view of each mapped class's rows (docs/seating.md).
+        self.seat_maps = SeatMaps()
 
     def should_read_first(self, key: SeatKey, seats_wanted: int, now: float | None = None) -> bool:
         known = self._seats_left.get(key)

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from seat_inventory.logic.seat_map import SeatMap
 from seat_inventory.models import (
     GroupWrite,
     NumbersRefused,
@@ -18,6 +19,7 @@ from seat_inventory.models import (
     ReservationRecord,
     SeatClassInventory,
     SeatKey,
+    SeatRow,
     ShardSurvey,
     TicketBatch,
     TicketFormat,
@@ -56,6 +58,9 @@ class WriteRefused:
     written: frozenset[str] = frozenset()
     tokens_used: Mapping[str, str] = field(default_factory=dict)
     pools_refused: Mapping[str, PoolInventory | None] = field(default_factory=dict)
+    # A mapped class's write (`GroupWrite.rows`): the row items whose guard failed, as they were
+    # (None: no such item).
+    rows: Mapping[str, SeatRow | None] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +125,16 @@ class InventoryStore(Protocol):
 
     def read_reservations(self, reservation_ids: Sequence[str]) -> dict[str, ReservationRecord]:
         """The records of these reservation ids, read strongly consistently; missing ids are absent."""
+        ...
+
+    def read_seat_map(self, event_id: str) -> SeatMap | None:
+        """The event's seat map (its mapped classes), or None when it has none (docs/seating.md)."""
+        ...
+
+    def read_seat_rows(self, key: SeatKey, row_ids: Sequence[str] | None = None) -> dict[str, SeatRow]:
+        """Row items of a mapped class by row item id: those named, read strongly consistently, or
+        (None) all of them, eventually consistent (a view for placing, never a decision: each take
+        is guarded on its seats)."""
         ...
 
     def commit_transitions(

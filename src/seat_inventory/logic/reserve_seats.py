@@ -29,6 +29,7 @@ from seat_inventory.logic.limits import MAX_RESERVATIONS_PER_TRANSACTION
 from seat_inventory.logic.ports import Clock, InventoryStore, OutcomePublisher
 from seat_inventory.logic.retry_deadline import ConflictDeadline
 from seat_inventory.logic.settle_group import settle_group
+from seat_inventory.logic.settle_mapped import MappedContext, settle_mapped
 from seat_inventory.models import (
     BatchResult,
     ChangeRequest,
@@ -224,7 +225,8 @@ def _settle_groups(
     answers: dict[str, ReservationOutcome] = {}
     failed: dict[str, str] = {}
     for key, requests in groups.items():
-        remaining = list(requests)
+        counted = _settle_if_mapped(key, requests, answers, failed, store, clock, settings, hints, deadline)
+        remaining = list(counted)
         while remaining:
             chunk = remaining[:MAX_RESERVATIONS_PER_TRANSACTION]
             try:
@@ -245,6 +247,60 @@ def _settle_groups(
             answers.update(settled)
             remaining = leftover + remaining[len(chunk) :]
     return answers, failed
+
+
+def _settle_if_mapped(
+    key: SeatKey,
+    requests: list[ReservationRequest],
+    answers: dict[str, ReservationOutcome],
+    failed: dict[str, str],
+    store: InventoryStore,
+    clock: Clock,
+    settings: Settings,
+    hints: InventoryHints,
+    deadline: ConflictDeadline,
+) -> list[ReservationRequest]:
+    """Settles a mapped class's group (docs/seating.md), one transaction per request, and returns
+    nothing left to do; for a counted class, answers the requests that name seats or seat options
+    INVALID and returns the others for the counted planner, exactly as before maps existed."""
+    class_map = None
+    # A class seen as counted (its item read or handed back, as the planner does before its first
+    # write to a class) is counted for good: no map to look for.
+    if hints.assumed(key) is None:
+        try:
+            class_map = deadline.patiently(
+                clock, lambda: hints.seat_maps.class_map(store, key), "reading the seat map"
+            )
+        except RetryableError as exc:
+            reason = f"{key.event_id} {key.seat_class}: reading the seat map: {type(exc).__name__}: {exc}"
+            failed.update((r.message_id, reason) for r in requests)
+            return []
+    if class_map is not None:
+        ttl = settings.rejection_record_ttl_seconds
+        context = MappedContext(store, clock, hints.seat_maps, ttl, deadline)
+        settled, mapped_failed = settle_mapped(key, class_map, requests, context=context)
+        answers.update(settled)
+        failed.update(mapped_failed)
+        return []
+    counted = []
+    for request in requests:
+        if request.seats is not None or request.split or request.accessible:
+            reason = f"{key.event_id} {key.seat_class} is not a mapped seat class: seats, split and"
+            answers[request.reservation_id] = _invalid_answer(
+                InvalidMessage(
+                    request.message_id,
+                    reason + " accessible do not apply",
+                    request.reservation_id,
+                    request.event_id,
+                    request.seat_class,
+                    request.quantity,
+                    request.customer_id,
+                    request.request_type,
+                )
+            )
+        else:
+            counted.append(request)
+    return counted
 
 
 def _count_seats(result: BatchResult, outcome: ReservationOutcome) -> None:

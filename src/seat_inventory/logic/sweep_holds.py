@@ -97,6 +97,7 @@ def expiry_outcome(record: ReservationRecord) -> ReservationOutcome:
         customer_id=answer.customer_id,
         request_type=RequestType.EXPIRE,
         hold_expires_at=record.hold_expires_at,
+        seats=answer.seats,
     )
 
 

@@ -53,6 +53,9 @@ def outcome_document(outcome: ReservationOutcome) -> dict[str, Any]:
     if outcome.tickets is not None:
         # Only a TICKETED outcome (docs/tickets.md) carries its formatted ticket numbers.
         document["tickets"] = list(outcome.tickets)
+    if outcome.seats is not None:
+        # A mapped class's seats (docs/seating.md): taken, or not free (SEATS_TAKEN), or stranded.
+        document["seats"] = list(outcome.seats)
     return document
 
 

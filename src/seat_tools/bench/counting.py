@@ -101,6 +101,26 @@ def _message_fields(body: str) -> tuple[str | None, str | None, str | None]:
     return text[0], text[1], text[2]
 
 
+# The table's global secondary indexes (template.yaml), by their partition key attribute, and
+# whether an entry carries the whole item (ProjectionType ALL) or a few attributes (under 1 KB).
+INDEX_KEYS = {"gsi1pk": True, "gsi2pk": False}  # HoldsByExpiry (ALL), TicketsToIssue (INCLUDE)
+
+
+def index_write_units(item: Mapping[str, Any] | None = None, update_expression: str = "") -> float:
+    """Write units DynamoDB bills to the indexes for one write (1 per KB of each index entry
+    written or deleted, never doubled by a transaction): a put of an item with an index's key
+    writes its entry; an update that sets or removes an index's key writes or deletes one (the
+    item's other attributes are under 1 KB). Updates that change only a projected attribute of an
+    item already in an index are not counted (the service makes none on a hot path)."""
+    units = 0.0
+    for attribute, whole_item in INDEX_KEYS.items():
+        if item is not None and attribute in item:
+            units += math.ceil(item_size(item) / KB) if whole_item else 1
+        elif attribute in update_expression:
+            units += 1
+    return units
+
+
 def is_inventory_key(key: Mapping[str, Mapping[str, Any]] | None) -> bool:
     """Whether a key names a seat class's inventory item (the item every reservation of an event hits)."""
     if not key:
@@ -171,6 +191,7 @@ class RequestCounter:
         self.http_requests: Counter[str] = Counter()
         self.reported_capacity: dict[str, float] = {}
         self.put_write_units = 0.0
+        self.index_write_units = 0.0  # the global secondary indexes' writes (`index_write_units`)
         self.hot_item_writes = 0  # write actions on an inventory item (transactional count twice)
         self.hot_item_write_requests = 0  # requests that wrote (or tried to write) an inventory item
         self.other_key_writes = 0  # updates/condition checks of other items, same weighting
@@ -338,8 +359,10 @@ class RequestCounter:
         1 KB) and whether it touches an inventory item; (0, False) for any other request."""
         if operation == "PutItem":
             self.put_write_units += math.ceil(item_size(params["Item"]) / KB)
+            self.index_write_units += index_write_units(params["Item"])
         elif operation in ("UpdateItem", "DeleteItem"):
             self._note_keyed_write(params.get("Key"), factor=1)
+            self.index_write_units += index_write_units(update_expression=params.get("UpdateExpression", ""))
             if is_inventory_key(params.get("Key")):
                 self.hot_item_write_requests += 1
         elif operation == "BatchWriteItem":
@@ -347,6 +370,7 @@ class RequestCounter:
                 for request in requests:
                     if "PutRequest" in request:
                         self.put_write_units += math.ceil(item_size(request["PutRequest"]["Item"]) / KB)
+                        self.index_write_units += index_write_units(request["PutRequest"]["Item"])
                     else:
                         self.other_key_writes += 1
         elif operation == "TransactWriteItems":
@@ -358,7 +382,11 @@ class RequestCounter:
                     put_units = 2 * math.ceil(item_size(body["Item"]) / KB)
                     self.put_write_units += put_units
                     transaction_units += put_units
+                    self.index_write_units += index_write_units(body["Item"])
                 else:
+                    self.index_write_units += index_write_units(
+                        update_expression=body.get("UpdateExpression", "")
+                    )
                     touched_hot |= is_inventory_key(body.get("Key"))
                     self._note_keyed_write(body.get("Key"), factor=2)
                     transaction_units += 2
@@ -405,6 +433,7 @@ class RequestCounter:
                 "http_requests": dict(self.http_requests),
                 "reported_capacity": dict(self.reported_capacity),
                 "put_write_units": self.put_write_units,
+                "index_write_units": self.index_write_units,
                 "hot_item_writes": self.hot_item_writes,
                 "hot_item_write_requests": self.hot_item_write_requests,
                 "other_key_writes": self.other_key_writes,

@@ -67,11 +67,14 @@ def billed_write_units(counts: Mapping[str, Any], *, inventory_item_bytes: int) 
 
     Keyed writes other than inventory items are customer counters and reservation status
     updates, all well under 1 KB; they are priced at 1 unit (times the transactional factor
-    already in the count).
+    already in the count). The global secondary indexes' writes (a sold record entering
+    TicketsToIssue, a hold entering HoldsByExpiry, ...) are added as counted
+    (`counting.index_write_units`).
     """
     inventory_units = math.ceil(max(inventory_item_bytes, 1) / KB)
     return (
         float(counts.get("put_write_units", 0.0))
+        + float(counts.get("index_write_units", 0.0))
         + counts.get("hot_item_writes", 0) * inventory_units
         + counts.get("other_key_writes", 0)
     )

@@ -14,6 +14,9 @@ from typing import Any
 
 import click
 
+from seat_inventory.dal.seat_rows import SaleRules
+from seat_inventory.logic.seat_map import Row, SeatFlag, SeatMap, SeatMapError, row_item_of
+from seat_inventory.logic.seat_map import load_file as load_seat_map
 from seat_inventory.models import (
     MAX_SHARDS,
     EventAlreadyExists,
@@ -24,6 +27,8 @@ from seat_inventory.models import (
     SaleStatus,
     SeatClassInventory,
     SeatKey,
+    SeatRow,
+    SeatState,
     UnknownSeatClass,
     iso_utc,
 )
@@ -157,7 +162,13 @@ _MAX_PER_CUSTOMER_OPTION = click.option(
 
 @event.command("create")
 @click.argument("event_id")
-@click.option("--capacity", type=click.IntRange(min=1), required=True, help="Seats in this seat class.")
+@click.option("--capacity", type=click.IntRange(min=1), help="Seats in this (counted) seat class.")
+@click.option(
+    "--seat-map",
+    "seat_map_path",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Create the mapped seat classes of this JSON or CSV seat map instead (docs/seating.md).",
+)
 @click.option(
     "--seat-class",
     default=DEFAULT_SEAT_CLASS,
@@ -201,15 +212,50 @@ def create(
     output: OutputFormat,
     shards: int,
     pools: str,
+    seat_map_path: str | None,
 ) -> None:
     """Create the inventory of EVENT_ID's seat class. An existing seat class is an error, never overwritten.
 
-    The sale rules can be given now or later (`seats event limit/schedule/close`).
+    The sale rules can be given now or later (`seats event limit/schedule/close`). With
+    --seat-map, every mapped class of the map is created instead (an event has one map; counted
+    classes are added beside it with --capacity); its sale rules are given now, copied on each of
+    its row items.
     """
+    if seat_map_path is not None:
+        if require_admission:
+            raise click.UsageError(
+                "--require-admission applies to counted classes: mapped classes do not check"
+                " admission tokens yet (docs/admission.md)"
+            )
+        if pools:
+            raise click.UsageError(
+                "--pools applies to counted classes: mapped classes do not take from capacity"
+                " pools yet (docs/pools.md)"
+            )
+        _create_mapped(
+            obj,
+            event_id,
+            seat_map_path,
+            capacity,
+            seat_class,
+            shards,
+            max_per_customer,
+            _epoch(starts_at, "--starts-at"),
+            _epoch(ends_at, "--ends-at"),
+            closed,
+        )
+        return
+    if capacity is None:
+        raise click.UsageError("give --capacity (a counted class) or --seat-map (mapped classes)")
     key = SeatKey(
         _checked_id("event_id", event_id, MAX_ID_LENGTH),
         _checked_id("seat_class", seat_class, MAX_SEAT_CLASS_LENGTH),
     )
+    seat_map = obj.inventory_table().read_seat_map(key.event_id)
+    if seat_map is not None and key.seat_class in seat_map.classes:
+        raise click.ClickException(
+            f"event {key.event_id!r} has mapped seat class {key.seat_class!r}; nothing was changed"
+        )
     try:
         created = obj.inventory_table().create_seat_class(
             key,
@@ -236,6 +282,100 @@ def create(
         click.echo(f"created {created.event_id} {created.seat_class}: capacity {created.capacity}{spread}")
     else:
         _print_classes([created], output)
+
+
+def _create_mapped(
+    obj: CliContext,
+    event_id: str,
+    path: str,
+    capacity: int | None,
+    seat_class: str,
+    shards: int,
+    max_per_customer: int | None,
+    starts_at: int | None,
+    ends_at: int | None,
+    closed: bool,
+) -> None:
+    """`seats event create EVENT --seat-map FILE`: the map's classes, their row items, the map."""
+    if capacity is not None or shards != 1 or seat_class != DEFAULT_SEAT_CLASS:
+        raise click.UsageError(
+            "--seat-map takes its classes and seats from the map: no --capacity, --seat-class or --shards"
+        )
+    event_id = _checked_id("event_id", event_id, MAX_ID_LENGTH)
+    try:
+        seat_map = load_seat_map(path)
+    except SeatMapError as exc:
+        raise click.BadParameter(f"{path}: {exc}", param_hint="--seat-map") from exc
+    table = obj.inventory_table()
+    counted = {c.seat_class for c in table.get_event(event_id)} & set(seat_map.classes)
+    if counted:
+        raise click.ClickException(
+            f"event {event_id!r} already has counted seat class(es) {sorted(counted)}; nothing was changed"
+        )
+    try:
+        table.create_seat_map(event_id, seat_map, SaleRules(max_per_customer, starts_at, ends_at, closed))
+    except EventAlreadyExists as exc:
+        raise click.ClickException(f"{exc}; nothing was changed") from exc
+    except RetryableError as exc:
+        explained = explain(exc, doing="the seat map was not created (run the command again)")
+        raise (explained or click.ClickException(str(exc))) from exc
+    classes = ", ".join(f"{name} {c.capacity} seats" for name, c in seat_map.classes.items())
+    click.echo(f"created {event_id} seat map: {classes}")
+
+
+SEAT_CHARS = {SeatState.HELD: "h", SeatState.SOLD: "s", SeatState.BLOCKED: "#"}
+
+
+def _row_picture(row: Row, rows: dict[str, SeatRow]) -> str:
+    """One row, a character per seat: `.` free (`w` wheelchair, `c` companion), `h` held, `s` sold,
+    `#` blocked."""
+    chars = []
+    for seat in row.seats:
+        row_id, position = row_item_of(seat.seat_id)
+        item = rows.get(row_id)
+        state = item.states.get(position) if item is not None else None
+        if state is not None:
+            chars.append(SEAT_CHARS[state])
+        elif SeatFlag.WHEELCHAIR in seat.flags:
+            chars.append("w")
+        elif SeatFlag.COMPANION in seat.flags:
+            chars.append("c")
+        else:
+            chars.append(".")
+    return "".join(chars)
+
+
+def _show_mapped(
+    table: OperatorTable, event_id: str, seat_map: SeatMap, seats: bool, output: OutputFormat
+) -> list[dict[str, Any]]:
+    """The mapped classes' totals (the sums of their row items), and with `seats` each section row by row."""
+    documents = []
+    for name, class_map in seat_map.classes.items():
+        rows = table.read_seat_rows(SeatKey(event_id, name))
+        document: dict[str, Any] = {
+            "seat_class": name,
+            "seats": len(class_map.seats),
+            "available": sum(r.available for r in rows.values()),
+            "held": sum(r.held for r in rows.values()),
+            "sold": sum(r.sold for r in rows.values()),
+            "orphans": class_map.orphans.value,
+            # The rows' copies of the sale status (CLOSED/OPEN while `seats event close/open` runs).
+            "sale_status": "/".join(sorted({r.sale_status.value for r in rows.values()})) or "-",
+        }
+        if seats:
+            document["rows"] = {f"{r.section}-{r.name}": _row_picture(r, rows) for r in class_map.rows}
+        documents.append(document)
+    if output is OutputFormat.TABLE:
+        header = f"{'MAPPED CLASS':<16}{'SEATS':>10}{'AVAILABLE':>11}{'HELD':>10}{'SOLD':>10}"
+        click.echo(f"{header}  ORPHANS  SALE")
+        for d in documents:
+            counts = f"{d['seats']:>10}{d['available']:>11}{d['held']:>10}{d['sold']:>10}"
+            click.echo(f"{d['seat_class']:<16}{counts}  {d['orphans']:<7}  {d['sale_status']}")
+        for d in documents if seats else []:
+            click.echo(f"{d['seat_class']}  (. free, w wheelchair, c companion, h held, s sold, # blocked)")
+            for row, picture in d["rows"].items():
+                click.echo(f"  {row:<12}{picture}")
+    return documents
 
 
 @event.command("reshard")
@@ -298,17 +438,32 @@ def _shard_documents(c: SeatClassInventory) -> list[dict[str, Any]]:
 @click.argument("event_id")
 @output_option
 @click.option("--shards", "per_shard", is_flag=True, help="Also show each shard item of every class.")
+@click.option("--seats", "per_seat", is_flag=True, help="Also show each mapped class's sections row by row.")
 @pass_cli
-def show(obj: CliContext, event_id: str, output: OutputFormat, per_shard: bool) -> None:
+def show(obj: CliContext, event_id: str, output: OutputFormat, per_shard: bool, per_seat: bool) -> None:
     """Show capacity, available, held and sold seats, sale state and limit per seat class of EVENT_ID.
 
     SALE is OPEN, CLOSED (by `seats event close`), SCHEDULED (before its window) or ENDED. The
     totals of a sharded class come from one consistent read of all its shard items; --shards
     lists them (a shard not routed to any more was retired by `seats event reshard`).
     """
-    classes = obj.inventory_table().get_event(event_id)
-    if not classes:
+    table = obj.inventory_table()
+    classes = table.get_event(event_id)
+    seat_map = table.read_seat_map(event_id)
+    if not classes and seat_map is None:
         raise click.ClickException(f"event {event_id!r} not found")
+    if seat_map is not None and output is not OutputFormat.TABLE:
+        mapped = _show_mapped(table, event_id, seat_map, per_seat, output)
+        documents = [_class_document(c, time.time()) for c in classes]
+        if output is OutputFormat.JSON:
+            print_json({"event_id": event_id, "seat_classes": documents, "mapped_classes": mapped})
+        else:
+            print_text([*documents, *mapped])
+        return
+    if seat_map is not None:
+        _show_mapped(table, event_id, seat_map, per_seat, output)
+        if not classes:
+            return
     now = time.time()
     documents = [
         {**_class_document(c, now), **({"shards": _shard_documents(c)} if per_shard else {})} for c in classes
@@ -417,16 +572,36 @@ def _class_command(name: str) -> Callable[[Callable[..., None]], click.Command]:
     return register
 
 
+def _set_status(
+    obj: CliContext, event_id: str, seat_class: str | None, status: SaleStatus, output: OutputFormat
+) -> None:
+    """Close or open counted classes (one write each) and mapped ones (a write per row item,
+    docs/seating.md); the mapped classes are reported on stderr."""
+    table = obj.inventory_table()
+    seat_map = table.read_seat_map(_checked_id("event_id", event_id, MAX_ID_LENGTH))
+    mapped = [name for name in (seat_map.classes if seat_map else {}) if seat_class in (None, name)]
+    for name in mapped:
+        try:
+            rows = table.set_rows_sale_status(SeatKey(event_id, name), status)
+        except RetryableError as exc:
+            explained = explain(exc, doing=f"{name} may be {status.value} on only some rows (run it again)")
+            raise (explained or click.ClickException(str(exc))) from exc
+        click.echo(f"{event_id} {name}: sale {status.value} on its {rows} row item(s)", err=True)
+    if mapped and (seat_class is not None or not table.get_event(event_id)):
+        return
+    _apply(obj, event_id, seat_class, lambda t, k: t.set_sale_status(k, status), output)
+
+
 @_class_command("close")
 def close(obj: CliContext, event_id: str, seat_class: str | None, output: OutputFormat) -> None:
     """Stop selling EVENT_ID: reserve and hold are answered SALE_CLOSED. Confirm and cancel go on."""
-    _apply(obj, event_id, seat_class, lambda t, k: t.set_sale_status(k, SaleStatus.CLOSED), output)
+    _set_status(obj, event_id, seat_class, SaleStatus.CLOSED, output)
 
 
 @_class_command("open")
 def open_(obj: CliContext, event_id: str, seat_class: str | None, output: OutputFormat) -> None:
     """Sell EVENT_ID again after `close` (its sale window, if any, still applies)."""
-    _apply(obj, event_id, seat_class, lambda t, k: t.set_sale_status(k, SaleStatus.OPEN), output)
+    _set_status(obj, event_id, seat_class, SaleStatus.OPEN, output)
 
 
 @_class_command("schedule")
@@ -487,6 +662,15 @@ def admission(
     """
     if required is None:
         raise click.UsageError("give --required or --not-required")
+    seat_map = obj.inventory_table().read_seat_map(_checked_id("event_id", event_id, MAX_ID_LENGTH))
+    mapped = sorted(name for name in (seat_map.classes if seat_map else {}) if seat_class in (None, name))
+    if mapped and seat_class is not None:
+        raise click.UsageError(
+            f"{seat_class} is a mapped class: mapped classes do not check admission tokens yet"
+            " (docs/admission.md)"
+        )
+    if mapped:
+        click.echo(f"{event_id}: mapped classes {', '.join(mapped)} do not check admission tokens", err=True)
     _apply(obj, event_id, seat_class, lambda t, k: t.set_admission_required(k, required), output)
 
 

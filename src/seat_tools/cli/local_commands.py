@@ -206,7 +206,7 @@ def up(
                     _say("no runner: messages stay in the queue. Ctrl-C to stop.")
                     _wait_forever()
                     return
-                config = runner_config(stack, workers=workers, sweep_interval_s=sweep_interval)
+                config = runner_config(stack, workers=workers, sweep_interval_s=sweep_interval, issuer=True)
                 with LocalRunner(config) as runner:
                     _say(
                         f"{config.workers} worker(s) running {config.handler}; their logs: {stack.log_dir}."
@@ -214,6 +214,11 @@ def up(
                     )
                     if config.sweep_handler:
                         _say(f"sweeper: {config.sweep_handler} every {config.sweep_interval_s:g} s")
+                    if config.issue_handler:
+                        _say(
+                            f"ticket issuer: {config.issue_handler} every {config.issue_interval_s:g} s,"
+                            f" {config.issue_seconds} s a run (on AWS: every minute, 50 s a run)"
+                        )
                     _wait_forever(lambda: runner.stats.as_dict())
         except KeyboardInterrupt:
             pass
@@ -339,6 +344,8 @@ SUMMARY_ROWS = (
     ("outcomes_missing", "reservation ids sent that got no answer (must be 0)"),
     ("inconsistent", "reservation ids answered two different ways (must be 0)"),
     ("dlq_depth", "messages in the dead-letter queue (must be 0)"),
+    ("tickets_defects", "defects of the event's ticket numbers, seats tickets audit (must be 0)"),
+    ("reservations_numbered", "reservations the ticket issuer numbered"),
     ("workers", "function instances"),
     ("shards", "items the seat class is kept in (recommended: at least the workers)"),
     ("invocations", "function invocations"),
@@ -364,6 +371,11 @@ def _print_summary(summary: Mapping[str, Any]) -> None:
             " {throttled_requests} throttled requests, {write_units_cancelled:g} write units spent on"
             " cancelled transactions".format(**contention)
         )
+    audit = summary.get("tickets_audit")
+    if audit is not None:
+        click.echo("  tickets audit: " + ("ticket numbers sound" if audit == "ok" else "DEFECTS"))
+        for defect in [] if audit == "ok" else audit:
+            click.echo(f"    {defect}")
     for line in explain(summary):
         click.echo(line)
     verdict = "all checks passed" if checks_passed(summary) else "CHECKS FAILED"

@@ -212,6 +212,38 @@ def _seat_request(
     )
 
 
+def _mapped_options(function: Callable[..., None]) -> Callable[..., None]:
+    """--seat (repeatable), --split and --accessible: a request on a mapped class (docs/seating.md)."""
+    function = click.option(
+        "--accessible", is_flag=True, help="Mapped class: wheelchair and companion seats may be given."
+    )(function)
+    function = click.option(
+        "--split", is_flag=True, help="Mapped class, best available: seats apart when no block fits."
+    )(function)
+    return click.option(
+        "--seat",
+        "seats",
+        multiple=True,
+        help="Mapped class: a chosen seat id (e.g. S101-R12-7); repeat for each seat. Replaces --quantity.",
+    )(function)
+
+
+def _with_seats(
+    body: dict[str, Any], quantity: int | None, seats: tuple[str, ...], split: bool, accessible: bool
+) -> dict[str, Any]:
+    """The request with its mapped-class fields; --quantity or --seat, one of the two."""
+    if (quantity is None) == (not seats):
+        raise click.UsageError("give --quantity N (best available, or a counted class) or --seat ID ...")
+    if seats:
+        body.pop("quantity")
+        body["seats"] = list(seats)
+    if split:
+        body["split"] = True
+    if accessible:
+        body["accessible"] = True
+    return body
+
+
 _CUSTOMER_OPTION = click.option("--customer", required=True, help="Customer id sent with the request.")
 _SEAT_CLASS_OPTION = click.option("--seat-class", help="Seat class (default: the service's).")
 _ADMISSION_TOKEN_OPTION = click.option(
@@ -222,10 +254,11 @@ _ADMISSION_TOKEN_OPTION = click.option(
 
 @click.command()
 @click.argument("event_id")
-@click.option("--quantity", type=click.IntRange(min=1), required=True, help="Seats to reserve.")
+@click.option("--quantity", type=click.IntRange(min=1), help="Seats to reserve.")
 @_CUSTOMER_OPTION
 @_SEAT_CLASS_OPTION
 @click.option("--reservation-id", help="Reservation id (the dedupe key); default r-<12 random hex>.")
+@_mapped_options
 @_ADMISSION_TOKEN_OPTION
 @_wait_options
 @output_option
@@ -233,10 +266,13 @@ _ADMISSION_TOKEN_OPTION = click.option(
 def reserve(
     obj: CliContext,
     event_id: str,
-    quantity: int,
+    quantity: int | None,
     customer: str,
     seat_class: str | None,
     reservation_id: str | None,
+    seats: tuple[str, ...],
+    split: bool,
+    accessible: bool,
     admission_token: str | None,
     wait: bool,
     timeout: float,
@@ -247,7 +283,9 @@ def reserve(
     Send the same --reservation-id again to see the service answer a duplicate. With --wait,
     print the answer (exit 0 when CONFIRMED, 1 otherwise).
     """
-    body = _seat_request(event_id, quantity, customer, seat_class, _new_reservation_id(reservation_id, "r"))
+    reservation_id = _new_reservation_id(reservation_id, "r")
+    body = _seat_request(event_id, quantity or len(seats), customer, seat_class, reservation_id)
+    body = _with_seats(body, quantity, seats, split, accessible)
     if admission_token is not None:
         body["admission_token"] = admission_token
     _send(obj, body, wait=wait, timeout=timeout, output=output, event_id=event_id)
@@ -255,7 +293,7 @@ def reserve(
 
 @click.command()
 @click.argument("event_id")
-@click.option("--quantity", type=click.IntRange(min=1), required=True, help="Seats to hold.")
+@click.option("--quantity", type=click.IntRange(min=1), help="Seats to hold.")
 @_CUSTOMER_OPTION
 @_SEAT_CLASS_OPTION
 @click.option(
@@ -264,6 +302,7 @@ def reserve(
     help="How long the seats are kept (the service's default 600 s when omitted; at most MaxHoldSeconds).",
 )
 @click.option("--reservation-id", help="Reservation id (the dedupe key); default h-<12 random hex>.")
+@_mapped_options
 @_ADMISSION_TOKEN_OPTION
 @_wait_options
 @output_option
@@ -271,11 +310,14 @@ def reserve(
 def hold(
     obj: CliContext,
     event_id: str,
-    quantity: int,
+    quantity: int | None,
     customer: str,
     seat_class: str | None,
     hold_seconds: int | None,
     reservation_id: str | None,
+    seats: tuple[str, ...],
+    split: bool,
+    accessible: bool,
     admission_token: str | None,
     wait: bool,
     timeout: float,
@@ -288,8 +330,11 @@ def hold(
     """
     body = {
         "type": "hold",
-        **_seat_request(event_id, quantity, customer, seat_class, _new_reservation_id(reservation_id, "h")),
+        **_seat_request(
+            event_id, quantity or len(seats), customer, seat_class, _new_reservation_id(reservation_id, "h")
+        ),
     }
+    body = _with_seats(body, quantity, seats, split, accessible)
     if hold_seconds is not None:
         body["hold_seconds"] = hold_seconds
     if admission_token is not None:

@@ -17,7 +17,7 @@ pass_cli = click.make_pass_decorator(CliContext)
 def record_document(record: ReservationRecord, fmt: TicketFormat | None = None) -> dict[str, Any]:
     """The record as `reservation show --output json` prints it (`tickets` printed with `fmt`)."""
     answer = record.answer
-    return {
+    document = {
         "reservation_id": answer.reservation_id,
         "status": record.status.value,
         "type": answer.request_type.value if answer.request_type else None,
@@ -42,6 +42,9 @@ def record_document(record: ReservationRecord, fmt: TicketFormat | None = None) 
         "ticket_series": record.ticket_series,
         "awaiting_tickets": record.awaiting_tickets,
     }
+    if record.seats:  # a mapped class (docs/seating.md)
+        document["seats"] = list(record.seats)
+    return document
 
 
 @click.group()

@@ -8,8 +8,8 @@ from typing import Any
 
 import click
 
-from seat_inventory.models import MAX_SHARDS
-from seat_inventory.settings import Settings
+from seat_inventory.models import MAX_SHARDS, MAX_TICKET_SERIES
+from seat_inventory.settings import DEFAULT_ISSUE_LIMIT, Settings
 from seat_tools.cli.output import OutputFormat, output_option, print_json, print_text
 from seat_tools.contention.model import (
     PARTITION_READ_UNITS_PER_S,
@@ -21,6 +21,13 @@ from seat_tools.contention.model import (
 from seat_tools.local.engines import LocalStackError
 from seat_tools.local.stack import table_contention
 from seat_tools.local.template import load_template
+from seat_tools.simulation.issuer import (
+    MAX_CONCURRENT_CALLS,
+    MAX_CONCURRENT_QUERIES,
+    SCHEDULE_S,
+    SERIES_AT_ONCE,
+    IssuerConfig,
+)
 from seat_tools.simulation.report import format_table
 from seat_tools.simulation.run import (
     DEFAULT_COLD_START_MS,
@@ -252,6 +259,55 @@ def _table_settings(template: ContentionSettings, **options: float | int | None)
     help="Model the local stack with its contention layer at this time scale instead of AWS"
     " (only DynamoDB's time stretched; docs/simulation.md, validation).",
 )
+@click.option(
+    "--ticket-series",
+    type=click.IntRange(1, MAX_TICKET_SERIES),
+    default=1,
+    show_default=True,
+    help="The event's ticket series (seats tickets configure --series): the issuer's figures.",
+)
+@click.option(
+    "--issuer-series-at-once",
+    type=click.IntRange(1, 1000),
+    default=SERIES_AT_ONCE,
+    show_default=True,
+    help="Series the issuer numbers at once (the function's thread pool).",
+)
+@click.option(
+    "--issuer-publish-at-once",
+    type=click.IntRange(1, 1000),
+    default=MAX_CONCURRENT_CALLS,
+    show_default=True,
+    help="PublishBatch calls the issuer sends at once (the SNS publisher's pool).",
+)
+@click.option(
+    "--issuer-clear-at-once",
+    type=click.IntRange(1, 1000),
+    default=MAX_CONCURRENT_QUERIES,
+    show_default=True,
+    help="Outbox updates (one per published batch) the issuer sends at once (the DAL's pool).",
+)
+@click.option(
+    "--issuer-limit",
+    type=click.IntRange(1, 1_000_000),
+    default=DEFAULT_ISSUE_LIMIT,
+    show_default=True,
+    help="Waiting sales one issuer round takes (ISSUE_LIMIT).",
+)
+@click.option(
+    "--issuer-phase",
+    type=click.FloatRange(0.0, SCHEDULE_S, max_open=True),
+    default=0.0,
+    show_default=True,
+    help="Seconds into the issuer's scheduled run at which the sale starts (50: as a run ends).",
+)
+@click.option(
+    "--sold-per-s",
+    type=click.FloatRange(min=0.0),
+    default=0.0,
+    show_default=True,
+    help="Skip the sale: feed the issuer --requests sales at this rate (0: simulate the sale).",
+)
 @output_option
 def simulate(
     containers: int | None,
@@ -281,12 +337,20 @@ def simulate(
     max_read_request_units: float | None,
     growth_minutes: float,
     local_stack_scale: float | None,
+    ticket_series: int,
+    issuer_series_at_once: int,
+    issuer_publish_at_once: int,
+    issuer_clear_at_once: int,
+    issuer_limit: int,
+    issuer_phase: float,
+    sold_per_s: float,
     output: OutputFormat,
 ) -> None:
     """Simulate one event's on-sale on AWS: the service's own logic in 1-1,000 containers against
     an in-memory DynamoDB with AWS's conflicts, throttling and latency, fed by SQS, on a virtual
     clock. The table is the template's: its warm throughput decides its partitions (keys hashed
-    onto them), under the per-table quota and its on-demand maximum. Deterministic for a seed;
+    onto them), under the per-table quota and its on-demand maximum. Then the ticket issuer numbers
+    the sales (its delay, units and cost; docs/tickets.md). Deterministic for a seed;
     options not given take template.yaml's defaults; the table's settings are printed."""
     try:
         defaults, settings = _template_defaults()
@@ -324,6 +388,16 @@ def simulate(
                 growth_window_s=growth_minutes * 60 if growth_minutes > 0 else NO_LIMIT,
             ),
             local_stack_time_scale=local_stack_scale,
+            tickets=IssuerConfig(
+                series=ticket_series,
+                series_at_once=issuer_series_at_once,
+                publish_at_once=issuer_publish_at_once,
+                clear_at_once=issuer_clear_at_once,
+                limit=issuer_limit,
+                phase_s=issuer_phase,
+                issue_seconds=settings.issue_seconds,
+            ),
+            sold_per_s=sold_per_s,
         )
     except (LocalStackError, ValueError) as exc:
         raise click.UsageError(str(exc)) from exc

@@ -11,7 +11,9 @@ multi-seat requests), and outcomes are collected until every message sent has be
 The summary is computed by checking, not by trusting counters: the inventory item is read back
 and compared with the capacity and with the seats of the reservation ids the service told
 CONFIRMED; every reservation id sent must have an answer; a reservation id answered twice with
-two different outcomes is reported as inconsistent.
+two different outcomes is reported as inconsistent. The ticket issuer runs beside the workers
+(docs/tickets.md); at the end the demo waits until every sale is numbered and audits the event's
+ticket numbers (`seats tickets audit`): every defect is a failed check.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from seat_inventory.logic.shards import check_shard_count
 from seat_inventory.models import MAX_SHARDS, SeatClassInventory, SeatKey
 from seat_inventory.settings import DEFAULT_SEAT_CLASS
+from seat_tools.cli.tickets_commands import audit_event
 from seat_tools.contention.model import ContentionSettings
 from seat_tools.local.engines import LocalStackError
 from seat_tools.local.runner import LocalRunner, default_workers, runner_config
@@ -43,11 +46,14 @@ DEFAULT_DUPLICATES_PCT = 10.0
 DEFAULT_MAX_WORKERS = 8
 DEFAULT_TIMEOUT_S = 600.0
 SEND_CONCURRENCY = 8
+# How long the demo waits, after the last answer, for the issuer to number every sale.
+TICKETS_WAIT_S = 60.0
 
 CONFIRMED = "CONFIRMED"
 SOLD_OUT = "SOLD_OUT"
 INVALID = "INVALID"
 UNKNOWN_EVENT = "UNKNOWN_EVENT"
+TICKETED = "TICKETED"
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,10 +106,14 @@ def summarize(
     answers: dict[str, set[str]] = {}
     final: dict[str, str] = {}
     duplicates = 0
+    ticketed: set[str] = set()
     for document in outcomes:
         reservation_id = document.get("reservation_id")
         value = document.get("outcome")
         if not isinstance(reservation_id, str) or not isinstance(value, str):
+            continue
+        if value == TICKETED:  # the issuer's later news about a sale, not an answer to a request
+            ticketed.add(reservation_id)
             continue
         answers.setdefault(reservation_id, set()).add(value)
         duplicates += bool(document.get("duplicate"))
@@ -148,6 +158,7 @@ def summarize(
         "inconsistent": sum(1 for rid in sent_ids if len(answers.get(rid, ())) > 1),
         "unexpected_outcomes": len(set(answers) - sent_ids),
         "outcome_messages": len(outcomes),
+        "ticketed_outcomes": len(ticketed),
         "sold": sold,
         "available": available,
         "held": held,
@@ -165,6 +176,7 @@ def checks_passed(summary: Mapping[str, Any]) -> bool:
         and summary.get("inconsistent", 0) == 0
         and summary.get("dlq_depth", 0) == 0
         and summary.get("send_failed", 0) == 0
+        and summary.get("tickets_defects", 0) == 0
     )
 
 
@@ -200,6 +212,21 @@ class OnSaleRun:
     bodies: list[dict[str, Any]]
     outcomes: list[dict[str, Any]]
     inventory: SeatClassInventory | None
+
+
+def _audit_when_numbered(stack: LocalStack, event_id: str) -> list[str]:
+    """The tickets audit of the event once every sale is numbered (or as it is after
+    TICKETS_WAIT_S): `seats tickets audit`'s lines, empty when the numbers are sound."""
+    table = OperatorTable(stack.client("dynamodb"), stack.table_name)
+    deadline = time.monotonic() + TICKETS_WAIT_S
+    while True:
+        pending = audit_event(table, event_id, allow_pending=True)
+        if pending or time.monotonic() >= deadline:
+            return pending or audit_event(table, event_id)
+        defects = audit_event(table, event_id)
+        if not defects:
+            return []
+        time.sleep(1.0)
 
 
 def run_demo(
@@ -245,7 +272,7 @@ def run_onsale(
         multi_seat_share=options.multi_seat_share,
         seed=options.seed,
     )
-    config = runner_config(stack, workers=workers, handler=options.handler)
+    config = runner_config(stack, workers=workers, handler=options.handler, issuer=True)
     items = f"{shards} items" if shards > 1 else "one item"
     say(
         f"event {event_id}: {options.capacity} seats in {items}; starting {workers} workers (cold starts) ..."
@@ -293,6 +320,8 @@ def run_onsale(
             ]
         # Every message was answered; the deletes of the last batches may still be in flight.
         runner.drain(stack.queue_depth, quiet_s=0.5, timeout_s=30)
+        say("waiting for the ticket issuer to number every sale, then auditing the numbers ...")
+        defects = _audit_when_numbered(stack, event_id)
     stats = runner.stats
     inventory = next(
         (
@@ -321,6 +350,9 @@ def run_onsale(
             "handler_errors": stats.handler_errors,
             "batch_item_failures": stats.item_failures,
             "mean_invocation_ms": stats.as_dict()["mean_invocation_ms"],
+            "reservations_numbered": stats.reservations_numbered,
+            "tickets_defects": len(defects),
+            "tickets_audit": defects[:20] or "ok",
             "log_dir": str(stack.log_dir),
         }
     )

@@ -86,6 +86,12 @@ class RunnerConfig:
     # The scheduled sweeper (template: SweepHoldsFunction's Schedule event); None runs none.
     sweep_handler: str | None = None
     sweep_interval_s: float = 60.0
+    # The ticket issuer (template: IssueTicketsFunction's Schedule event); None runs none. Locally
+    # it runs every `issue_interval_s` for `issue_seconds` (ISSUE_SECONDS) rather than every
+    # minute for 50 s, so that a stop does not wait for a run and numbers show within seconds.
+    issue_handler: str | None = None
+    issue_interval_s: float = 2.0
+    issue_seconds: int = 1
     # `<module>.<function>` called in each worker process with its index before the handler is
     # imported (instrumentation, fault injection). It may return a callable whose dict is reported
     # after each invocation (`RunnerStats.worker_snapshots`, the latest per worker) and when the
@@ -110,6 +116,9 @@ class RunnerStats:
     sweeps: int = 0
     holds_released: int = 0
     sweep_errors: int = 0
+    issues: int = 0
+    reservations_numbered: int = 0
+    issue_errors: int = 0
     errors: list[str] = field(default_factory=list)
     worker_reports: list[dict[str, Any]] = field(default_factory=list)
     worker_snapshots: dict[int, dict[str, Any]] = field(default_factory=dict)
@@ -131,6 +140,9 @@ class RunnerStats:
             "sweeps": self.sweeps,
             "holds_released": self.holds_released,
             "sweep_errors": self.sweep_errors,
+            "issues": self.issues,
+            "reservations_numbered": self.reservations_numbered,
+            "issue_errors": self.issue_errors,
             "mean_invocation_ms": round(1000 * self.invocation_s / self.invocations, 1)
             if self.invocations
             else 0.0,
@@ -440,24 +452,54 @@ def scheduled_event(region: str) -> dict[str, Any]:
 def _sweeper_main(config: RunnerConfig, stop: Any, reports: Any) -> None:
     """Entry point of the sweeper process: invokes the scheduled handler every `sweep_interval_s`."""
     assert config.sweep_handler is not None
-    _prepare_process(config, "sweeper.log")
-    log = logging.getLogger("seats.local.sweeper")
+    _scheduled_main(config, "sweep", config.sweep_handler, config.sweep_interval_s, stop, reports)
+
+
+def _issuer_main(config: RunnerConfig, stop: Any, reports: Any) -> None:
+    """Entry point of the ticket issuer's process: a run of `issue_seconds` every `issue_interval_s`."""
+    assert config.issue_handler is not None
+    _scheduled_main(
+        config,
+        "issue",
+        config.issue_handler,
+        config.issue_interval_s,
+        stop,
+        reports,
+        environment={"ISSUE_SECONDS": str(config.issue_seconds)},
+    )
+
+
+def _scheduled_main(
+    config: RunnerConfig,
+    kind: str,
+    handler_path: str,
+    interval_s: float,
+    stop: Any,
+    reports: Any,
+    *,
+    environment: Mapping[str, str] | None = None,
+) -> None:
+    """Invokes a scheduled handler every `interval_s`, reporting `kind` (or `<kind>_error`)."""
+    _prepare_process(config, f"{kind}.log")
+    os.environ.update(environment or {})
+    log = logging.getLogger(f"seats.local.{kind}")
     try:
-        handler = import_handler(config.sweep_handler)
+        handler = import_handler(handler_path)
     except Exception as exc:
-        log.exception("sweeper could not start")
-        reports.put(("sweep_error", -1, f"{type(exc).__name__}: {exc}"))
+        log.exception("%s could not start", kind)
+        reports.put((f"{kind}_error", -1, f"{type(exc).__name__}: {exc}"))
         return
-    while not stop.wait(config.sweep_interval_s):
+    while not stop.wait(interval_s):
         try:
             result = handler(scheduled_event(config.region), LocalLambdaContext(config, worker=-1))
         # Like Lambda for a scheduled invocation: an error is logged and counted, and the next
-        # tick runs again; nothing is lost, the expired holds stay in the index until released.
+        # tick runs again; nothing is lost (expired holds and sales waiting for numbers stay in
+        # their index until handled).
         except Exception as exc:
-            log.exception("sweep failed")
-            reports.put(("sweep_error", -1, f"{type(exc).__name__}: {exc}"))
+            log.exception("%s failed", kind)
+            reports.put((f"{kind}_error", -1, f"{type(exc).__name__}: {exc}"))
             continue
-        reports.put(("sweep", -1, result if isinstance(result, dict) else {}))
+        reports.put((kind, -1, result if isinstance(result, dict) else {}))
 
 
 def _worker_main(config: RunnerConfig, index: int, stop: Any, reports: Any) -> None:
@@ -578,6 +620,15 @@ class LocalRunner:
             )
             sweeper.start()
             self._processes.append(sweeper)
+        if self.config.issue_handler:
+            issuer = self._context.Process(
+                target=_issuer_main,
+                args=(self.config, self._stop, self._reports),
+                name="seats-issuer",
+                daemon=True,
+            )
+            issuer.start()
+            self._processes.append(issuer)
         if wait_ready:
             self._wait_ready()
         return self
@@ -612,6 +663,23 @@ class LocalRunner:
             with self._lock:
                 self._record(kind, index, payload)
 
+    def _record_scheduled(self, kind: str, payload: Any) -> None:
+        """A run of the sweeper or the issuer (`<kind>`), or its error (`<kind>_error`)."""
+        stats = self._stats
+        if kind == "sweep":
+            stats.sweeps += 1
+            stats.holds_released += int(payload.get("released", 0))
+        elif kind == "issue":
+            stats.issues += 1
+            stats.reservations_numbered += int(payload.get("numbered", 0))
+        else:
+            if kind == "sweep_error":
+                stats.sweep_errors += 1
+            else:
+                stats.issue_errors += 1
+            if len(stats.errors) < 20:
+                stats.errors.append(f"{'sweeper' if kind == 'sweep_error' else 'issuer'}: {payload}")
+
     def _record(self, kind: str, index: int, payload: Any) -> None:
         stats = self._stats
         if kind == "ready":
@@ -622,13 +690,8 @@ class LocalRunner:
             self._stopped_workers += 1
             if payload:
                 stats.worker_reports.append(payload)
-        elif kind == "sweep":
-            stats.sweeps += 1
-            stats.holds_released += int(payload.get("released", 0))
-        elif kind == "sweep_error":
-            stats.sweep_errors += 1
-            if len(stats.errors) < 20:
-                stats.errors.append(f"sweeper: {payload}")
+        elif kind in ("sweep", "sweep_error", "issue", "issue_error"):
+            self._record_scheduled(kind, payload)
         elif kind == "invocation":
             stats.invocations += 1
             stats.cold_starts += bool(payload["cold_start"])
@@ -714,6 +777,10 @@ class LocalRunner:
         self.stop()
 
 
+# The template's scheduled ticket issuer (docs/tickets.md).
+ISSUER_FUNCTION = "IssueTicketsFunction"
+
+
 def default_workers(maximum_concurrency: int | None, cap: int | None = None) -> int:
     """The template's MaximumConcurrency (Lambda's floor is 2), optionally capped."""
     workers = max(2, maximum_concurrency or 2)
@@ -727,12 +794,16 @@ def runner_config(
     handler: str | None = None,
     sweep_interval_s: float | None = None,
     worker_setup: str | None = None,
+    issuer: bool = False,
 ) -> RunnerConfig:
     """A RunnerConfig for a started `LocalStack` from its template: handler, timeout, memory, event
-    source, and the scheduled sweeper (its schedule, unless `sweep_interval_s` overrides it)."""
+    source, the scheduled sweeper (its schedule, unless `sweep_interval_s` overrides it) and,
+    with `issuer`, the ticket issuer (IssueTicketsFunction, run as `RunnerConfig` says)."""
     function = stack.template.function
     source = function.event_source
-    scheduled = stack.template.scheduled_functions[0] if stack.template.scheduled_functions else None
+    others = [f for f in stack.template.scheduled_functions if f.logical_id != ISSUER_FUNCTION]
+    scheduled = others[0] if others else None
+    issuing = [f for f in stack.template.scheduled_functions if f.logical_id == ISSUER_FUNCTION]
     return RunnerConfig(
         queue_url=stack.queue_url,
         queue_arn=stack.queue_arn,
@@ -751,4 +822,5 @@ def runner_config(
         sweep_handler=scheduled.handler if scheduled else None,
         sweep_interval_s=sweep_interval_s or (scheduled.interval_s if scheduled else 60.0),
         worker_setup=worker_setup,
+        issue_handler=issuing[0].handler if issuer and issuing else None,
     )

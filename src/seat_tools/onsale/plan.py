@@ -16,7 +16,13 @@ The rules, in short:
 - Write units per confirmed reservation: its record is a transactional put of an item under
   1 KB (2 units), and the inventory item's update (2 units) is shared by the reservations of one
   transaction (at most 99, the template's `BatchSize`): 2 + 2/99 = 2.02. A class with a
-  per-customer limit adds the customer's counter, 2 more units in the same transaction.
+  per-customer limit adds the customer's counter, 2 more units in the same transaction. The
+  ticket issuer then numbers it on the same table (docs/tickets.md): the record's update in the
+  numbering transaction (2 units) and its share of its batch of 98 (the counter 2, the ledger
+  entry of about 5 KB 10, clearing it from the outbox 5): 2 + 17/98 = 2.17. So 4.19 in all on
+  the table's write throughput. The TicketsToIssue index's writes (the sale's entry, its removal,
+  the ledger's outbox entry: 2 + 2/98) are billed too but take the index's throughput, not the
+  table's: they are in the cost, not in the warm write units.
 - Read units per refused request after the sell-out: each batch of refusals decides SOLD_OUT from a
   consistent read of the class: a `GetItem` of shard 0 (1 unit) and, for a sharded class, a
   `TransactGetItems` of all its K items (2 units each) (docs/sharding.md); (1 + 2K) / 99 per
@@ -50,6 +56,14 @@ RECORD_WRITE_UNITS = 2.0  # a transactional put of an item under 1 KB
 INVENTORY_WRITE_UNITS = 2.0  # the inventory item's update in the transaction
 COUNTER_WRITE_UNITS = 2.0  # a per-customer counter's update in the transaction
 REJECTION_WRITE_UNITS = 1.0  # a refused request's record: one conditional PutItem
+# The ticket issuer's writes per numbered reservation (docs/tickets.md, "Cost"): on the table, the
+# record's update in the numbering transaction and its share of the batch's counter (2), ledger
+# entry (about 5 KB: 10) and outbox clearing (5); on the TicketsToIssue index, the sale's entry,
+# its removal and the share of the ledger's outbox entry in and out.
+TICKET_BATCH = 98
+TICKET_RECORD_WRITE_UNITS = 2.0
+TICKET_BATCH_WRITE_UNITS = 17.0
+TICKET_INDEX_WRITE_UNITS = 2.0 + 2.0 / TICKET_BATCH
 SHARD0_READ_UNITS = 1.0  # strongly consistent GetItem of shard 0
 TRANSACT_READ_UNITS_PER_ITEM = 2.0  # TransactGetItems: 2 units per item under 4 KB
 NEW_TABLE_WARM_WRITE = 4_000
@@ -99,10 +113,16 @@ def reservations_per_transaction(batch_size: int) -> int:
 def write_units_per_reservation(
     batch_size: int = TEMPLATE_BATCH_SIZE, *, customer_limit: bool = False
 ) -> float:
-    """Write units one confirmed reservation costs: its record, its share of the inventory
-    item's update, and its customer's counter when the class has a limit."""
+    """Write units one confirmed reservation costs the table: its record, its share of the
+    inventory item's update, its customer's counter when the class has a limit, and the ticket
+    issuer's numbering of it (`ticket_write_units_per_reservation`)."""
     per = RECORD_WRITE_UNITS + INVENTORY_WRITE_UNITS / reservations_per_transaction(batch_size)
-    return per + (COUNTER_WRITE_UNITS if customer_limit else 0.0)
+    return per + (COUNTER_WRITE_UNITS if customer_limit else 0.0) + ticket_write_units_per_reservation()
+
+
+def ticket_write_units_per_reservation() -> float:
+    """The ticket issuer's table write units per numbered reservation: 2 + 17/98 = 2.17."""
+    return TICKET_RECORD_WRITE_UNITS + TICKET_BATCH_WRITE_UNITS / TICKET_BATCH
 
 
 def read_units_per_refusal(shard_items: int, batch_size: int = TEMPLATE_BATCH_SIZE) -> float:
@@ -152,16 +172,18 @@ def cost_per_million_confirmed(
     customer_limit: bool = False,
 ) -> CostBreakdown:
     """US dollars per million confirmed reservations (pricing.py's list prices): write units
-    as above; SQS: a send, a receive and a delete per 10 messages; SNS: one PublishBatch per 10
-    outcomes; Lambda: one invocation per batch and 1/800 s of a container per reservation.
+    as above plus the TicketsToIssue index's (TICKET_INDEX_WRITE_UNITS); SQS: a send, a receive
+    and a delete per 10 messages; SNS: one PublishBatch per 10 outcomes, CONFIRMED and TICKETED;
+    Lambda: one invocation per batch and 1/800 s of a container per reservation.
     Leaves out read units before the sell-out (shard surveys: about 0.01 per reservation in
     `seats simulate`), cancelled transactions, API Gateway and the pre-warming charge."""
     million = 1_000_000
     return cost_per_million(
-        write_units=million * write_units_per_reservation(batch_size, customer_limit=customer_limit),
+        write_units=million
+        * (write_units_per_reservation(batch_size, customer_limit=customer_limit) + TICKET_INDEX_WRITE_UNITS),
         read_units=0.0,
         sqs_requests=round(million * 3 / SQS_BATCH),
-        sns_requests=round(million / SNS_BATCH),
+        sns_requests=round(2 * million / SNS_BATCH),
         invocations=round(million / max(1, batch_size)),
         gb_seconds=million * (memory_mb / 1024) / RESERVATIONS_PER_CONTAINER_S,
         reservations=million,
@@ -308,7 +330,8 @@ def plan_sale(inputs: SaleInputs) -> SalePlan:
             f" / {TABLE_UTILISATION} = {_n(write_units)}, rounded up to a thousand, at least a new"
             f" table's {NEW_TABLE_WARM_WRITE:,}: {_n(RECORD_WRITE_UNITS)} for the record +"
             f" {_n(INVENTORY_WRITE_UNITS)} for the inventory update shared by {per_txn}"
-            f" reservations per transaction{counter}",
+            f" reservations per transaction{counter} + {_n(ticket_write_units_per_reservation())}"
+            " for the ticket issuer's numbering (docs/tickets.md)",
         ),
         PlanItem(
             "warm_read_units",
@@ -370,9 +393,11 @@ def plan_sale(inputs: SaleInputs) -> SalePlan:
             "cost_per_million_confirmed",
             "USD per million confirmed",
             round(confirmed.total, 2),
-            f"DynamoDB {confirmed.dynamodb:.2f} ({_n(wu)} write units each), SQS {confirmed.sqs:.2f},"
-            f" SNS {confirmed.sns:.2f}, Lambda {confirmed.lambda_:.3f}, at pricing.py's us-east-1"
-            " list prices; without API Gateway, cancelled transactions and pre-warming",
+            f"DynamoDB {confirmed.dynamodb:.2f} ({_n(wu)} write units each on the table and"
+            f" {_n(TICKET_INDEX_WRITE_UNITS)} on the TicketsToIssue index), SQS {confirmed.sqs:.2f},"
+            f" SNS {confirmed.sns:.2f} (CONFIRMED and TICKETED), Lambda {confirmed.lambda_:.3f},"
+            " at pricing.py's us-east-1 list prices; without API Gateway, cancelled transactions"
+            " and pre-warming",
         ),
         PlanItem(
             "cost_per_million_refused",

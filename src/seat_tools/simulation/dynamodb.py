@@ -45,7 +45,9 @@ from typing import Any, Protocol
 from seat_inventory.dal.access import SHARDED_READ_ATTEMPTS, SHARDED_READ_BACKOFF_SECONDS
 from seat_inventory.dal.items import admission_key, customer_key, inventory_key, pool_key, reservation_key
 from seat_inventory.dal.reservations import MAX_CONCURRENT_PUTS
+from seat_inventory.dal.seat_rows import row_key, seat_map_key
 from seat_inventory.logic.ports import TransitionsRefused, WriteRefused
+from seat_inventory.logic.seat_map import SeatMap, row_item_of
 from seat_inventory.models import (
     TAKES_SEATS,
     GroupWrite,
@@ -55,6 +57,7 @@ from seat_inventory.models import (
     RetryableError,
     SeatClassInventory,
     SeatKey,
+    SeatRow,
     ShardSurvey,
     Throttled,
     TransactionConflict,
@@ -86,9 +89,14 @@ BATCH_GET_LIMIT = 100
 RECORD_FIXED_BYTES = 195
 RECORD_TTL_BYTES = 15  # `expires_at`, on rejections
 # `gsi2pk` / `gsi2sk` on a sold record, which put it in the TicketsToIssue index until it is
-# numbered (docs/tickets.md). The index's own write units are not counted by the simulation.
+# numbered (docs/tickets.md). The index entry itself is one more write unit (its projection is
+# under 1 KB), billed but not taken from the table's partitions: `SimulatedTable.index_write_units`.
 RECORD_TICKET_INDEX_BYTES = 25
 INVENTORY_ITEM_BYTES = 200
+# An event without a seat map: the GetItem finds nothing (a read unit all the same).
+SEAT_MAP_ITEM_BYTES = 100
+# A row item of a mapped class: about 400 bytes with its 40 seats taken (docs/seating.md).
+ROW_ITEM_BYTES = 400
 COUNTER_ITEM_BYTES = 150
 # An admission token's use (docs/admission.md): key, token id, reservation id, TTL.
 TOKEN_USE_ITEM_BYTES = 150
@@ -113,6 +121,7 @@ def record_item_bytes(outcome: ReservationOutcome) -> int:
         + len(outcome.seat_class or "")
         + len(outcome.customer_id or "")
         + len(outcome.message_id or "")
+        + sum(len(seat) + 1 for seat in outcome.seats or ())  # a mapped class's seat ids
     )
 
 
@@ -155,6 +164,10 @@ class SimulatedTable:
         self.requests: dict[str, int] = {}
         self.read_retries = 0  # throttled reads botocore sent again
         self.write_retries = 0  # throttled puts botocore sent again
+        # Write units of the TicketsToIssue entries the sales wrote (1 per sold record): billed by
+        # DynamoDB for the index, not the table's partitions, so outside the contention model.
+        # (HoldsByExpiry's entries are not counted: the simulated workload holds no seats.)
+        self.index_write_units = 0.0
 
     def count(self, operation: str) -> None:
         self.requests[operation] = self.requests.get(operation, 0) + 1
@@ -191,6 +204,22 @@ class SimulatedDynamoStore:
             self._clock.sleep(SHARDED_READ_BACKOFF_SECONDS * 2**attempt)
         raise TransactionConflict(f"the shards of {key} kept changing while read")
 
+    def read_seat_map(self, event_id: str) -> SeatMap | None:
+        """Whether the event has a seat map (a GetItem, once per container and event)."""
+        self._read("GetItem", [_read(seat_map_key(event_id), SEAT_MAP_ITEM_BYTES)])
+        return self._table.data.read_seat_map(event_id)
+
+    def read_seat_rows(self, key: SeatKey, row_ids: Sequence[str] | None = None) -> dict[str, SeatRow]:
+        """Named rows: a consistent `BatchGetItem`. All rows: the DAL's `Query` per section,
+        modelled as reads of each row item (eventually consistent reads cost half: an upper bound)."""
+        rows = self._table.data.read_seat_rows(key, row_ids)
+        wanted = list(row_ids) if row_ids is not None else list(rows)
+        for start in range(0, len(wanted), BATCH_GET_LIMIT):
+            chunk = wanted[start : start + BATCH_GET_LIMIT]
+            operation = "BatchGetItem" if row_ids is not None else "Query"
+            self._read(operation, [_read(row_key(key, r), ROW_ITEM_BYTES) for r in chunk])
+        return rows
+
     def survey_shards(self, key: SeatKey, shard_items: int) -> list[ShardSurvey]:
         # One BatchGetItem of every shard item, strongly consistent (dal.access): never refused by holds.
         self._read(
@@ -212,7 +241,9 @@ class SimulatedDynamoStore:
             return self._put_records(write.outcomes, write.rejection_expires_at)
         key = write.key
         items: list[ItemWrite] = []
-        if write.seats_taken > 0:
+        if write.rows:  # a mapped class: its row items instead of the class's item (dal.seat_rows)
+            items += [_write(row_key(key, row_id), ROW_ITEM_BYTES) for row_id in write.rows]
+        elif write.seats_taken > 0:
             items.append(_write(inventory_key(key, write.shard), INVENTORY_ITEM_BYTES))
             items += [_write(inventory_key(key, donor), INVENTORY_ITEM_BYTES) for donor in write.moves]
             # Each capacity pool of the class is one more item (docs/pools.md).
@@ -220,7 +251,8 @@ class SimulatedDynamoStore:
         items += [_write(reservation_key(o.reservation_id), record_item_bytes(o)) for o in write.outcomes]
         items += [_write(customer_key(key, c), COUNTER_ITEM_BYTES) for c in write.counters]
         items += [_write(admission_key(u.token_id), TOKEN_USE_ITEM_BYTES) for u in write.token_uses]
-        return self._transact(items, lambda: self._table.data.commit_outcomes(write))
+        sold = sum(1 for o in write.outcomes if o.outcome is Outcome.CONFIRMED)
+        return self._transact(items, lambda: self._table.data.commit_outcomes(write), index_writes=sold)
 
     def commit_transitions(
         self,
@@ -233,6 +265,9 @@ class SimulatedDynamoStore:
     ) -> TransitionsRefused | None:
         shards = sorted({t.record.shard for t in transitions})
         items = [_write(inventory_key(key, shard), INVENTORY_ITEM_BYTES) for shard in shards]
+        if any(t.record.seats for t in transitions):  # a mapped class: the row items of its seats
+            rows = sorted({row_item_of(seat)[0] for t in transitions for seat in t.record.seats})
+            items = [_write(row_key(key, row_id), ROW_ITEM_BYTES) for row_id in rows]
         items += [
             _write(reservation_key(t.record.reservation_id), record_item_bytes(t.record.answer))
             for t in transitions
@@ -247,7 +282,8 @@ class SimulatedDynamoStore:
                 key, transitions, now=now, capacity=capacity, release_expires_at=release_expires_at
             )
 
-        return self._transact(items, apply)
+        sold = sum(1 for t in transitions if t.to is Outcome.CONFIRMED)
+        return self._transact(items, apply, index_writes=sold)
 
     # ------------------------------------------------------------------ internals
     def _put_records(self, outcomes: Sequence[ReservationOutcome], expires_at: int) -> WriteRefused | None:
@@ -318,7 +354,8 @@ class SimulatedDynamoStore:
                     written.add(outcome.reservation_id)
         return again
 
-    def _transact(self, items: list[ItemWrite], apply: Any) -> Any:
+    def _transact(self, items: list[ItemWrite], apply: Any, *, index_writes: int = 0) -> Any:
+        """The transaction on the model; `index_writes` index entries are billed if it commits."""
         table = self._table
         table.count("TransactWriteItems")
         decision = table.model.transact_write(items, now=self._clock.now())
@@ -330,6 +367,8 @@ class SimulatedDynamoStore:
             refused = apply() if decision.verdict is Verdict.ADMITTED else None
             if refused is not None:
                 table.model.finish(decision, cancelled_by=CONDITIONAL_CHECK_FAILED, now=self._clock.now())
+            elif decision.verdict is Verdict.ADMITTED:
+                table.index_write_units += index_writes
         if decision.verdict is Verdict.CONFLICT:
             raise TransactionConflict("TransactionConflict")
         if decision.verdict is Verdict.THROTTLED:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from seat_inventory.logic.ports import TransitionsRefused, WriteRefused
+from seat_inventory.logic.seat_map import SeatMap, row_item_of, row_items
 from seat_inventory.logic.shards import check_shard_count, rebalance, spread
 from seat_inventory.models import (
     GroupWrite,
@@ -27,8 +28,11 @@ from seat_inventory.models import (
     SaleStatus,
     SeatClassInventory,
     SeatKey,
+    SeatRow,
+    SeatState,
     ShardSeats,
     ShardSurvey,
+    StoreInconsistency,
     TicketBatch,
     TicketFormat,
     TicketSeries,
@@ -83,6 +87,10 @@ class InMemoryInventoryStore:
     lose_next_numbers_reply: list[Exception] = field(default_factory=list)  # after it committed
     before_numbers: Callable[[], None] | None = None  # runs at the start of commit_numbers
     number_commits: int = 0
+    # Mapped seat classes (docs/seating.md): each event's map, and each class's row items.
+    seat_maps: dict[str, SeatMap] = field(default_factory=dict)
+    seat_rows: dict[SeatKey, dict[str, SeatRow]] = field(default_factory=dict)
+    map_reads: int = 0
     clock_ms: Callable[[], int] = field(default=lambda: int(time.time() * 1000))
 
     def add_event(
@@ -133,6 +141,195 @@ class InMemoryInventoryStore:
         """An operator change of a pool (status, capacity with available), as `seats event pool` makes."""
         self.pools[(event_id, pool)] = dataclasses.replace(self.pools[(event_id, pool)], **changes)  # type: ignore[arg-type]
 
+    def add_seat_map(
+        self,
+        event_id: str,
+        seat_map: SeatMap,
+        *,
+        max_per_customer: int | None = None,
+        sale_status: SaleStatus = SaleStatus.OPEN,
+        sale_starts_at: int | None = None,
+        sale_ends_at: int | None = None,
+    ) -> None:
+        """`SeatRows.create_seat_map`: the map and its row items, the sale rules on each."""
+        self.seat_maps[event_id] = seat_map
+        for name, class_map in seat_map.classes.items():
+            key = SeatKey(event_id, name)
+            self.seat_rows[key] = {
+                item.row_id: SeatRow(
+                    key,
+                    item.row_id,
+                    item.first,
+                    item.size,
+                    dict.fromkeys(item.blocked, SeatState.BLOCKED),
+                    item.size - len(item.blocked),
+                    0,
+                    0,
+                    max_per_customer,
+                    sale_status,
+                    sale_starts_at,
+                    sale_ends_at,
+                )
+                for item in row_items(class_map)
+            }
+
+    def change_rows(self, key: SeatKey, **changes: object) -> None:
+        """A sale rule changed on every row item of a mapped class (as close/reopen would)."""
+        rows = self.seat_rows[key]
+        for row_id, row in rows.items():
+            rows[row_id] = dataclasses.replace(row, **changes)  # type: ignore[arg-type]
+
+    def read_seat_map(self, event_id: str) -> SeatMap | None:
+        # Not one of the calls `fail_next` fails: the tests of counted classes inject faults
+        # into the calls they make, and a group may ask first whether its class is mapped.
+        self.map_reads += 1
+        return self.seat_maps.get(event_id)
+
+    def read_seat_rows(self, key: SeatKey, row_ids: Sequence[str] | None = None) -> dict[str, SeatRow]:
+        self._maybe_fail()
+        rows = self.seat_rows.get(key, {})
+        if row_ids is None:
+            return dict(rows)
+        return {r: rows[r] for r in row_ids if r in rows}
+
+    def _commit_rows(self, write: GroupWrite) -> WriteRefused | None:
+        """A mapped take (`dal.seat_rows.take_rows_actions`): every seat free on its row item, the
+        sale open, the limit the one assumed; the record new; the counters under the limit."""
+        now = int(time.time()) if write.now is None else write.now
+        rows = self.seat_rows.get(write.key, {})
+        refused_rows: dict[str, SeatRow | None] = {}
+        for row_id, positions in write.rows.items():
+            row = rows.get(row_id)
+            if (
+                row is None
+                or any(p in row.states for p in positions)
+                or row.sale_closed_reason(now) is not None
+                or row.max_per_customer != write.max_per_customer
+            ):
+                refused_rows[row_id] = row
+        refused = self._refusal(dataclasses.replace(write, seats_taken=0))
+        if refused_rows or refused is not None:
+            return WriteRefused(
+                inventory_refused=bool(refused_rows),
+                inventory=None,
+                already_recorded=refused.already_recorded if refused else {},
+                customer_seats=refused.customer_seats if refused else {},
+                rows=refused_rows,
+            )
+        state = SeatState.HELD if write.seats_held else SeatState.SOLD
+        for row_id, positions in write.rows.items():
+            row = rows[row_id]
+            states = dict(row.states)
+            states.update(dict.fromkeys(positions, state))
+            rows[row_id] = dataclasses.replace(
+                row,
+                states=states,
+                available=row.available - len(positions),
+                held=row.held + (len(positions) if state is SeatState.HELD else 0),
+                sold=row.sold + (len(positions) if state is SeatState.SOLD else 0),
+            )
+        self.inventory_writes += len(write.rows)
+        self._write_records(write)
+        return None
+
+    def _write_records(self, write: GroupWrite) -> None:
+        for outcome in write.outcomes:
+            takes_seats = outcome.outcome in (Outcome.CONFIRMED, Outcome.HELD)
+            self.records[outcome.reservation_id] = outcome
+            self.status[outcome.reservation_id] = outcome.outcome
+            self.expiry[outcome.reservation_id] = None if takes_seats else write.rejection_expires_at
+            if takes_seats and write.max_per_customer is not None:
+                self.counted.add(outcome.reservation_id)
+            if outcome.outcome is Outcome.CONFIRMED:
+                self.awaiting_tickets[outcome.reservation_id] = self.clock_ms()
+        for customer, seats in write.counters.items():
+            self.counters[(write.key, customer)] = self.counters.get((write.key, customer), 0) + seats
+
+    def _commit_seat_transitions(
+        self, key: SeatKey, transitions: Sequence[Transition], *, now: int, release_expires_at: int
+    ) -> TransitionsRefused | None:
+        """A mapped class's status changes (`dal.seat_rows.release_rows_actions`): each seat in the
+        state its record says, then sold or freed; the records and counters as for a counted class."""
+        rows = self.seat_rows.get(key, {})
+        changes: dict[str, list[tuple[int, SeatState, bool]]] = {}
+        for t in transitions:
+            was = SeatState.HELD if t.record.status is Outcome.HELD else SeatState.SOLD
+            for seat in t.record.seats:
+                row_id, position = row_item_of(seat)
+                changes.setdefault(row_id, []).append((position, was, not t.releases_seats))
+        rows_refuse = any(
+            row_id not in rows or rows[row_id].states.get(p) is not was
+            for row_id, seats in changes.items()
+            for p, was, _ in seats
+        )
+        refused_records = self._refused_records(transitions, now)
+        uncount: dict[str, int] = {}
+        for t in transitions:
+            if t.uncounts_customer:
+                customer = t.record.answer.customer_id or ""
+                uncount[customer] = uncount.get(customer, 0) + t.record.quantity
+        refused_counters = frozenset(
+            c for c, seats in uncount.items() if self.counters.get((key, c), -1) < seats
+        )
+        if rows_refuse and not refused_records:
+            raise StoreInconsistency(f"{key}: seats are not in the state their records say")
+        if refused_records or refused_counters:
+            return TransitionsRefused(False, None, refused_records, refused_counters)
+        for row_id, seats in changes.items():
+            row = rows[row_id]
+            states = dict(row.states)
+            available, held, sold = row.available, row.held, row.sold
+            for p, was, sells in seats:
+                if was is SeatState.HELD:
+                    held -= 1
+                else:
+                    sold -= 1
+                if sells:
+                    states[p] = SeatState.SOLD
+                    sold += 1
+                else:
+                    del states[p]
+                    available += 1
+            rows[row_id] = dataclasses.replace(row, states=states, available=available, held=held, sold=sold)
+        self.inventory_writes += len(changes)
+        self._apply_transitions(key, transitions, uncount, release_expires_at)
+        return None
+
+    def _refused_records(
+        self, transitions: Sequence[Transition], now: int
+    ) -> dict[str, ReservationRecord | None]:
+        refused: dict[str, ReservationRecord | None] = {}
+        for t in transitions:
+            current = self.record(t.record.reservation_id)
+            if current is None or current.status is not t.record.status:
+                refused[t.record.reservation_id] = current
+            elif current.status is Outcome.HELD:
+                due = (current.hold_expires_at or 0) <= now
+                if due != (t.to is Outcome.EXPIRED):
+                    refused[t.record.reservation_id] = current
+        return refused
+
+    def _apply_transitions(
+        self,
+        key: SeatKey,
+        transitions: Sequence[Transition],
+        uncount: dict[str, int],
+        release_expires_at: int,
+    ) -> None:
+        for t in transitions:
+            reservation_id = t.record.reservation_id
+            self.status[reservation_id] = t.to
+            if t.change_id is not None:
+                self.change_ids[reservation_id] = t.change_id
+            if t.to is Outcome.EXPIRED:
+                self.outbox.add(reservation_id)
+            elif t.to is Outcome.CONFIRMED:
+                self.awaiting_tickets[reservation_id] = self.clock_ms()
+            elif t.to is Outcome.CANCELLED and t.record.status is Outcome.HELD:
+                self.expiry[reservation_id] = release_expires_at
+        for customer, seats in uncount.items():
+            self.counters[(key, customer)] -= seats
+
     def reshard(self, key: SeatKey, shards: int) -> None:
         """`InventoryTable.reshard`: the available seats spread evenly over the first `shards` items."""
         item = self.inventory[key]
@@ -181,6 +378,8 @@ class InMemoryInventoryStore:
         self._begin_commit()
         if write.records_only:
             return self._put_records(write.outcomes, write.rejection_expires_at)
+        if write.rows:
+            return self._commit_rows(write)
         refused = self._refusal(write)
         if refused is not None:
             return refused
@@ -384,6 +583,10 @@ class InMemoryInventoryStore:
         release_expires_at: int,
     ) -> TransitionsRefused | None:
         self._begin_commit()
+        if any(t.record.seats for t in transitions):
+            return self._commit_seat_transitions(
+                key, transitions, now=now, release_expires_at=release_expires_at
+            )
         deltas: dict[int, list[int]] = {}  # shard -> [released, unheld, unsold, sold]
         uncount: dict[str, int] = {}
         for t in transitions:

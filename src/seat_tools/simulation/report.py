@@ -56,9 +56,62 @@ def _partitions(result: SimulationResult) -> str:
     )
 
 
+def ticket_rows(result: SimulationResult) -> list[tuple[str, str]]:
+    """The issuer's figures (docs/tickets.md): its delay, rate, units and cost."""
+    t = result.figures["tickets"]
+    units = t["write_units"]
+    cost = t["cost_per_million_reservations"]
+    cancelled = sum(t["transactions_cancelled"].values())
+    return [
+        (
+            "ticket issuer",
+            f"{t['series']} series, {t['series_at_once']} at once,"
+            f" {t['publish_at_once']} PublishBatch and {t['clear_at_once']} outbox updates at once;"
+            f" the sale starts {t['phase_s']:g} s into a scheduled run; index lag {t['index_lag_s']:g} s",
+        ),
+        (
+            "numbering delay",
+            f"p50 {t['numbering_delay_p50_s']:.1f} s, p99 {t['numbering_delay_p99_s']:.1f} s,"
+            f" max {t['numbering_delay_max_s']:.1f} s (sold to numbered)",
+        ),
+        (
+            "numbered",
+            f"{t['reservations_numbered']:,} of {t['reservations_sold']:,} sold,"
+            f" {_n(t['numbered_per_s'])} / s (first sale to last numbered); {t['transactions']:,}"
+            f" transactions ({cancelled:,} cancelled, {t['throttled_requests']:,} throttled requests),"
+            f" {t['rounds']:,} rounds,"
+            f" {t['invocations']:,} invocations",
+        ),
+        (
+            "ticket write units",
+            f"{units['per_reservation']:.2f} per reservation (sale's index entries"
+            f" {units['sale_index_entries']:,.0f}, issuer's table writes {units['issuer_table']:,.0f},"
+            f" its index writes {units['issuer_index']:,.0f})",
+        ),
+        (
+            "tickets / million",
+            f"${cost['total']:.2f} per million numbered (DynamoDB ${cost['dynamodb']:.2f},"
+            f" SNS ${cost['sns']:.2f}, Lambda ${cost['lambda']:.2f})",
+        ),
+    ]
+
+
+def _aligned(rows: list[tuple[str, str]]) -> str:
+    width = max(len(name) for name, _ in rows)
+    return "\n".join(f"{name:<{width}}  {value}".rstrip() for name, value in rows)
+
+
 def format_table(result: SimulationResult) -> str:
     """The figures as aligned lines, grouped like docs/simulation.md describes them."""
     c, f = result.config, result.figures
+    if c.sold_per_s > 0:
+        workload = (
+            f"no sale simulated: {c.requests:,} sales of {c.seats_per_request} seat(s)"
+            f" at {c.sold_per_s:,.0f} / s; seed {c.seed}"
+        )
+        return _aligned(
+            [("workload", workload), ("DynamoDB model", _contention(result)), *ticket_rows(result)]
+        )
     cost = f["cost_per_million_requests"]
     rows: list[tuple[str, str]] = [
         (
@@ -121,6 +174,7 @@ def format_table(result: SimulationResult) -> str:
             f" SNS ${cost['sns']:.2f}, Lambda ${cost['lambda']:.2f})",
         ),
         ("invariants", f["invariants"] if isinstance(f["invariants"], str) else "; ".join(f["invariants"])),
+        ("", ""),
+        *ticket_rows(result),
     ]
-    width = max(len(name) for name, _ in rows)
-    return "\n".join(f"{name:<{width}}  {value}".rstrip() for name, value in rows)
+    return _aligned(rows)

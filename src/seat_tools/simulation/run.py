@@ -9,7 +9,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from seat_inventory.models import Outcome, SeatKey
+from seat_inventory.models import Outcome, ReservationOutcome, SeatKey
 from seat_inventory.settings import Settings
 from seat_tools.bench.pricing import cost_per_million
 from seat_tools.contention.model import ContentionModel, ContentionSettings
@@ -25,6 +25,7 @@ from seat_tools.simulation.event_source import (
     Tally,
     message_body,
 )
+from seat_tools.simulation.issuer import IssuerConfig, issuer_figures, simulate_issuer
 from seat_tools.simulation.memory_store import InMemoryInventoryStore
 from seat_tools.simulation.scheduler import VirtualScheduler
 
@@ -73,6 +74,11 @@ class SimulationConfig:
     # at wall speed, S times shorter in the model's time, and the local runner starts every
     # container at once. Used to check the simulation against the layer (docs/simulation.md).
     local_stack_time_scale: float | None = None
+    # The ticket issuer, run on the sale's sales (docs/tickets.md; its figures under "tickets").
+    tickets: IssuerConfig = field(default_factory=IssuerConfig)
+    # > 0: no sale is simulated; the issuer is fed `requests` sales of `seats_per_request` seats,
+    # sold at this many a second (a rate the simulated sale does not reach with its containers).
+    sold_per_s: float = 0.0
 
     def __post_init__(self) -> None:
         if not 1 <= self.containers <= 1000:
@@ -154,8 +160,10 @@ def run_simulation(config: SimulationConfig, settings: Settings) -> SimulationRe
 
 def _run(config: SimulationConfig, settings: Settings) -> SimulationResult:
     rng = random.Random(config.seed)
+    if config.sold_per_s > 0:
+        return _issuer_only(config, settings, rng)
     scheduler = VirtualScheduler(start=EPOCH)
-    data = InMemoryInventoryStore()
+    data = InMemoryInventoryStore(clock_ms=lambda: int(scheduler.now() * 1000))
     key = SeatKey(EVENT_ID, settings.default_seat_class)
     data.add_event(
         EVENT_ID, config.seats, key.seat_class, max_per_customer=config.max_per_customer, shards=config.shards
@@ -216,7 +224,53 @@ def _run(config: SimulationConfig, settings: Settings) -> SimulationResult:
     )
     source.start()
     scheduler.run()
-    return SimulationResult(config, _figures(config, arrivals, tally, table, data, key))
+    figures = _figures(config, arrivals, tally, table, data, key)
+    figures["tickets"] = _tickets(config, data, publish_latency, rng)
+    return SimulationResult(config, figures)
+
+
+def _issuer_only(config: SimulationConfig, settings: Settings, rng: random.Random) -> SimulationResult:
+    """The issuer alone, fed `requests` sales at `sold_per_s` (as the sale would have recorded them)."""
+    data = InMemoryInventoryStore()
+    for index in range(config.requests):
+        rid = f"r-{index}"
+        data.records[rid] = ReservationOutcome(
+            reservation_id=rid,
+            outcome=Outcome.CONFIRMED,
+            reason="seats reserved",
+            event_id=EVENT_ID,
+            seat_class=settings.default_seat_class,
+            quantity=config.seats_per_request,
+            customer_id=f"c-{index}",
+            message_id=f"m-{index}",
+        )
+        data.awaiting_tickets[rid] = int((EPOCH + index / config.sold_per_s) * 1000)
+    figures: dict[str, Any] = {
+        "requests": config.requests,
+        "sold_per_s": config.sold_per_s,
+        "tickets": _tickets(config, data, LatencyModel(*config.publish_ms), rng),
+    }
+    return SimulationResult(config, figures)
+
+
+def _tickets(
+    config: SimulationConfig, data: InMemoryInventoryStore, publish_latency: LatencyModel, rng: random.Random
+) -> dict[str, Any]:
+    """The issuer numbering the sale's sales (after the sale's run, on its own scheduler and model,
+    so the sale's figures do not depend on it; seat_tools.simulation.issuer says what that leaves out)."""
+    scheduler = VirtualScheduler(start=EPOCH)
+    model = ContentionModel(config.contention, clock=scheduler.now, rng=random.Random(rng.random()))
+    tally = simulate_issuer(
+        data,
+        EVENT_ID,
+        config.tickets,
+        model,
+        scheduler,
+        sale_start=EPOCH,
+        publish_latency=publish_latency,
+        rng=random.Random(rng.random()),
+    )
+    return issuer_figures(config.tickets, tally, model, memory_mb=config.memory_mb)
 
 
 def _figures(
@@ -266,8 +320,9 @@ def _figures(
         problems.append("negative availability")
     gb_seconds = tally.billed_seconds * config.memory_mb / 1024
     producer_sqs = -(-len(arrivals) // SQS_RECEIVE_LIMIT)
+    write_units = counters.write_units_consumed + table.index_write_units
     cost = cost_per_million(
-        write_units=counters.write_units_consumed,
+        write_units=write_units,
         read_units=counters.read_units_consumed,
         sqs_requests=tally.sqs_requests + producer_sqs,
         sns_requests=tally.sns_requests,
@@ -299,7 +354,8 @@ def _figures(
         "throttled_by": dict(sorted(counters.throttled_by.items())),
         "partitions_at_end": sum(counters.partitions.values()),
         "partition_splits": counters.partition_splits,
-        "write_units": counters.write_units_consumed,
+        "write_units": write_units,
+        "index_write_units": table.index_write_units,
         "wasted_write_units": counters.write_units_cancelled,
         "wasted_write_units_per_confirmed": counters.write_units_cancelled / confirmed if confirmed else 0.0,
         "read_units": counters.read_units_consumed,

@@ -1,0 +1,429 @@
+"""Seat maps: the seats of an event's mapped classes, their order for "best", and the map files.
+
+Pure (no boto3): the loaders turn a JSON or CSV map into a validated `SeatMap`, or raise
+`SeatMapError` with a one-line reason. docs/seating.md describes the formats and the rank rule.
+
+A row here is a run of physically adjacent seats (an aisle splits a physical row into two rows of
+the map); positions in a row are 1..n without gaps. A seat's id is `<section>-<row>-<position>`.
+
+Rank rule (lower is better): the section's rank (from the map), then the row's order in its
+section (listed front to back), then the seat's distance from the row's centre, then its position.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from typing import Any
+
+
+class SeatFlag(StrEnum):
+    WHEELCHAIR = "wheelchair"
+    COMPANION = "companion"
+    RESTRICTED_VIEW = "restricted_view"
+    BLOCKED = "blocked"
+
+
+# Seats only requests that ask for them (`accessible`) may take.
+ACCESSIBLE_FLAGS = frozenset({SeatFlag.WHEELCHAIR, SeatFlag.COMPANION})
+
+
+class OrphanPolicy(StrEnum):
+    """What a chosen-seat request that would leave a single empty seat gets (per mapped class)."""
+
+    REFUSE = "refuse"
+    ALLOW = "allow"
+
+
+# Letters, digits, `_`: ids become parts of DynamoDB keys and attribute names.
+_NAME = re.compile(r"^[A-Za-z0-9_]{1,16}$")
+_CLASS_NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+MAX_ROW_SEATS = 400
+
+
+class SeatMapError(ValueError):
+    """A seat map that cannot be loaded; the message is one line saying what is wrong and where."""
+
+
+@dataclass(frozen=True, slots=True)
+class Seat:
+    seat_id: str
+    seat_class: str
+    section: str
+    row: str
+    position: int  # 1..row length
+    flags: frozenset[SeatFlag] = frozenset()
+    rank: int = 0  # 0 is the class's best seat (the rank rule above)
+
+    @property
+    def accessible(self) -> bool:
+        return bool(self.flags & ACCESSIBLE_FLAGS)
+
+    @property
+    def blocked(self) -> bool:
+        return SeatFlag.BLOCKED in self.flags
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One row of a mapped class: its seats by position (index 0 is position 1)."""
+
+    seat_class: str
+    section: str
+    name: str
+    section_rank: int
+    order: int  # the row's place in its section, 0 the front
+    seats: tuple[Seat, ...]
+
+    @property
+    def row_id(self) -> str:
+        return f"{self.section}-{self.name}"
+
+    def centre_distance2(self, position: int) -> int:
+        """Twice the distance of `position` from the row's centre (an integer for even rows too)."""
+        return abs(2 * position - (len(self.seats) + 1))
+
+
+@dataclass(frozen=True, slots=True)
+class ClassMap:
+    """One mapped class: its rows best first (section rank, then row order) and its orphan policy."""
+
+    seat_class: str
+    rows: tuple[Row, ...]
+    orphans: OrphanPolicy = OrphanPolicy.REFUSE
+    seats: Mapping[str, Seat] = field(default_factory=dict)
+
+    @property
+    def capacity(self) -> int:
+        """Seats that can be sold (blocked seats excluded)."""
+        return sum(1 for seat in self.seats.values() if not seat.blocked)
+
+
+@dataclass(frozen=True, slots=True)
+class SeatMap:
+    classes: Mapping[str, ClassMap]
+
+    def seat(self, seat_id: str) -> Seat | None:
+        for class_map in self.classes.values():
+            found = class_map.seats.get(seat_id)
+            if found is not None:
+                return found
+        return None
+
+    @property
+    def seat_count(self) -> int:
+        return sum(len(c.seats) for c in self.classes.values())
+
+
+@dataclass(frozen=True, slots=True)
+class SeatRecord:
+    """One seat as read from a file, before validation."""
+
+    seat_class: str
+    section: str
+    section_rank: int
+    row: str
+    position: int
+    flags: frozenset[SeatFlag]
+    where: str  # for errors: "line 12", "section S101 row R3"
+
+
+def seat_id(section: str, row: str, position: int) -> str:
+    return f"{section}-{row}-{position}"
+
+
+def _flags(raw: Iterable[Any], where: str) -> frozenset[SeatFlag]:
+    out = set()
+    for flag in raw:
+        try:
+            out.add(SeatFlag(str(flag).strip()))
+        except ValueError:
+            known = ", ".join(f.value for f in SeatFlag)
+            raise SeatMapError(f"{where}: unknown flag {flag!r} (known: {known})") from None
+    if SeatFlag.WHEELCHAIR in out and SeatFlag.COMPANION in out:
+        raise SeatMapError(f"{where}: a seat cannot be both wheelchair and companion")
+    return frozenset(out)
+
+
+def _name(value: Any, what: str, where: str) -> str:
+    if not isinstance(value, str) or not _NAME.match(value):
+        raise SeatMapError(f"{where}: {what} must be 1-16 letters, digits or '_', got {value!r}")
+    return value
+
+
+def _int(value: Any, what: str, where: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise SeatMapError(f"{where}: {what} must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
+def build_seat_map(records: Sequence[SeatRecord], policies: Mapping[str, OrphanPolicy]) -> SeatMap:
+    """Validates the seats and ranks them: every class known, ids unique, rows 1..n without gaps,
+    one section rank per section, a section in one class."""
+    if not records:
+        raise SeatMapError("the seat map has no seats")
+    by_row: dict[tuple[str, str], dict[int, SeatRecord]] = {}
+    row_order: dict[str, list[str]] = {}
+    section_meta: dict[str, tuple[str, int]] = {}
+    for rec in records:
+        if rec.seat_class not in policies:
+            known = ", ".join(sorted(policies)) or "none"
+            raise SeatMapError(f"{rec.where}: unknown class {rec.seat_class!r} (classes: {known})")
+        meta = section_meta.setdefault(rec.section, (rec.seat_class, rec.section_rank))
+        if meta[0] != rec.seat_class:
+            raise SeatMapError(
+                f"{rec.where}: section {rec.section} is in classes {meta[0]} and {rec.seat_class}"
+            )
+        if meta[1] != rec.section_rank:
+            raise SeatMapError(
+                f"{rec.where}: section {rec.section} has ranks {meta[1]} and {rec.section_rank}"
+            )
+        row = by_row.setdefault((rec.section, rec.row), {})
+        if not row:
+            row_order.setdefault(rec.section, []).append(rec.row)
+        if rec.position in row:
+            raise SeatMapError(
+                f"{rec.where}: duplicate seat {seat_id(rec.section, rec.row, rec.position)}"
+                f" (position {rec.position} twice in row {rec.row} of section {rec.section})"
+            )
+        row[rec.position] = rec
+    rows_by_class: dict[str, list[Row]] = {name: [] for name in policies}
+    for section, names in row_order.items():
+        seat_class, section_rank = section_meta[section]
+        for order, name in enumerate(names):
+            built = _row(seat_class, section, section_rank, order, by_row[(section, name)])
+            rows_by_class[seat_class].append(built)
+    classes = {}
+    for name, rows in rows_by_class.items():
+        if not rows:
+            raise SeatMapError(f"class {name} has no seats")
+        classes[name] = _rank_class(name, rows, policies[name])
+    return SeatMap(classes)
+
+
+def _row(seat_class: str, section: str, section_rank: int, order: int, recs: Mapping[int, SeatRecord]) -> Row:
+    positions = sorted(recs)
+    if len(positions) > MAX_ROW_SEATS:
+        raise SeatMapError(f"section {section} row {recs[positions[0]].row}: more than {MAX_ROW_SEATS} seats")
+    for expected, position in enumerate(positions, start=1):
+        if position != expected:
+            rec = recs[position]
+            raise SeatMapError(
+                f"{rec.where}: gap in row {rec.row} of section {section}: position {expected} is missing"
+            )
+    seats = tuple(
+        Seat(seat_id(section, r.row, r.position), seat_class, section, r.row, r.position, r.flags)
+        for r in (recs[p] for p in positions)
+    )
+    return Row(seat_class, section, seats[0].row, section_rank, order, seats)
+
+
+def _rank_class(name: str, rows: list[Row], policy: OrphanPolicy) -> ClassMap:
+    rows.sort(key=lambda r: (r.section_rank, r.section, r.order))
+    keyed = [
+        ((row.section_rank, row.section, row.order, row.centre_distance2(s.position), s.position), i, s)
+        for i, row in enumerate(rows)
+        for s in row.seats
+    ]
+    keyed.sort(key=lambda k: k[0])
+    ranked: dict[str, Seat] = {}
+    for rank, (_key, _i, seat) in enumerate(keyed):
+        ranked[seat.seat_id] = replace(seat, rank=rank)
+    final_rows = tuple(replace(r, seats=tuple(ranked[s.seat_id] for s in r.seats)) for r in rows)
+    return ClassMap(name, final_rows, policy, ranked)
+
+
+def _policies(raw: Any, where: str) -> dict[str, OrphanPolicy]:
+    if not isinstance(raw, dict) or not raw:
+        raise SeatMapError(f"{where}: 'classes' must be an object of class name -> settings")
+    out = {}
+    for name, settings in raw.items():
+        if not _CLASS_NAME.match(name):
+            raise SeatMapError(f"{where}: bad class name {name!r}")
+        settings = settings or {}
+        if not isinstance(settings, dict):
+            raise SeatMapError(f"{where}: class {name}: settings must be an object")
+        unknown = set(settings) - {"orphans"}
+        if unknown:
+            raise SeatMapError(f"{where}: class {name}: unknown setting {sorted(unknown)[0]!r}")
+        try:
+            out[name] = OrphanPolicy(settings.get("orphans", OrphanPolicy.REFUSE.value))
+        except ValueError:
+            raise SeatMapError(f"{where}: class {name}: 'orphans' must be 'refuse' or 'allow'") from None
+    return out
+
+
+def load_json(text: str) -> SeatMap:
+    """The JSON map (docs/seating.md): classes with their orphan policy, sections with their class
+    and rank, rows front to back with their seat count and the flags of some positions."""
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SeatMapError(f"not JSON: {exc.msg} at line {exc.lineno}") from None
+    if not isinstance(doc, dict):
+        raise SeatMapError("the seat map must be a JSON object with 'classes' and 'sections'")
+    policies = _policies(doc.get("classes"), "classes")
+    sections = doc.get("sections")
+    if not isinstance(sections, list) or not sections:
+        raise SeatMapError("'sections' must be a non-empty list")
+    records: list[SeatRecord] = []
+    for index, section in enumerate(sections):
+        records.extend(_json_section(section, index))
+    return build_seat_map(records, policies)
+
+
+def _json_section(section: Any, index: int) -> list[SeatRecord]:
+    where = f"sections[{index}]"
+    if not isinstance(section, dict):
+        raise SeatMapError(f"{where}: a section must be an object")
+    name = _name(section.get("id"), "id", where)
+    where = f"section {name}"
+    rank = _int(section.get("rank", index), "rank", where, 0)
+    seat_class = section.get("class")
+    if not isinstance(seat_class, str):
+        raise SeatMapError(f"{where}: 'class' is required")
+    rows = section.get("rows")
+    if not isinstance(rows, list) or not rows:
+        raise SeatMapError(f"{where}: 'rows' must be a non-empty list")
+    records: list[SeatRecord] = []
+    for row in rows:
+        if not isinstance(row, dict):
+            raise SeatMapError(f"{where}: a row must be an object")
+        row_name = _name(row.get("id"), "row id", where)
+        row_where = f"section {name} row {row_name}"
+        count = _int(row.get("seats"), "seats", row_where, 1)
+        flagged = _json_row_flags(row.get("flags", {}), count, row_where)
+        records.extend(
+            SeatRecord(seat_class, name, rank, row_name, p, flagged.get(p, frozenset()), row_where)
+            for p in range(1, count + 1)
+        )
+    return records
+
+
+def _json_row_flags(raw: Any, count: int, where: str) -> dict[int, frozenset[SeatFlag]]:
+    """`{"wheelchair": [1, 2], "blocked": [9]}`: flag -> positions."""
+    if not isinstance(raw, dict):
+        raise SeatMapError(f"{where}: 'flags' must be an object of flag -> positions")
+    by_position: dict[int, list[str]] = {}
+    for flag, positions in raw.items():
+        if not isinstance(positions, list):
+            raise SeatMapError(f"{where}: flag {flag!r}: positions must be a list")
+        for p in positions:
+            _int(p, f"flag {flag!r} position", where, 1)
+            if p > count:
+                raise SeatMapError(f"{where}: flag {flag!r} on position {p} of a row of {count} seats")
+            by_position.setdefault(p, []).append(flag)
+    return {p: _flags(flags, f"{where} seat {p}") for p, flags in by_position.items()}
+
+
+CSV_COLUMNS = ("class", "section", "section_rank", "row", "position", "flags")
+
+
+def load_csv(text: str, policies: Mapping[str, OrphanPolicy] | None = None) -> SeatMap:
+    """The CSV map: one seat per line with the header `class,section,section_rank,row,position,flags`
+    (flags separated by `|`); rows in a section in order of first appearance (front first). Every
+    class named is mapped with the `refuse` orphan policy unless `policies` says otherwise."""
+    reader = csv.DictReader(io.StringIO(text))
+    if tuple(reader.fieldnames or ()) != CSV_COLUMNS:
+        raise SeatMapError(f"line 1: the header must be {','.join(CSV_COLUMNS)}")
+    records: list[SeatRecord] = []
+    for line, raw in enumerate(reader, start=2):
+        where = f"line {line}"
+        if None in raw or any(v is None for v in raw.values()):
+            raise SeatMapError(f"{where}: expected {len(CSV_COLUMNS)} columns")
+        section = _name(raw["section"], "section", where)
+        row = _name(raw["row"], "row", where)
+        rank = _int(_as_int(raw["section_rank"]), "section_rank", where, 0)
+        position = _int(_as_int(raw["position"]), "position", where, 1)
+        flags = _flags([f for f in raw["flags"].split("|") if f.strip()], where)
+        records.append(SeatRecord(raw["class"], section, rank, row, position, flags, where))
+    if policies is None:
+        policies = {r.seat_class: OrphanPolicy.REFUSE for r in records if _CLASS_NAME.match(r.seat_class)}
+    return build_seat_map(records, policies)
+
+
+def _as_int(text: str) -> Any:
+    try:
+        return int(text.strip())
+    except ValueError:
+        return text
+
+
+def load_file(path: str) -> SeatMap:
+    """A map from a `.json` or `.csv` file."""
+    with open(path, encoding="utf-8") as handle:
+        text = handle.read()
+    if path.lower().endswith(".csv"):
+        return load_csv(text)
+    if path.lower().endswith(".json"):
+        return load_json(text)
+    raise SeatMapError(f"{path}: a seat map is a .json or .csv file")
+
+
+# A row's seats are stored on row items of at most this many seats (docs/seating.md): an item
+# stays under 1 KB, so a transaction writes it for 2 write units.
+ROW_BLOCK = 40
+
+
+def row_item_of(seat: str) -> tuple[str, int]:
+    """The row item id (`<section>-<row>#<block>`) holding seat `<section>-<row>-<position>`, and
+    the position. Raises ValueError for an id that is not a seat id."""
+    section, row, position_text = seat.split("-")
+    position = int(position_text)
+    if position < 1:
+        raise ValueError(f"bad seat id {seat!r}")
+    return f"{section}-{row}#{(position - 1) // ROW_BLOCK}", position
+
+
+@dataclass(frozen=True, slots=True)
+class RowItem:
+    """One row item of a mapped class: its id, its first position and size, its blocked positions."""
+
+    row_id: str
+    section: str
+    first: int
+    size: int
+    blocked: tuple[int, ...]
+
+
+def row_items(class_map: ClassMap) -> list[RowItem]:
+    """The class's row items, best row first."""
+    items = []
+    for row in class_map.rows:
+        for start in range(0, len(row.seats), ROW_BLOCK):
+            block = row.seats[start : start + ROW_BLOCK]
+            items.append(
+                RowItem(
+                    f"{row.section}-{row.name}#{start // ROW_BLOCK}",
+                    row.section,
+                    start + 1,
+                    len(block),
+                    tuple(s.position for s in block if s.blocked),
+                )
+            )
+    return items
+
+
+def dump_json(seat_map: SeatMap) -> str:
+    """The map in the JSON format `load_json` reads (compact): what the table stores."""
+    classes = {name: {"orphans": c.orphans.value} for name, c in seat_map.classes.items()}
+    sections: dict[str, dict[str, Any]] = {}
+    for name, class_map in seat_map.classes.items():
+        for row in class_map.rows:
+            section = sections.setdefault(
+                row.section, {"id": row.section, "class": name, "rank": row.section_rank, "rows": []}
+            )
+            flags: dict[str, list[int]] = {}
+            for seat in row.seats:
+                for flag in sorted(seat.flags):
+                    flags.setdefault(flag.value, []).append(seat.position)
+            entry: dict[str, Any] = {"id": row.name, "seats": len(row.seats)}
+            if flags:
+                entry["flags"] = flags
+            section["rows"].append(entry)
+    return json.dumps({"classes": classes, "sections": list(sections.values())}, separators=(",", ":"))

@@ -1,0 +1,298 @@
+"""Reserve and hold on a mapped seat class (docs/seating.md): one transaction per request.
+
+Each request is placed on a view of the class's row items (`seat_placement`), then taken by one
+transaction: an update per row item guarded on exactly the seats taken being free (and the sale
+open, the limit the one assumed), the record (guarded: it must not exist, so a redelivery takes
+nothing) and the customer's counter. The view may be stale: a refused row comes back as it is,
+the view learns it, and the request is placed again. A chosen seat not free is a final
+SEATS_TAKEN answer; no block fitting is SOLD_OUT; both are recorded like the counted classes'
+rejections. Outside the counted classes' batch planner (`settle_group`) on purpose.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from seat_inventory.logic.ports import Clock, InventoryStore, WriteRefused
+from seat_inventory.logic.retry_deadline import ConflictDeadline
+from seat_inventory.logic.seat_map import ClassMap, SeatMap, row_item_of
+from seat_inventory.logic.seat_placement import Placement, Refusal, Refused, place_best, place_chosen
+from seat_inventory.models import (
+    GroupWrite,
+    Outcome,
+    ReservationOutcome,
+    ReservationRequest,
+    RetryableError,
+    SeatKey,
+    SeatRow,
+    SeatState,
+    StoreInconsistency,
+    Throttled,
+    TransactionConflict,
+    iso_utc,
+)
+
+# A view of a whole class older than this is read again before placing best available.
+VIEW_SECONDS = 2.0
+# Placements refused by stale rows before the request is handed back (each refusal refreshes
+# the rows it touched, so this is rare).
+MAX_PLACEMENTS = 8
+
+
+@dataclass(slots=True)
+class SeatMaps:
+    """Lives as long as the container: each event's seat map (a map never changes once created)
+    and the last view of each mapped class's row items.
+
+    An event without a map is not remembered: the caller asks only about classes it has not seen
+    as counted (a class is one or the other, for good), so a map created after a container first
+    saw its event is found at the next request."""
+
+    maps: dict[str, SeatMap] = field(default_factory=dict)
+    views: dict[SeatKey, dict[str, SeatRow]] = field(default_factory=dict)
+    viewed_at: dict[SeatKey, float] = field(default_factory=dict)
+
+    def class_map(self, store: InventoryStore, key: SeatKey) -> ClassMap | None:
+        """The class's map when it is mapped; None for a counted (or unknown) class."""
+        seat_map = self.maps.get(key.event_id)
+        if seat_map is None:
+            seat_map = store.read_seat_map(key.event_id)
+            if seat_map is None:
+                return None
+            self.maps[key.event_id] = seat_map
+        return seat_map.classes.get(key.seat_class)
+
+    def view(self, store: InventoryStore, key: SeatKey, now: float) -> dict[str, SeatRow]:
+        if key not in self.views or now - self.viewed_at.get(key, 0.0) > VIEW_SECONDS:
+            self.views[key] = store.read_seat_rows(key)
+            self.viewed_at[key] = now
+        return self.views[key]
+
+    def learn(self, key: SeatKey, rows: dict[str, SeatRow]) -> None:
+        self.views.setdefault(key, {}).update(rows)
+
+
+def taken_seats(rows: dict[str, SeatRow]) -> set[str]:
+    """The ids of the seats the rows show not free (row item `S-R1#0`'s position 7 is `S-R1-7`)."""
+    return {
+        f"{row_id.split('#', 1)[0]}-{position}" for row_id, row in rows.items() for position in row.states
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class MappedContext:
+    """What settling a mapped class needs from the batch: the store, the clock, the container's
+    maps and views, the rejections' TTL and the deadline for retrying conflicts in place."""
+
+    store: InventoryStore
+    clock: Clock
+    maps: SeatMaps
+    rejection_ttl_seconds: int
+    deadline: ConflictDeadline
+
+
+def settle_mapped(
+    key: SeatKey,
+    class_map: ClassMap,
+    requests: Sequence[ReservationRequest],
+    *,
+    context: MappedContext,
+) -> tuple[dict[str, ReservationOutcome], dict[str, str]]:
+    """Answers each request (by reservation id); returns the answers and the message ids to hand
+    back (a transient fault or persistent contention) with why."""
+    answers: dict[str, ReservationOutcome] = {}
+    failed: dict[str, str] = {}
+    for request in requests:
+        try:
+            answers[request.reservation_id] = _settle_one(key, class_map, request, context)
+        except RetryableError as exc:
+            failed[request.message_id] = f"{key.event_id} {key.seat_class}: {type(exc).__name__}: {exc}"
+    return answers, failed
+
+
+def _place(class_map: ClassMap, request: ReservationRequest, rows: dict[str, SeatRow]) -> Placement | Refusal:
+    taken = taken_seats(rows)
+    if request.seats is not None:
+        return place_chosen(class_map, taken, request.seats, request.accessible)
+    return place_best(class_map, taken, request.quantity, request.split, request.accessible)
+
+
+def _rows_of(seats: Sequence[str]) -> dict[str, tuple[int, ...]]:
+    by_row: dict[str, list[int]] = {}
+    for seat in seats:
+        row_id, position = row_item_of(seat)
+        by_row.setdefault(row_id, []).append(position)
+    return {row: tuple(positions) for row, positions in by_row.items()}
+
+
+def _settle_one(
+    key: SeatKey, class_map: ClassMap, request: ReservationRequest, context: MappedContext
+) -> ReservationOutcome:
+    store, maps = context.store, context.maps
+    now = context.clock.now()
+    if request.seats is not None:
+        # Chosen seats: their rows read consistently (the orphan rule looks at their neighbours).
+        wanted = [row_item_of(s)[0] for s in request.seats if s in class_map.seats]
+        maps.learn(key, store.read_seat_rows(key, wanted))
+        rows = maps.views[key]
+    else:
+        rows = maps.view(store, key, now)
+    limit = next((row.max_per_customer for row in rows.values()), None)
+    for _ in range(MAX_PLACEMENTS):
+        if limit is not None and request.quantity > limit:
+            # More than any customer may take: no counter can hold it (the DAL refuses to write it).
+            reason = (
+                f"customer {request.customer_id!r} may take at most {limit} seat(s) of"
+                f" {key.event_id} {key.seat_class}; {request.quantity} requested"
+            )
+            return _reject(request, Outcome.LIMIT_EXCEEDED, reason, None, context, now)
+        placement = _place(class_map, request, rows)
+        if isinstance(placement, Refusal):
+            return _refused(request, placement, rows, context, now)
+        answer = _taken_answer(request, placement.seats, now)
+        write = GroupWrite(
+            key=key,
+            outcomes=[answer],
+            seats_taken=request.quantity,
+            rejection_expires_at=int(now) + context.rejection_ttl_seconds,
+            max_per_customer=limit,
+            customer_seats={request.customer_id: request.quantity},
+            now=int(now),
+            rows=_rows_of(placement.seats),
+        )
+        refused = _commit(store, write, context)
+        if refused is None:
+            _mark_taken(maps, key, write, answer)
+            return answer
+        if refused.already_recorded:
+            return refused.already_recorded[request.reservation_id].as_duplicate(request.message_id)
+        if refused.rows:
+            missing = [row_id for row_id, row in refused.rows.items() if row is None]
+            if missing:
+                raise StoreInconsistency(f"{key}: the map's row item(s) {missing} do not exist")
+            learned = {row_id: row for row_id, row in refused.rows.items() if row is not None}
+            maps.learn(key, learned)
+            rows = maps.views[key]
+            closed = [r.sale_closed_reason(now) for r in learned.values() if r.sale_closed_reason(now)]
+            if closed and closed[0]:
+                return _reject(request, Outcome.SALE_CLOSED, closed[0], None, context, now)
+            limit = next(iter(learned.values())).max_per_customer
+            continue
+        if refused.customer_seats:
+            counted = refused.customer_seats[request.customer_id]
+            reason = (
+                f"customer {request.customer_id!r} may take at most {limit} seat(s) of"
+                f" {key.event_id} {key.seat_class}; {counted} already taken, {request.quantity} requested"
+            )
+            return _reject(request, Outcome.LIMIT_EXCEEDED, reason, None, context, now)
+        raise RetryableError(f"{key}: a take refused without a reason the planner knows")
+    raise TransactionConflict(f"{key}: {MAX_PLACEMENTS} placements in a row refused by seats taken meanwhile")
+
+
+def _commit(store: InventoryStore, write: GroupWrite, context: MappedContext) -> WriteRefused | None:
+    """The take, retried in place on a conflict or throttling until the deadline."""
+    conflicts = 0
+    while True:
+        try:
+            return store.commit_outcomes(write)
+        except (TransactionConflict, Throttled):
+            conflicts += 1
+            if not context.deadline.back_off(context.clock, conflicts):
+                raise
+
+
+def _mark_taken(maps: SeatMaps, key: SeatKey, write: GroupWrite, answer: ReservationOutcome) -> None:
+    """The view learns the seats it just took (so the next request in the batch does not try them)."""
+    state = SeatState.HELD if answer.outcome is Outcome.HELD else SeatState.SOLD
+    view = maps.views.setdefault(key, {})
+    for row_id, positions in write.rows.items():
+        row = view.get(row_id)
+        if row is not None:
+            states = dict(row.states)
+            states.update(dict.fromkeys(positions, state))
+            view[row_id] = dataclasses.replace(row, states=states, available=row.available - len(positions))
+
+
+def _taken_answer(request: ReservationRequest, seats: tuple[str, ...], now: float) -> ReservationOutcome:
+    names = ", ".join(seats)
+    if not request.is_hold:
+        return _answer(request, Outcome.CONFIRMED, f"{request.quantity} seat(s) confirmed: {names}", seats)
+    expires_at = int(now) + (request.hold_seconds or 0)
+    reason = f"{request.quantity} seat(s) held until {iso_utc(expires_at)}: {names}"
+    return _answer(request, Outcome.HELD, reason, seats, hold_expires_at=expires_at)
+
+
+def _answer(
+    request: ReservationRequest,
+    outcome: Outcome,
+    reason: str,
+    seats: tuple[str, ...] | None,
+    *,
+    remaining: int | None = None,
+    hold_expires_at: int | None = None,
+) -> ReservationOutcome:
+    return ReservationOutcome(
+        reservation_id=request.reservation_id,
+        outcome=outcome,
+        reason=reason,
+        event_id=request.event_id,
+        seat_class=request.seat_class,
+        quantity=request.quantity,
+        customer_id=request.customer_id,
+        remaining=remaining,
+        message_id=request.message_id,
+        request_type=request.request_type,
+        hold_expires_at=hold_expires_at,
+        seats=seats,
+    )
+
+
+def _refused(
+    request: ReservationRequest,
+    refusal: Refusal,
+    rows: dict[str, SeatRow],
+    context: MappedContext,
+    now: float,
+) -> ReservationOutcome:
+    """The answer to a request no placement fits: INVALID (not recorded: the map decides it the
+    same way every time), or a recorded rejection."""
+    if refusal.why in (Refused.NOT_IN_CLASS, Refused.NOT_ACCESSIBLE):
+        return _answer(request, Outcome.INVALID, refusal.reason, refusal.seats)
+    if refusal.why is Refused.SEATS_TAKEN:
+        return _reject(request, Outcome.SEATS_TAKEN, refusal.reason, refusal.seats, context, now)
+    if refusal.why is Refused.ORPHAN_SEAT:
+        return _reject(request, Outcome.ORPHAN_SEAT, refusal.reason, refusal.seats, context, now)
+    left = sum(row.available for row in rows.values())
+    together = "" if request.split else " together"
+    reason = f"requested {request.quantity} seat(s){together}; no placement fits ({left} left)"
+    return _reject(request, Outcome.SOLD_OUT, reason, None, context, now, remaining=left)
+
+
+def _reject(
+    request: ReservationRequest,
+    outcome: Outcome,
+    reason: str,
+    seats: tuple[str, ...] | None,
+    context: MappedContext,
+    now: float,
+    *,
+    remaining: int | None = None,
+) -> ReservationOutcome:
+    """A rejection, recorded exactly once (a record that exists is the answer given before)."""
+    answer = _answer(request, outcome, reason, seats, remaining=remaining)
+    write = GroupWrite(
+        key=request.seat_key,
+        outcomes=[answer],
+        seats_taken=0,
+        rejection_expires_at=int(now) + context.rejection_ttl_seconds,
+    )
+    refused = context.store.commit_outcomes(write)
+    if refused is None:
+        return answer
+    if request.reservation_id in refused.already_recorded:
+        return refused.already_recorded[request.reservation_id].as_duplicate(request.message_id)
+    if request.reservation_id in refused.written:
+        return answer
+    raise RetryableError(f"the record of {request.reservation_id!r} was not written")

@@ -1,0 +1,38 @@
+"""A row item stays under 1 KB (docs/seating.md): a transaction writes it for 2 write units."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from seat_inventory.dal.seat_rows import SaleRules, SeatRows
+from seat_inventory.logic.seat_map import ROW_BLOCK, RowItem
+from seat_inventory.models import SeatKey
+
+
+def item_bytes(item: dict[str, Any]) -> int:
+    """DynamoDB's item size: each attribute's name plus its value (a number: about 1 byte per 2
+    digits, plus 1)."""
+    total = 0
+    for name, value in item.items():
+        if "S" in value:
+            size = len(value["S"].encode())
+        elif "N" in value:
+            size = (len(value["N"].lstrip("-").replace(".", "")) + 1) // 2 + 1
+        else:
+            raise AssertionError(f"unexpected attribute type {value}")
+        total += len(name.encode()) + size
+    return total
+
+
+def test_a_full_row_item_with_every_rule_stays_under_1_kb() -> None:
+    rows = SeatRows.__new__(SeatRows)  # no client: only the item builder
+    rows._table_name = "t"
+    key = SeatKey("e" * 128, "c" * 64)  # the longest event id and seat class the contract allows
+    row = RowItem("S" * 16 + "-" + "R" * 16 + "#9", "S" * 16, 361, ROW_BLOCK, ())
+    item = rows._row_item(
+        key,
+        row,
+        SaleRules(max_per_customer=10, sale_starts_at=1_800_000_000, sale_ends_at=1_900_000_000, closed=True),
+    )
+    item.update({f"p{361 + n}": {"S": "S"} for n in range(ROW_BLOCK)})
+    assert item_bytes(item) < 1024, item_bytes(item)
