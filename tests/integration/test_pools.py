@@ -296,3 +296,13 @@ def test_the_sweeper_gives_an_expired_holds_seats_back_to_its_pool_once(table: O
 
     assert counts(table) == (5, 0, 0)
     assert [(o.reservation_id, o.outcome) for o in publisher.published] == [("r-1", Outcome.EXPIRED)]
+
+
+def test_cli_refuses_pools_for_a_mapped_class(stack: Stack, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TABLE_NAME", stack.table_name)
+    runner = CliRunner()
+    runner.invoke(cli, ["event", "pool", "create", "club", "hall", "--capacity", "7"])
+    mapped = runner.invoke(
+        cli, ["event", "create", "club", "--seat-map", "examples/seat_maps/club.csv", "--pools", "hall"]
+    )
+    assert mapped.exit_code == 2 and "mapped classes do not take from capacity pools" in mapped.output
