@@ -89,6 +89,36 @@ class SeatKey:
     seat_class: str
 
 
+# A seat class belongs to at most this many capacity pools (docs/pools.md): each is one more
+# action in every transaction that takes or gives back its seats.
+MAX_POOLS_PER_CLASS = 4
+
+
+@dataclass(frozen=True, slots=True)
+class PoolInventory:
+    """A capacity pool of an event (docs/pools.md): seats several classes share.
+
+    Every class that belongs to it takes its seats from it as well as from its own capacity, in
+    the same transaction; `available + held + sold == capacity`, none negative, like a class.
+    A CLOSED pool sells no seat of any of its classes (confirm, cancel and expiry go on).
+    """
+
+    event_id: str
+    pool: str
+    capacity: int
+    available: int
+    held: int = 0
+    sold: int = 0
+    sale_status: SaleStatus = SaleStatus.OPEN
+    version: int = 0
+
+    def closed_reason(self) -> str | None:
+        """Why the pool sells nothing, or None when it sells."""
+        if self.sale_status is SaleStatus.CLOSED:
+            return f"the sale of pool {self.pool} of {self.event_id} is closed"
+        return None
+
+
 @dataclass(frozen=True, slots=True)
 class AdmissionCheck:
     """What the edge found of a request's admission token (`logic.admission_tokens`; docs/admission.md).
@@ -234,6 +264,11 @@ class GroupWrite:
     token exactly when `admission_required` says so (the planner's assumption, like the limit);
     each of `token_uses` is written in the same transaction, and only if the token was never used
     or was used by the same reservation (a redelivery is not a replay).
+
+    Pools (docs/pools.md): the guard checks that the class belongs to exactly `pools` (the
+    planner's assumption); the seats taken also come off each of those pool items, each guarded
+    like the class's item (there, `available >=` the seats taken, and open), and each record that
+    takes seats remembers them, to give them back to the same pools.
     """
 
     key: SeatKey
@@ -248,6 +283,7 @@ class GroupWrite:
     taken_at: float | None = None
     admission_required: bool = False
     token_uses: Sequence[TokenUse] = ()
+    pools: Sequence[str] = ()
     # A mapped class (docs/seating.md): the seats are taken from these row items (row item id ->
     # positions), each guarded on exactly those seats being free, instead of from the class's
     # inventory item; the sale rules and the limit are guarded on each row item.
@@ -256,6 +292,7 @@ class GroupWrite:
     def __post_init__(self) -> None:
         # A copy of what the caller passed: the write stays as it was made.
         object.__setattr__(self, "outcomes", tuple(self.outcomes))
+        object.__setattr__(self, "pools", tuple(self.pools))
         object.__setattr__(self, "token_uses", tuple(self.token_uses))
         object.__setattr__(self, "customer_seats", dict(self.customer_seats))
         object.__setattr__(self, "moves", dict(self.moves))
@@ -309,6 +346,8 @@ class ReservationRecord:
     awaiting_tickets: bool = False
     ticket_series: int | None = None
     ticket_first: int | None = None
+    # The capacity pools its seats were taken from, and go back to (docs/pools.md).
+    pools: tuple[str, ...] = ()
 
     @property
     def ticket_numbers(self) -> range:
@@ -472,6 +511,23 @@ class SeatClassInventory:
     shard_items: int = 1
     # Reserve and hold need an admission token (docs/admission.md); same on every shard item.
     admission_required: bool = False
+    # The capacity pools the class takes its seats from as well (docs/pools.md); every shard item.
+    pools: tuple[str, ...] = ()
+    # Those pools' items as a whole read of the class found them (a missing one is absent); None
+    # when they were not read with it (a write's ALL_OLD, a read of shard 0 alone).
+    pool_items: tuple[PoolInventory, ...] | None = None
+
+    @property
+    def seats_to_sell(self) -> int:
+        """The seats a take could get: the class's, or fewer when a pool read with it has fewer
+        (a closed or missing pool sells none)."""
+        if self.pool_items is None or not self.pools:
+            return self.available
+        found = {p.pool: p for p in self.pool_items}
+        pools = [found.get(name) for name in self.pools]
+        if any(p is None or p.closed_reason() is not None for p in pools):
+            return 0
+        return min([self.available, *(p.available for p in pools if p is not None)])
 
     @property
     def key(self) -> SeatKey:

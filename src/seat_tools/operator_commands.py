@@ -22,7 +22,6 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from seat_inventory.dal.access import TableAccess
 from seat_inventory.dal.errors import (
     CONDITION_FAILED,
     TRANSACTION_CANCELED,
@@ -35,10 +34,12 @@ from seat_inventory.dal.items import (
     ADMISSION_REQUIRED,
     CLASS_PREFIX,
     INVENTORY_PREFIX,
+    POOL_NAMES,
     customer_key,
     inventory_from_item,
     inventory_key,
     number,
+    pool_names_value,
     record_from_item,
     reservation_key,
     timestamp,
@@ -57,6 +58,7 @@ from seat_inventory.models import (
     TransactionConflict,
     UnknownSeatClass,
 )
+from seat_tools.pool_commands import PoolCommands, check_pool_names
 
 # Operation ids an inventory item remembers: a lost reply's retry is recognised as long as fewer
 # operator writes than this landed on the same seat class in between (they come seconds apart at
@@ -97,7 +99,7 @@ class _Change:
     capacity_delta: int | None = None
 
 
-class OperatorCommands(TableAccess):
+class OperatorCommands(PoolCommands):
     """The commands behind `seats event ...` and `seats reservation show`."""
 
     def create_seat_class(
@@ -112,6 +114,7 @@ class OperatorCommands(TableAccess):
         operation_id: str | None = None,
         shards: int = 1,
         admission_required: bool = False,
+        pools: Sequence[str] = (),
     ) -> SeatClassInventory:
         """Creates the inventory of one seat class; never overwrites an existing one.
 
@@ -119,9 +122,12 @@ class OperatorCommands(TableAccess):
         created it (its reply was lost and the request was sent again): then it is returned.
         With `shards` > 1 the capacity is spread evenly over that many shard items, written in one
         transaction (docs/sharding.md); 1 writes a single item. With `admission_required` reserve
-        and hold need an admission token (docs/admission.md).
+        and hold need an admission token (docs/admission.md). With `pools` the class takes its
+        seats from those capacity pools as well, which must exist (docs/pools.md); a new class
+        has sold nothing, so it joins a pool without changing the pool's counts.
         """
         operation_id = operation_id or new_operation_id()
+        self._check_pools_exist(key.event_id, pools)
         if capacity < 0:
             raise ValueError("capacity must not be negative")
         _check_limit(max_per_customer)
@@ -138,6 +144,7 @@ class OperatorCommands(TableAccess):
                 closed,
                 operation_id,
                 admission_required=admission_required,
+                pools=pools,
             )
         item: dict[str, Any] = {
             **inventory_key(key),
@@ -154,6 +161,8 @@ class OperatorCommands(TableAccess):
             item["sale_status"] = {"S": SaleStatus.CLOSED.value}
         if admission_required:
             item[ADMISSION_REQUIRED] = {"BOOL": True}
+        if pools:
+            item[POOL_NAMES] = pool_names_value(pools)
         exists: ClientError | None = None
         for attempt in range(OPERATOR_ATTEMPTS):
             try:
@@ -198,6 +207,7 @@ class OperatorCommands(TableAccess):
         operation_id: str,
         *,
         admission_required: bool = False,
+        pools: Sequence[str] = (),
     ) -> SeatClassInventory:
         created_at = timestamp()
         puts: list[dict[str, Any]] = []
@@ -220,6 +230,8 @@ class OperatorCommands(TableAccess):
                 item["sale_status"] = {"S": SaleStatus.CLOSED.value}
             if admission_required:
                 item[ADMISSION_REQUIRED] = {"BOOL": True}
+            if pools:
+                item[POOL_NAMES] = pool_names_value(pools)
             puts.append(
                 {
                     "Put": {
@@ -248,6 +260,15 @@ class OperatorCommands(TableAccess):
         if created is None:
             raise RetryableError(f"{key} was created but could not be read back")
         return created
+
+    def _check_pools_exist(self, event_id: str, pools: Sequence[str]) -> None:
+        """A class joins only pools that exist (`seats event pool create`); ValueError otherwise."""
+        check_pool_names(pools)
+        for pool in pools:
+            if self.get_pool(event_id, pool) is None:
+                raise ValueError(
+                    f"event {event_id!r} has no pool {pool!r}; create it with `seats event pool create`"
+                )
 
     def get_event(self, event_id: str) -> list[SeatClassInventory]:
         """Every seat class of an event, read strongly consistently; empty when the event is unknown."""
@@ -785,6 +806,8 @@ def _new_shard_item(
         item["sale_status"] = {"S": SaleStatus.CLOSED.value}
     if view.admission_required:
         item[ADMISSION_REQUIRED] = {"BOOL": True}
+    if view.pools:
+        item[POOL_NAMES] = pool_names_value(view.pools)
     return item
 
 

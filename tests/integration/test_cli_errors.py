@@ -38,6 +38,7 @@ LOCAL_COMMANDS = {("local", "up"), ("demo",), ("bench",), ("simulate",), ("onsal
 EXTRA_ARGS: dict[tuple[str, ...], list[str]] = {
     ("watch",): ["--timeout", "1"],
     ("event", "capacity"): ["--add", "1"],
+    ("event", "pool", "capacity"): ["--add", "1"],
     ("event", "create"): ["--capacity", "1"],  # or --seat-map: one of the two
     ("reserve",): ["--quantity", "1"],  # or --seat
     ("hold",): ["--quantity", "1"],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -15,9 +16,12 @@ from seat_inventory.dal.items import (
     class_view,
     inventory_from_item,
     inventory_key,
+    pool_from_item,
+    pool_key,
     survey_from_item,
 )
 from seat_inventory.models import (
+    RetryableError,
     SeatClassInventory,
     SeatKey,
     ShardSurvey,
@@ -62,10 +66,11 @@ class TableAccess:
             return None
         head = inventory_from_item(item)
         if not whole:
-            return head
+            # A class of one item read alone is read whole: with its pools.
+            return self._with_pools(head) if head.complete else head
         for attempt in range(SHARDED_READ_ATTEMPTS):
             if head.complete:
-                return head
+                return self._with_pools(head)
             try:
                 items = self._read_shard_items(key, head.shard_items)
             except TransactionConflict:
@@ -75,9 +80,32 @@ class TableAccess:
                 return None
             view = class_view(items)
             if view.shard_items == head.shard_items:
-                return view
+                return self._with_pools(view)
             head = view  # resharded between the two reads: read the new set of items
         raise TransactionConflict(f"the shards of {key} kept changing while read")
+
+    def _with_pools(self, view: SeatClassInventory) -> SeatClassInventory:
+        """A class in capacity pools (docs/pools.md) with its pool items, each read strongly
+        consistently in one `BatchGetItem` (each an observation of its own; a missing pool is
+        absent). Unprocessed keys are asked again; still unprocessed, the read is retried."""
+        if not view.pools:
+            return view
+        request: dict[str, Any] = {
+            self._table_name: {
+                "Keys": [pool_key(view.event_id, name) for name in view.pools],
+                "ConsistentRead": True,
+            }
+        }
+        found: list[dict[str, Any]] = []
+        for attempt in range(SHARDED_READ_ATTEMPTS):
+            response = call(self._client.batch_get_item, RequestItems=request)
+            found.extend(response.get("Responses", {}).get(self._table_name, []))
+            request = response.get("UnprocessedKeys") or {}
+            if not request:
+                pools = sorted((pool_from_item(item) for item in found), key=lambda p: p.pool)
+                return dataclasses.replace(view, pool_items=tuple(pools))
+            self._sleep(SHARDED_READ_BACKOFF_SECONDS * 2**attempt)
+        raise RetryableError(f"the pools of {view.key} stayed unprocessed")
 
     def survey_shards(self, key: SeatKey, shard_items: int) -> list[ShardSurvey]:
         """Each shard item read strongly consistently on its own, in one `BatchGetItem`: never

@@ -13,6 +13,7 @@ Single-table layout (table keys `pk`, `sk`; TTL attribute `expires_at`; sparse i
 | ticket counter       | `TICKETS#<event_id>#<series>`            | `COUNTER`       |
 | ticket ledger batch  | `LEDGER#<event_id>#<series>`             | `FIRST#<first, 12 digits>` |
 | admission token use  | `ADMISSION#<token id>`                   | `TOKEN`         |
+| capacity pool        | `EVENT#<event_id>`                       | `POOL#<pool>`   |
 
 Customer counters were under `pk EVENT#<event_id>`, `sk CUSTOMER#<class>#<customer>` until
 this layout (one partition key each, off the event's hot partition); docs/contention.md says how
@@ -29,6 +30,10 @@ to migrate them.
   (BOOL true; absent = not required), on every shard item;
 - admission token use: reservation_id (the reservation that spent it), expires_at (TTL: a day
   after the token's own expiry);
+- capacity pool (docs/pools.md): pool, event_id, capacity, available, held, sold; optional
+  sale_status; version and recent_operations (operator changes, exactly once); a seat class
+  that belongs to pools has `pool_names` (S, the pool names joined by commas, sorted) on every
+  shard item, and so has every record whose seats came from them;
 - customer counter: seats (taken while the class had a per-customer limit);
 - reservation record: the answer given (outcome, reason, ...), its current status, request_type;
   a hold's hold_expires_at; customer_counted when its seats count against a limit; `shard`
@@ -64,6 +69,7 @@ from typing import Any
 
 from seat_inventory.models import (
     Outcome,
+    PoolInventory,
     RequestType,
     ReservationOutcome,
     ReservationRecord,
@@ -97,6 +103,9 @@ LEDGER_SK_PREFIX = "FIRST#"
 ADMISSION_PREFIX = "ADMISSION#"
 ADMISSION_SK = "TOKEN"
 ADMISSION_REQUIRED = "admission_required"
+POOL_PREFIX = "POOL#"
+# A class's pools, and a record's: the names joined by commas (no name contains one).
+POOL_NAMES = "pool_names"
 
 # The conditions every write that takes seats adds: the sale is open at :now.
 SALE_OPEN_CONDITION = (
@@ -113,6 +122,33 @@ def inventory_key(key: SeatKey, shard: int = 0) -> dict[str, Any]:
     """The key of a seat class's shard item; shard 0 is the class's original item."""
     pk = INVENTORY_PREFIX + key.event_id + (f"{SHARD_MARK}{shard}" if shard else "")
     return {"pk": {"S": pk}, "sk": {"S": CLASS_PREFIX + key.seat_class}}
+
+
+def pool_key(event_id: str, pool: str) -> dict[str, Any]:
+    """The item of one capacity pool: beside the event's seat classes (docs/pools.md)."""
+    return {"pk": {"S": INVENTORY_PREFIX + event_id}, "sk": {"S": POOL_PREFIX + pool}}
+
+
+def pool_names_value(pools: Sequence[str]) -> dict[str, str]:
+    return {"S": ",".join(sorted(pools))}
+
+
+def pool_names(item: Mapping[str, Any]) -> tuple[str, ...]:
+    value = item.get(POOL_NAMES)
+    return tuple(value["S"].split(",")) if value and value["S"] else ()
+
+
+def pool_from_item(item: Mapping[str, Any]) -> PoolInventory:
+    return PoolInventory(
+        event_id=item["event_id"]["S"],
+        pool=item["pool"]["S"],
+        capacity=int(item["capacity"]["N"]),
+        available=int(item["available"]["N"]),
+        held=_optional_int(item, "held") or 0,
+        sold=_optional_int(item, "sold") or 0,
+        sale_status=SaleStatus(_optional_text(item, "sale_status") or SaleStatus.OPEN.value),
+        version=_optional_int(item, "version") or 0,
+    )
 
 
 def reservation_key(reservation_id: str) -> dict[str, Any]:
@@ -230,6 +266,7 @@ def inventory_from_item(item: Mapping[str, Any]) -> SeatClassInventory:
         shard_count=_optional_int(item, "shard_count") or 1,
         shard_items=shard_items,
         admission_required=bool(item.get(ADMISSION_REQUIRED, {}).get("BOOL", False)),
+        pools=pool_names(item),
     )
 
 
@@ -283,6 +320,7 @@ def record_from_item(item: Mapping[str, Any]) -> ReservationRecord:
         awaiting_tickets=(_optional_text(item, "gsi2pk") or "").startswith(UNNUMBERED_PREFIX),
         ticket_series=_optional_int(item, "ticket_series"),
         ticket_first=_optional_int(item, "ticket_first"),
+        pools=pool_names(item),
     )
 
 
@@ -293,6 +331,7 @@ def record_item(
     expires_at: int | None,
     customer_counted: bool,
     shard: int = 0,
+    pools: Sequence[str] = (),
 ) -> dict[str, Any]:
     item: dict[str, Any] = {
         **reservation_key(outcome.reservation_id),
@@ -327,4 +366,6 @@ def record_item(
         item["expires_at"] = number(expires_at)
     if shard:
         item["shard"] = number(shard)
+    if pools:
+        item[POOL_NAMES] = pool_names_value(pools)
     return item

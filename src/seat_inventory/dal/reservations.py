@@ -20,6 +20,7 @@ from seat_inventory.dal.errors import (
 )
 from seat_inventory.dal.items import (
     ADMISSION_REQUIRED,
+    POOL_NAMES,
     SALE_OPEN_CONDITION,
     TAKEN_AT,
     admission_key,
@@ -28,6 +29,9 @@ from seat_inventory.dal.items import (
     inventory_key,
     number,
     outcome_from_item,
+    pool_from_item,
+    pool_key,
+    pool_names_value,
     record_item,
     timestamp,
 )
@@ -36,6 +40,7 @@ from seat_inventory.logic.ports import WriteRefused
 from seat_inventory.models import (
     TAKES_SEATS,
     GroupWrite,
+    PoolInventory,
     ReservationOutcome,
     RetryableError,
     SaleStatus,
@@ -96,6 +101,8 @@ class Reservations(TableAccess):
             assert write.max_per_customer is not None
             actions.append(self._count_customer_action(write.key, customer_id, seats, write.max_per_customer))
         actions.extend(self._use_token_action(use) for use in write.token_uses)
+        pools = write.pools if write.seats_taken > 0 else ()
+        actions.extend(self._take_from_pool_action(write, pool) for pool in pools)
         cancelled = call_expecting(
             TRANSACTION_CANCELED, self._client.transact_write_items, TransactItems=actions
         )
@@ -107,8 +114,37 @@ class Reservations(TableAccess):
                 list(counters),
                 inventory_actions=inventory_actions,
                 token_uses=write.token_uses,
+                pools=pools,
             )
         return None
+
+    def _take_from_pool_action(self, write: GroupWrite, pool: str) -> dict[str, Any]:
+        """Takes the write's seats off one capacity pool of the class (docs/pools.md), guarded
+        like the class's item: the pool exists, has the seats and is open. ALL_OLD hands back
+        the pool as it was."""
+        held = write.seats_held
+        sold = write.seats_taken - held
+        now = int(time.time()) if write.now is None else write.now
+        return {
+            "Update": {
+                "TableName": self._table_name,
+                "Key": pool_key(write.key.event_id, pool),
+                "UpdateExpression": (
+                    "SET available = available - :seats, held = held + :held, sold = sold + :sold"
+                ),
+                "ConditionExpression": (
+                    f"attribute_exists(pk) AND available >= :seats AND {SALE_OPEN_CONDITION}"
+                ),
+                "ExpressionAttributeValues": {
+                    ":seats": number(write.seats_taken),
+                    ":held": number(held),
+                    ":sold": number(sold),
+                    ":open": {"S": SaleStatus.OPEN.value},
+                    ":now": number(now),
+                },
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            }
+        }
 
     def _use_token_action(self, use: TokenUse) -> dict[str, Any]:
         """Spends an admission token: written only if no reservation used it, or this one did (its
@@ -161,6 +197,7 @@ class Reservations(TableAccess):
                     expires_at=None if takes_seats else write.rejection_expires_at,
                     customer_counted=takes_seats and write.max_per_customer is not None,
                     shard=write.shard if takes_seats else 0,
+                    pools=write.pools if takes_seats else (),
                 ),
                 "ConditionExpression": "attribute_not_exists(pk)",
                 "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
@@ -267,6 +304,12 @@ class Reservations(TableAccess):
         else:
             condition += " AND max_per_customer = :limit"
             values[":limit"] = number(write.max_per_customer)
+        # So are the pools the class takes from besides (docs/pools.md).
+        if write.pools:
+            condition += f" AND {POOL_NAMES} = :pools"
+            values[":pools"] = pool_names_value(write.pools)
+        else:
+            condition += f" AND attribute_not_exists({POOL_NAMES})"
         # So is whether the class requires admission tokens (docs/admission.md).
         if write.admission_required:
             condition += f" AND {ADMISSION_REQUIRED} = :required"
@@ -337,13 +380,14 @@ class Reservations(TableAccess):
         *,
         inventory_actions: int,
         token_uses: Sequence[TokenUse] = (),
+        pools: Sequence[str] = (),
     ) -> WriteRefused:
         """Reads the cancellation reasons (one per action, in order) into what the planner needs.
 
         A refused shard item hands back only its own numbers (`SeatClassInventory.complete` is
         False for a sharded class): the planner reads the whole class before deciding on it.
         """
-        expected_count = len(outcomes) + len(customers) + inventory_actions + len(token_uses)
+        expected_count = len(outcomes) + len(customers) + inventory_actions + len(token_uses) + len(pools)
         reasons = cancellation_reasons(exc, expected_count)
         inventory_refused = False
         inventory: SeatClassInventory | None = None
@@ -356,6 +400,8 @@ class Reservations(TableAccess):
                 if not inventory_refused:
                     inventory = inventory_from_item(old) if old else None
                 inventory_refused = True
+        pool_reasons = record_reasons[len(record_reasons) - len(pools) :]
+        record_reasons = record_reasons[: len(record_reasons) - len(pools)]
         token_reasons = record_reasons[len(outcomes) + len(customers) :]
         counter_reasons = record_reasons[len(outcomes) : len(outcomes) + len(customers)]
         record_reasons = record_reasons[: len(outcomes)]
@@ -386,4 +432,17 @@ class Reservations(TableAccess):
             already_recorded=already_recorded,
             customer_seats=customer_seats,
             tokens_used=tokens_used,
+            pools_refused=_pools_refused(pools, pool_reasons),
         )
+
+
+def _pools_refused(
+    pools: Sequence[str], reasons: Sequence[dict[str, Any]]
+) -> dict[str, PoolInventory | None]:
+    """The capacity pools whose guard failed, each as it was (None: the pool item is missing)."""
+    refused: dict[str, PoolInventory | None] = {}
+    for pool, reason in zip(pools, reasons, strict=True):
+        if failed_condition(reason):
+            old = reason.get("Item")
+            refused[pool] = pool_from_item(old) if old else None
+    return refused

@@ -26,6 +26,7 @@ from seat_inventory.dal.items import (
     inventory_from_item,
     inventory_key,
     number,
+    pool_key,
     record_from_item,
     reservation_key,
     timestamp,
@@ -154,12 +155,29 @@ class Transitions(TableAccess):
         ]
         customers = list(counters)
         actions += [self._uncount_customer_action(key, c, counters[c]) for c in customers]
+        # The pools the records' seats came from get them back too (docs/pools.md).
+        pools = sorted({pool for t in transitions for pool in t.record.pools})
+        actions += [
+            self._inventory_delta_action(
+                key,
+                _InventoryDelta.of([t for t in transitions if pool in t.record.pools]),
+                None,
+                0,
+                item_key=pool_key(key.event_id, pool),
+            )
+            for pool in pools
+        ]
         cancelled = call_expecting(
             TRANSACTION_CANCELED, self._client.transact_write_items, TransactItems=actions
         )
         if isinstance(cancelled, ClientError):
             refused = self._transition_refusal(
-                cancelled, transitions, customers, inventory_actions=inventory_actions, rows=mapped
+                cancelled,
+                transitions,
+                customers,
+                inventory_actions=inventory_actions,
+                rows=mapped,
+                pools=pools,
             )
             if mapped and refused.inventory_refused:
                 # A seat not in the state its record says, with every record as read: the rows
@@ -172,8 +190,15 @@ class Transitions(TableAccess):
         return None
 
     def _inventory_delta_action(
-        self, key: SeatKey, delta: _InventoryDelta, capacity: int | None, shard: int
+        self,
+        key: SeatKey,
+        delta: _InventoryDelta,
+        capacity: int | None,
+        shard: int,
+        *,
+        item_key: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
+        """The update of one shard item (or, `item_key` given, of a capacity pool's item)."""
         updates: list[str] = []
         conditions = ["attribute_exists(pk)"]
         values: dict[str, Any] = {}
@@ -198,7 +223,7 @@ class Transitions(TableAccess):
             values[":sold_delta"] = number(delta.sold - delta.unsold)
         update: dict[str, Any] = {
             "TableName": self._table_name,
-            "Key": inventory_key(key, shard),
+            "Key": item_key or inventory_key(key, shard),
             "UpdateExpression": "SET " + ", ".join(updates),
             "ConditionExpression": " AND ".join(conditions),
             "ExpressionAttributeValues": values,
@@ -278,8 +303,13 @@ class Transitions(TableAccess):
         *,
         inventory_actions: int,
         rows: bool = False,
+        pools: Sequence[str] = (),
     ) -> TransitionsRefused:
-        reasons = cancellation_reasons(exc, inventory_actions + len(transitions) + len(customers))
+        reasons = cancellation_reasons(
+            exc, inventory_actions + len(transitions) + len(customers) + len(pools)
+        )
+        pool_reasons = reasons[len(reasons) - len(pools) :]
+        reasons = reasons[: len(reasons) - len(pools)]
         inventory_reasons = reasons[:inventory_actions]
         record_reasons = reasons[inventory_actions : inventory_actions + len(transitions)]
         counter_reasons = reasons[inventory_actions + len(transitions) :]
@@ -301,5 +331,8 @@ class Transitions(TableAccess):
             records=records,
             counters_refused=frozenset(
                 c for c, r in zip(customers, counter_reasons, strict=True) if failed_condition(r)
+            ),
+            pools_refused=frozenset(
+                p for p, r in zip(pools, pool_reasons, strict=True) if failed_condition(r)
             ),
         )

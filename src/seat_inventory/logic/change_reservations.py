@@ -154,8 +154,9 @@ def _prefix_that_fits(transitions: Sequence[Transition]) -> int:
     shards: set[int] = set()  # one inventory update per shard item the records' seats came from
     customers: set[str] = set()
     rows: set[str] = set()  # a mapped class: one update per row item its seats are on
+    pools: set[str] = set()  # one update per capacity pool the records' seats came from
     for index, transition in enumerate(transitions):
-        extra = 1
+        extra = 1 + len(set(transition.record.pools) - pools)
         new_rows = {row_item_of(s)[0] for s in transition.record.seats} - rows
         extra += len(new_rows)
         if transition.record.shard not in shards and not transition.record.seats:
@@ -168,6 +169,7 @@ def _prefix_that_fits(transitions: Sequence[Transition]) -> int:
         actions += extra
         rows |= new_rows
         shards.add(transition.record.shard)
+        pools.update(transition.record.pools)
         if transition.uncounts_customer:
             customers.add(customer)
     return len(transitions)
@@ -267,11 +269,18 @@ def _commit_transitions(
                 continue
             if not refused.records:
                 raise StoreInconsistency(f"{key}: the inventory refused a consistent status change: {item}")
+        if refused.pools_refused and not refused.records:
+            raise StoreInconsistency(
+                f"{key}: capacity pool(s) {sorted(refused.pools_refused)} refused a consistent status"
+                " change (missing, or fewer held or sold seats than its records)"
+            )
         if refused.counters_refused and not refused.records:
             raise StoreInconsistency(
                 f"{key}: customer counter(s) {sorted(refused.counters_refused)} are lower than their seats"
             )
-        if not (refused.records or refused.inventory_refused or refused.counters_refused):
+        if not (
+            refused.records or refused.inventory_refused or refused.counters_refused or refused.pools_refused
+        ):
             raise RetryableError(f"status changes of {key} refused without a reason the planner knows")
 
 

@@ -4,12 +4,13 @@ class the shard item it takes seats from (`InventoryHints`). It lives as long as
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from seat_inventory.logic.admission import AdaptiveWriteLimit
 from seat_inventory.logic.settle_mapped import SeatMaps
 from seat_inventory.logic.shards import Draws
-from seat_inventory.models import SeatClassInventory, SeatKey
+from seat_inventory.models import PoolInventory, SeatClassInventory, SeatKey
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +87,18 @@ class InventoryHints:
         not its seats: the seats known stay those of the last view of the whole class."""
         self._items[key] = item
         if item is None or item.complete:
-            self.learn(key, None if item is None else item.available)
+            # A class in pools read with them: the seats a take could get (docs/pools.md).
+            self.learn(key, None if item is None else item.seats_to_sell)
+
+    def learn_pools(self, key: SeatKey, pools: Iterable[PoolInventory | None]) -> None:
+        """A refused write handed back pools of the class: its seats left are at most theirs
+        (a closed or missing pool: none), so the next group reads the class and its pools first."""
+        known = self._seats_left.get(key)
+        for pool in pools:
+            seats = 0 if pool is None or pool.closed_reason() is not None else pool.available
+            known = seats if known is None or known == self._MISSING else min(known, seats)
+        if known is not None:
+            self._seats_left[key] = known
 
     def own_shard(self, key: SeatKey) -> OwnShard | None:
         """This container's shard of a sharded class, None until it settles on one."""

@@ -14,6 +14,7 @@ from seat_inventory.logic.seat_map import SeatMap
 from seat_inventory.models import (
     GroupWrite,
     NumbersRefused,
+    PoolInventory,
     ReservationOutcome,
     ReservationRecord,
     SeatClassInventory,
@@ -46,6 +47,8 @@ class WriteRefused:
     group in neither `written` nor `already_recorded` met a transient fault and were not written.
     `tokens_used` maps each admission token whose use was refused to the reservation that used it
     first: a replay, refused for good.
+    `pools_refused` maps each capacity pool whose guard failed to its item as it was (too few
+    seats left, or closed), or to None when the pool item does not exist (docs/pools.md).
     """
 
     inventory_refused: bool
@@ -54,6 +57,7 @@ class WriteRefused:
     customer_seats: Mapping[str, int] = field(default_factory=dict)
     written: frozenset[str] = frozenset()
     tokens_used: Mapping[str, str] = field(default_factory=dict)
+    pools_refused: Mapping[str, PoolInventory | None] = field(default_factory=dict)
     # A mapped class's write (`GroupWrite.rows`): the row items whose guard failed, as they were
     # (None: no such item).
     rows: Mapping[str, SeatRow | None] = field(default_factory=dict)
@@ -66,13 +70,15 @@ class TransitionsRefused:
     `records` maps each reservation id whose status condition failed to the record as it is now
     (None when it no longer exists): someone else changed it first. `inventory` is the item as it
     was when its guard failed (None when missing); `counters_refused` names the customers whose
-    counter could not be decremented.
+    counter could not be decremented; `pools_refused` the capacity pools whose guard failed (or
+    that do not exist): on consistent data that cannot happen.
     """
 
     inventory_refused: bool
     inventory: SeatClassInventory | None
     records: Mapping[str, ReservationRecord | None] = field(default_factory=dict)
     counters_refused: frozenset[str] = frozenset()
+    pools_refused: frozenset[str] = frozenset()
 
 
 class InventoryStore(Protocol):

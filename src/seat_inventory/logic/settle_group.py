@@ -25,11 +25,13 @@ from seat_inventory.models import (
     AdmissionCheck,
     GroupWrite,
     Outcome,
+    PoolInventory,
     ReservationOutcome,
     ReservationRequest,
     RetryableError,
     SeatClassInventory,
     SeatKey,
+    StoreInconsistency,
     Throttled,
     TokenUse,
     TransactionConflict,
@@ -86,7 +88,9 @@ class GroupKnowledge:
     write assumes (and its condition checks). `counted` holds customers' counters as refused
     counter updates reported them. `assumed_admission` is whether the class requires an admission
     token, as assumed (like the limit, checked by the write's guard); `tokens_used` holds the
-    admission tokens refused writes reported used, and by which reservation.
+    admission tokens refused writes reported used, and by which reservation. `assumed_pools` are
+    the capacity pools the class is assumed to belong to (checked by the write's guard), and
+    `pools` the pool items refused writes handed back (None: the pool does not exist).
     """
 
     verified: bool = False
@@ -95,10 +99,16 @@ class GroupKnowledge:
     counted: dict[str, int] = field(default_factory=dict)
     assumed_admission: bool = False
     tokens_used: dict[str, str] = field(default_factory=dict)
+    assumed_pools: tuple[str, ...] = ()
+    pools: dict[str, PoolInventory | None] = field(default_factory=dict)
 
     def observe(self, inventory: SeatClassInventory | None) -> None:
         self.verified = True
         self.inventory = inventory
+        if inventory is not None and inventory.pool_items is not None:
+            # Pools read with the class are observed too (a missing one as None).
+            found = {p.pool: p for p in inventory.pool_items}
+            self.pools.update((name, found.get(name)) for name in inventory.pools)
 
     @property
     def view(self) -> SeatClassInventory | None:
@@ -117,6 +127,13 @@ class GroupKnowledge:
             return self.inventory.admission_required if self.inventory else False
         return self.assumed_admission
 
+    @property
+    def class_pools(self) -> tuple[str, ...]:
+        """The capacity pools the class takes its seats from as well (docs/pools.md)."""
+        if self.verified:
+            return self.inventory.pools if self.inventory else ()
+        return self.assumed_pools
+
 
 @dataclass(frozen=True, slots=True)
 class GroupPlan:
@@ -128,6 +145,7 @@ class GroupPlan:
     customer_seats: dict[str, int]
     admission_required: bool = False
     token_uses: tuple[TokenUse, ...] = ()
+    pools: tuple[str, ...] = ()
 
     @property
     def first_seats(self) -> int:
@@ -184,6 +202,7 @@ class _Settlement:
         assumed = self.hints.assumed(self.key)
         self.knowledge.assumed_limit = assumed.max_per_customer if assumed is not None else None
         self.knowledge.assumed_admission = assumed.admission_required if assumed is not None else False
+        self.knowledge.assumed_pools = assumed.pools if assumed is not None else ()
         if self.hints.should_read_first(self.key, sum(r.quantity for r in self.pending), self.now):
             # A class never seen is first read as its item alone: a sharded class's shard 0 tells
             # its rules and items without reading every shard item while others write to them.
@@ -321,6 +340,7 @@ class _Settlement:
             taken_at=self.clock.now() if plan.seats_taken else None,
             admission_required=plan.admission_required,
             token_uses=plan.token_uses,
+            pools=plan.pools,
         )
 
     def _committed(self, take: _Take) -> None:
@@ -358,9 +378,13 @@ class _Settlement:
         # good (replayed) in the next plan.
         new_tokens = bool(refused.tokens_used.keys() - self.knowledge.tokens_used.keys())
         self.knowledge.tokens_used.update(refused.tokens_used)
+        # A capacity pool's item as it was: the next plan fits in what it has left, or is
+        # refused SOLD_OUT (SALE_CLOSED) naming it (docs/pools.md).
+        self.knowledge.pools.update(refused.pools_refused)
+        self.hints.learn_pools(self.key, refused.pools_refused.values())
         if refused.inventory_refused:
             self._learn_inventory(refused.inventory, take)
-        elif not settled and not refused.customer_seats and not refused.tokens_used:
+        elif not (settled or refused.customer_seats or refused.tokens_used or refused.pools_refused):
             raise RetryableError(f"transaction for {self.key} refused without a reason the planner knows")
         return not (new_counters or new_tokens)
 
@@ -390,6 +414,7 @@ class _Settlement:
             self.hints.learn_item(self.key, inventory)
             self.knowledge.assumed_limit = inventory.max_per_customer
             self.knowledge.assumed_admission = inventory.admission_required
+            self.knowledge.assumed_pools = inventory.pools
             if inventory.sale_closed_reason(self.now) is not None:
                 self._read()  # closed: nobody writes to its items, and only a whole read can say so
             return
@@ -437,10 +462,11 @@ def plan_group(
         reason = f"event {key.event_id!r} has no seat class {key.seat_class!r}"
         return GroupPlan([_answer(r, Outcome.UNKNOWN_EVENT, reason, None) for r in pending], 0, None, {})
     inventory = knowledge.view
-    if inventory is not None:
-        closed = inventory.sale_closed_reason(now)
-        if closed:
-            return GroupPlan([_answer(r, Outcome.SALE_CLOSED, closed, None) for r in pending], 0, None, {})
+    pools = _PoolRoom.of(key, knowledge)
+    closed = inventory.sale_closed_reason(now) if inventory is not None else None
+    closed = closed or pools.closed_reason()
+    if closed:
+        return GroupPlan([_answer(r, Outcome.SALE_CLOSED, closed, None) for r in pending], 0, None, {})
     limit = knowledge.limit
     left = inventory.available if inventory is not None else None
     taken_by_customer: dict[str, int] = {}
@@ -454,9 +480,10 @@ def plan_group(
             decisions.append((request, Outcome.ADMISSION_REFUSED, counted))
         elif limit is not None and counted + request.quantity > limit:
             decisions.append((request, Outcome.LIMIT_EXCEEDED, counted))
-        elif left is not None and request.quantity > left:
+        elif (left is not None and request.quantity > left) or not pools.fits(request.quantity):
             decisions.append((request, Outcome.SOLD_OUT, counted))
         else:
+            pools.take(request.quantity)
             if left is not None:
                 left -= request.quantity
             taken_by_customer[request.customer_id] = (
@@ -476,6 +503,7 @@ def plan_group(
             left=left,
             now=now,
             refusal=refusals.get(request.reservation_id),
+            pools=pools,
         )
         for request, outcome, counted in decisions
     ]
@@ -487,7 +515,48 @@ def plan_group(
         taken_by_customer if limit is not None else {},
         admission_required=admission is not None,
         token_uses=tuple(admission.uses) if admission is not None else (),
+        pools=pools.names,
     )
+
+
+@dataclass(slots=True)
+class _PoolRoom:
+    """The capacity pools side of one plan (docs/pools.md): the seats left in each pool a refused
+    write handed back, as the plan takes them. Pools not seen yet are not bounded here: the
+    write's guard on each pool item decides."""
+
+    names: tuple[str, ...]
+    known: dict[str, PoolInventory]
+    left: dict[str, int]
+
+    @classmethod
+    def of(cls, key: SeatKey, knowledge: GroupKnowledge) -> _PoolRoom:
+        names = knowledge.class_pools
+        known: dict[str, PoolInventory] = {}
+        for name in names:
+            if name not in knowledge.pools:
+                continue
+            pool = knowledge.pools[name]
+            if pool is None:
+                raise StoreInconsistency(
+                    f"{key.event_id} {key.seat_class} takes from pool {name!r}, which does not exist"
+                )
+            known[name] = pool
+        return cls(names, known, {name: pool.available for name, pool in known.items()})
+
+    def closed_reason(self) -> str | None:
+        return next((r for p in self.known.values() if (r := p.closed_reason()) is not None), None)
+
+    def fits(self, seats: int) -> bool:
+        return all(seats <= left for left in self.left.values())
+
+    def take(self, seats: int) -> None:
+        for name in self.left:
+            self.left[name] -= seats
+
+    def tightest(self) -> tuple[str, int] | None:
+        """The known pool with the fewest seats left, and how many; None when none is known."""
+        return min(self.left.items(), key=lambda item: item[1]) if self.left else None
 
 
 @dataclass(slots=True)
@@ -535,8 +604,14 @@ def _decided_answer(
     left: int | None,
     now: int,
     refusal: str | None = None,
+    pools: _PoolRoom | None = None,
 ) -> ReservationOutcome:
-    """The answer `plan_group` decided, with its reason; `left` is what the group leaves."""
+    """The answer `plan_group` decided, with its reason; `left` is what the group leaves (in the
+    class, or in its tightest known pool when that has fewer: a SOLD_OUT then names the pool)."""
+    tightest = pools.tightest() if pools is not None else None
+    pool_name: str | None = None
+    if tightest is not None and (left is None or tightest[1] < left):
+        pool_name, left = tightest
     if outcome is Outcome.ADMISSION_REFUSED:
         return _answer(request, outcome, refusal or "admission token refused", left)
     if outcome is Outcome.CONFIRMED:
@@ -546,7 +621,8 @@ def _decided_answer(
         reason = f"{request.quantity} seat(s) held until {iso_utc(expires_at)}"
         return _answer(request, outcome, reason, left, hold_expires_at=expires_at)
     if outcome is Outcome.SOLD_OUT:
-        return _answer(request, outcome, f"requested {request.quantity} seat(s), {left} left", left)
+        where = f" in pool {pool_name}" if pool_name is not None else ""
+        return _answer(request, outcome, f"requested {request.quantity} seat(s), {left} left{where}", left)
     return _answer(
         request,
         outcome,
@@ -585,13 +661,14 @@ def _prefix_that_fits(plan: GroupPlan, shard_moves: int = 0) -> int:
     leaving room for `shard_moves` actions that move seats between shard items."""
     actions = shard_moves
     inventory_counted = False
+    pool_actions = len(plan.pools)
     customers: set[str] = set()
     spending = {use.reservation_id for use in plan.token_uses}
     for index, outcome in enumerate(plan.outcomes):
         extra = 2 if outcome.reservation_id in spending else 1
         takes_seats = outcome.outcome in TAKES_SEATS
         if takes_seats and not inventory_counted:
-            extra += 1
+            extra += 1 + pool_actions
         if takes_seats and plan.limit is not None and outcome.customer_id not in customers:
             extra += 1
         if actions + extra > MAX_ACTIONS_PER_TRANSACTION:
@@ -640,6 +717,13 @@ def _learn_commit(hints: InventoryHints, key: SeatKey, knowledge: GroupKnowledge
     if inventory is None:
         return
     held = sum(o.quantity or 0 for o in plan.outcomes if o.outcome is Outcome.HELD)
+    pool_items = inventory.pool_items
+    if pool_items is not None and plan.seats_taken:
+        # The pools read with the class gave the same seats (docs/pools.md).
+        pool_items = tuple(
+            dataclasses.replace(p, available=p.available - plan.seats_taken) if p.pool in plan.pools else p
+            for p in pool_items
+        )
     hints.learn_item(
         key,
         dataclasses.replace(
@@ -647,5 +731,6 @@ def _learn_commit(hints: InventoryHints, key: SeatKey, knowledge: GroupKnowledge
             available=inventory.available - plan.seats_taken,
             held=inventory.held + held,
             sold=inventory.sold + plan.seats_taken - held,
+            pool_items=pool_items,
         ),
     )

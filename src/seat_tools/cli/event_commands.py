@@ -22,6 +22,7 @@ from seat_inventory.models import (
     EventAlreadyExists,
     InventoryChangeRefused,
     OperatorOutcomeUnknown,
+    PoolInventory,
     RetryableError,
     SaleStatus,
     SeatClassInventory,
@@ -36,6 +37,7 @@ from seat_inventory.settings import DEFAULT_SEAT_CLASS
 from seat_tools.cli.context import CliContext
 from seat_tools.cli.errors import CommandError, ExitCode, explain
 from seat_tools.cli.output import OutputFormat, output_option, print_json, print_text
+from seat_tools.cli.pool_commands import pool, pool_document
 from seat_tools.operator_commands import OperatorTable
 
 pass_cli = click.make_pass_decorator(CliContext)
@@ -190,6 +192,12 @@ _MAX_PER_CUSTOMER_OPTION = click.option(
     show_default=True,
     help="Split the class's seats over K items, each its own partition key (docs/sharding.md).",
 )
+@click.option(
+    "--pools",
+    default="",
+    help="Capacity pools (comma-separated, created first with `seats event pool create`) the class"
+    " takes its seats from as well (docs/pools.md).",
+)
 @pass_cli
 def create(
     obj: CliContext,
@@ -203,6 +211,7 @@ def create(
     require_admission: bool,
     output: OutputFormat,
     shards: int,
+    pools: str,
     seat_map_path: str | None,
 ) -> None:
     """Create the inventory of EVENT_ID's seat class. An existing seat class is an error, never overwritten.
@@ -217,6 +226,11 @@ def create(
             raise click.UsageError(
                 "--require-admission applies to counted classes: mapped classes do not check"
                 " admission tokens yet (docs/admission.md)"
+            )
+        if pools:
+            raise click.UsageError(
+                "--pools applies to counted classes: mapped classes do not take from capacity"
+                " pools yet (docs/pools.md)"
             )
         _create_mapped(
             obj,
@@ -252,6 +266,7 @@ def create(
             closed=closed,
             shards=shards,
             admission_required=require_admission,
+            pools=[p for p in pools.split(",") if p] if pools else (),
         )
     except EventAlreadyExists as exc:
         raise click.ClickException(f"{exc}; nothing was changed") from exc
@@ -401,6 +416,7 @@ def _class_document(c: SeatClassInventory, now: float) -> dict[str, Any]:
         "max_per_customer": c.max_per_customer,
         "shard_count": c.shard_count,
         "admission_required": c.admission_required,
+        **({"pools": list(c.pools)} if c.pools else {}),
     }
 
 
@@ -453,7 +469,9 @@ def show(obj: CliContext, event_id: str, output: OutputFormat, per_shard: bool, 
         {**_class_document(c, now), **({"shards": _shard_documents(c)} if per_shard else {})} for c in classes
     ]
     if output is OutputFormat.JSON:
-        print_json({"event_id": event_id, "seat_classes": documents})
+        # Pools only for an event that has some (other events print as before; docs/pools.md).
+        pools = [pool_document(p) for p in obj.inventory_table().get_pools(event_id)]
+        print_json({"event_id": event_id, "seat_classes": documents, **({"pools": pools} if pools else {})})
         return
     if output is OutputFormat.TEXT:
         print_text(documents)
@@ -487,6 +505,20 @@ def show(obj: CliContext, event_id: str, output: OutputFormat, per_shard: bool, 
         window = _window(c)
         if window:
             click.echo(f"sale window {c.seat_class}: {window}")
+    _show_pools(obj.inventory_table().get_pools(event_id), classes)
+
+
+def _show_pools(pools: list[PoolInventory], classes: list[SeatClassInventory]) -> None:
+    """The event's capacity pools, and the classes that take from each (docs/pools.md)."""
+    if not pools:
+        return
+    click.echo(f"{'POOL':<16}{'CAPACITY':>10}{'AVAILABLE':>11}{'HELD':>10}{'SOLD':>10}  {'SALE':<10}CLASSES")
+    for p in pools:
+        members = ",".join(c.seat_class for c in classes if p.pool in c.pools) or "-"
+        click.echo(
+            f"{p.pool:<16}{p.capacity:>10}{p.available:>11}{p.held:>10}{p.sold:>10}"
+            f"  {p.sale_status.value:<10}{members}"
+        )
 
 
 @event.command("list")
@@ -681,3 +713,6 @@ def capacity(
         return t.change_capacity(k, add if add is not None else -(remove or 0))
 
     _apply(obj, event_id, key.seat_class, change, output)
+
+
+event.add_command(pool)

@@ -43,7 +43,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from seat_inventory.dal.access import SHARDED_READ_ATTEMPTS, SHARDED_READ_BACKOFF_SECONDS
-from seat_inventory.dal.items import admission_key, customer_key, inventory_key, reservation_key
+from seat_inventory.dal.items import admission_key, customer_key, inventory_key, pool_key, reservation_key
 from seat_inventory.dal.reservations import MAX_CONCURRENT_PUTS
 from seat_inventory.dal.seat_rows import row_key, seat_map_key
 from seat_inventory.logic.ports import TransitionsRefused, WriteRefused
@@ -187,6 +187,10 @@ class SimulatedDynamoStore:
     def read_inventory(self, key: SeatKey, *, whole: bool = True) -> SeatClassInventory | None:
         self._read("GetItem", [_read(inventory_key(key), INVENTORY_ITEM_BYTES)])
         item = self._table.data.read_inventory(key, whole=whole)
+        if item is not None and item.pools and (whole or item.shard_items == 1):
+            # Its pools, in one BatchGetItem (`dal.access`; docs/pools.md).
+            pools = [_read(pool_key(key.event_id, name), INVENTORY_ITEM_BYTES) for name in item.pools]
+            self._read("BatchGetItem", pools)
         if item is None or item.shard_items == 1 or not whole:
             return item
         # A sharded class (the in-memory store answers it whole; DynamoDB's shard 0 does not).
@@ -242,6 +246,8 @@ class SimulatedDynamoStore:
         elif write.seats_taken > 0:
             items.append(_write(inventory_key(key, write.shard), INVENTORY_ITEM_BYTES))
             items += [_write(inventory_key(key, donor), INVENTORY_ITEM_BYTES) for donor in write.moves]
+            # Each capacity pool of the class is one more item (docs/pools.md).
+            items += [_write(pool_key(key.event_id, pool), INVENTORY_ITEM_BYTES) for pool in write.pools]
         items += [_write(reservation_key(o.reservation_id), record_item_bytes(o)) for o in write.outcomes]
         items += [_write(customer_key(key, c), COUNTER_ITEM_BYTES) for c in write.counters]
         items += [_write(admission_key(u.token_id), TOKEN_USE_ITEM_BYTES) for u in write.token_uses]
@@ -268,6 +274,8 @@ class SimulatedDynamoStore:
         ]
         customers = {t.record.answer.customer_id or "" for t in transitions if t.uncounts_customer}
         items += [_write(customer_key(key, c), COUNTER_ITEM_BYTES) for c in sorted(customers)]
+        pools = sorted({pool for t in transitions for pool in t.record.pools})
+        items += [_write(pool_key(key.event_id, pool), INVENTORY_ITEM_BYTES) for pool in pools]
 
         def apply() -> TransitionsRefused | None:
             return self._table.data.commit_transitions(

@@ -22,6 +22,7 @@ from seat_inventory.models import (
     GroupWrite,
     NumbersRefused,
     Outcome,
+    PoolInventory,
     ReservationOutcome,
     ReservationRecord,
     SaleStatus,
@@ -57,6 +58,9 @@ class InMemoryInventoryStore:
     change_ids: dict[str, str] = field(default_factory=dict)  # records' `last_change_id`
     taken_at: dict[tuple[SeatKey, int], float] = field(default_factory=dict)  # shard items' `last_taken_at`
     token_uses: dict[str, str] = field(default_factory=dict)  # admission token id -> reservation
+    # Capacity pools (docs/pools.md): (event, pool) -> its item; records' `pool_names`.
+    pools: dict[tuple[str, str], PoolInventory] = field(default_factory=dict)
+    pools_of: dict[str, tuple[str, ...]] = field(default_factory=dict)
     transactions: int = 0
     inventory_writes: int = 0
     reads: int = 0
@@ -101,6 +105,7 @@ class InMemoryInventoryStore:
         sale_ends_at: int | None = None,
         shards: int = 1,
         admission_required: bool = False,
+        pools: Sequence[str] = (),
     ) -> None:
         check_shard_count(shards)
         self.inventory[SeatKey(event_id, seat_class)] = SeatClassInventory(
@@ -119,7 +124,22 @@ class InMemoryInventoryStore:
             shard_count=shards,
             shard_items=shards,
             admission_required=admission_required,
+            pools=tuple(sorted(pools)),
         )
+
+    def add_pool(
+        self, event_id: str, pool: str, capacity: int, *, sale_status: SaleStatus = SaleStatus.OPEN
+    ) -> None:
+        """A capacity pool of the event (`seats event pool create`), all its seats available."""
+        item = PoolInventory(event_id, pool, capacity, capacity, sale_status=sale_status)
+        self.pools[(event_id, pool)] = item
+
+    def pool(self, event_id: str, pool: str) -> PoolInventory | None:
+        return self.pools.get((event_id, pool))
+
+    def change_pool(self, event_id: str, pool: str, **changes: object) -> None:
+        """An operator change of a pool (status, capacity with available), as `seats event pool` makes."""
+        self.pools[(event_id, pool)] = dataclasses.replace(self.pools[(event_id, pool)], **changes)  # type: ignore[arg-type]
 
     def add_seat_map(
         self,
@@ -346,6 +366,10 @@ class InMemoryInventoryStore:
         self.reads += 1
         self._maybe_fail()
         item = self.inventory.get(key)
+        if item is not None and item.pools and (whole or item.shard_items == 1):
+            # A whole read brings the class's pools along (`dal.access`), missing ones absent.
+            found = (self.pools.get((key.event_id, name)) for name in item.pools)
+            return dataclasses.replace(item, pool_items=tuple(p for p in found if p is not None))
         if item is None or whole or item.shard_items == 1:
             return item
         return _shard_view(item, item.shard_seats()[0])
@@ -361,11 +385,14 @@ class InMemoryInventoryStore:
             return refused
         if write.seats_taken > 0:
             self._take_seats(write)
+            self._take_from_pools(write)
         for outcome in write.outcomes:
             takes_seats = outcome.outcome in (Outcome.CONFIRMED, Outcome.HELD)
             self.records[outcome.reservation_id] = outcome
             if takes_seats and write.shard:
                 self.shard_of[outcome.reservation_id] = write.shard
+            if takes_seats and write.pools:
+                self.pools_of[outcome.reservation_id] = tuple(write.pools)
             self.status[outcome.reservation_id] = outcome.outcome
             self.expiry[outcome.reservation_id] = None if takes_seats else write.rejection_expires_at
             if takes_seats and write.max_per_customer is not None:
@@ -377,6 +404,29 @@ class InMemoryInventoryStore:
         for use in write.token_uses:
             self.token_uses[use.token_id] = use.reservation_id
         return None
+
+    def _pools_refused(self, write: GroupWrite, now: int) -> dict[str, PoolInventory | None]:
+        """The write's pools whose guard fails: missing, too few seats, or closed."""
+        if write.seats_taken <= 0:
+            return {}
+        refused: dict[str, PoolInventory | None] = {}
+        for name in write.pools:
+            pool = self.pools.get((write.key.event_id, name))
+            if pool is None or pool.available < write.seats_taken or pool.sale_status is SaleStatus.CLOSED:
+                refused[name] = pool
+        return refused
+
+    def _take_from_pools(self, write: GroupWrite) -> None:
+        held = write.seats_held
+        for name in write.pools:
+            pool = self.pools[(write.key.event_id, name)]
+            self.pools[(write.key.event_id, name)] = dataclasses.replace(
+                pool,
+                available=pool.available - write.seats_taken,
+                held=pool.held + held,
+                sold=pool.sold + write.seats_taken - held,
+            )
+        self.inventory_writes += len(write.pools)
 
     def _refusal(self, write: GroupWrite) -> WriteRefused | None:
         """What the write's conditions refuse (as DynamoDB's cancellation reasons tell), or None."""
@@ -395,6 +445,7 @@ class InMemoryInventoryStore:
                 or item.sale_closed_reason(now) is not None
                 or item.max_per_customer != write.max_per_customer
                 or item.admission_required != write.admission_required
+                or item.pools != tuple(sorted(write.pools))
             ):
                 inventory_refused, refusing = True, _shard_view(item, target)
             else:
@@ -423,7 +474,8 @@ class InMemoryInventoryStore:
             for use in write.token_uses
             if self.token_uses.get(use.token_id, use.reservation_id) != use.reservation_id
         }
-        if not (inventory_refused or recorded or refused_counters or tokens_used):
+        pools_refused = self._pools_refused(write, now)
+        if not (inventory_refused or recorded or refused_counters or tokens_used or pools_refused):
             return None
         return WriteRefused(
             inventory_refused=inventory_refused,
@@ -431,6 +483,7 @@ class InMemoryInventoryStore:
             already_recorded=recorded,
             customer_seats=refused_counters,
             tokens_used=tokens_used,
+            pools_refused=pools_refused,
         )
 
     def _take_seats(self, write: GroupWrite) -> None:
@@ -511,6 +564,7 @@ class InMemoryInventoryStore:
             awaiting_tickets=reservation_id in self.awaiting_tickets,
             ticket_series=self.tickets[reservation_id][0] if reservation_id in self.tickets else None,
             ticket_first=self.tickets[reservation_id][1] if reservation_id in self.tickets else None,
+            pools=self.pools_of.get(reservation_id, ()),
         )
 
     def read_reservations(self, reservation_ids: Sequence[str]) -> dict[str, ReservationRecord]:
@@ -582,12 +636,15 @@ class InMemoryInventoryStore:
         refused_counters = frozenset(
             c for c, seats in uncount.items() if self.counters.get((key, c), -1) < seats
         )
-        if inventory_refused or refused_records or refused_counters:
+        pool_deltas = _pool_deltas(transitions)
+        refused_pools = self._pools_refusing(key.event_id, pool_deltas)
+        if inventory_refused or refused_records or refused_counters or refused_pools:
             return TransitionsRefused(
                 inventory_refused=inventory_refused,
                 inventory=refusing,
                 records=refused_records,
                 counters_refused=refused_counters,
+                pools_refused=refused_pools,
             )
         assert item is not None
         self.inventory_writes += len(deltas)
@@ -607,7 +664,28 @@ class InMemoryInventoryStore:
                 self.expiry[reservation_id] = release_expires_at
         for customer, seats in uncount.items():
             self.counters[(key, customer)] -= seats
+        self._give_back_to_pools(key.event_id, pool_deltas)
         return None
+
+    def _pools_refusing(self, event_id: str, deltas: dict[str, tuple[int, int, int, int]]) -> frozenset[str]:
+        """The pools whose guard refuses a status change: missing, or fewer held or sold seats."""
+        refusing: set[str] = set()
+        for name, (_, unheld, unsold, _) in deltas.items():
+            pool = self.pools.get((event_id, name))
+            if pool is None or pool.held < unheld or pool.sold < unsold:
+                refusing.add(name)
+        return frozenset(refusing)
+
+    def _give_back_to_pools(self, event_id: str, deltas: dict[str, tuple[int, int, int, int]]) -> None:
+        for name, (released, unheld, unsold, sold) in deltas.items():
+            pool = self.pools[(event_id, name)]
+            self.pools[(event_id, name)] = dataclasses.replace(
+                pool,
+                available=pool.available + released,
+                held=pool.held - unheld,
+                sold=pool.sold + sold - unsold,
+            )
+        self.inventory_writes += len(deltas)
 
     # ------------------------------------------------------------------ HoldStore
 
@@ -699,6 +777,19 @@ class InMemoryInventoryStore:
                 self.ledger_unpublished.discard(key)
                 cleared += 1
         return cleared
+
+
+def _pool_deltas(transitions: Sequence[Transition]) -> dict[str, tuple[int, int, int, int]]:
+    """Per capacity pool the records' seats came from: released, unheld, unsold, sold (the DAL's
+    `_InventoryDelta` of the pool's records)."""
+    deltas: dict[str, list[int]] = {}
+    for t in transitions:
+        seats = t.record.quantity
+        for name in t.record.pools:
+            delta = deltas.setdefault(name, [0, 0, 0, 0])
+            delta[1 if t.record.status is Outcome.HELD else 2] += seats
+            delta[3 if t.to is Outcome.CONFIRMED else 0] += seats
+    return {name: (d[0], d[1], d[2], d[3]) for name, d in deltas.items()}
 
 
 def _add(

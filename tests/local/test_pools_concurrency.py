@@ -1,0 +1,117 @@
+"""Acceptance on DynamoDB Local behind the contention layer: two seat classes racing for the last
+seats of the capacity pool they share sell it exactly (docs/pools.md). Each class alone has seats
+for every request; only the pool bounds them. Every request is its own container, sent (and
+redelivered, as SQS would) until answered. DynamoDB Local's transactions are atomic under
+concurrency (moto's are not, so no race is judged on moto).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections import Counter
+
+import pytest
+
+from seat_inventory.logic.inventory_hints import InventoryHints
+from seat_inventory.logic.reserve_seats import QueueMessage, reserve_seats
+from seat_inventory.models import Outcome, ReservationOutcome, SeatKey
+from seat_inventory.settings import Settings
+from seat_inventory.wiring import SystemClock
+from seat_tools.local.stack import LocalStack
+from seat_tools.operator_commands import OperatorTable
+from tests.depth import sized
+from tests.fakes import RecordingPublisher
+
+pytestmark = [pytest.mark.local_stack, pytest.mark.bounded]
+
+POOL_SEATS = sized("SEATS_POOL_SEATS", ci=6, deep=40)
+SENDERS = sized("SEATS_POOL_SENDERS", ci=8, deep=48)  # per class
+MAX_ATTEMPTS = 40
+
+
+def _send_until_answered(
+    table: OperatorTable, settings: Settings, message: QueueMessage
+) -> ReservationOutcome:
+    hints, clock = InventoryHints(), SystemClock()
+    for _ in range(MAX_ATTEMPTS):
+        publisher = RecordingPublisher()
+        result = reserve_seats(
+            [message], store=table, publisher=publisher, settings=settings, clock=clock, hints=hints
+        )
+        if publisher.published:
+            return publisher.published[0]
+        assert result.failed_message_ids == [message.message_id]
+        time.sleep(0.05)
+    raise AssertionError(f"{message.message_id} not answered after {MAX_ATTEMPTS} deliveries")
+
+
+def test_two_classes_racing_for_a_shared_pool_sell_it_exactly(local_stack: LocalStack) -> None:
+    event_id = f"pool-{uuid.uuid4().hex[:8]}"
+    table = OperatorTable(local_stack.client("dynamodb"), local_stack.table_name)
+    table.create_pool(event_id, "hall", POOL_SEATS)
+    classes = [SeatKey(event_id, "SEATED"), SeatKey(event_id, "STANDING")]
+    for key in classes:
+        table.create_seat_class(key, SENDERS, pools=["hall"])  # each class alone could serve all
+    settings = Settings(table_name=local_stack.table_name, outcomes_topic_arn="unused")
+    messages = [
+        QueueMessage(
+            f"m-{key.seat_class}-{n}",
+            json.dumps(
+                {
+                    "type": "hold" if n % 3 == 0 else "reserve",
+                    "reservation_id": f"{event_id}-{key.seat_class}-{n}",
+                    "event_id": event_id,
+                    "seat_class": key.seat_class,
+                    "quantity": 1,
+                    "customer_id": f"c-{n}",
+                    **({"hold_seconds": 600} if n % 3 == 0 else {}),
+                }
+            ),
+        )
+        for key in classes
+        for n in range(SENDERS)
+    ]
+    answers: dict[str, ReservationOutcome] = {}
+    errors: list[BaseException] = []
+    start = threading.Barrier(len(messages))
+
+    def sender(message: QueueMessage) -> None:
+        try:
+            start.wait()
+            own = OperatorTable(local_stack.client("dynamodb"), local_stack.table_name)
+            answers[message.message_id] = _send_until_answered(own, settings, message)
+        except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=sender, args=(m,)) for m in messages]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=300)
+    assert not errors, errors[:3]
+    assert len(answers) == len(messages)
+
+    outcomes = Counter(a.outcome for a in answers.values())
+    # Exactly the pool's seats were sold or held, over both classes; the rest is SOLD_OUT.
+    assert outcomes[Outcome.CONFIRMED] + outcomes[Outcome.HELD] == POOL_SEATS, outcomes
+    assert outcomes[Outcome.SOLD_OUT] == len(messages) - POOL_SEATS, outcomes
+    assert all(
+        a.reason.endswith("left in pool hall") for a in answers.values() if a.outcome is Outcome.SOLD_OUT
+    )
+    pool = table.get_pool(event_id, "hall")
+    assert pool is not None
+    views = table.get_event(event_id)
+    assert (pool.available, pool.held + pool.sold) == (0, POOL_SEATS)
+    assert pool.held == sum(v.held for v in views) == outcomes[Outcome.HELD]
+    assert pool.sold == sum(v.sold for v in views) == outcomes[Outcome.CONFIRMED]
+
+    # A winner cancels: its seat goes back to the pool (and its class) once, however often sent.
+    winner = next(a for a in answers.values() if a.outcome is Outcome.CONFIRMED)
+    cancel = QueueMessage("m-cancel", json.dumps({"type": "cancel", "reservation_id": winner.reservation_id}))
+    for _ in range(2):
+        _send_until_answered(table, settings, cancel)
+    after = table.get_pool(event_id, "hall")
+    assert after is not None and (after.available, after.sold) == (1, pool.sold - 1)

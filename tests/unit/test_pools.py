@@ -1,0 +1,369 @@
+"""Capacity pools (docs/pools.md) on the in-memory store: a class takes its seats from its own
+capacity and from every pool it belongs to, in the same write; releases give them back once.
+
+Given / When / Then; the fake store has the DAL's guards (tests/fakes.py), and the model-based
+test drives random pools, classes, reserves, holds, confirms, cancels, expiries and duplicates.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from seat_inventory.logic.inventory_hints import InventoryHints
+from seat_inventory.logic.reserve_seats import QueueMessage, reserve_seats
+from seat_inventory.logic.sweep_holds import release_expired_holds
+from seat_inventory.models import Outcome, SaleStatus, SeatKey, StoreInconsistency
+from seat_inventory.settings import Settings
+from tests.fakes import FakeClock, InMemoryInventoryStore, RecordingPublisher
+
+SETTINGS = Settings(table_name="t", outcomes_topic_arn="arn:aws:sns:us-east-1:1:t", max_hold_seconds=3600)
+NOW = 1_800_000_000
+TTL = 15 * 86_400
+
+
+def message(n: int, **body: object) -> QueueMessage:
+    return QueueMessage(f"m-{n}", json.dumps(body))
+
+
+def take(n: int, seat_class: str, quantity: int = 1, *, rid: str | None = None, hold: int | None = None):
+    body: dict[str, object] = {
+        "reservation_id": rid or f"r-{n}",
+        "event_id": "e-1",
+        "seat_class": seat_class,
+        "quantity": quantity,
+        "customer_id": f"c-{n}",
+    }
+    if hold is not None:
+        body.update(type="hold", hold_seconds=hold)
+    return message(n, **body)
+
+
+class Container:
+    def __init__(self, store: InMemoryInventoryStore, clock: FakeClock) -> None:
+        self.store, self.clock, self.hints = store, clock, InventoryHints()
+        self.published: list = []
+
+    def run(self, *messages: QueueMessage):
+        publisher = RecordingPublisher()
+        result = reserve_seats(
+            list(messages),
+            store=self.store,
+            publisher=publisher,
+            settings=SETTINGS,
+            clock=self.clock,
+            hints=self.hints,
+        )
+        self.published = publisher.published
+        return result
+
+    def answer(self, message_id: str):
+        [found] = [o for o in self.published if o.message_id == message_id]
+        return found
+
+
+@pytest.fixture
+def store() -> InMemoryInventoryStore:
+    # A weekend: 10 seats; Saturday (8) and the weekend pass (6) both use them.
+    store = InMemoryInventoryStore()
+    store.add_pool("e-1", "weekend", 10)
+    store.add_event("e-1", 8, "SAT", pools=["weekend"])
+    store.add_event("e-1", 6, "PASS", pools=["weekend"])
+    store.add_event("e-1", 5, "PARKING")
+    return store
+
+
+@pytest.fixture
+def container(store: InMemoryInventoryStore) -> Container:
+    return Container(store, FakeClock(time=NOW))
+
+
+def pool_seats(store: InMemoryInventoryStore, name: str = "weekend") -> tuple[int, int, int]:
+    pool = store.pool("e-1", name)
+    assert pool is not None
+    assert pool.available + pool.held + pool.sold == pool.capacity, "pool invariant broken"
+    return pool.available, pool.held, pool.sold
+
+
+def test_classes_take_from_their_shared_pool_and_the_pool_bounds_them(container, store) -> None:
+    # When Saturday sells 6 and the pass 4: the pool's 10 are gone, though each class has seats left
+    container.run(take(1, "SAT", 6))
+    container.run(take(2, "PASS", 4))
+    result = container.run(take(3, "SAT", 1), take(4, "PARKING", 2))
+
+    # Then the last Saturday ticket is SOLD_OUT, naming the pool; the parking (no pool) sells
+    assert result.failed_message_ids == []
+    assert [container.answer(f"m-{n}").outcome for n in (3, 4)] == [Outcome.SOLD_OUT, Outcome.CONFIRMED]
+    refused = container.answer("m-3")
+    assert refused.reason == "requested 1 seat(s), 0 left in pool weekend"
+    assert refused.remaining == 0
+    assert pool_seats(store) == (0, 0, 10)
+    assert store.inventory[SeatKey("e-1", "SAT")].available == 2
+    # Records remember the pools their seats came from; the parking's none.
+    assert store.record("r-1").pools == ("weekend",)
+    assert store.record("r-4").pools == ()
+
+
+def test_a_group_that_the_pool_cannot_serve_whole_takes_what_fits_in_arrival_order(container, store) -> None:
+    # Given 7 of the pool's 10 seats gone
+    container.run(take(1, "PASS", 6))
+    container.run(take(2, "SAT", 1))
+    # When Saturday's next group wants 2, 2 and 1 (the pool has 3)
+    container.run(take(3, "SAT", 2), take(4, "SAT", 2), take(5, "SAT", 1))
+    # Then the first and the last fit, the middle one does not
+    assert [container.answer(f"m-{n}").outcome for n in (3, 4, 5)] == [
+        Outcome.CONFIRMED,
+        Outcome.SOLD_OUT,
+        Outcome.CONFIRMED,
+    ]
+    assert pool_seats(store) == (0, 0, 10)
+
+
+def test_a_closed_pool_closes_the_sale_of_its_classes_only(container, store) -> None:
+    store.change_pool("e-1", "weekend", sale_status=SaleStatus.CLOSED)
+    container.run(take(1, "SAT"), take(2, "PARKING"))
+    assert container.answer("m-1").outcome is Outcome.SALE_CLOSED
+    assert container.answer("m-1").reason == "the sale of pool weekend of e-1 is closed"
+    assert container.answer("m-2").outcome is Outcome.CONFIRMED
+    assert pool_seats(store) == (10, 0, 0)
+
+
+def test_cancel_confirm_and_expiry_give_the_pool_its_seats_back_exactly_once(container, store) -> None:
+    clock = container.clock
+    container.run(take(1, "SAT", 3))
+    container.run(take(2, "PASS", 2, hold=60), take(3, "PASS", 1, hold=60))
+    assert pool_seats(store) == (4, 3, 3)
+
+    # The first hold is confirmed, the sale cancelled (twice: a redelivery)
+    container.run(message(10, type="confirm", reservation_id="r-2"))
+    container.run(message(11, type="cancel", reservation_id="r-1"))
+    container.run(message(12, type="cancel", reservation_id="r-1"))
+    assert pool_seats(store) == (7, 1, 2)
+
+    # The other hold runs out; the sweeper gives its seat back (run twice: once)
+    clock.time += 61
+    for _ in range(2):
+        release_expired_holds(
+            store, RecordingPublisher(), clock, limit=100, rejection_ttl_seconds=TTL, hints=InventoryHints()
+        )
+    assert pool_seats(store) == (8, 0, 2)
+    assert store.inventory[SeatKey("e-1", "PASS")].available == 4
+
+
+def test_a_class_that_names_a_missing_pool_sells_nothing_and_hands_the_messages_back(store) -> None:
+    store.add_event("e-1", 5, "SUN", pools=["sunday"])
+    container = Container(store, FakeClock(time=NOW))
+    result = container.run(take(1, "SUN"))
+    assert result.failed_message_ids == ["m-1"]
+    assert store.inventory[SeatKey("e-1", "SUN")].available == 5
+
+
+def test_the_planner_raises_a_store_inconsistency_for_a_missing_pool(store) -> None:
+    from seat_inventory.logic.settle_group import GroupKnowledge, plan_group
+    from seat_inventory.models import ReservationRequest
+
+    knowledge = GroupKnowledge()
+    knowledge.observe(store.inventory[SeatKey("e-1", "SAT")])
+    knowledge.pools["weekend"] = None
+    request = ReservationRequest("m", "r", "e-1", "SAT", 1, "c")
+    with pytest.raises(StoreInconsistency, match="pool 'weekend'"):
+        plan_group(SeatKey("e-1", "SAT"), [request], knowledge, now=NOW)
+
+
+# --- model-based --------------------------------------------------------------------------------
+
+
+def check_counts(store: InMemoryInventoryStore) -> None:
+    """Every class's and pool's counts equal its live records; no pool over its capacity."""
+    held: dict[object, int] = {}
+    sold: dict[object, int] = {}
+    for rid in store.records:
+        record = store.record(rid)
+        assert record is not None
+        if record.status not in (Outcome.HELD, Outcome.CONFIRMED):
+            continue
+        tally = held if record.status is Outcome.HELD else sold
+        owners: list[object] = [record.seat_key, *(("pool", p) for p in record.pools)]
+        for owner in owners:
+            tally[owner] = tally.get(owner, 0) + record.quantity
+    for key, item in store.inventory.items():
+        assert (item.held, item.sold) == (held.get(key, 0), sold.get(key, 0)), key
+        assert item.available + item.held + item.sold == item.capacity and item.available >= 0
+        expected_pools = {p for p in item.pools}
+        for rid in store.records:
+            record = store.record(rid)
+            if (
+                record is not None
+                and record.seat_key == key
+                and record.status in (Outcome.HELD, Outcome.CONFIRMED)
+            ):
+                assert set(record.pools) == expected_pools
+    for (_, name), pool in store.pools.items():
+        owner = ("pool", name)
+        assert (pool.held, pool.sold) == (held.get(owner, 0), sold.get(owner, 0)), name
+        assert pool.available + pool.held + pool.sold == pool.capacity
+        assert 0 <= pool.available <= pool.capacity
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_pools_classes_and_lifecycles_keep_every_count_equal_to_the_records(seed: int) -> None:
+    rng = random.Random(seed)
+    store = InMemoryInventoryStore()
+    pools = [f"p{n}" for n in range(rng.randint(1, 3))]
+    for name in pools:
+        store.add_pool("e-1", name, rng.randint(3, 15))
+    classes = [f"C{n}" for n in range(rng.randint(2, 4))]
+    for name in classes:
+        store.add_event("e-1", rng.randint(2, 12), name, pools=rng.sample(pools, rng.randint(0, len(pools))))
+    clock = FakeClock(time=NOW)
+    containers = [Container(store, clock) for _ in range(2)]
+    sent: list[QueueMessage] = []
+    n = 0
+    for _ in range(40):
+        batch: list[QueueMessage] = []
+        for _ in range(rng.randint(1, 6)):
+            n += 1
+            roll = rng.random()
+            live = [r for r in store.records if store.status[r] in (Outcome.HELD, Outcome.CONFIRMED)]
+            if roll < 0.45 or not live:
+                hold = rng.choice([None, rng.randint(5, 60)])
+                batch.append(take(n, rng.choice(classes), rng.randint(1, 4), hold=hold))
+            elif roll < 0.6:
+                batch.append(message(n, type="confirm", reservation_id=rng.choice(live)))
+            elif roll < 0.75:
+                batch.append(message(n, type="cancel", reservation_id=rng.choice(live)))
+            elif sent:
+                batch.append(rng.choice(sent))  # a duplicate (redelivery)
+        sent.extend(batch)
+        rng.choice(containers).run(*batch)
+        clock.time += rng.randint(0, 20)
+        if rng.random() < 0.3:
+            release_expired_holds(
+                store,
+                RecordingPublisher(),
+                clock,
+                limit=100,
+                rejection_ttl_seconds=TTL,
+                hints=InventoryHints(),
+            )
+        if rng.random() < 0.1:
+            # An operator closes or reopens a pool now and then.
+            name = rng.choice(pools)
+            status = rng.choice([SaleStatus.OPEN, SaleStatus.CLOSED])
+            store.change_pool("e-1", name, sale_status=status)
+        check_counts(store)
+    sold = sum(p.sold for p in store.pools.values())
+    assert sold >= 0
+
+
+def test_a_sharded_class_and_a_plain_one_share_a_pool_exactly_across_containers() -> None:
+    # Given a pool of 12 shared by a class over 4 shard items (20 seats) and a plain class (20)
+    store = InMemoryInventoryStore()
+    store.add_pool("e-1", "hall", 12)
+    store.add_event("e-1", 20, "FLOOR", shards=4, pools=["hall"])
+    store.add_event("e-1", 20, "BALCONY", pools=["hall"])
+    clock = FakeClock(time=NOW)
+    containers = [Container(store, clock) for _ in range(4)]
+
+    # When four containers each send batches to both classes, more than the pool holds
+    answers = []
+    for n in range(10):
+        for index, container in enumerate(containers):
+            seat_class = "FLOOR" if (n + index) % 2 else "BALCONY"
+            m = n * 10 + index
+            container.run(take(m, seat_class, 1, hold=60 if m % 3 == 0 else None))
+            answers.extend(container.published)
+
+    # Then exactly the pool's 12 seats were taken, over both classes, and the records agree
+    taken = [a for a in answers if a.outcome in (Outcome.CONFIRMED, Outcome.HELD)]
+    assert len(taken) == 12
+    assert pool_seats(store, "hall")[0] == 0
+    assert {a.outcome for a in answers} == {Outcome.CONFIRMED, Outcome.HELD, Outcome.SOLD_OUT}
+    check_counts(store)
+
+
+class _StepClock:
+    """One container's clock: time passes only while it waits."""
+
+    def __init__(self) -> None:
+        self.time = float(NOW)
+
+    def now(self) -> float:
+        return self.time
+
+    def sleep(self, seconds: float) -> None:
+        self.time += seconds
+
+    def wait_for_aws(self, seconds: float) -> None:
+        self.time += seconds
+
+
+@pytest.mark.parametrize(("pools", "units"), [((), 4), (("a",), 6), (("a", "b"), 8)])
+def test_each_pool_adds_two_write_units_to_a_take_and_to_its_give_back(pools, units) -> None:
+    # Units as the simulation's DynamoDB model charges them (AWS's rules: 2 per transactional
+    # item of up to 1 KB): one reservation, then its cancel.
+    from seat_inventory.models import GroupWrite, ReservationOutcome, Transition
+    from seat_tools.contention.model import ContentionModel, ContentionSettings
+    from seat_tools.simulation.dynamodb import SimulatedTable
+
+    data = InMemoryInventoryStore()
+    for name in pools:
+        data.add_pool("e-1", name, 10)
+    data.add_event("e-1", 10, "GA", pools=pools)
+    clock = _StepClock()
+    model = ContentionModel(ContentionSettings(), clock=clock.now, rng=random.Random(1))
+    store = SimulatedTable(data, model, seed=1).client(clock)
+    key = SeatKey("e-1", "GA")
+    sold = ReservationOutcome("r-1", Outcome.CONFIRMED, "1 seat(s) confirmed", "e-1", "GA", 1, "c")
+
+    assert store.commit_outcomes(GroupWrite(key, [sold], 1, 0, now=NOW, pools=pools)) is None
+    taken = model.counters().write_units_consumed
+    record = data.record("r-1")
+    assert record is not None
+    assert (
+        store.commit_transitions(
+            key, [Transition(record, Outcome.CANCELLED)], now=NOW, capacity=10, release_expires_at=NOW
+        )
+        is None
+    )
+
+    assert taken == units
+    assert model.counters().write_units_consumed - taken == units
+    assert all(p.available == 10 for p in data.pools.values())
+
+
+def test_after_a_pool_sells_out_the_next_groups_read_it_instead_of_a_doomed_write(store) -> None:
+    # Given a container that saw the pool refuse a write (Saturday still has seats of its own)
+    refusals: list[object] = []
+    commit = store.commit_outcomes
+
+    def counting(write):
+        refused = commit(write)
+        if refused is not None and refused.pools_refused:
+            refusals.append(refused)
+        return refused
+
+    store.commit_outcomes = counting  # type: ignore[method-assign]
+    container = Container(store, FakeClock(time=NOW))
+    other = Container(store, FakeClock(time=NOW))
+    container.run(take(1, "SAT", 2))
+    other.run(take(2, "PASS", 6))
+    other.run(take(3, "SAT", 2))
+    container.run(take(4, "SAT", 1))
+    assert len(refusals) == 1  # container's hint said 6 left in SAT: its write met the pool
+    assert container.answer("m-4").reason == "requested 1 seat(s), 0 left in pool weekend"
+    reads = store.reads
+
+    # When more groups come from both containers
+    container.run(take(5, "SAT", 1))
+    other.run(take(6, "SAT", 1))
+    other.run(take(7, "SAT", 1))
+
+    # Then each is answered SOLD_OUT from a read of the class with its pool: no refused write
+    assert len(refusals) == 1
+    assert store.reads == reads + 3
+    assert container.answer("m-5").reason == "requested 1 seat(s), 0 left in pool weekend"
+    assert other.answer("m-7").reason == "requested 1 seat(s), 0 left in pool weekend"
+    assert pool_seats(store) == (0, 0, 10)
