@@ -308,7 +308,10 @@ def test_a_malformed_idempotency_key_or_a_quantity_over_the_maximum_gets_400(
     bad_key = http.post(f"{api}/reservations", json=body, headers={"Idempotency-Key": "a b"}, timeout=10)
     assert bad_key.status_code == 400 and "Idempotency-Key" in bad_key.json()["message"]
     too_many = http.post(f"{api}/reservations", json={**body, "quantity": 11}, timeout=10)
-    assert too_many.status_code == 400 and too_many.json() == {"message": "quantity must be at most 10"}
+    assert too_many.status_code == 400 and too_many.json() == {
+        "message": "quantity (or seats) is required and at most 10; with seats, quantity (if sent) must be"
+        " their number and split is not allowed"
+    }
 
 
 def test_an_unknown_id_is_404_with_retry_after_and_an_unknown_route_403(
