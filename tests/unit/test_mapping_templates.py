@@ -1055,3 +1055,59 @@ def test_an_unknown_section_is_404(api: ApiDefinition) -> None:
         path_parameters=parameters,
     )
     assert status == 404 and "no seats of this section" in body["message"]
+
+
+# Bodies for a mapped class: ids valid, the seat fields near valid (a seat list of 0 to 12 ids,
+# some repeated or malformed; quantity absent, equal or not; split and accessible mostly
+# booleans), so that many pass the model and reach the template.
+VALID_IDS = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,10}", fullmatch=True)
+VALID_SEATS = st.from_regex(r"[A-C]-R[1-3]-[1-9]", fullmatch=True)
+
+
+@st.composite
+def seat_bodies(draw: st.DrawFn) -> dict[str, Any]:
+    body: dict[str, Any] = {"event_id": draw(VALID_IDS), "customer_id": draw(VALID_IDS)}
+    if draw(st.booleans()):  # chosen seats, mostly valid and distinct
+        seats = draw(
+            st.lists(st.one_of(VALID_SEATS, VALID_SEATS, SEAT_IDS), max_size=12, unique=draw(st.booleans()))
+        )
+        body["seats"] = seats
+        if draw(st.booleans()):
+            body["quantity"] = draw(st.one_of(st.just(len(seats)), st.integers(0, 12)))
+    elif draw(st.integers(0, 9)):  # best available (or, once in ten, neither)
+        body["quantity"] = draw(st.integers(0, 12))
+    for name, odd in (("split", "true"), ("accessible", 1)):
+        if draw(st.booleans()):
+            body[name] = draw(st.one_of(st.booleans(), st.booleans(), st.just(odd)))
+    return body
+
+
+SEAT_BODIES = seat_bodies()
+
+
+@pytest.mark.parametrize("path", ["/reservations", "/holds"])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(body=SEAT_BODIES)
+def test_every_seat_body_the_api_passes_on_is_a_valid_message_with_the_same_seats(
+    api: ApiDefinition, path: str, body: dict[str, Any]
+) -> None:
+    gateway = LocalApiGateway(api, backends=None, account_id="123456789012")  # type: ignore[arg-type]
+    schema = route(api, "POST", path).operation["requestBody"]["content"]["application/json"]["schema"]
+    form = render_request(api, "POST", path, body)
+    refused = bool(gateway.body_problems(schema, json.dumps(body))) or "DelaySeconds" in send_message(form)
+    parsed = message(form) if not refused else None
+    # What the API passes on is the request the body stands for; what it refuses, the service
+    # would answer INVALID (so no accepted request is left without an answer).
+    if refused:
+        as_message = json.dumps({"type": "reserve", "reservation_id": "r-1", **body})
+        assert isinstance(
+            parse_reservation(
+                "m-1", as_message, default_seat_class="GA", max_quantity=10, max_hold_seconds=3600
+            ),
+            InvalidMessage,
+        ), body
+        return
+    assert isinstance(parsed, ReservationRequest), parsed
+    assert parsed.seats == (tuple(body["seats"]) if body.get("seats") else None)
+    assert parsed.quantity == body.get("quantity") or parsed.quantity == len(body["seats"])
+    assert (parsed.split, parsed.accessible) == (body.get("split", False), body.get("accessible", False))
