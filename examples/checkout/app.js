@@ -51,8 +51,8 @@ function isMapped(seatClass) {
 // Each section's seats: fills seatStates and returns the class's totals.
 async function readMappedClass(seatClass) {
   const line = { seat_class: seatClass, seats_left: 0, held: 0, sold: 0, sale: "OPEN" };
-  for (const section of mappedSections(seatClass)) {
-    const answer = await call("GET", section.seats);
+  const answers = await Promise.all(mappedSections(seatClass).map((section) => call("GET", section.seats)));
+  for (const answer of answers) {
     if (answer.status !== 200) throw new Error(answer.body?.message || `seats: HTTP ${answer.status}`);
     for (const row of answer.body.rows) {
       const prefix = row.row_id.split("#")[0]; // <section>-<row>#<block>
@@ -96,7 +96,11 @@ function drawMap() {
       for (let position = 1; position <= row.seats; position++) {
         const id = `${section.section}-${row.row}-${position}`;
         const state = STATES[seatStates.get(id) || "."];
-        if (state !== "free") chosen.delete(id);
+        // Wheelchair and companion seats only with "Accessible seats" ticked: the service answers
+        // such a seat chosen without `accessible` INVALID, which is not recorded (docs/api.md).
+        const accessibleSeat = (flags[position] || []).some((flag) => flag === "wheelchair" || flag === "companion");
+        const choosable = state === "free" && (!accessibleSeat || $("accessible").checked);
+        if (!choosable) chosen.delete(id);
         const seat = svg("circle", {
           cx: left + (position - 0.5) * PITCH,
           cy: y,
@@ -106,7 +110,8 @@ function drawMap() {
           "data-state": state,
         });
         seat.append(svg("title", {}, [id, state, ...(flags[position] || [])].join(", ")));
-        if (state === "free") seat.addEventListener("click", () => choose(id));
+        if (choosable) seat.addEventListener("click", () => choose(id));
+        seat.dataset.choosable = String(choosable);
         picture.append(seat);
       }
     }
@@ -177,13 +182,15 @@ async function showSeats() {
 
 // GET /reservations/{id} answers 404 with Retry-After until the service has recorded an answer.
 async function waitForAnswer(reservationId) {
-  for (;;) {
+  // Bounded: an answer that is never recorded (INVALID, e.g. a seat of another class) stays 404.
+  for (const started = Date.now(); Date.now() - started < 60_000; ) {
     const answer = await call("GET", `/reservations/${encodeURIComponent(reservationId)}`);
     if (answer.status === 200) return answer.body;
     if (answer.status !== 404) throw new Error(answer.body?.message || `HTTP ${answer.status}`);
     const seconds = Number(answer.headers.get("Retry-After") || "1");
     await new Promise((resolve) => setTimeout(resolve, Math.min(seconds, 1) * 1000));
   }
+  throw new Error(`no answer recorded for ${reservationId} after 60 s: it may have been refused as INVALID (see the outcomes topic)`);
 }
 
 // The body of POST /reservations: chosen seats, or a quantity (best available for a mapped class,
@@ -231,4 +238,5 @@ $("event").value = params.get("event") || "";
 $("show-seats").addEventListener("click", showSeats);
 $("checkout").addEventListener("submit", reserve);
 $("seat-class").addEventListener("change", drawMap);
+$("accessible").addEventListener("change", drawMap);
 if ($("event").value) showSeats();

@@ -149,6 +149,9 @@ def test_the_checkout_page_draws_a_seat_map_and_reserves_chosen_and_best_seats(
         assert set(drawn) == set(seat_map.classes["TABLES"].seats)
         blocked = {seat.seat_id for seat in seat_map.classes["TABLES"].seats.values() if seat.blocked}
         assert {seat for seat, state in drawn.items() if state != "free"} == blocked
+        # When they click the wheelchair seat A-R1-1 ("Accessible seats" not ticked): not chosen
+        driver.find_element(By.CSS_SELECTOR, 'circle[data-seat="A-R1-1"]').click()
+        assert "Chosen" not in driver.find_element(By.ID, "chosen").text
         # When they click two seats and reserve
         for seat in ("A-R2-3", "A-R2-4"):  # a real click; nothing redraws the map meanwhile
             driver.find_element(By.CSS_SELECTOR, f'circle[data-seat="{seat}"]').click()
