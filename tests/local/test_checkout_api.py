@@ -490,6 +490,15 @@ def test_a_mapped_class_through_the_api_chosen_seats_best_available_and_the_map(
     assert again.status_code == 202, again.text
     refused = poll(http, api, f"{event_id}-again")
     assert refused["answer"]["outcome"] == "SEATS_TAKEN" and refused["seats"] == ["A-R2-4"]
+    # And seats an operator blocks (on DynamoDB Local's engine) show blocked, then free again
+    free = sorted(
+        seat for seat, state in section_states(http, api, sections["B"]["seats"]).items() if state == "."
+    )
+    table.block_seats(SeatKey(event_id, "TABLES"), free[:2])
+    blocked = section_states(http, api, sections["B"]["seats"])
+    assert [blocked[seat] for seat in free[:2]] == ["B", "B"]
+    table.unblock_seats(SeatKey(event_id, "TABLES"), free[:1])
+    assert section_states(http, api, sections["B"]["seats"])[free[0]] == "."
 
 
 def test_the_seat_routes_answer_404_for_what_does_not_exist(api: str, http: requests.Session) -> None:
