@@ -29,48 +29,178 @@ function say(text, kind = "") {
   outcome.className = kind;
 }
 
+// A mapped class (docs/seating.md): its layout comes once from GET /events/{event}/seat-map, each
+// seat's state from GET .../sections/{section}/seats; the page draws it as SVG.
+const STATES = { ".": "free", H: "held", S: "sold", B: "blocked" };
+const SVG = "http://www.w3.org/2000/svg";
+const PITCH = 18;
+let seatMap = null; // the event's seat map (sections), or null
+let seatStates = new Map(); // seat id -> ".", "H", "S" or "B"
+const chosen = new Set(); // seat ids clicked
+
+function mappedSections(seatClass) {
+  return (seatMap?.sections || [])
+    .filter((section) => section.seat_class === seatClass)
+    .sort((a, b) => a.rank - b.rank || a.section.localeCompare(b.section));
+}
+
+function isMapped(seatClass) {
+  return mappedSections(seatClass).length > 0;
+}
+
+// Each section's seats: fills seatStates and returns the class's totals.
+async function readMappedClass(seatClass) {
+  const line = { seat_class: seatClass, seats_left: 0, held: 0, sold: 0, sale: "OPEN" };
+  const answers = await Promise.all(mappedSections(seatClass).map((section) => call("GET", section.seats)));
+  for (const answer of answers) {
+    if (answer.status !== 200) throw new Error(answer.body?.message || `seats: HTTP ${answer.status}`);
+    for (const row of answer.body.rows) {
+      const prefix = row.row_id.split("#")[0]; // <section>-<row>#<block>
+      [...row.states].forEach((state, offset) => seatStates.set(`${prefix}-${row.first + offset}`, state));
+    }
+    for (const figure of ["seats_left", "held", "sold"]) line[figure] += answer.body[figure];
+    if (answer.body.sale !== "OPEN") line.sale = answer.body.sale;
+  }
+  return line;
+}
+
+function svg(name, attributes = {}, text = "") {
+  const element = document.createElementNS(SVG, name);
+  for (const [key, value] of Object.entries(attributes)) element.setAttribute(key, value);
+  if (text) element.textContent = text;
+  return element;
+}
+
+function drawMap() {
+  const seatClass = $("seat-class").value;
+  const sections = mappedSections(seatClass);
+  const holder = $("seat-map");
+  holder.replaceChildren();
+  holder.hidden = $("mapped-options").hidden = sections.length === 0;
+  if (!sections.length) return;
+  const widest = Math.max(...sections.flatMap((section) => section.rows.map((row) => row.seats)));
+  const width = 48 + widest * PITCH;
+  const picture = svg("svg", { id: "seat-svg", role: "img", "aria-label": `seat map of ${seatClass}` });
+  let y = 0;
+  for (const section of sections) {
+    y += PITCH * 1.4;
+    picture.append(svg("text", { x: 0, y, class: "section-label" }, `Section ${section.section}`));
+    for (const row of section.rows) {
+      y += PITCH;
+      picture.append(svg("text", { x: 0, y: y + 4, class: "row-label" }, row.row));
+      const flags = {};
+      for (const [flag, positions] of Object.entries(row.flags || {})) {
+        for (const position of positions) (flags[position] ||= []).push(flag);
+      }
+      const left = 48 + ((widest - row.seats) * PITCH) / 2; // rows centred
+      for (let position = 1; position <= row.seats; position++) {
+        const id = `${section.section}-${row.row}-${position}`;
+        const state = STATES[seatStates.get(id) || "."];
+        // Wheelchair and companion seats only with "Accessible seats" ticked: the service answers
+        // such a seat chosen without `accessible` INVALID, which is not recorded (docs/api.md).
+        const accessibleSeat = (flags[position] || []).some((flag) => flag === "wheelchair" || flag === "companion");
+        const choosable = state === "free" && (!accessibleSeat || $("accessible").checked);
+        if (!choosable) chosen.delete(id);
+        const seat = svg("circle", {
+          cx: left + (position - 0.5) * PITCH,
+          cy: y,
+          r: PITCH / 2 - 2,
+          class: ["seat", state, ...(flags[position] || []), chosen.has(id) ? "chosen" : ""].join(" ").trim(),
+          "data-seat": id,
+          "data-state": state,
+        });
+        seat.append(svg("title", {}, [id, state, ...(flags[position] || [])].join(", ")));
+        if (choosable) seat.addEventListener("click", () => choose(id));
+        seat.dataset.choosable = String(choosable);
+        picture.append(seat);
+      }
+    }
+  }
+  picture.setAttribute("viewBox", `0 0 ${width} ${y + PITCH}`);
+  picture.setAttribute("width", String(Math.min(2 * width, 720))); // a small map drawn larger
+  holder.append(picture);
+  showChosen();
+}
+
+function choose(id) {
+  if (chosen.has(id)) chosen.delete(id);
+  else chosen.add(id);
+  drawMap();
+}
+
+function showChosen() {
+  $("chosen").textContent = chosen.size
+    ? `Chosen: ${[...chosen].join(", ")} (quantity ignored)`
+    : "Click seats to choose them, or reserve the best available for the quantity.";
+}
+
 async function showSeats() {
   const event = $("event").value.trim();
-  const answer = await call("GET", `/events/${encodeURIComponent(event)}/availability`);
+  const [answer, mapAnswer] = await Promise.all([
+    call("GET", `/events/${encodeURIComponent(event)}/availability`),
+    call("GET", `/events/${encodeURIComponent(event)}/seat-map`),
+  ]);
+  seatMap = mapAnswer.status === 200 ? mapAnswer.body : null;
+  seatStates = new Map();
   const rows = $("seats").querySelector("tbody");
   rows.replaceChildren();
-  if (answer.status !== 200) {
+  if (answer.status !== 200 && !seatMap) {
     $("seats").hidden = true;
     say(answer.body?.message || `availability: HTTP ${answer.status}`, "error");
     return;
   }
   const select = $("seat-class");
-  const chosen = select.value;
+  const previous = select.value;
   select.replaceChildren();
-  for (const listed of answer.body.seat_classes) {
+  const counted = answer.status === 200 ? answer.body.seat_classes : [];
+  const mapped = [...new Set((seatMap?.sections || []).map((section) => section.seat_class))];
+  const lines = [];
+  for (const listed of counted) {
     // A sharded class has no figures on the event's route: its own route sums its shards.
-    let line = listed;
-    if (listed.sharded) {
+    if (!listed.sharded) lines.push(listed);
+    else {
       const exact = await call("GET", listed.availability);
-      line = exact.status === 200 ? exact.body : { ...listed, seats_left: "?", held: "?", sold: "?" };
+      lines.push(exact.status === 200 ? exact.body : { ...listed, seats_left: "?", held: "?", sold: "?" });
     }
+  }
+  for (const seatClass of mapped) lines.push({ ...(await readMappedClass(seatClass)), mapped: true });
+  for (const line of lines) {
     const row = rows.insertRow();
     row.dataset.seatClass = line.seat_class;
-    for (const [value, numeric] of [[line.seat_class], [line.seats_left, 1], [line.held, 1], [line.sold, 1], [line.sale]]) {
+    if (line.mapped) row.dataset.mapped = "true";
+    for (const [value, numeric] of [[line.seat_class + (line.mapped ? " (seat map)" : "")], [line.seats_left, 1], [line.held, 1], [line.sold, 1], [line.sale]]) {
       const cell = row.insertCell();
       cell.textContent = value;
       if (numeric) cell.className = "num";
     }
     select.add(new Option(`${line.seat_class} (${line.seats_left} left)`, line.seat_class));
   }
-  if (chosen) select.value = chosen;
+  if (previous && lines.some((line) => line.seat_class === previous)) select.value = previous;
   $("seats").hidden = false;
+  drawMap();
 }
 
 // GET /reservations/{id} answers 404 with Retry-After until the service has recorded an answer.
 async function waitForAnswer(reservationId) {
-  for (;;) {
+  // Bounded: an answer that is never recorded (INVALID, e.g. a seat of another class) stays 404.
+  for (const started = Date.now(); Date.now() - started < 60_000; ) {
     const answer = await call("GET", `/reservations/${encodeURIComponent(reservationId)}`);
     if (answer.status === 200) return answer.body;
     if (answer.status !== 404) throw new Error(answer.body?.message || `HTTP ${answer.status}`);
     const seconds = Number(answer.headers.get("Retry-After") || "1");
     await new Promise((resolve) => setTimeout(resolve, Math.min(seconds, 1) * 1000));
   }
+  throw new Error(`no answer recorded for ${reservationId} after 60 s: it may have been refused as INVALID (see the outcomes topic)`);
+}
+
+// The body of POST /reservations: chosen seats, or a quantity (best available for a mapped class,
+// with its split and accessible options).
+function request() {
+  const body = { event_id: $("event").value.trim(), seat_class: $("seat-class").value, customer_id: $("customer").value.trim() };
+  if (!isMapped(body.seat_class)) return { ...body, quantity: Number($("quantity").value) };
+  if ($("accessible").checked) body.accessible = true;
+  if (chosen.size) return { ...body, seats: [...chosen] };
+  return { ...body, quantity: Number($("quantity").value), ...($("split").checked ? { split: true } : {}) };
 }
 
 async function reserve(submit) {
@@ -82,12 +212,7 @@ async function reserve(submit) {
     const sent = await call(
       "POST",
       "/reservations",
-      {
-        event_id: $("event").value.trim(),
-        seat_class: $("seat-class").value,
-        quantity: Number($("quantity").value),
-        customer_id: $("customer").value.trim(),
-      },
+      request(),
       { "Idempotency-Key": key },
     );
     if (sent.status !== 202) {
@@ -96,7 +221,9 @@ async function reserve(submit) {
     }
     say(`Reservation ${sent.body.reservation_id} queued; waiting for the answer...`, "pending");
     const answer = await waitForAnswer(sent.body.reservation_id);
-    say(`${answer.status}: ${answer.answer.reason} (reservation ${answer.reservation_id})`, answer.status);
+    const seats = answer.seats ? `; seats ${answer.seats.join(", ")}` : "";
+    say(`${answer.status}: ${answer.answer.reason} (reservation ${answer.reservation_id}${seats})`, answer.status);
+    chosen.clear();
     await showSeats();
   } catch (error) {
     say(String(error), "error");
@@ -110,4 +237,6 @@ $("customer").value = `c-${Math.random().toString(16).slice(2, 8)}`;
 $("event").value = params.get("event") || "";
 $("show-seats").addEventListener("click", showSeats);
 $("checkout").addEventListener("submit", reserve);
+$("seat-class").addEventListener("change", drawMap);
+$("accessible").addEventListener("change", drawMap);
 if ($("event").value) showSeats();

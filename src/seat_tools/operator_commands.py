@@ -59,6 +59,7 @@ from seat_inventory.models import (
     UnknownSeatClass,
 )
 from seat_tools.pool_commands import PoolCommands, check_pool_names
+from seat_tools.seat_blocks import SeatBlockCommands
 
 # Operation ids an inventory item remembers: a lost reply's retry is recognised as long as fewer
 # operator writes than this landed on the same seat class in between (they come seconds apart at
@@ -838,5 +839,5 @@ def _check_window(starts_at: int | None, ends_at: int | None) -> None:
         raise ValueError("the sale must end after it starts")
 
 
-class OperatorTable(InventoryTable, OperatorCommands):
+class OperatorTable(InventoryTable, OperatorCommands, SeatBlockCommands):
     """The service's table with the operator's commands and reads: what the `seats` tools use."""

@@ -134,3 +134,41 @@ def test_admission_is_refused_on_mapped_classes_and_set_on_the_counted_ones(run)
     shown = json.loads(run("event", "show", "club-3", "--output", "json").output)
     assert [(c["seat_class"], c["admission_required"]) for c in shown["seat_classes"]] == [("GA", True)]
     assert [c["seat_class"] for c in shown["mapped_classes"]] == ["TABLES"]
+
+
+def test_block_and_unblock_seats_from_the_command_line(run, stack: Stack) -> None:
+    assert run("event", "create", "club-2", "--seat-map", str(EXAMPLES / "club.csv")).exit_code == 0
+    blocked = run(
+        "event", "block", "club-2", "--seat-class", "TABLES", "--seat", "A-R2-3", "--seat", "A-R2-4"
+    )
+    assert blocked.exit_code == 0, blocked.output
+    assert blocked.output.splitlines() == [
+        "club-2 TABLES: blocked A-R2-3, A-R2-4",
+        "  row item A-R2#0: available 4, held 0, sold 0",
+    ]
+    shown = run("event", "show", "club-2", "--seats")
+    pictures = {
+        line.split()[0]: line.split()[1] for line in shown.output.splitlines() if line.startswith("  ")
+    }
+    assert pictures["A-R2"] == "..##.."
+    # Refusals are one line, exit code 1, and change nothing
+    again = run("event", "block", "club-2", "--seat-class", "TABLES", "--seat", "A-R2-4", "--seat", "A-R2-5")
+    assert again.exit_code == 1
+    assert again.output.strip() == (
+        "Error: seats must be free to be blocked: A-R2-4 is blocked; nothing was changed"
+    )
+    unknown = run("event", "unblock", "club-2", "--seat-class", "TABLES", "--seat", "Z-R1-1")
+    assert unknown.exit_code == 1 and "'Z-R1-1' is not a seat of TABLES" in unknown.output
+    free = run("event", "unblock", "club-2", "--seat-class", "TABLES", "--seat", "A-R2-5")
+    assert free.exit_code == 1 and "A-R2-5 is free; nothing was changed" in free.output
+    # Unblocked, as JSON
+    unblocked = run(
+        "event", "unblock", "club-2", "--seat-class", "TABLES", "--seat", "A-R2-3", "--output", "json"
+    )
+    assert unblocked.exit_code == 0, unblocked.output
+    assert json.loads(unblocked.output) == {
+        "event_id": "club-2",
+        "seat_class": "TABLES",
+        "unblocked": ["A-R2-3"],
+        "rows": [{"row_id": "A-R2#0", "available": 5, "held": 0, "sold": 0}],
+    }

@@ -199,10 +199,12 @@ def test_the_api_reads_only_reservation_records_and_event_items_and_their_public
     deployed: dict[str, Any],
 ) -> None:
     role = deployed["Resources"]["CheckoutApiTableRole"]["Properties"]
-    (statement,) = role["Policies"][0]["PolicyDocument"]["Statement"]
+    statement, seat_map = role["Policies"][0]["PolicyDocument"]["Statement"]
     condition = statement["Condition"]
     assert condition["ForAllValues:StringLike"]["dynamodb:LeadingKeys"] == ["RESERVATION#*", "EVENT#*"]
     readable = set(condition["ForAllValues:StringEquals"]["dynamodb:Attributes"])
+    # Customer counters (whose `seats` is a customer's count) are under CUSTOMER# keys, which
+    # the role cannot read; a record's `seats` are the seat ids it took (docs/seating.md).
     internal = {
         "gsi1pk",
         "gsi1sk",
@@ -211,9 +213,16 @@ def test_the_api_reads_only_reservation_records_and_event_items_and_their_public
         "customer_counted",
         "message_id",
         "entity",
-        "seats",
     }
     assert not readable & internal
+    # The seat-map routes: a Query of layout and row items only, their public attributes only;
+    # the one pattern is a row item's seat states p<position>.
+    assert seat_map["Action"] == ["dynamodb:Query"]
+    like = seat_map["Condition"]["ForAllValues:StringLike"]
+    assert like["dynamodb:LeadingKeys"] == ["SEATLAYOUT#*", "SEATROW#*"]
+    assert not set(like["dynamodb:Attributes"]) & internal
+    assert [a for a in like["dynamodb:Attributes"] if "*" in a] == ["p*"]
+    assert seat_map["Condition"]["StringEqualsIfExists"] == {"dynamodb:Select": "SPECIFIC_ATTRIBUTES"}
 
 
 # --- encryption at rest and in transit --------------------------------------------------------

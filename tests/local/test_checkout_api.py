@@ -11,11 +11,14 @@ import uuid
 from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import pytest
 import requests
 
+from seat_inventory.dal.seat_rows import SaleRules
+from seat_inventory.logic.seat_map import load_file
 from seat_inventory.models import GroupWrite, Outcome, ReservationOutcome, SeatKey
 from seat_tools.local.runner import LocalRunner, runner_config
 from seat_tools.local.stack import LocalStack
@@ -25,6 +28,7 @@ from seat_tools.traffic import OutcomeCollector
 pytestmark = pytest.mark.local_stack
 
 FINAL = {"CONFIRMED", "SOLD_OUT", "UNKNOWN_EVENT", "LIMIT_EXCEEDED", "SALE_CLOSED"}
+CLUB_MAP = Path(__file__).parents[2] / "examples" / "seat_maps" / "club.csv"
 BURST_REQUESTS = 200
 BURST_CAPACITY = 60
 
@@ -304,7 +308,10 @@ def test_a_malformed_idempotency_key_or_a_quantity_over_the_maximum_gets_400(
     bad_key = http.post(f"{api}/reservations", json=body, headers={"Idempotency-Key": "a b"}, timeout=10)
     assert bad_key.status_code == 400 and "Idempotency-Key" in bad_key.json()["message"]
     too_many = http.post(f"{api}/reservations", json={**body, "quantity": 11}, timeout=10)
-    assert too_many.status_code == 400 and too_many.json() == {"message": "quantity must be at most 10"}
+    assert too_many.status_code == 400 and too_many.json() == {
+        "message": "quantity (or seats) is required and at most 10; with seats, quantity (if sent) must be"
+        " their number and split is not allowed"
+    }
 
 
 def test_an_unknown_id_is_404_with_retry_after_and_an_unknown_route_403(
@@ -383,3 +390,137 @@ def test_a_burst_with_duplicates_keeps_every_guarantee(
     for doc in published:
         assert doc["outcome"] == answers[doc["reservation_id"]]["answer"]["outcome"]
     assert len(published) >= len(sends)
+
+
+# --- a mapped class (docs/seating.md): chosen seats, best available, the seat map -----------------
+
+
+def new_mapped_event(stack: LocalStack) -> str:
+    event_id = f"map-{uuid.uuid4().hex[:8]}"
+    table = OperatorTable(stack.client("dynamodb"), stack.table_name)
+    table.create_seat_map(event_id, load_file(str(CLUB_MAP)), SaleRules())
+    return event_id
+
+
+def section_states(http: requests.Session, api: str, path: str) -> dict[str, str]:
+    """Seat id -> state character (. H S B) from a section's seats route."""
+    response = http.get(f"{api}{path}", timeout=10)
+    assert response.status_code == 200, response.text
+    body = response.json()
+    states = {}
+    for row in body["rows"]:
+        section_row = row["row_id"].split("#", 1)[0]
+        for offset, state in enumerate(row["states"]):
+            states[f"{section_row}-{row['first'] + offset}"] = state
+    return states
+
+
+def test_a_mapped_class_through_the_api_chosen_seats_best_available_and_the_map(
+    local_stack: LocalStack, api: str, http: requests.Session
+) -> None:
+    # Given an event created with the club's seat map (class TABLES, sections A and B)
+    event_id = new_mapped_event(local_stack)
+    seat_map = http.get(f"{api}/events/{event_id}/seat-map", timeout=10)
+    assert seat_map.status_code == 200, seat_map.text
+    sections = {s["section"]: s for s in seat_map.json()["sections"]}
+    assert set(sections) == {"A", "B"} and {s["seat_class"] for s in sections.values()} == {"TABLES"}
+    section_a = sections["A"]
+    assert section_a["rows"][0] == {"row": "R1", "seats": 6, "flags": {"wheelchair": [1], "companion": [2]}}
+    before = section_states(http, api, section_a["seats"])
+    assert set(before.values()) == {"."}
+    # When a customer chooses two seats, and another asks for the best 2 with split allowed
+    chosen = http.post(
+        f"{api}/reservations",
+        json={
+            "event_id": event_id,
+            "seat_class": "TABLES",
+            "seats": ["A-R2-3", "A-R2-4"],
+            "customer_id": "c-1",
+        },
+        headers={"Idempotency-Key": f"{event_id}-chosen"},
+        timeout=10,
+    )
+    assert chosen.status_code == 202, chosen.text
+    answer = poll(http, api, f"{event_id}-chosen")
+    # Then the answer names exactly those seats
+    assert (answer["status"], answer["quantity"], answer["seats"]) == ("CONFIRMED", 2, ["A-R2-3", "A-R2-4"])
+    best = http.post(
+        f"{api}/holds",
+        json={
+            "event_id": event_id,
+            "seat_class": "TABLES",
+            "quantity": 2,
+            "split": True,
+            "customer_id": "c-2",
+        },
+        headers={"Idempotency-Key": f"{event_id}-best"},
+        timeout=10,
+    )
+    assert best.status_code == 202, best.text
+    held = poll(http, api, f"{event_id}-best")
+    assert held["status"] == "HELD" and len(held["seats"]) == 2
+    # And the seats routes show each seat as the records say: sold, held, the rest free
+    states = {}
+    for section in sections.values():
+        states.update(section_states(http, api, section["seats"]))
+    assert {seat for seat, state in states.items() if state == "S"} == {"A-R2-3", "A-R2-4"}
+    assert {seat for seat, state in states.items() if state == "H"} == set(held["seats"])
+    # matching the DAL's own consistent read of the rows
+    table = OperatorTable(local_stack.client("dynamodb"), local_stack.table_name)
+    rows = table.read_seat_rows(SeatKey(event_id, "TABLES"))
+    taken = {
+        f"{row_id.split('#')[0]}-{p}": state.value
+        for row_id, row in rows.items()
+        for p, state in row.states.items()
+    }
+    assert taken == {seat: state for seat, state in states.items() if state != "."}
+    # And a chosen seat already taken is SEATS_TAKEN, naming it
+    again = http.post(
+        f"{api}/reservations",
+        json={
+            "event_id": event_id,
+            "seat_class": "TABLES",
+            "seats": ["A-R2-4"],
+            "quantity": 1,
+            "customer_id": "c-3",
+        },
+        headers={"Idempotency-Key": f"{event_id}-again"},
+        timeout=10,
+    )
+    assert again.status_code == 202, again.text
+    refused = poll(http, api, f"{event_id}-again")
+    assert refused["answer"]["outcome"] == "SEATS_TAKEN" and refused["seats"] == ["A-R2-4"]
+    # And seats an operator blocks (on DynamoDB Local's engine) show blocked, then free again
+    free = sorted(
+        seat for seat, state in section_states(http, api, sections["B"]["seats"]).items() if state == "."
+    )
+    table.block_seats(SeatKey(event_id, "TABLES"), free[:2])
+    blocked = section_states(http, api, sections["B"]["seats"])
+    assert [blocked[seat] for seat in free[:2]] == ["B", "B"]
+    table.unblock_seats(SeatKey(event_id, "TABLES"), free[:1])
+    assert section_states(http, api, sections["B"]["seats"])[free[0]] == "."
+
+
+def test_the_seat_routes_answer_404_for_what_does_not_exist(api: str, http: requests.Session) -> None:
+    assert http.get(f"{api}/events/no-such-event/seat-map", timeout=10).status_code == 404
+    missing = http.get(f"{api}/events/no-such-event/classes/TABLES/sections/A/seats", timeout=10)
+    assert missing.status_code == 404, missing.text
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"seats": ["A-R1-3"], "quantity": 2},
+        {"seats": ["A-R1-3"], "split": True},
+        {},
+        {"seats": ["A-R1-3", "A-R1-3"]},
+    ],
+)
+def test_seat_bodies_the_contract_refuses_get_400(
+    api: str, http: requests.Session, body: dict[str, Any]
+) -> None:
+    response = http.post(
+        f"{api}/reservations", json={"event_id": "e", "customer_id": "c", **body}, timeout=10
+    )
+    assert response.status_code == 400, response.text
+    assert response.json()["message"]

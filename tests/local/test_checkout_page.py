@@ -3,7 +3,7 @@ through the local checkout API that the local stack serves next to it.
 
 Needs Chromium and its driver (Debian's `chromium` and `chromium-driver`): `make test` installs them
 (scripts/install_system_packages.sh); without them the test is skipped locally and fails in CI.
-`SEATS_UPDATE_SCREENSHOT=1` also writes the final screenshot to docs/checkout-page.png.
+`SEATS_UPDATE_SCREENSHOT=1` also writes the seat-map test's final screenshot to docs/checkout-page.png.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import shutil
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from selenium import webdriver
@@ -23,6 +24,8 @@ from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.select import Select
 from selenium.webdriver.support.wait import WebDriverWait
 
+from seat_inventory.dal.seat_rows import SaleRules
+from seat_inventory.logic.seat_map import load_file
 from seat_inventory.models import SeatKey
 from seat_tools.local.runner import LocalRunner, runner_config
 from seat_tools.local.stack import LocalStack
@@ -44,6 +47,7 @@ CHROMIUM_FLAGS = (
     "--window-size=900,820",
 )
 SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "checkout-page.png"
+CLUB_MAP = Path(__file__).resolve().parents[2] / "examples" / "seat_maps" / "club.csv"
 
 
 @pytest.fixture(scope="module")
@@ -106,6 +110,89 @@ def test_the_checkout_page_reserves_and_shows_the_answer_and_the_seats_left(
     # and the table agrees with the page
     vip = table.read_inventory(SeatKey(event_id, "VIP"))
     assert vip is not None and (vip.available, vip.sold) == (5, 3)
+    assert shot.stat().st_size > 10_000
+
+
+def drawn_seats(driver: Any) -> dict[str, str]:
+    """Seat id -> state of every seat drawn, read in one script (the page redraws its map)."""
+    pairs = driver.execute_script(
+        "return [...document.querySelectorAll('circle.seat')].map(c => [c.dataset.seat, c.dataset.state]);"
+    )
+    return {seat: state for seat, state in pairs}
+
+
+def test_the_checkout_page_draws_a_seat_map_and_reserves_chosen_and_best_seats(
+    local_stack: LocalStack, browser: object, tmp_path: Path
+) -> None:
+    driver: Any = browser
+    assert local_stack.checkout_page_url is not None
+    # Given an event with the club's seat map (class TABLES, sections A and B) beside a
+    # counted class, and the function's workers running
+    event_id = f"page-{uuid.uuid4().hex[:6]}"
+    table = OperatorTable(local_stack.client("dynamodb"), local_stack.table_name)
+    seat_map = load_file(str(CLUB_MAP))
+    table.create_seat_map(event_id, seat_map, SaleRules())
+    table.create_seat_class(SeatKey(event_id, "GA"), 50)
+    with LocalRunner(runner_config(local_stack, workers=1)):
+        # When a buyer opens the page with the event, picks the mapped class
+        driver.get(f"{local_stack.checkout_page_url}?event={event_id}")
+        wait = WebDriverWait(driver, 60)
+        wait.until(
+            expected_conditions.presence_of_element_located((By.CSS_SELECTOR, "tr[data-seat-class=TABLES]"))
+        )
+        Select(driver.find_element(By.ID, "seat-class")).select_by_value("TABLES")
+        # Then the map is drawn: every seat of the map, free but for the map's blocked seats
+        wait.until(
+            expected_conditions.presence_of_element_located((By.CSS_SELECTOR, 'circle[data-seat="A-R2-3"]'))
+        )
+        drawn = drawn_seats(driver)
+        assert set(drawn) == set(seat_map.classes["TABLES"].seats)
+        blocked = {seat.seat_id for seat in seat_map.classes["TABLES"].seats.values() if seat.blocked}
+        assert {seat for seat, state in drawn.items() if state != "free"} == blocked
+        # When they click the wheelchair seat A-R1-1 ("Accessible seats" not ticked): not chosen
+        driver.find_element(By.CSS_SELECTOR, 'circle[data-seat="A-R1-1"]').click()
+        assert "Chosen" not in driver.find_element(By.ID, "chosen").text
+        # When they click two seats and reserve
+        for seat in ("A-R2-3", "A-R2-4"):  # a real click; nothing redraws the map meanwhile
+            driver.find_element(By.CSS_SELECTOR, f'circle[data-seat="{seat}"]').click()
+        assert "A-R2-3, A-R2-4" in driver.find_element(By.ID, "chosen").text
+        driver.find_element(By.ID, "reserve").click()
+        # Then the answer names those seats and the map shows them sold
+        wait.until(
+            expected_conditions.text_to_be_present_in_element((By.ID, "outcome"), "seats A-R2-3, A-R2-4")
+        )
+        assert driver.find_element(By.ID, "outcome").text.startswith("CONFIRMED: ")
+        wait.until(lambda d: drawn_seats(d).get("A-R2-3") == drawn_seats(d).get("A-R2-4") == "sold")
+        # When they then ask for the best 2 (nothing chosen)
+        first_answer = driver.find_element(By.ID, "outcome").text
+        quantity = driver.find_element(By.ID, "quantity")
+        quantity.clear()
+        quantity.send_keys("2")
+        driver.find_element(By.ID, "reserve").click()
+        wait.until(
+            lambda d: (
+                d.find_element(By.ID, "outcome").text not in (first_answer, "")
+                and "; seats " in d.find_element(By.ID, "outcome").text
+            )
+        )
+        outcome = driver.find_element(By.ID, "outcome").text
+        best = outcome.rsplit("; seats ", 1)[1].rstrip(")").split(", ")
+        wait.until(lambda d: all(drawn_seats(d).get(seat) == "sold" for seat in best))
+        shown = {seat for seat, state in drawn_seats(driver).items() if state == "sold"}
+        shot = tmp_path / "checkout-page.png"
+        driver.set_window_size(900, 1150)  # the whole page: the map and the answer below it
+        driver.save_screenshot(str(shot))
+
+    # Then the answer was the best 2 and the page, the answer and the table agree
+    assert outcome.startswith("CONFIRMED: ") and len(best) == 2
+    rows = table.read_seat_rows(SeatKey(event_id, "TABLES"))
+    sold = {
+        f"{row_id.split('#')[0]}-{p}"
+        for row_id, row in rows.items()
+        for p, state in row.states.items()
+        if state.value == "S"
+    }
+    assert sold == shown == {"A-R2-3", "A-R2-4", *best}
     assert shot.stat().st_size > 10_000
     if os.environ.get("SEATS_UPDATE_SCREENSHOT") == "1":
         shutil.copyfile(shot, SCREENSHOT)

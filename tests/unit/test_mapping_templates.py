@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -18,6 +19,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from seat_inventory.dal.items import inventory_key
+from seat_inventory.dal.seat_layout import layout_items, section_layouts
+from seat_inventory.dal.seat_rows import seat_attribute, section_pk
+from seat_inventory.logic.seat_map import MAX_ROW_SEATS, load_csv
 from seat_inventory.models import (
     MAX_SHARDS,
     ChangeRequest,
@@ -184,6 +188,11 @@ def test_the_model_refuses_an_admission_token_the_service_would_not_take(
         ("/reservations", {"event_id": "e", "quantity": 1, "customer_id": "c"}, "x" * 129),
         ("/reservations", {"event_id": "e", "quantity": 11, "customer_id": "c"}, ""),
         ("/holds", {"event_id": "e", "quantity": 1, "customer_id": "c", "hold_seconds": 3601}, ""),
+        # A mapped class's fields the model cannot relate to each other (docs/seating.md).
+        ("/reservations", {"event_id": "e", "customer_id": "c"}, ""),
+        ("/reservations", {"event_id": "e", "customer_id": "c", "seats": ["A-R1-1"], "quantity": 2}, ""),
+        ("/holds", {"event_id": "e", "customer_id": "c", "seats": [f"A-R1-{n}" for n in range(1, 12)]}, ""),
+        ("/reservations", {"event_id": "e", "customer_id": "c", "seats": ["A-R1-1"], "split": True}, ""),
     ],
 )
 def test_what_the_model_cannot_check_makes_sqs_refuse_the_call(
@@ -195,6 +204,33 @@ def test_what_the_model_cannot_check_makes_sqs_refuse_the_call(
     fields = send_message(render_request(api, "POST", path, body, headers=headers))
     assert fields["DelaySeconds"] == ["901"]
     assert fields["MessageBody"] == ["refused"]
+
+
+@pytest.mark.parametrize("path", ["/reservations", "/holds"])
+def test_chosen_seats_are_passed_on_and_quantity_may_be_left_out(api: ApiDefinition, path: str) -> None:
+    body = {"event_id": "e", "customer_id": "c", "seat_class": "STALLS", "seats": ["STC-R1-7", "STC-R1-8"]}
+    parsed = message(render_request(api, "POST", path, body))
+    assert isinstance(parsed, ReservationRequest)
+    assert (parsed.seats, parsed.quantity, parsed.split, parsed.accessible) == (
+        ("STC-R1-7", "STC-R1-8"),
+        2,
+        False,
+        False,
+    )
+    with_quantity = message(render_request(api, "POST", path, {**body, "quantity": 2, "accessible": True}))
+    assert isinstance(with_quantity, ReservationRequest)
+    assert (with_quantity.quantity, with_quantity.accessible) == (2, True)
+
+
+@pytest.mark.parametrize("path", ["/reservations", "/holds"])
+def test_best_available_options_are_passed_on(api: ApiDefinition, path: str) -> None:
+    body = {"event_id": "e", "customer_id": "c", "quantity": 3, "split": True, "accessible": True}
+    parsed = message(render_request(api, "POST", path, body))
+    assert isinstance(parsed, ReservationRequest)
+    assert (parsed.seats, parsed.quantity, parsed.split, parsed.accessible) == (None, 3, True, True)
+    plain = message(render_request(api, "POST", path, {**body, "split": False, "accessible": False}))
+    assert isinstance(plain, ReservationRequest)
+    assert (plain.split, plain.accessible) == (False, False)
 
 
 def test_values_are_url_encoded_into_the_form(api: ApiDefinition) -> None:
@@ -233,7 +269,10 @@ def test_the_400_answer_says_why(api: ApiDefinition) -> None:
     )
     assert bad_key["message"].startswith("Idempotency-Key must be 1 to 128 characters")
     _, _, too_many = render_response(api, "POST", "/holds", "400", error)
-    assert too_many == {"message": "quantity must be at most 10 and hold_seconds at most 3600"}
+    assert too_many == {
+        "message": "quantity (or seats) is required and at most 10, hold_seconds at most 3600; with seats,"
+        " quantity (if sent) must be their number and split is not allowed"
+    }
 
 
 # --- confirmations and cancellations -----------------------------------------------------------
@@ -300,7 +339,24 @@ def test_a_recorded_reservation_is_answered_with_its_status_and_answer(api: ApiD
         "hold_expires_at": 1777630200,
         "tickets": None,
         "awaiting_tickets": False,
+        "seats": None,
     }
+
+
+def test_a_mapped_reservation_is_answered_with_its_seats(api: ApiDefinition) -> None:
+    item = {
+        "reservation_id": {"S": "r-1"},
+        "request_type": {"S": "reserve"},
+        "status": {"S": "CONFIRMED"},
+        "outcome": {"S": "CONFIRMED"},
+        "reason": {"S": "2 seat(s) confirmed"},
+        "event_id": {"S": "e"},
+        "seat_class": {"S": "STALLS"},
+        "quantity": {"N": "2"},
+        "seats": {"L": [{"S": "STC-R1-7"}, {"S": "STC-R1-8"}]},
+    }
+    _, _, body = render_response(api, "GET", "/reservations/{id}", "default", {"Item": item})
+    assert body["seats"] == ["STC-R1-7", "STC-R1-8"]
 
 
 @pytest.mark.parametrize(
@@ -624,6 +680,16 @@ def test_keys_dynamodb_left_unprocessed_are_a_503_never_a_short_sum(api: ApiDefi
         ({"event_id": "e#1", "quantity": 1, "customer_id": "c"}, "event_id: 'e#1' does not match"),
         ({"event_id": "e", "quantity": 1, "customer_id": "c", "seat_class": "x" * 65}, "is too long"),
         (["not", "an", "object"], "is not of type 'object'"),
+        ({"event_id": "e", "customer_id": "c", "seats": []}, "seats: [] should be non-empty"),
+        ({"event_id": "e", "customer_id": "c", "seats": ["A-R1-1", "A-R1-1"]}, "has non-unique elements"),
+        ({"event_id": "e", "customer_id": "c", "seats": ["A-R1-0"]}, "seats.0: 'A-R1-0' does not match"),
+        ({"event_id": "e", "customer_id": "c", "seats": ["A-R1-1\n"]}, "does not match"),
+        ({"event_id": "e", "customer_id": "c", "seats": "A-R1-1"}, "is not of type 'array'"),
+        ({"event_id": "e", "customer_id": "c", "quantity": 1, "split": "yes"}, "split: 'yes' is not of type"),
+        (
+            {"event_id": "e", "customer_id": "c", "quantity": 1, "accessible": 1},
+            "accessible: 1 is not of type",
+        ),
     ],
 )
 def test_the_reservation_model_refuses_what_the_contract_refuses(
@@ -763,13 +829,19 @@ VALUES = st.one_of(
     IDS, st.integers(-5, 4000), st.floats(allow_nan=False, allow_infinity=False), st.booleans()
 )
 # Mostly bodies close to valid (each field valid or not), so the interesting ones are frequent.
+SEAT_IDS = st.one_of(
+    st.from_regex(r"[A-C]-R[1-3]-[1-9]\n?", fullmatch=True), st.from_regex(r"[A-Z0-9_-]{1,8}", fullmatch=True)
+)
 BODIES = st.fixed_dictionaries(
     {
         "event_id": st.one_of(IDS, VALUES),
         "customer_id": st.one_of(IDS, VALUES),
-        "quantity": st.one_of(st.integers(1, 12), VALUES),
     },
     optional={
+        "quantity": st.one_of(st.integers(1, 12), VALUES),
+        "seats": st.one_of(st.lists(SEAT_IDS, max_size=12), VALUES),
+        "split": st.one_of(st.booleans(), VALUES),
+        "accessible": st.one_of(st.booleans(), VALUES),
         "seat_class": st.one_of(IDS, VALUES),
         "hold_seconds": st.one_of(st.integers(50, 4000), VALUES),
         "type": VALUES,
@@ -798,12 +870,244 @@ def test_every_body_the_api_passes_on_is_a_valid_message_with_the_same_fields(
     parsed = message(render_request(api, "POST", path, body, headers=headers))
     assert isinstance(parsed, ReservationRequest), parsed
     assert parsed.reservation_id == (key or REQUEST_ID)
-    assert (parsed.event_id, parsed.customer_id, parsed.quantity) == (
-        body["event_id"],
-        body["customer_id"],
-        body["quantity"],
-    )
+    assert (parsed.event_id, parsed.customer_id) == (body["event_id"], body["customer_id"])
+    assert parsed.quantity == body.get("quantity", len(body.get("seats") or []))
+    assert parsed.seats == (tuple(body["seats"]) if "seats" in body else None)
+    assert (parsed.split, parsed.accessible) == (body.get("split", False), body.get("accessible", False))
     assert parsed.seat_class == body.get("seat_class", "GA")
     assert parsed.admission_token == body.get("admission_token")
     if path == "/holds":
         assert parsed.hold_seconds == body.get("hold_seconds", 600)
+
+
+# --- the seat-map routes: a mapped event's layout, and each seat's state per section -----------
+
+CLUB = (Path(__file__).parents[2] / "examples" / "seat_maps" / "club.csv").read_text()
+
+
+def test_the_seat_map_route_queries_the_event_s_layout_items(api: ApiDefinition) -> None:
+    request = json.loads(
+        render_request(api, "GET", "/events/{event}/seat-map", path_parameters={"event": "e-1"})
+    )
+    item = layout_items("e-1", load_csv(CLUB))[0]
+    assert request["TableName"] == TABLE
+    assert request["ExpressionAttributeValues"] == {":pk": item["pk"]}
+    assert request["ConsistentRead"] is False
+    names = request["ExpressionAttributeNames"]
+    projected = {names.get(n.strip(), n.strip()) for n in request["ProjectionExpression"].split(",")}
+    assert projected == {"seat_class", "section", "section_rank", "orphans", "seat_count", "layout"}
+
+
+def test_the_seat_map_route_answers_each_section_s_rows_and_flags(api: ApiDefinition) -> None:
+    # Given the layout items `seats event create --seat-map club.csv` writes
+    seat_map = load_csv(CLUB)
+    items = layout_items("e-1", seat_map)
+    # When the route's response template turns the Query's answer into the page's document
+    status, _, body = render_response(
+        api,
+        "GET",
+        "/events/{event}/seat-map",
+        "default",
+        {"Items": items, "Count": len(items)},
+        path_parameters={"event": "e-1"},
+    )
+    # Then each section comes back with its rows front to back, its flags and its seats' route
+    assert status == 200 and body["event_id"] == "e-1"
+    layouts = section_layouts(seat_map)
+    assert {(s["seat_class"], s["section"]) for s in body["sections"]} == set(layouts)
+    for section in body["sections"]:
+        assert section["rows"] == layouts[(section["seat_class"], section["section"])]
+        assert section["seat_count"] == sum(r["seats"] for r in section["rows"])
+        assert (
+            section["seats"]
+            == f"/events/e-1/classes/{section['seat_class']}/sections/{section['section']}/seats"
+        )
+        assert section["orphans"] == "refuse"
+    first = next(s for s in body["sections"] if s["section"] == "A")
+    assert first["rank"] == 0
+    assert first["rows"][0] == {"row": "R1", "seats": 6, "flags": {"wheelchair": [1], "companion": [2]}}
+    # and the seat ids the page builds are the map's
+    ids = {
+        f"{s['section']}-{r['row']}-{p}"
+        for s in body["sections"]
+        for r in s["rows"]
+        for p in range(1, r["seats"] + 1)
+    }
+    assert ids == {seat for c in seat_map.classes.values() for seat in c.seats}
+
+
+def test_the_seat_map_route_is_404_without_a_map_and_never_shows_part_of_one(api: ApiDefinition) -> None:
+    status, _, body = render_response(
+        api,
+        "GET",
+        "/events/{event}/seat-map",
+        "default",
+        {"Items": [], "Count": 0},
+        path_parameters={"event": "e-1"},
+    )
+    assert (status, body) == (404, {"message": "this event has no seat map"})
+    items = layout_items("e-1", load_csv(CLUB))
+    page = {"Items": items[:1], "LastEvaluatedKey": {"pk": items[0]["pk"], "sk": items[0]["sk"]}}
+    status, _, body = render_response(
+        api, "GET", "/events/{event}/seat-map", "default", page, path_parameters={"event": "e-1"}
+    )
+    assert status == 500 and "larger than the route reads" in body["message"]
+
+
+def test_the_section_route_queries_the_section_s_row_items_and_every_seat_attribute(
+    api: ApiDefinition,
+) -> None:
+    parameters = {"event": "e-1", "seat_class": "TABLES", "section": "A"}
+    request = json.loads(
+        render_request(
+            api,
+            "GET",
+            "/events/{event}/classes/{seat_class}/sections/{section}/seats",
+            path_parameters=parameters,
+        )
+    )
+    assert request["ExpressionAttributeValues"] == {":pk": {"S": section_pk(SeatKey("e-1", "TABLES"), "A")}}
+    assert request["ConsistentRead"] is False
+    names = request["ExpressionAttributeNames"]
+    projected = [names.get(n.strip(), n.strip()) for n in request["ProjectionExpression"].split(",")]
+    assert {seat_attribute(p) for p in range(1, MAX_ROW_SEATS + 1)} <= set(projected)
+    assert {"row_id", "first", "size", "available", "held", "sold"} <= set(projected)
+    assert not set(projected) & set(INTERNAL)
+    assert len(request["ProjectionExpression"]) < 4096  # DynamoDB's limit on an expression
+
+
+def row_item(row_id: str, first: int, size: int, states: dict[int, str], **extra: Any) -> dict[str, Any]:
+    """A row item as dal/seat_rows.py writes it (the attributes the route projects)."""
+    counts = {"H": 0, "S": 0}
+    for state in states.values():
+        if state in counts:
+            counts[state] += 1
+    item = {
+        "row_id": {"S": row_id},
+        "first": {"N": str(first)},
+        "size": {"N": str(size)},
+        "available": {"N": str(size - len(states))},
+        "held": {"N": str(counts["H"])},
+        "sold": {"N": str(counts["S"])},
+        **{seat_attribute(p): {"S": state} for p, state in states.items()},
+    }
+    item.update(extra)
+    return item
+
+
+def test_the_section_route_answers_each_seat_s_state_row_by_row(api: ApiDefinition) -> None:
+    parameters = {"event": "e-1", "seat_class": "STALLS", "section": "S"}
+    items = [
+        row_item("S-R1#0", 1, 40, {1: "B", 2: "S", 3: "S", 40: "H"}),
+        row_item("S-R1#1", 41, 5, {41: "H", 45: "S"}),
+        row_item("S-R2#0", 1, 4, {}),
+    ]
+    status, _, body = render_response(
+        api,
+        "GET",
+        "/events/{event}/classes/{seat_class}/sections/{section}/seats",
+        "default",
+        {"Items": items, "Count": 3},
+        path_parameters=parameters,
+    )
+    assert status == 200
+    assert body["rows"] == [
+        {"row_id": "S-R1#0", "first": 1, "size": 40, "states": "BSS" + "." * 36 + "H"},
+        {"row_id": "S-R1#1", "first": 41, "size": 5, "states": "H...S"},
+        {"row_id": "S-R2#0", "first": 1, "size": 4, "states": "...."},
+    ]
+    assert (body["seats_left"], body["held"], body["sold"], body["sale"]) == (36 + 3 + 4, 2, 3, "OPEN")
+    assert (body["event_id"], body["seat_class"], body["section"]) == ("e-1", "STALLS", "S")
+
+
+@pytest.mark.parametrize(
+    ("extra", "sale"),
+    [
+        ({"sale_status": {"S": "CLOSED"}}, "CLOSED"),
+        ({"sale_starts_at": {"N": str(NOW_MS // 1000 + 60)}}, "SCHEDULED"),
+        ({"sale_ends_at": {"N": str(NOW_MS // 1000 - 60)}}, "ENDED"),
+        ({"sale_starts_at": {"N": str(NOW_MS // 1000 - 60)}}, "OPEN"),
+    ],
+)
+def test_the_section_route_tells_the_sale_status_of_its_rows(
+    api: ApiDefinition, extra: dict[str, Any], sale: str
+) -> None:
+    parameters = {"event": "e-1", "seat_class": "STALLS", "section": "S"}
+    status, _, body = render_response(
+        api,
+        "GET",
+        "/events/{event}/classes/{seat_class}/sections/{section}/seats",
+        "default",
+        {"Items": [row_item("S-R1#0", 1, 4, {}, **extra)]},
+        path_parameters=parameters,
+    )
+    assert (status, body["sale"]) == (200, sale)
+
+
+def test_an_unknown_section_is_404(api: ApiDefinition) -> None:
+    parameters = {"event": "e-1", "seat_class": "STALLS", "section": "NOPE"}
+    status, _, body = render_response(
+        api,
+        "GET",
+        "/events/{event}/classes/{seat_class}/sections/{section}/seats",
+        "default",
+        {"Items": [], "Count": 0},
+        path_parameters=parameters,
+    )
+    assert status == 404 and "no seats of this section" in body["message"]
+
+
+# Bodies for a mapped class: ids valid, the seat fields near valid (a seat list of 0 to 12 ids,
+# some repeated or malformed; quantity absent, equal or not; split and accessible mostly
+# booleans), so that many pass the model and reach the template.
+VALID_IDS = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,10}", fullmatch=True)
+VALID_SEATS = st.from_regex(r"[A-C]-R[1-3]-[1-9]", fullmatch=True)
+
+
+@st.composite
+def seat_bodies(draw: st.DrawFn) -> dict[str, Any]:
+    body: dict[str, Any] = {"event_id": draw(VALID_IDS), "customer_id": draw(VALID_IDS)}
+    if draw(st.booleans()):  # chosen seats, mostly valid and distinct
+        seats = draw(
+            st.lists(st.one_of(VALID_SEATS, VALID_SEATS, SEAT_IDS), max_size=12, unique=draw(st.booleans()))
+        )
+        body["seats"] = seats
+        if draw(st.booleans()):
+            body["quantity"] = draw(st.one_of(st.just(len(seats)), st.integers(0, 12)))
+    elif draw(st.integers(0, 9)):  # best available (or, once in ten, neither)
+        body["quantity"] = draw(st.integers(0, 12))
+    for name, odd in (("split", "true"), ("accessible", 1)):
+        if draw(st.booleans()):
+            body[name] = draw(st.one_of(st.booleans(), st.booleans(), st.just(odd)))
+    return body
+
+
+SEAT_BODIES = seat_bodies()
+
+
+@pytest.mark.parametrize("path", ["/reservations", "/holds"])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(body=SEAT_BODIES)
+def test_every_seat_body_the_api_passes_on_is_a_valid_message_with_the_same_seats(
+    api: ApiDefinition, path: str, body: dict[str, Any]
+) -> None:
+    gateway = LocalApiGateway(api, backends=None, account_id="123456789012")  # type: ignore[arg-type]
+    schema = route(api, "POST", path).operation["requestBody"]["content"]["application/json"]["schema"]
+    form = render_request(api, "POST", path, body)
+    refused = bool(gateway.body_problems(schema, json.dumps(body))) or "DelaySeconds" in send_message(form)
+    parsed = message(form) if not refused else None
+    # What the API passes on is the request the body stands for; what it refuses, the service
+    # would answer INVALID (so no accepted request is left without an answer).
+    if refused:
+        as_message = json.dumps({"type": "reserve", "reservation_id": "r-1", **body})
+        assert isinstance(
+            parse_reservation(
+                "m-1", as_message, default_seat_class="GA", max_quantity=10, max_hold_seconds=3600
+            ),
+            InvalidMessage,
+        ), body
+        return
+    assert isinstance(parsed, ReservationRequest), parsed
+    assert parsed.seats == (tuple(body["seats"]) if body.get("seats") else None)
+    assert parsed.quantity == body.get("quantity") or parsed.quantity == len(body["seats"])
+    assert (parsed.split, parsed.accessible) == (body.get("split", False), body.get("accessible", False))

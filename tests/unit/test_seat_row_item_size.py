@@ -7,6 +7,8 @@ from typing import Any
 from seat_inventory.dal.seat_rows import SaleRules, SeatRows
 from seat_inventory.logic.seat_map import ROW_BLOCK, RowItem
 from seat_inventory.models import SeatKey
+from seat_tools.operator_commands import new_operation_id
+from seat_tools.seat_blocks import LAST_OPERATION
 
 
 def item_bytes(item: dict[str, Any]) -> int:
@@ -35,4 +37,6 @@ def test_a_full_row_item_with_every_rule_stays_under_1_kb() -> None:
         SaleRules(max_per_customer=10, sale_starts_at=1_800_000_000, sale_ends_at=1_900_000_000, closed=True),
     )
     item.update({f"p{361 + n}": {"S": "S"} for n in range(ROW_BLOCK)})
+    # the operation id of the operator's last block or unblock on it (seat_tools.seat_blocks)
+    item[LAST_OPERATION] = {"S": new_operation_id()}
     assert item_bytes(item) < 1024, item_bytes(item)

@@ -28,6 +28,7 @@ from botocore.exceptions import ClientError
 from seat_inventory.dal.access import TableAccess
 from seat_inventory.dal.errors import CONDITION_FAILED, call, call_expecting, failed_condition
 from seat_inventory.dal.items import SALE_OPEN_CONDITION, number, outcome_from_item
+from seat_inventory.dal.seat_layout import layout_items
 from seat_inventory.logic.ports import WriteRefused
 from seat_inventory.logic.seat_map import SeatMap, dump_json, load_json, row_item_of, row_items
 from seat_inventory.models import (
@@ -334,7 +335,8 @@ class SeatRows(TableAccess):
         return rows
 
     def create_seat_map(self, event_id: str, seat_map: SeatMap, rules: SaleRules) -> None:
-        """Writes every row item, then the map item (guarded: an event has one map, never replaced).
+        """Writes every row item and section layout item, then the map item (guarded: an event has
+        one map, never replaced).
 
         Rows first: until the map item exists no request is placed on them, so a create that failed
         half-way is simply run again (the rows are overwritten as they were)."""
@@ -345,6 +347,7 @@ class SeatRows(TableAccess):
             for name, class_map in seat_map.classes.items()
             for row in row_items(class_map)
         ]
+        items += layout_items(event_id, seat_map)  # for pages drawing the map (dal/seat_layout.py)
         for start in range(0, len(items), BATCH_WRITE_LIMIT):
             chunk = items[start : start + BATCH_WRITE_LIMIT]
             requests: list[Any] = [{"PutRequest": {"Item": i}} for i in chunk]

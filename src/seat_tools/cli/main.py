@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+import seat_tools.cli.seat_block_commands  # noqa: F401 - registers `event block` and `event unblock`
 from seat_tools.cli.context import CliContext
 from seat_tools.cli.errors import ExitCode, explain
 from seat_tools.cli.event_commands import event
