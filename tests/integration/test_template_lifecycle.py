@@ -22,7 +22,11 @@ def _statements(template: Template, function: str) -> list[dict[str, Any]]:
     statements: list[dict[str, Any]] = []
     for policy in template.properties(function).get("Policies", []):
         if isinstance(policy, dict) and "Statement" in policy:
-            statements.extend(policy["Statement"])
+            for statement in policy["Statement"]:
+                # A conditional statement (the admission key's, `Fn::If`): both branches, leaving
+                # out AWS::NoValue.
+                branches = statement["Fn::If"][1:] if "Fn::If" in statement else [statement]
+                statements.extend(b for b in branches if isinstance(b, dict) and "Action" in b)
     return statements
 
 

@@ -78,5 +78,8 @@ def test_the_runner_releases_expired_holds_on_its_schedule(local_stack: LocalSta
     assert released is not None and (released.available, released.held, released.sold) == (10, 0, 0)
     assert [d["reservation_id"] for d in published if d["outcome"] == "EXPIRED"] == [reservation_id]
     assert stats.sweeps >= 2
-    assert stats.holds_released == 1
+    # At least this hold: the local stack's table is shared by the session's tests, and holds other
+    # tests left there expire too and are this sweeper's to release (once each: the EXPIRED
+    # outcomes above name this event's hold once).
+    assert stats.holds_released >= 1
     assert stats.sweep_errors == 0
