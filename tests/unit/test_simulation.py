@@ -288,7 +288,7 @@ def test_on_a_throttling_table_the_sale_keeps_80_percent_of_what_the_table_admit
     """32 containers on a table of 2,000 write units per second (4 partitions of 500): each
     confirmed reservation needs at least 2.02 units (its record in a transaction, 2, and a 99th of
     the inventory item's 2), so the table confirms at most about 990 a second. With the adaptive
-    window (logic.admission) the sale keeps at least 80% of that, and no group waits until its
+    window (logic.write_window) the sale keeps at least 80% of that, and no group waits until its
     deadline (before it: 110 confirmed per second, 75 messages handed back for 180 s)."""
     limit = 2000
     figures = simulate(

@@ -7,9 +7,9 @@ import random
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from seat_inventory.logic.admission import AdaptiveWriteLimit
 from seat_inventory.logic.settle_mapped import SeatMaps
 from seat_inventory.logic.shards import Draws
+from seat_inventory.logic.write_window import AdaptiveWriteLimit
 from seat_inventory.models import PoolInventory, SeatClassInventory, SeatKey
 
 
@@ -52,7 +52,7 @@ class InventoryHints:
         self._seats_left: dict[SeatKey, int] = {}
         self._items: dict[SeatKey, SeatClassInventory | None] = {}
         self._shards: dict[SeatKey, OwnShard] = {}
-        # The most reservations this container writes in one transaction (`logic.admission`).
+        # The most reservations this container writes in one transaction (`logic.write_window`).
         self.write_limit = AdaptiveWriteLimit()
         # Seat maps and the last view of each mapped class's rows (docs/seating.md).
         self.seat_maps = SeatMaps()

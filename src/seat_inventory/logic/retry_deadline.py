@@ -6,7 +6,7 @@ until the invocation's deadline (`ConflictDeadline`); only a group that never go
 then is handed back to the queue. Throttling (`Throttled`: the hot partition's write units of
 this second are spent, cancelled attempts included) is the same kind of wait, retried under the
 same deadline with the same count of refusals in a row (docs/contention.md), but with the capped
-pause every time (`logic.admission.back_off_step`).
+pause every time (`logic.write_window.back_off_step`).
 """
 
 from __future__ import annotations

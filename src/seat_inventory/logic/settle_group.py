@@ -13,13 +13,13 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from seat_inventory.logic.admission import back_off_step
 from seat_inventory.logic.admission_tokens import replay_refusal, use_expires_at
 from seat_inventory.logic.inventory_hints import InventoryHints, OwnShard
 from seat_inventory.logic.limits import MAX_ACTIONS_PER_TRANSACTION, MAX_SETTLE_ROUNDS
 from seat_inventory.logic.ports import Clock, InventoryStore, WriteRefused
 from seat_inventory.logic.retry_deadline import ConflictDeadline
 from seat_inventory.logic.shards import pick_shard, route, routed_shards, shards_with
+from seat_inventory.logic.write_window import back_off_step
 from seat_inventory.models import (
     TAKES_SEATS,
     AdmissionCheck,
@@ -288,7 +288,7 @@ class _Settlement:
 
     def _window(self, plan: GroupPlan) -> int:
         """How many of the pending requests this container writes in one transaction that takes
-        seats: its adaptive window (`logic.admission`); rejections alone are puts, not windowed."""
+        seats: its adaptive window (`logic.write_window`); rejections alone are puts, not windowed."""
         return self.hints.write_limit.records if plan.seats_taken else len(self.pending)
 
     def _trim(self, plan: GroupPlan, fits: int) -> GroupPlan:

@@ -1,4 +1,4 @@
-"""The adaptive write window (`logic.admission`): AIMD on the reservations per transaction, and the
+"""The adaptive write window (`logic.write_window`): AIMD on the reservations per transaction, and the
 back-off a throttled write waits, alone and inside the planner."""
 
 from __future__ import annotations
@@ -6,7 +6,10 @@ from __future__ import annotations
 import json
 import math
 
-from seat_inventory.logic.admission import (
+from seat_inventory.logic.inventory_hints import InventoryHints
+from seat_inventory.logic.reserve_seats import QueueMessage, reserve_seats
+from seat_inventory.logic.retry_deadline import CONFLICT_BACKOFF_CAP_SECONDS, CONFLICT_BACKOFF_SECONDS
+from seat_inventory.logic.write_window import (
     INCREASE_RECORDS,
     MAX_RECORDS,
     MIN_RECORDS,
@@ -14,9 +17,6 @@ from seat_inventory.logic.admission import (
     AdaptiveWriteLimit,
     back_off_step,
 )
-from seat_inventory.logic.inventory_hints import InventoryHints
-from seat_inventory.logic.reserve_seats import QueueMessage, reserve_seats
-from seat_inventory.logic.retry_deadline import CONFLICT_BACKOFF_CAP_SECONDS, CONFLICT_BACKOFF_SECONDS
 from seat_inventory.models import Outcome, SeatKey, Throttled, TransactionConflict
 from seat_inventory.settings import Settings
 from tests.fakes import FakeClock, InMemoryInventoryStore, RecordingPublisher
