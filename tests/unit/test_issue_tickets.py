@@ -313,8 +313,9 @@ def _sales_for_crash_tests(world: World) -> None:
 
 
 # Calls of one round with 8 sales in batches of 3 and an earlier batch awaiting publication:
-# find_unpublished, publish, mark, find_unnumbered, read_format, read_next, 3 commits, publish, mark.
-ROUND_CALLS = 11
+# find_unpublished, publish, mark, find_unnumbered, read_format, read_next, then 3 times commit,
+# publish, mark (each batch announced as soon as it committed).
+ROUND_CALLS = 15
 
 
 def test_the_crash_points_cover_every_call_of_a_round() -> None:

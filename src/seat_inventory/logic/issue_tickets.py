@@ -8,14 +8,17 @@ the issuer, after the fact:
 1. publishes the TICKETED outcomes of ledger batches an earlier run committed but did not announce;
 2. finds sold reservations waiting for numbers (`TicketStore.find_unnumbered`), groups them by
    event and series (`series_of`: a CRC-32 of the reservation id modulo the event's series);
-3. per series: reads the counter, then numbers the oldest sales in batches of `BATCH_SIZE`, each
-   ONE transaction (`commit_numbers`) that moves the counter from the value read (guarded) to
-   that value plus the batch's seats, writes every reservation's numbers (each guarded: it must
-   still wait for them) and keeps the batch in the ledger; all or nothing. A guard that failed
-   (another issuer numbered first) leaves nothing written: the counter is taken as it is now,
-   the reservations numbered meanwhile are left out, and the batch is formed again. A transient
-   fault (the transaction may or may not have committed) is the same after a fresh read;
-4. publishes each committed batch's TICKETED outcomes and takes it out of the ledger's outbox.
+3. per series (the series at once, each series one task): reads the counter, then numbers the
+   oldest sales in batches of `BATCH_SIZE`, each ONE transaction (`commit_numbers`) that moves the
+   counter from the value read (guarded) to that value plus the batch's seats, writes every
+   reservation's numbers (each guarded: it must still wait for them) and keeps the batch in the
+   ledger; all or nothing. A guard that failed (another issuer numbered first) leaves nothing
+   written: the counter is taken as it is now, the reservations numbered meanwhile are left out,
+   and the batch is formed again. A transient fault (the transaction may or may not have
+   committed) is the same after a fresh read;
+4. as soon as a batch commits, its series' task publishes the batch's TICKETED outcomes and takes
+   it out of the ledger's outbox, then numbers its next batch (pipelined: the round does not wait
+   for every series before announcing anything, and the publications of all series overlap).
 
 So a crash between any two steps leaves either a whole batch (numbers, counter, ledger) or
 nothing, a redelivery or a second issuer can never number a reservation twice (its guard), and
@@ -117,6 +120,8 @@ class _SeriesRun:
     committed: list[TicketBatch] = field(default_factory=list)
     lost_races: int = 0
     faults: int = 0
+    published: int = 0
+    unpublished: int = 0
     error: str | None = None
 
 
@@ -127,8 +132,10 @@ def number_series(
     sales: Sequence[UnnumberedSale],
     *,
     batch_size: int = BATCH_SIZE,
+    on_commit: Callable[[TicketBatch, _SeriesRun], None] | None = None,
 ) -> _SeriesRun:
-    """Numbers `sales` (oldest first) in `series`, one guarded transaction per batch."""
+    """Numbers `sales` (oldest first) in `series`, one guarded transaction per batch; `on_commit`
+    is called with each batch as soon as it committed (the issuer publishes it there)."""
     if not 1 <= batch_size <= MAX_BATCH_SIZE:
         raise ValueError(f"batch_size must be 1..{MAX_BATCH_SIZE}, got {batch_size}")
     run = _SeriesRun()
@@ -162,6 +169,8 @@ def number_series(
             continue
         if refused is None:
             run.committed.append(batch)
+            if on_commit is not None:
+                on_commit(batch, run)
             next_serial = batch.next_after
             queue = queue[len(batch.assignments) :]
             attempts = 0
@@ -185,8 +194,10 @@ def _publish(
     publisher: OutcomePublisher,
     batches: Sequence[TicketBatch],
     formats: Mapping[str, TicketFormat],
-    result: IssueResult,
+    result: IssueResult | _SeriesRun,
 ) -> None:
+    """Publishes the batches' TICKETED outcomes and takes those SNS took whole out of the outbox
+    (a batch with a refused outcome stays there: a later round publishes it again)."""
     if not batches:
         return
     outcomes = {b: ticketed_outcomes(b, formats[b.series.event_id]) for b in batches}
@@ -206,11 +217,13 @@ def issue_tickets(
     batch_size: int = BATCH_SIZE,
     executor: Executor | None = None,
 ) -> IssueResult:
-    """One round of the issuer: the outbox, then at most `limit` waiting sales, then their outcomes.
+    """One round of the issuer: the outbox, then at most `limit` waiting sales, each batch's
+    outcomes published as soon as it committed.
 
     With an `executor`, the series are numbered concurrently (each series by one task: a series
-    is a sequence, its batches follow one another). A series whose transactions still fail after
-    its attempts is named in `failed_series`; its sales wait for the next round, untouched.
+    is a sequence, its batches follow one another; the task publishes each batch it committed
+    before numbering the next). A series whose transactions still fail after its attempts is
+    named in `failed_series`; its sales wait for the next round, untouched.
     """
     if not 1 <= batch_size <= MAX_BATCH_SIZE:
         raise ValueError(f"batch_size must be 1..{MAX_BATCH_SIZE}, got {batch_size}")
@@ -237,19 +250,24 @@ def issue_tickets(
         key = TicketSeries(sale.event_id, series_of(sale.reservation_id, fmt.series))
         groups.setdefault(key, []).append(sale)
 
+    def announce(batch: TicketBatch, series_run: _SeriesRun) -> None:
+        # Each task counts into its own _SeriesRun (the tasks may be threads); `formats` is only read.
+        _publish(store, publisher, [batch], formats, series_run)
+
     def run(item: tuple[TicketSeries, list[UnnumberedSale]]) -> _SeriesRun:
-        return number_series(store, clock, item[0], item[1], batch_size=batch_size)
+        return number_series(store, clock, item[0], item[1], batch_size=batch_size, on_commit=announce)
 
     mapper: Callable[..., Iterable[_SeriesRun]] = executor.map if executor is not None else map
     for series_run in mapper(run, list(groups.items())):
         result.batches.extend(series_run.committed)
         result.lost_races += series_run.lost_races
         result.faults += series_run.faults
+        result.published += series_run.published
+        result.unpublished += series_run.unpublished
         if series_run.error is not None:
             result.failed_series.append(series_run.error)
     result.numbered = sum(len(b.assignments) for b in result.batches)
     result.tickets = sum(b.next_after - b.first for b in result.batches)
-    _publish(store, publisher, result.batches, formats, result)
     return result
 
 
