@@ -133,9 +133,11 @@ def number_series(
     *,
     batch_size: int = BATCH_SIZE,
     on_commit: Callable[[TicketBatch, _SeriesRun], None] | None = None,
+    deadline: float | None = None,
 ) -> _SeriesRun:
     """Numbers `sales` (oldest first) in `series`, one guarded transaction per batch; `on_commit`
-    is called with each batch as soon as it committed (the issuer publishes it there)."""
+    is called with each batch as soon as it committed (the issuer publishes it there). No batch
+    starts once the clock reaches `deadline`: the sales left wait, untouched, for the next run."""
     if not 1 <= batch_size <= MAX_BATCH_SIZE:
         raise ValueError(f"batch_size must be 1..{MAX_BATCH_SIZE}, got {batch_size}")
     run = _SeriesRun()
@@ -147,7 +149,7 @@ def number_series(
         run.error = f"{series.event_id} series {series.series}: {exc!r}"
         return run
     attempts = 0
-    while queue:
+    while queue and (deadline is None or clock.now() < deadline):
         batch = plan_batch(series, next_serial, queue[:batch_size])
         try:
             refused = store.commit_numbers(batch)
@@ -216,6 +218,7 @@ def issue_tickets(
     limit: int,
     batch_size: int = BATCH_SIZE,
     executor: Executor | None = None,
+    deadline: float | None = None,
 ) -> IssueResult:
     """One round of the issuer: the outbox, then at most `limit` waiting sales, each batch's
     outcomes published as soon as it committed.
@@ -223,7 +226,8 @@ def issue_tickets(
     With an `executor`, the series are numbered concurrently (each series by one task: a series
     is a sequence, its batches follow one another; the task publishes each batch it committed
     before numbering the next). A series whose transactions still fail after its attempts is
-    named in `failed_series`; its sales wait for the next round, untouched.
+    named in `failed_series`; its sales wait for the next round, untouched. Past `deadline` no
+    series starts another batch (the run ends on time; the next run takes the rest).
     """
     if not 1 <= batch_size <= MAX_BATCH_SIZE:
         raise ValueError(f"batch_size must be 1..{MAX_BATCH_SIZE}, got {batch_size}")
@@ -255,7 +259,9 @@ def issue_tickets(
         _publish(store, publisher, [batch], formats, series_run)
 
     def run(item: tuple[TicketSeries, list[UnnumberedSale]]) -> _SeriesRun:
-        return number_series(store, clock, item[0], item[1], batch_size=batch_size, on_commit=announce)
+        return number_series(
+            store, clock, item[0], item[1], batch_size=batch_size, on_commit=announce, deadline=deadline
+        )
 
     mapper: Callable[..., Iterable[_SeriesRun]] = executor.map if executor is not None else map
     for series_run in mapper(run, list(groups.items())):
@@ -283,12 +289,16 @@ def run_issuer(
     executor: Executor | None = None,
 ) -> list[IssueResult]:
     """Rounds of `issue_tickets` until the clock reaches `until` (the scheduled function runs for
-    most of the minute between two schedules, so a sale waits about `idle_seconds` plus a round,
-    not a minute). A round that found nothing waits `idle_seconds`; one that found `limit` or
-    more goes on at once."""
+    the minute between two schedules, so a sale waits about `idle_seconds` plus a round, not a
+    minute). A round that found fewer than `limit` waits `idle_seconds`; one that found `limit`
+    or more goes on at once. No batch starts after `until`, so the run ends about when the next
+    scheduled run starts (a backlog's long round does not overlap it: two runs on one series
+    only lose races to each other)."""
     rounds: list[IssueResult] = []
     while True:
-        result = issue_tickets(store, publisher, clock, limit=limit, batch_size=batch_size, executor=executor)
+        result = issue_tickets(
+            store, publisher, clock, limit=limit, batch_size=batch_size, executor=executor, deadline=until
+        )
         rounds.append(result)
         if clock.now() + idle_seconds >= until:
             return rounds
