@@ -433,6 +433,11 @@ def test_no_batch_starts_past_the_deadline_and_the_next_run_numbers_the_rest_wit
     assert (result.numbered, result.published, result.failed_series) == (3, 3, [])
     assert len(world.store.awaiting_tickets) == 4
     assert world.audit(allow_pending=True) == []
+    # And a round that starts past its deadline still numbers each series' first batch (progress)
+    late = issue_tickets(
+        world.store, publisher, world.clock, limit=1000, batch_size=3, deadline=world.clock.now() - 1
+    )
+    assert late.numbered == 3 and len(world.store.awaiting_tickets) == 1
     # And the next run numbers the rest from where the counter stands: 1..7, no gap
     world.drain()
     assert world.audit() == []

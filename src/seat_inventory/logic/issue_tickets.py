@@ -136,8 +136,9 @@ def number_series(
     deadline: float | None = None,
 ) -> _SeriesRun:
     """Numbers `sales` (oldest first) in `series`, one guarded transaction per batch; `on_commit`
-    is called with each batch as soon as it committed (the issuer publishes it there). No batch
-    starts once the clock reaches `deadline`: the sales left wait, untouched, for the next run."""
+    is called with each batch as soon as it committed (the issuer publishes it there). Once the
+    clock reaches `deadline` no further batch starts (the series' first always does, so a round
+    that started late still makes progress): the sales left wait, untouched, for the next run."""
     if not 1 <= batch_size <= MAX_BATCH_SIZE:
         raise ValueError(f"batch_size must be 1..{MAX_BATCH_SIZE}, got {batch_size}")
     run = _SeriesRun()
@@ -149,7 +150,7 @@ def number_series(
         run.error = f"{series.event_id} series {series.series}: {exc!r}"
         return run
     attempts = 0
-    while queue and (deadline is None or clock.now() < deadline):
+    while queue and (deadline is None or not run.committed or clock.now() < deadline):
         batch = plan_batch(series, next_serial, queue[:batch_size])
         try:
             refused = store.commit_numbers(batch)
@@ -227,7 +228,8 @@ def issue_tickets(
     is a sequence, its batches follow one another; the task publishes each batch it committed
     before numbering the next). A series whose transactions still fail after its attempts is
     named in `failed_series`; its sales wait for the next round, untouched. Past `deadline` no
-    series starts another batch (the run ends on time; the next run takes the rest).
+    series starts another batch after its first (the run ends on time; the next run takes the
+    rest).
     """
     if not 1 <= batch_size <= MAX_BATCH_SIZE:
         raise ValueError(f"batch_size must be 1..{MAX_BATCH_SIZE}, got {batch_size}")
