@@ -19,12 +19,13 @@ MIN_MAX_HOLD_SECONDS = 60
 # Most expired holds one sweeper run releases, so that a backlog drains over several runs
 # well inside the function's timeout.
 DEFAULT_SWEEP_LIMIT = 1000
-# The ticket issuer (docs/tickets.md): most waiting sales one round takes, how long one scheduled
+# The ticket issuer (docs/tickets.md): most waiting sales one round takes (100,000: a round's
+# fixed work is spread over enough sales that 64 series keep ahead of 40,000 a second), how long one scheduled
 # run goes on issuing (as long as its schedule, a minute: the next run starts as this one's last
 # round ends, no gap; overlapping runs are safe), and how many series it numbers at once (64, the
 # series an event of 40,000 confirmed a second is configured with; its connection and publish
 # pools are sized from it, and a Lambda's 1,024 threads and file descriptors bound it).
-DEFAULT_ISSUE_LIMIT = 50_000
+DEFAULT_ISSUE_LIMIT = 100_000
 DEFAULT_ISSUE_SECONDS = 60
 DEFAULT_ISSUE_SERIES_AT_ONCE = 64
 MAX_ISSUE_SERIES_AT_ONCE = 64

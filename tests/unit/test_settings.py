@@ -71,8 +71,8 @@ def test_malformed_numbers_are_refused(raw: str, message: str) -> None:
 def test_the_issuers_settings_are_read_and_its_series_at_once_bounded() -> None:
     env = {"TABLE_NAME": "t", "OUTCOMES_TOPIC_ARN": "arn"}
     defaults = Settings.from_env(env)
-    # One run as long as the schedule's minute, rounds of 50,000, 64 series at once
-    assert (defaults.issue_seconds, defaults.issue_limit, defaults.issue_series_at_once) == (60, 50_000, 64)
+    # One run as long as the schedule's minute, rounds of 100,000, 64 series at once
+    assert (defaults.issue_seconds, defaults.issue_limit, defaults.issue_series_at_once) == (60, 100_000, 64)
     given = Settings.from_env({**env, "ISSUE_SECONDS": "45", "ISSUE_LIMIT": "9", "ISSUE_SERIES_AT_ONCE": "8"})
     assert (given.issue_seconds, given.issue_limit, given.issue_series_at_once) == (45, 9, 8)
     for bad in ("0", "65", "many"):
