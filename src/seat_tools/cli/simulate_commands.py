@@ -300,7 +300,8 @@ def _table_settings(template: ContentionSettings, **options: float | int | None)
     type=click.FloatRange(0.0, SCHEDULE_S, max_open=True),
     default=0.0,
     show_default=True,
-    help="Seconds into the issuer's scheduled run at which the sale starts (50: as a run ends).",
+    help="Seconds into the issuer's scheduled run at which the sale starts (59: just before a"
+    " run ends; runs last the schedule's 60 s, so no gap follows).",
 )
 @click.option(
     "--sold-per-s",
