@@ -19,10 +19,16 @@ MIN_MAX_HOLD_SECONDS = 60
 # Most expired holds one sweeper run releases, so that a backlog drains over several runs
 # well inside the function's timeout.
 DEFAULT_SWEEP_LIMIT = 1000
-# The ticket issuer (docs/tickets.md): most waiting sales one round takes, and how long one
-# scheduled run goes on issuing (its schedule is a minute: the run keeps going for most of it).
-DEFAULT_ISSUE_LIMIT = 20_000
-DEFAULT_ISSUE_SECONDS = 50
+# The ticket issuer (docs/tickets.md): most waiting sales one round takes (100,000: a round's
+# fixed work is spread over enough sales that 64 series keep ahead of 40,000 a second), how long one scheduled
+# run goes on issuing (as long as its schedule, a minute: the next run starts as this one's last
+# round ends, no gap; overlapping runs are safe), and how many series it numbers at once (64, the
+# series an event of 40,000 confirmed a second is configured with; its connection and publish
+# pools are sized from it, and a Lambda's 1,024 threads and file descriptors bound it).
+DEFAULT_ISSUE_LIMIT = 100_000
+DEFAULT_ISSUE_SECONDS = 60
+DEFAULT_ISSUE_SERIES_AT_ONCE = 64
+MAX_ISSUE_SERIES_AT_ONCE = 64
 # Admission keys (docs/admission.md) are read from SSM at most this often per container: a rotation
 # reaches every container within this many seconds.
 DEFAULT_ADMISSION_KEY_REFRESH_SECONDS = 60
@@ -52,6 +58,15 @@ def _max_hold_seconds(env: Mapping[str, str]) -> int:
     return value
 
 
+def _issue_series_at_once(env: Mapping[str, str]) -> int:
+    value = _positive_int(env, "ISSUE_SERIES_AT_ONCE", DEFAULT_ISSUE_SERIES_AT_ONCE)
+    if value > MAX_ISSUE_SERIES_AT_ONCE:
+        raise ConfigurationError(
+            f"ISSUE_SERIES_AT_ONCE must be at most {MAX_ISSUE_SERIES_AT_ONCE}, got {value}"
+        )
+    return value
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     """Everything the reservation function needs to know about its deployment."""
@@ -67,6 +82,7 @@ class Settings:
     sweep_limit: int = DEFAULT_SWEEP_LIMIT
     issue_limit: int = DEFAULT_ISSUE_LIMIT
     issue_seconds: int = DEFAULT_ISSUE_SECONDS
+    issue_series_at_once: int = DEFAULT_ISSUE_SERIES_AT_ONCE
     # The SSM parameter (SecureString) holding the admission key ring; empty: no key, every token
     # is refused as forged (classes that do not require admission are not affected).
     admission_key_parameter: str = ""
@@ -98,6 +114,7 @@ class Settings:
             sweep_limit=_positive_int(env, "SWEEP_LIMIT", DEFAULT_SWEEP_LIMIT),
             issue_limit=_positive_int(env, "ISSUE_LIMIT", DEFAULT_ISSUE_LIMIT),
             issue_seconds=_positive_int(env, "ISSUE_SECONDS", DEFAULT_ISSUE_SECONDS),
+            issue_series_at_once=_issue_series_at_once(env),
             admission_key_parameter=env.get("ADMISSION_KEY_PARAMETER") or "",
             admission_key_refresh_seconds=_positive_int(
                 env, "ADMISSION_KEY_REFRESH_SECONDS", DEFAULT_ADMISSION_KEY_REFRESH_SECONDS

@@ -16,7 +16,7 @@ from seat_inventory.dal.inventory_table import InventoryTable
 from seat_inventory.logic.admission_tokens import KeyRing, KeyRingError, TokenVerifier, parse_key_ring
 from seat_inventory.logic.inventory_hints import InventoryHints
 from seat_inventory.models import RetryableError
-from seat_inventory.publishing.sns_publisher import SnsOutcomePublisher
+from seat_inventory.publishing.sns_publisher import MAX_CONCURRENT_CALLS, SnsOutcomePublisher
 from seat_inventory.settings import Settings
 
 if TYPE_CHECKING:
@@ -116,15 +116,27 @@ class Adapters:
     admission: TokenVerifier = field(default_factory=lambda: TokenVerifier(lambda: None))
 
 
-def build_adapters(settings: Settings, session: boto3.session.Session | None = None) -> Adapters:
+def build_adapters(
+    settings: Settings,
+    session: boto3.session.Session | None = None,
+    *,
+    dynamodb_connections: int = 16,
+    publish_calls: int = MAX_CONCURRENT_CALLS,
+) -> Adapters:
     """Creates the clients; endpoints and credentials come from the usual AWS variables
-    (AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_DYNAMODB, AWS_PROFILE, ...), so local emulators just work."""
+    (AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_DYNAMODB, AWS_PROFILE, ...), so local emulators just work.
+    `dynamodb_connections` and `publish_calls` size the DynamoDB client's connection pool and the
+    publisher's (the ticket issuer's are larger: its series run at once)."""
     session = session or boto3.session.Session()
+    dynamodb_config = CLIENT_CONFIG.merge(Config(max_pool_connections=max(16, dynamodb_connections)))
+    sns_config = CLIENT_CONFIG.merge(Config(max_pool_connections=max(16, publish_calls)))
     return Adapters(
         settings=settings,
-        store=InventoryTable(session.client("dynamodb", config=CLIENT_CONFIG), settings.table_name),
+        store=InventoryTable(session.client("dynamodb", config=dynamodb_config), settings.table_name),
         publisher=SnsOutcomePublisher(
-            session.client("sns", config=CLIENT_CONFIG), settings.outcomes_topic_arn
+            session.client("sns", config=sns_config),
+            settings.outcomes_topic_arn,
+            max_concurrent_calls=publish_calls,
         ),
         clock=SystemClock(),
         hints=InventoryHints(),

@@ -126,11 +126,12 @@ class MovableClock(SystemClock):
 
 def adapters_factory(
     session: boto3.session.Session, clock: SystemClock | None = None
-) -> Callable[[Settings], Adapters]:
-    """A `build_adapters` for a handler module to be patched with: clients from `session`, and `clock`."""
+) -> Callable[..., Adapters]:
+    """A `build_adapters` for a handler module to be patched with: clients from `session`, and
+    `clock`; the pool sizes a handler passes (the issuer's) are passed on."""
 
-    def factory(settings: Settings) -> Adapters:
-        adapters = build_adapters(settings, session)
+    def factory(settings: Settings, **pools: int) -> Adapters:
+        adapters = build_adapters(settings, session, **pools)
         return adapters if clock is None else dataclasses.replace(adapters, clock=clock)
 
     return factory

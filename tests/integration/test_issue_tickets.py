@@ -41,7 +41,9 @@ class Issuer:
         self.stack = stack
         monkeypatch.setenv("ISSUE_SECONDS", "1")
         monkeypatch.setattr(
-            issuer_module, "build_adapters", lambda settings: build_adapters(settings, stack.faults.session)
+            issuer_module,
+            "build_adapters",
+            lambda settings, **pools: build_adapters(settings, stack.faults.session, **pools),
         )
         issuer_module.reset_container()
         self.table = OperatorTable(stack.dynamodb, stack.table_name)

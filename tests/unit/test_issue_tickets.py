@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
@@ -313,8 +313,9 @@ def _sales_for_crash_tests(world: World) -> None:
 
 
 # Calls of one round with 8 sales in batches of 3 and an earlier batch awaiting publication:
-# find_unpublished, publish, mark, find_unnumbered, read_format, read_next, 3 commits, publish, mark.
-ROUND_CALLS = 11
+# find_unpublished, publish, mark, find_unnumbered, read_format, read_next, then 3 times commit,
+# publish, mark (each batch announced as soon as it committed).
+ROUND_CALLS = 15
 
 
 def test_the_crash_points_cover_every_call_of_a_round() -> None:
@@ -410,6 +411,37 @@ def test_run_issuer_goes_on_until_its_deadline() -> None:
     )
     assert len(rounds) >= 4 and rounds[0].numbered == 1
     assert world.clock.now() <= NOW + 5
+
+
+def test_no_batch_starts_past_the_deadline_and_the_next_run_numbers_the_rest_without_a_gap() -> None:
+    # Given 7 sales, and SNS taking a second to answer each batch's outcomes
+    world = World()
+    for n in range(7):
+        world.reserve(f"r-{n}")
+
+    class SlowPublisher(RecordingPublisher):
+        def publish(self, outcomes: Sequence[ReservationOutcome]) -> list[ReservationOutcome]:
+            world.clock.sleep(1.0)
+            return super().publish(outcomes)
+
+    publisher = SlowPublisher()
+    # When a round with half a second left numbers batches of 3
+    result = issue_tickets(
+        world.store, publisher, world.clock, limit=1000, batch_size=3, deadline=world.clock.now() + 0.5
+    )
+    # Then it numbered and announced only the batch it started before the deadline
+    assert (result.numbered, result.published, result.failed_series) == (3, 3, [])
+    assert len(world.store.awaiting_tickets) == 4
+    assert world.audit(allow_pending=True) == []
+    # And a round that starts past its deadline still numbers each series' first batch (progress)
+    late = issue_tickets(
+        world.store, publisher, world.clock, limit=1000, batch_size=3, deadline=world.clock.now() - 1
+    )
+    assert late.numbered == 3 and len(world.store.awaiting_tickets) == 1
+    # And the next run numbers the rest from where the counter stands: 1..7, no gap
+    world.drain()
+    assert world.audit() == []
+    assert world.store.ticket_counters[TicketSeries(EVENT, 0)] == 8
 
 
 # ------------------------------------------------------------------------------ model-based histories

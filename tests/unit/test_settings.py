@@ -8,6 +8,7 @@ from unittest.mock import patch
 import pytest
 from aws_lambda_powertools import Metrics
 
+from seat_inventory.handlers.issue_tickets import issuer_adapters
 from seat_inventory.settings import ConfigurationError, Settings
 from seat_inventory.wiring import ContainerAdapters
 
@@ -65,3 +66,25 @@ def test_missing_resources_are_named() -> None:
 def test_malformed_numbers_are_refused(raw: str, message: str) -> None:
     with pytest.raises(ConfigurationError, match=message):
         Settings.from_env({"TABLE_NAME": "t", "OUTCOMES_TOPIC_ARN": "a", "MAX_SEATS_PER_RESERVATION": raw})
+
+
+def test_the_issuers_settings_are_read_and_its_series_at_once_bounded() -> None:
+    env = {"TABLE_NAME": "t", "OUTCOMES_TOPIC_ARN": "arn"}
+    defaults = Settings.from_env(env)
+    # One run as long as the schedule's minute, rounds of 100,000, 64 series at once
+    assert (defaults.issue_seconds, defaults.issue_limit, defaults.issue_series_at_once) == (60, 100_000, 64)
+    given = Settings.from_env({**env, "ISSUE_SECONDS": "45", "ISSUE_LIMIT": "9", "ISSUE_SERIES_AT_ONCE": "8"})
+    assert (given.issue_seconds, given.issue_limit, given.issue_series_at_once) == (45, 9, 8)
+    for bad in ("0", "65", "many"):
+        with pytest.raises(ConfigurationError, match="ISSUE_SERIES_AT_ONCE"):
+            Settings.from_env({**env, "ISSUE_SERIES_AT_ONCE": bad})
+
+
+def test_the_issuers_pools_are_sized_from_its_series_at_once() -> None:
+    settings = Settings(table_name="t", outcomes_topic_arn="arn", issue_series_at_once=8)
+    with patch.dict(os.environ, {"AWS_DEFAULT_REGION": "us-east-1"}):
+        adapters = issuer_adapters(settings)
+    # 8 series, each publishing a batch's 10 PublishBatch calls at once, and a connection each
+    assert adapters.publisher._max_concurrent_calls == 80
+    assert adapters.publisher._client.meta.config.max_pool_connections == 80
+    assert adapters.store._client.meta.config.max_pool_connections == 8 + 16

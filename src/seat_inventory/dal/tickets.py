@@ -46,6 +46,7 @@ from seat_inventory.models import (
     TicketBatch,
     TicketFormat,
     TicketSeries,
+    TransactionConflict,
     UnnumberedSale,
 )
 
@@ -53,6 +54,10 @@ from seat_inventory.models import (
 MAX_CONCURRENT_QUERIES = 16
 # A transaction holds at most 100 actions: the counter, the ledger entry and 98 reservations.
 MAX_RESERVATIONS_PER_BATCH = 98
+# An outbox update that meets another issuer's transaction on the same ledger entry (it raced for
+# the same serial and is being cancelled) is tried again this many times, after 10, 20, 40 ms.
+CLEAR_ATTEMPTS = 4
+CLEAR_BACKOFF_SECONDS = 0.01
 
 
 def _batch_from_item(item: dict[str, Any]) -> TicketBatch:
@@ -242,21 +247,33 @@ class TicketQueries(TableAccess):
 
     def mark_batches_published(self, batches: Sequence[TicketBatch]) -> int:
         """`REMOVE gsi2pk, gsi2sk` per batch, conditional on it still being in the outbox; 16 at a
-        time (one by one, a round of 20,000 sales spent about 1.5 s here: `seats simulate`)."""
+        time (one by one, a round of 20,000 sales spent about 1.5 s here: `seats simulate`).
+
+        A `TransactionConflict` (a second issuer's transaction, racing for the same serial, holds
+        the entry for a moment) is tried again `CLEAR_ATTEMPTS` times; other faults, and a
+        conflict that lasts, raise (the batch stays in the outbox: published again later)."""
 
         def clear(batch: TicketBatch) -> bool:
-            answer = call_expecting(
-                CONDITION_FAILED,
-                self._client.update_item,
-                TableName=self._table_name,
-                Key={
-                    "pk": {"S": ledger_pk(batch.series.event_id, batch.series.series)},
-                    "sk": {"S": ledger_sk(batch.first)},
-                },
-                UpdateExpression="REMOVE gsi2pk, gsi2sk",
-                ConditionExpression="attribute_exists(gsi2pk)",
-            )
-            return not isinstance(answer, ClientError)
+            for attempt in range(CLEAR_ATTEMPTS):
+                try:
+                    answer = call_expecting(
+                        CONDITION_FAILED,
+                        self._client.update_item,
+                        TableName=self._table_name,
+                        Key={
+                            "pk": {"S": ledger_pk(batch.series.event_id, batch.series.series)},
+                            "sk": {"S": ledger_sk(batch.first)},
+                        },
+                        UpdateExpression="REMOVE gsi2pk, gsi2sk",
+                        ConditionExpression="attribute_exists(gsi2pk)",
+                    )
+                except TransactionConflict:
+                    if attempt + 1 >= CLEAR_ATTEMPTS:
+                        raise
+                    self._sleep(CLEAR_BACKOFF_SECONDS * 2**attempt)
+                    continue
+                return not isinstance(answer, ClientError)
+            return False  # not reached: the last attempt returns or raises
 
         if len(batches) <= 1:
             return sum(clear(b) for b in batches)

@@ -2,8 +2,11 @@
 
 Numbers sold reservations (1..N per series, no gap, no duplicate; docs/tickets.md) and publishes
 their TICKETED outcomes; see `logic.issue_tickets`. A run goes on in rounds for ISSUE_SECONDS
-(capped by the invocation's remaining time), so a sale waits about a second plus a round, not a
-minute. Overlapping runs are safe: every numbering is guarded. A run that left a series
+(60, as long as the schedule: the next run starts as this one's last round ends, so there is no
+gap between runs; capped by the invocation's remaining time), so a sale waits about a second plus
+a round, not a minute. Overlapping runs are safe: every numbering is guarded. ISSUE_SERIES_AT_ONCE
+series are numbered at once, each publishing its batches as they commit; the DynamoDB client's
+connections and the publisher's calls are sized from it. A run that left a series
 unnumbered after its retries fails the invocation once its work is done and its metrics
 recorded (the function's Errors metric, `IssueTicketsErrorsAlarm`).
 """
@@ -15,13 +18,14 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from seat_inventory.dal.tickets import MAX_CONCURRENT_QUERIES
 from seat_inventory.logic.issue_tickets import run_issuer
 from seat_inventory.observability import logger, metrics, record_issue, tracer
-from seat_inventory.wiring import ContainerAdapters, build_adapters
+from seat_inventory.publishing.sns_publisher import PUBLISH_BATCH_LIMIT
+from seat_inventory.settings import Settings
+from seat_inventory.wiring import Adapters, ContainerAdapters, build_adapters
 
 _container = ContainerAdapters(metrics)
-# Series numbered at once (each series is one sequence of transactions; the client's pool has 16).
-SERIES_AT_ONCE = 16
 # Left of the invocation's time when the last round starts: a round's transactions and
 # publication fit in it.
 MARGIN_SECONDS = 8
@@ -30,6 +34,22 @@ _executor: ThreadPoolExecutor | None = None
 
 class IssueIncomplete(Exception):
     """The run's last round left series unnumbered (a fault outlasted its retries)."""
+
+
+def publish_calls(series_at_once: int) -> int:
+    """The publisher's calls at once: each series publishes a batch of up to 98 outcomes at a
+    time, 10 PublishBatch calls, all at once."""
+    return series_at_once * -(-98 // PUBLISH_BATCH_LIMIT)
+
+
+def issuer_adapters(settings: Settings) -> Adapters:
+    """The adapters with pools sized from the series at once: one DynamoDB connection per series
+    plus the index queries' and outbox updates' pool, and `publish_calls` SNS connections."""
+    return build_adapters(
+        settings,
+        dynamodb_connections=settings.issue_series_at_once + MAX_CONCURRENT_QUERIES,
+        publish_calls=publish_calls(settings.issue_series_at_once),
+    )
 
 
 def reset_container() -> None:
@@ -42,9 +62,9 @@ def reset_container() -> None:
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     global _executor
-    adapters = _container.get(build_adapters)
+    adapters = _container.get(issuer_adapters)
     if _executor is None:
-        _executor = ThreadPoolExecutor(SERIES_AT_ONCE, thread_name_prefix="series")
+        _executor = ThreadPoolExecutor(adapters.settings.issue_series_at_once, thread_name_prefix="series")
     seconds = min(
         adapters.settings.issue_seconds, context.get_remaining_time_in_millis() / 1000 - MARGIN_SECONDS
     )

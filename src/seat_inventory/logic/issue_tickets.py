@@ -8,14 +8,17 @@ the issuer, after the fact:
 1. publishes the TICKETED outcomes of ledger batches an earlier run committed but did not announce;
 2. finds sold reservations waiting for numbers (`TicketStore.find_unnumbered`), groups them by
    event and series (`series_of`: a CRC-32 of the reservation id modulo the event's series);
-3. per series: reads the counter, then numbers the oldest sales in batches of `BATCH_SIZE`, each
-   ONE transaction (`commit_numbers`) that moves the counter from the value read (guarded) to
-   that value plus the batch's seats, writes every reservation's numbers (each guarded: it must
-   still wait for them) and keeps the batch in the ledger; all or nothing. A guard that failed
-   (another issuer numbered first) leaves nothing written: the counter is taken as it is now,
-   the reservations numbered meanwhile are left out, and the batch is formed again. A transient
-   fault (the transaction may or may not have committed) is the same after a fresh read;
-4. publishes each committed batch's TICKETED outcomes and takes it out of the ledger's outbox.
+3. per series (the series at once, each series one task): reads the counter, then numbers the
+   oldest sales in batches of `BATCH_SIZE`, each ONE transaction (`commit_numbers`) that moves the
+   counter from the value read (guarded) to that value plus the batch's seats, writes every
+   reservation's numbers (each guarded: it must still wait for them) and keeps the batch in the
+   ledger; all or nothing. A guard that failed (another issuer numbered first) leaves nothing
+   written: the counter is taken as it is now, the reservations numbered meanwhile are left out,
+   and the batch is formed again. A transient fault (the transaction may or may not have
+   committed) is the same after a fresh read;
+4. as soon as a batch commits, its series' task publishes the batch's TICKETED outcomes and takes
+   it out of the ledger's outbox, then numbers its next batch (pipelined: the round does not wait
+   for every series before announcing anything, and the publications of all series overlap).
 
 So a crash between any two steps leaves either a whole batch (numbers, counter, ledger) or
 nothing, a redelivery or a second issuer can never number a reservation twice (its guard), and
@@ -117,6 +120,8 @@ class _SeriesRun:
     committed: list[TicketBatch] = field(default_factory=list)
     lost_races: int = 0
     faults: int = 0
+    published: int = 0
+    unpublished: int = 0
     error: str | None = None
 
 
@@ -127,8 +132,13 @@ def number_series(
     sales: Sequence[UnnumberedSale],
     *,
     batch_size: int = BATCH_SIZE,
+    on_commit: Callable[[TicketBatch, _SeriesRun], None] | None = None,
+    deadline: float | None = None,
 ) -> _SeriesRun:
-    """Numbers `sales` (oldest first) in `series`, one guarded transaction per batch."""
+    """Numbers `sales` (oldest first) in `series`, one guarded transaction per batch; `on_commit`
+    is called with each batch as soon as it committed (the issuer publishes it there). Once the
+    clock reaches `deadline` no further batch starts (the series' first always does, so a round
+    that started late still makes progress): the sales left wait, untouched, for the next run."""
     if not 1 <= batch_size <= MAX_BATCH_SIZE:
         raise ValueError(f"batch_size must be 1..{MAX_BATCH_SIZE}, got {batch_size}")
     run = _SeriesRun()
@@ -140,7 +150,7 @@ def number_series(
         run.error = f"{series.event_id} series {series.series}: {exc!r}"
         return run
     attempts = 0
-    while queue:
+    while queue and (deadline is None or not run.committed or clock.now() < deadline):
         batch = plan_batch(series, next_serial, queue[:batch_size])
         try:
             refused = store.commit_numbers(batch)
@@ -162,6 +172,8 @@ def number_series(
             continue
         if refused is None:
             run.committed.append(batch)
+            if on_commit is not None:
+                on_commit(batch, run)
             next_serial = batch.next_after
             queue = queue[len(batch.assignments) :]
             attempts = 0
@@ -185,8 +197,10 @@ def _publish(
     publisher: OutcomePublisher,
     batches: Sequence[TicketBatch],
     formats: Mapping[str, TicketFormat],
-    result: IssueResult,
+    result: IssueResult | _SeriesRun,
 ) -> None:
+    """Publishes the batches' TICKETED outcomes and takes those SNS took whole out of the outbox
+    (a batch with a refused outcome stays there: a later round publishes it again)."""
     if not batches:
         return
     outcomes = {b: ticketed_outcomes(b, formats[b.series.event_id]) for b in batches}
@@ -205,12 +219,17 @@ def issue_tickets(
     limit: int,
     batch_size: int = BATCH_SIZE,
     executor: Executor | None = None,
+    deadline: float | None = None,
 ) -> IssueResult:
-    """One round of the issuer: the outbox, then at most `limit` waiting sales, then their outcomes.
+    """One round of the issuer: the outbox, then at most `limit` waiting sales, each batch's
+    outcomes published as soon as it committed.
 
     With an `executor`, the series are numbered concurrently (each series by one task: a series
-    is a sequence, its batches follow one another). A series whose transactions still fail after
-    its attempts is named in `failed_series`; its sales wait for the next round, untouched.
+    is a sequence, its batches follow one another; the task publishes each batch it committed
+    before numbering the next). A series whose transactions still fail after its attempts is
+    named in `failed_series`; its sales wait for the next round, untouched. Past `deadline` no
+    series starts another batch after its first (the run ends on time; the next run takes the
+    rest).
     """
     if not 1 <= batch_size <= MAX_BATCH_SIZE:
         raise ValueError(f"batch_size must be 1..{MAX_BATCH_SIZE}, got {batch_size}")
@@ -237,19 +256,26 @@ def issue_tickets(
         key = TicketSeries(sale.event_id, series_of(sale.reservation_id, fmt.series))
         groups.setdefault(key, []).append(sale)
 
+    def announce(batch: TicketBatch, series_run: _SeriesRun) -> None:
+        # Each task counts into its own _SeriesRun (the tasks may be threads); `formats` is only read.
+        _publish(store, publisher, [batch], formats, series_run)
+
     def run(item: tuple[TicketSeries, list[UnnumberedSale]]) -> _SeriesRun:
-        return number_series(store, clock, item[0], item[1], batch_size=batch_size)
+        return number_series(
+            store, clock, item[0], item[1], batch_size=batch_size, on_commit=announce, deadline=deadline
+        )
 
     mapper: Callable[..., Iterable[_SeriesRun]] = executor.map if executor is not None else map
     for series_run in mapper(run, list(groups.items())):
         result.batches.extend(series_run.committed)
         result.lost_races += series_run.lost_races
         result.faults += series_run.faults
+        result.published += series_run.published
+        result.unpublished += series_run.unpublished
         if series_run.error is not None:
             result.failed_series.append(series_run.error)
     result.numbered = sum(len(b.assignments) for b in result.batches)
     result.tickets = sum(b.next_after - b.first for b in result.batches)
-    _publish(store, publisher, result.batches, formats, result)
     return result
 
 
@@ -265,12 +291,16 @@ def run_issuer(
     executor: Executor | None = None,
 ) -> list[IssueResult]:
     """Rounds of `issue_tickets` until the clock reaches `until` (the scheduled function runs for
-    most of the minute between two schedules, so a sale waits about `idle_seconds` plus a round,
-    not a minute). A round that found nothing waits `idle_seconds`; one that found `limit` or
-    more goes on at once."""
+    the minute between two schedules, so a sale waits about `idle_seconds` plus a round, not a
+    minute). A round that found fewer than `limit` waits `idle_seconds`; one that found `limit`
+    or more goes on at once. No batch starts after `until`, so the run ends about when the next
+    scheduled run starts (a backlog's long round does not overlap it: two runs on one series
+    only lose races to each other)."""
     rounds: list[IssueResult] = []
     while True:
-        result = issue_tickets(store, publisher, clock, limit=limit, batch_size=batch_size, executor=executor)
+        result = issue_tickets(
+            store, publisher, clock, limit=limit, batch_size=batch_size, executor=executor, deadline=until
+        )
         rounds.append(result)
         if clock.now() + idle_seconds >= until:
             return rounds

@@ -74,9 +74,14 @@ def message_attributes(outcome: ReservationOutcome) -> dict[str, Any]:
 class SnsOutcomePublisher:
     """`OutcomePublisher` over SNS PublishBatch."""
 
-    def __init__(self, client: SNSClient, topic_arn: str) -> None:
+    def __init__(
+        self, client: SNSClient, topic_arn: str, *, max_concurrent_calls: int = MAX_CONCURRENT_CALLS
+    ) -> None:
         self._client = client
         self._topic_arn = topic_arn
+        # Calls in flight at once, over all threads that publish through this publisher (the
+        # ticket issuer's series tasks share it: its pool is sized from the series at once).
+        self._max_concurrent_calls = max_concurrent_calls
         self._executor: ThreadPoolExecutor | None = None
 
     def publish(self, outcomes: Sequence[ReservationOutcome]) -> list[ReservationOutcome]:
@@ -94,7 +99,7 @@ class SnsOutcomePublisher:
         if self._executor is None:
             # Lives as long as the container, like the client.
             self._executor = ThreadPoolExecutor(
-                max_workers=MAX_CONCURRENT_CALLS, thread_name_prefix="publish"
+                max_workers=self._max_concurrent_calls, thread_name_prefix="publish"
             )
         # map() re-raises what a call raised that is not an AWS error (the invocation fails).
         return [o for failed in self._executor.map(self._publish_chunk, chunks) for o in failed]

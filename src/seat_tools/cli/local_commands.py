@@ -217,7 +217,7 @@ def up(
                     if config.issue_handler:
                         _say(
                             f"ticket issuer: {config.issue_handler} every {config.issue_interval_s:g} s,"
-                            f" {config.issue_seconds} s a run (on AWS: every minute, 50 s a run)"
+                            f" {config.issue_seconds} s a run (on AWS: every minute, 60 s a run)"
                         )
                     _wait_forever(lambda: runner.stats.as_dict())
         except KeyboardInterrupt:

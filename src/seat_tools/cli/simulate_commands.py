@@ -22,16 +22,17 @@ from seat_tools.local.engines import LocalStackError
 from seat_tools.local.stack import table_contention
 from seat_tools.local.template import load_template
 from seat_tools.simulation.issuer import (
-    MAX_CONCURRENT_CALLS,
+    DEFAULT_ISSUE_SERIES_AT_ONCE,
     MAX_CONCURRENT_QUERIES,
+    MAX_ISSUE_SERIES_AT_ONCE,
     SCHEDULE_S,
-    SERIES_AT_ONCE,
     IssuerConfig,
 )
 from seat_tools.simulation.report import format_table
 from seat_tools.simulation.run import (
     DEFAULT_COLD_START_MS,
     DEFAULT_PUBLISH_MS,
+    MAX_FED_SALES,
     SimulationConfig,
     run_simulation,
 )
@@ -121,10 +122,11 @@ def _table_settings(template: ContentionSettings, **options: float | int | None)
 )
 @click.option(
     "--requests",
-    type=click.IntRange(1, 1_000_000),
+    type=click.IntRange(1, MAX_FED_SALES),
     default=10_000,
     show_default=True,
-    help="Reservation requests for the event.",
+    help="Reservation requests for the event (at most 1,000,000; with --sold-per-s, sales fed"
+    " to the issuer, at most 10,000,000).",
 )
 @click.option(
     "--capacity", type=click.IntRange(min=0), help="Seats of the event [default: enough for every request]."
@@ -268,17 +270,16 @@ def _table_settings(template: ContentionSettings, **options: float | int | None)
 )
 @click.option(
     "--issuer-series-at-once",
-    type=click.IntRange(1, 1000),
-    default=SERIES_AT_ONCE,
+    type=click.IntRange(1, MAX_ISSUE_SERIES_AT_ONCE),
+    default=DEFAULT_ISSUE_SERIES_AT_ONCE,
     show_default=True,
-    help="Series the issuer numbers at once (the function's thread pool).",
+    help="Series the issuer numbers at once (the function's thread pool, ISSUE_SERIES_AT_ONCE).",
 )
 @click.option(
     "--issuer-publish-at-once",
     type=click.IntRange(1, 1000),
-    default=MAX_CONCURRENT_CALLS,
-    show_default=True,
-    help="PublishBatch calls the issuer sends at once (the SNS publisher's pool).",
+    help="PublishBatch calls the issuer has in flight at once, over all its series (the SNS"
+    " publisher's pool) [default: the function's, 10 per series at once].",
 )
 @click.option(
     "--issuer-clear-at-once",
@@ -292,14 +293,15 @@ def _table_settings(template: ContentionSettings, **options: float | int | None)
     type=click.IntRange(1, 1_000_000),
     default=DEFAULT_ISSUE_LIMIT,
     show_default=True,
-    help="Waiting sales one issuer round takes (ISSUE_LIMIT).",
+    help="Waiting sales one issuer round takes (ISSUE_LIMIT, the template's).",
 )
 @click.option(
     "--issuer-phase",
     type=click.FloatRange(0.0, SCHEDULE_S, max_open=True),
     default=0.0,
     show_default=True,
-    help="Seconds into the issuer's scheduled run at which the sale starts (50: as a run ends).",
+    help="Seconds into the issuer's scheduled run at which the sale starts (59: just before a"
+    " run ends; runs last the schedule's 60 s, so no gap follows).",
 )
 @click.option(
     "--sold-per-s",
@@ -339,7 +341,7 @@ def simulate(
     local_stack_scale: float | None,
     ticket_series: int,
     issuer_series_at_once: int,
-    issuer_publish_at_once: int,
+    issuer_publish_at_once: int | None,
     issuer_clear_at_once: int,
     issuer_limit: int,
     issuer_phase: float,
@@ -391,7 +393,7 @@ def simulate(
             tickets=IssuerConfig(
                 series=ticket_series,
                 series_at_once=issuer_series_at_once,
-                publish_at_once=issuer_publish_at_once,
+                publish_at_once=issuer_publish_at_once or 0,
                 clear_at_once=issuer_clear_at_once,
                 limit=issuer_limit,
                 phase_s=issuer_phase,

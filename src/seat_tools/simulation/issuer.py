@@ -2,10 +2,13 @@
 for its numbers, and what numbering costs.
 
 It runs the service's own issuer (`logic.issue_tickets.run_issuer`, each series numbered by one
-task, `SERIES_AT_ONCE` at a time as the function's thread pool does) on the run's in-memory data,
-on a virtual clock, with its DynamoDB calls on a contention model of their own (latency, units,
-conflicts, throttling) and its TICKETED publications on SNS's modelled latency. The function
-runs on its schedule: an invocation every `SCHEDULE_S`, each running rounds for `issue_seconds`.
+task, ISSUE_SERIES_AT_ONCE at a time as the function's thread pool does, each task publishing its
+batches as they commit) on the run's in-memory data, on a virtual clock, with its DynamoDB calls
+on a contention model of their own (latency, units, conflicts, throttling) and its TICKETED
+publications on SNS's modelled latency through one pool of calls shared by the series (the
+publisher's). The function runs on its schedule: an invocation every `SCHEDULE_S`, each its own
+container running rounds for `issue_seconds`; invocations that overlap (a run as long as the
+schedule) race on the counters as two issuers do on AWS.
 
 It runs after the sale, on the sale's record of when each reservation was sold: a sale is visible
 to the issuer `index_lag_s` after it was sold (the index is eventually consistent). So its figures
@@ -17,6 +20,7 @@ quota, nor the sale's from the issuer's (docs/simulation.md, limits).
 from __future__ import annotations
 
 import bisect
+import functools
 import json
 import math
 import random
@@ -36,7 +40,7 @@ from seat_inventory.dal.items import (
     unnumbered_bucket,
 )
 from seat_inventory.dal.tickets import MAX_CONCURRENT_QUERIES
-from seat_inventory.handlers.issue_tickets import SERIES_AT_ONCE
+from seat_inventory.handlers.issue_tickets import MARGIN_SECONDS, publish_calls
 from seat_inventory.logic.issue_tickets import run_issuer
 from seat_inventory.models import (
     MAX_TICKET_SERIES,
@@ -49,8 +53,12 @@ from seat_inventory.models import (
     TransactionConflict,
     UnnumberedSale,
 )
-from seat_inventory.publishing.sns_publisher import MAX_CONCURRENT_CALLS
-from seat_inventory.settings import DEFAULT_ISSUE_LIMIT, DEFAULT_ISSUE_SECONDS
+from seat_inventory.settings import (
+    DEFAULT_ISSUE_LIMIT,
+    DEFAULT_ISSUE_SECONDS,
+    DEFAULT_ISSUE_SERIES_AT_ONCE,
+    MAX_ISSUE_SERIES_AT_ONCE,
+)
 from seat_tools.bench.pricing import cost_per_million
 from seat_tools.contention.model import (
     CONDITIONAL_CHECK_FAILED,
@@ -66,8 +74,12 @@ from seat_tools.simulation.event_source import LatencyModel
 from seat_tools.simulation.memory_store import InMemoryInventoryStore
 from seat_tools.simulation.scheduler import Task, VirtualScheduler
 
-# The function's schedule (template.yaml's IssueSchedule default, rate(1 minute)).
+# The function's schedule (template.yaml's IssueSchedule default, rate(1 minute)) and timeout.
 SCHEDULE_S = 60.0
+FUNCTION_TIMEOUT_S = 90.0
+MAX_ISSUE_SECONDS = FUNCTION_TIMEOUT_S - MARGIN_SECONDS
+# A publish that finds every call of the shared pool busy looks again this much later.
+POOL_POLL_S = 0.002
 # How long after a sale the TicketsToIssue index shows it. AWS documents that a table's changes
 # reach its global secondary indexes "within a fraction of a second" under normal conditions
 # (docs/sources.md); no distribution is published, so this assumes the whole second.
@@ -104,7 +116,7 @@ class IssuerTally:
 
 class VirtualExecutor(Executor):
     """`Executor.map` on the virtual scheduler: the calls run as tasks, `workers` at a time, while
-    the caller waits (the function's ThreadPoolExecutor of SERIES_AT_ONCE threads)."""
+    the caller waits (the function's ThreadPoolExecutor of ISSUE_SERIES_AT_ONCE threads)."""
 
     def __init__(self, scheduler: VirtualScheduler, workers: int) -> None:
         self._scheduler = scheduler
@@ -151,8 +163,10 @@ class _Clock:
 
 
 class _Publisher:
-    """TICKETED outcomes on SNS PublishBatch (10 per call, `at_once` calls at a time; the
-    publisher's pool has MAX_CONCURRENT_CALLS), modelled latency."""
+    """TICKETED outcomes on SNS PublishBatch (10 per call), modelled latency, through one pool of
+    `at_once` calls shared by every task that publishes (the publisher's thread pool): a publish
+    sends its calls in waves of as many as the pool has free, each wave over when its slowest
+    call answers; with none free it waits for one."""
 
     def __init__(
         self,
@@ -168,15 +182,20 @@ class _Publisher:
         self._latency = latency
         self._rng = rng
         self._tally = tally
+        self._busy = 0
 
     def publish(self, outcomes: Sequence[ReservationOutcome]) -> list[ReservationOutcome]:
         calls = math.ceil(len(outcomes) / PUBLISH_BATCH_LIMIT)
-        remaining, elapsed = calls, 0.0
+        remaining = calls
         while remaining > 0:
-            wave = min(remaining, self._at_once)
-            elapsed += max(self._latency.sample(self._rng) for _ in range(wave))
+            wave = min(remaining, self._at_once - self._busy)
+            if wave <= 0:
+                self._scheduler.sleep(POOL_POLL_S)
+                continue
+            self._busy += wave
+            self._scheduler.sleep(max(self._latency.sample(self._rng) for _ in range(wave)))
+            self._busy -= wave
             remaining -= wave
-        self._scheduler.sleep(elapsed)
         self._tally.sns_requests += calls
         return []
 
@@ -371,8 +390,9 @@ class IssuerConfig:
     """The issuer's side of a run (docs/simulation.md)."""
 
     series: int = 1  # the event's series (`seats tickets configure --series`)
-    series_at_once: int = SERIES_AT_ONCE  # the function's thread pool
-    publish_at_once: int = MAX_CONCURRENT_CALLS  # the SNS publisher's pool
+    series_at_once: int = DEFAULT_ISSUE_SERIES_AT_ONCE  # the function's thread pool (ISSUE_SERIES_AT_ONCE)
+    # The SNS publisher's pool, shared by the series (0: the function's, `publish_calls(series_at_once)`)
+    publish_at_once: int = 0
     clear_at_once: int = MAX_CONCURRENT_QUERIES  # outbox updates sent at once (dal.tickets: 16)
     limit: int = DEFAULT_ISSUE_LIMIT
     issue_seconds: float = DEFAULT_ISSUE_SECONDS
@@ -384,16 +404,26 @@ class IssuerConfig:
     def __post_init__(self) -> None:
         if not 1 <= self.series <= MAX_TICKET_SERIES:
             raise ValueError(f"ticket series must be 1 to {MAX_TICKET_SERIES}, not {self.series}")
-        if not 1 <= self.series_at_once <= 1000:
-            raise ValueError(f"series at once must be 1 to 1,000, not {self.series_at_once}")
-        if not 1 <= self.publish_at_once <= 1000:
+        if not 1 <= self.series_at_once <= MAX_ISSUE_SERIES_AT_ONCE:
+            raise ValueError(
+                f"series at once must be 1 to {MAX_ISSUE_SERIES_AT_ONCE}, not {self.series_at_once}"
+            )
+        if not 0 <= self.publish_at_once <= 1000:
             raise ValueError(f"publish calls at once must be 1 to 1,000, not {self.publish_at_once}")
         if not 1 <= self.clear_at_once <= 1000:
             raise ValueError(f"outbox updates at once must be 1 to 1,000, not {self.clear_at_once}")
         if not 0 <= self.phase_s < SCHEDULE_S:
             raise ValueError(f"the issuer's phase must be 0 to {SCHEDULE_S:g} s, not {self.phase_s}")
-        if not 0 < self.issue_seconds < SCHEDULE_S:
-            raise ValueError(f"issue seconds must be between 0 and {SCHEDULE_S:g}, not {self.issue_seconds}")
+        if not 0 < self.issue_seconds <= MAX_ISSUE_SECONDS:
+            raise ValueError(
+                f"issue seconds must be more than 0 and at most {MAX_ISSUE_SECONDS:g},"
+                f" not {self.issue_seconds}"
+            )
+
+    @property
+    def publish_pool(self) -> int:
+        """PublishBatch calls at once: `publish_at_once`, or the function's pool for its series."""
+        return self.publish_at_once or publish_calls(self.series_at_once)
 
 
 def simulate_issuer(
@@ -417,38 +447,42 @@ def simulate_issuer(
     store = SimulatedTicketStore(
         data, model, scheduler, tally, index_lag_s=config.index_lag_s, clear_at_once=config.clear_at_once
     )
-    publisher = _Publisher(scheduler, publish_latency, rng, tally, at_once=config.publish_at_once)
     clock = _Clock(scheduler)
-    executor = VirtualExecutor(scheduler, config.series_at_once)
     last_sale = max(tally.sold_at.values(), default=sale_start)
-
     give_up = last_sale + GIVE_UP_AFTER_S
 
-    def function() -> None:
+    def invocation(start: float) -> None:
+        # Each invocation is a container of its own: its own thread pools (publisher, series).
+        # (`start` may be before the sale: the run the sale starts in began `phase_s` earlier.)
+        publisher = _Publisher(scheduler, publish_latency, rng, tally, at_once=config.publish_pool)
+        rounds = run_issuer(
+            store,
+            publisher,
+            clock,
+            limit=config.limit,
+            until=start + config.issue_seconds,
+            executor=VirtualExecutor(scheduler, config.series_at_once),
+        )
+        tally.invocations += 1
+        tally.busy_seconds += scheduler.now() - start
+        tally.rounds += len(rounds)
+        tally.lost_races += sum(r.lost_races for r in rounds)
+        tally.faults += sum(r.faults for r in rounds)
+
+    def schedule() -> None:
+        # EventBridge starts an invocation every SCHEDULE_S whether the last one ended or not.
         start = sale_start - config.phase_s
         while start + config.issue_seconds < sale_start:
             start += SCHEDULE_S
         while True:
             scheduler.sleep(max(0.0, start - scheduler.now()))
-            rounds = run_issuer(
-                store,
-                publisher,
-                clock,
-                limit=config.limit,
-                until=start + config.issue_seconds,
-                executor=executor,
-            )
-            tally.invocations += 1
-            tally.busy_seconds += scheduler.now() - start
-            tally.rounds += len(rounds)
-            tally.lost_races += sum(r.lost_races for r in rounds)
-            tally.faults += sum(r.faults for r in rounds)
             done = not data.awaiting_tickets and not data.ledger_unpublished
             if (done and scheduler.now() > last_sale + config.index_lag_s) or scheduler.now() > give_up:
                 return
-            start += SCHEDULE_S * max(1, math.ceil((scheduler.now() - start) / SCHEDULE_S))
+            scheduler.spawn(f"issuer-{start:.0f}", functools.partial(invocation, start))
+            start += SCHEDULE_S
 
-    scheduler.spawn("issuer", function, at=sale_start)
+    scheduler.spawn("issuer-schedule", schedule, at=sale_start)
     scheduler.run()
     tally.table_write_units = model.counters().write_units_consumed
     return tally
@@ -461,6 +495,19 @@ def _quantile(values: Sequence[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, math.ceil(share * len(ordered)) - 1)]
 
 
+def _p99_by_tenth(tally: IssuerTally) -> list[float]:
+    """The delay's p99 over the sales sold in each tenth of the sale (by when they were sold)."""
+    if not tally.sold_at:
+        return []
+    first, last = min(tally.sold_at.values()), max(tally.sold_at.values())
+    width = (last - first) / 10 or 1.0
+    tenths: list[list[float]] = [[] for _ in range(10)]
+    for rid, sold in tally.sold_at.items():
+        if rid in tally.numbered_at:
+            tenths[min(9, int((sold - first) / width))].append(tally.numbered_at[rid] - sold)
+    return [_quantile(t, 0.99) for t in tenths if t]
+
+
 def issuer_figures(
     config: IssuerConfig, tally: IssuerTally, model: ContentionModel, *, memory_mb: int
 ) -> dict[str, Any]:
@@ -468,6 +515,7 @@ def issuer_figures(
     delays = [
         tally.numbered_at[rid] - sold for rid, sold in tally.sold_at.items() if rid in tally.numbered_at
     ]
+    by_tenth = _p99_by_tenth(tally)
     sold = len(tally.sold_at)
     numbered = len(tally.numbered_at)
     counters = model.counters()
@@ -490,7 +538,9 @@ def issuer_figures(
     return {
         "series": config.series,
         "series_at_once": config.series_at_once,
-        "publish_at_once": config.publish_at_once,
+        "publish_at_once": config.publish_pool,
+        "issue_seconds": config.issue_seconds,
+        "limit": config.limit,
         "clear_at_once": config.clear_at_once,
         "phase_s": config.phase_s,
         "index_lag_s": config.index_lag_s,
@@ -500,6 +550,8 @@ def issuer_figures(
         "numbering_delay_p50_s": _quantile(delays, 0.5),
         "numbering_delay_p99_s": _quantile(delays, 0.99),
         "numbering_delay_max_s": max(delays, default=0.0),
+        # p99 of the sales sold in each tenth of the sale's time: a delay that grows shows here.
+        "numbering_delay_p99_by_tenth_s": by_tenth,
         "numbered_per_s": numbered / span if span > 0 else 0.0,
         "transactions": tally.requests.get("TransactWriteItems", 0),
         "transactions_cancelled": dict(sorted(counters.transactions_cancelled.items())),

@@ -66,13 +66,19 @@ def ticket_rows(result: SimulationResult) -> list[tuple[str, str]]:
         (
             "ticket issuer",
             f"{t['series']} series, {t['series_at_once']} at once,"
-            f" {t['publish_at_once']} PublishBatch and {t['clear_at_once']} outbox updates at once;"
+            f" {t['publish_at_once']} PublishBatch and {t['clear_at_once']} outbox updates at once,"
+            f" rounds of up to {t['limit']:,} for {t['issue_seconds']:g} s a run;"
             f" the sale starts {t['phase_s']:g} s into a scheduled run; index lag {t['index_lag_s']:g} s",
         ),
         (
             "numbering delay",
             f"p50 {t['numbering_delay_p50_s']:.1f} s, p99 {t['numbering_delay_p99_s']:.1f} s,"
             f" max {t['numbering_delay_max_s']:.1f} s (sold to numbered)",
+        ),
+        (
+            "delay p99 by tenth",
+            ", ".join(f"{v:.1f}" for v in t.get("numbering_delay_p99_by_tenth_s", []))
+            + " s (the sales of each tenth of the sale's time, first to last)",
         ),
         (
             "numbered",
