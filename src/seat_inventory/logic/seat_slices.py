@@ -27,7 +27,7 @@ from seat_inventory.models import SeatRow
 
 # Rows per slice: enough that a slice holds a few requests' blocks in each depth of the class.
 ROWS_PER_SLICE = 8
-MAX_SLICES = 64
+MAX_SLICES = 256
 
 
 @dataclass(frozen=True, slots=True)

@@ -185,13 +185,16 @@ def _place(
 def _pick_slice(
     slices: tuple[Slice, ...], rows: dict[str, SeatRow], quantity: int, tried: set[int], rng: Draws
 ) -> int | None:
-    """A slice to move to: one of the fuller half of those the view shows with `quantity` seats,
-    at random (as `logic.shards.pick_shard` picks a shard item: away from where others sell)."""
-    fits = [(s.available(rows), s.index) for s in slices if s.index not in tried]
-    fits = sorted((f for f in fits if f[0] >= quantity), reverse=True)
+    """A slice to move to: at random among those the view shows with `quantity` seats and at
+    least the median's (as `logic.shards.pick_shard` picks a shard item: away from where others
+    sold; all of them while none has sold)."""
+    fits = sorted(
+        (s.available(rows), s.index) for s in slices if s.index not in tried and s.available(rows) >= quantity
+    )
     if not fits:
         return None
-    return fits[rng.randrange(-(-len(fits) // 2))][1]
+    fuller = [index for available, index in fits if available >= fits[len(fits) // 2][0]]
+    return fuller[rng.randrange(len(fuller))]
 
 
 def _place_spread(
