@@ -55,8 +55,6 @@ VIEW_SECONDS = 2.0
 MAX_PLACEMENTS = 8
 # TransactWriteItems' limit: a batch's row items and records together.
 MAX_ACTIONS = 100
-# Slices a container tries (its own, then others at random) before placing on the whole class.
-SLICE_TRIES = 4
 
 
 @dataclass(slots=True)
@@ -182,47 +180,47 @@ def _place(
     return _place_spread(key, class_map, request.quantity, rows, context)
 
 
-def _pick_slice(
-    slices: tuple[Slice, ...], rows: dict[str, SeatRow], quantity: int, tried: set[int], rng: Draws
-) -> int | None:
-    """A slice to move to: at random among those the view shows with `quantity` seats and at
-    least the median's (as `logic.shards.pick_shard` picks a shard item: away from where others
-    sold; all of them while none has sold)."""
-    fits = sorted(
-        (s.available(rows), s.index) for s in slices if s.index not in tried and s.available(rows) >= quantity
-    )
-    if not fits:
-        return None
-    fuller = [index for available, index in fits if available >= fits[len(fits) // 2][0]]
-    return fuller[rng.randrange(len(fuller))]
+def _slice_order(
+    slices: tuple[Slice, ...], rows: dict[str, SeatRow], quantity: int, own: int | None, rng: Draws
+) -> list[int]:
+    """The slices to try: the container's own, then those the view shows with `quantity` seats,
+    at random, those at least as full as the median first (as `logic.shards.pick_shard` picks a
+    shard item: away from where others sold; any of them while none has sold). Trying every
+    slice before the whole class spreads the last seats' buyers instead of sending every
+    container to the same best block left."""
+    available = {s.index: s.available(rows) for s in slices}
+    fits = [index for index, seats in available.items() if seats >= quantity and index != own]
+    median = sorted(available[i] for i in fits)[len(fits) // 2] if fits else 0
+    fuller = _shuffled([i for i in fits if available[i] >= median], rng)
+    rest = _shuffled([i for i in fits if available[i] < median], rng)
+    return ([own] if own is not None else []) + fuller + rest
+
+
+def _shuffled(items: list[int], rng: Draws) -> list[int]:
+    for i in range(len(items) - 1, 0, -1):
+        j = rng.randrange(i + 1)
+        items[i], items[j] = items[j], items[i]
+    return items
 
 
 def _place_spread(
     key: SeatKey, class_map: ClassMap, quantity: int, rows: dict[str, SeatRow], context: MappedContext
 ) -> Placement | Refusal:
-    """Best available in the container's slice (`seat_slices`), then in others its view shows
+    """Best available in the container's slice (`seat_slices`), then in the others its view shows
     with enough seats, then on the whole class; NO_BLOCK only when no block fits the view."""
     maps = context.maps
     if maps.no_fit.get(key, quantity + 1) <= quantity:
         return Refusal(Refused.NO_BLOCK)
     slices = maps.slices_of(key, class_map)
     if len(slices) > 1:
-        own = maps.own_slice.get(key)
-        tried: set[int] = set()
-        for _ in range(SLICE_TRIES):
-            if own is None:
-                own = _pick_slice(slices, rows, quantity, tried, context.rng)
-                if own is None:
-                    break
-            piece = slices[own]
+        for index in _slice_order(slices, rows, quantity, maps.own_slice.get(key), context.rng):
+            piece = slices[index]
             taken = taken_seats(piece.rows_of(rows))
             placement = place_best(piece.class_map, taken, quantity)
             # A block that would strand a seat is left to the whole class's rule (fewest orphans).
             if isinstance(placement, Placement) and not stranded_by(piece.class_map, taken, placement.seats):
-                maps.own_slice[key] = own
+                maps.own_slice[key] = index
                 return placement
-            tried.add(own)
-            own = None
     return place_best(class_map, taken_seats(rows), quantity)
 
 
@@ -282,7 +280,8 @@ def _settle_one(
             learned = {row_id: row for row_id, row in refused.rows.items() if row is not None}
             maps.learn(key, learned)
             maps.own_slice.pop(key, None)  # another container sells here too: move
-            rows = maps.views[key]
+            maps.viewed_at.pop(key, None)  # and others may have sold elsewhere: read the view again
+            rows = maps.view(store, key, context.clock.now())
             closed = [r.sale_closed_reason(now) for r in learned.values() if r.sale_closed_reason(now)]
             if closed and closed[0]:
                 return _reject(request, Outcome.SALE_CLOSED, closed[0], None, context, now)
@@ -415,6 +414,7 @@ def _learn_refusal(
         learned = {row_id: row for row_id, row in refused.rows.items() if row is not None}
         context.maps.learn(key, learned)
         context.maps.own_slice.pop(key, None)
+        context.maps.viewed_at.pop(key, None)
         closed = [reason for r in learned.values() if (reason := r.sale_closed_reason(now))]
         if closed:
             for request in pending:
