@@ -87,14 +87,26 @@ class SeatMaps:
 
     def view(self, store: InventoryStore, key: SeatKey, now: float) -> dict[str, SeatRow]:
         if key not in self.views or now - self.viewed_at.get(key, 0.0) > VIEW_SECONDS:
-            self.views[key] = store.read_seat_rows(key)
+            rows = store.read_seat_rows(key)
+            self._forget_no_fit(key, rows)
+            self.views[key] = rows
             self.viewed_at[key] = now
-            self.no_fit.pop(key, None)
         return self.views[key]
 
     def learn(self, key: SeatKey, rows: dict[str, SeatRow]) -> None:
+        self._forget_no_fit(key, rows)
         self.views.setdefault(key, {}).update(rows)
-        self.no_fit.pop(key, None)
+
+    def _forget_no_fit(self, key: SeatKey, rows: dict[str, SeatRow]) -> None:
+        """A quantity that fit nowhere still fits nowhere while no seat the view showed taken is
+        free again (seats are only taken); a seat freed (a release) forgets it."""
+        if key not in self.no_fit:
+            return
+        old = self.views.get(key, {})
+        for row_id, row in rows.items():
+            if row_id not in old or not old[row_id].states.keys() <= row.states.keys():
+                self.no_fit.pop(key, None)
+                return
 
     def slices_of(self, key: SeatKey, class_map: ClassMap) -> tuple[Slice, ...]:
         if key not in self.slices:
