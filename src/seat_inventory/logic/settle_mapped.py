@@ -50,6 +50,8 @@ from seat_inventory.models import (
 
 # A view of a whole class older than this is read again before placing best available.
 VIEW_SECONDS = 2.0
+# After a refused take, the view is read again once this old.
+REFUSED_VIEW_SECONDS = 0.5
 # Placements refused by stale rows before the request is handed back (each refusal refreshes
 # the rows it touched, so this is rare).
 MAX_PLACEMENTS = 8
@@ -74,6 +76,7 @@ class SeatMaps:
     slices: dict[SeatKey, tuple[Slice, ...]] = field(default_factory=dict)
     own_slice: dict[SeatKey, int] = field(default_factory=dict)
     no_fit: dict[SeatKey, int] = field(default_factory=dict)
+    hurried: set[SeatKey] = field(default_factory=set)  # views to read again sooner (`stale_soon`)
 
     def class_map(self, store: InventoryStore, key: SeatKey) -> ClassMap | None:
         """The class's map when it is mapped; None for a counted (or unknown) class."""
@@ -91,6 +94,7 @@ class SeatMaps:
             self._forget_no_fit(key, rows)
             self.views[key] = rows
             self.viewed_at[key] = now
+            self.hurried.discard(key)
         return self.views[key]
 
     def learn(self, key: SeatKey, rows: dict[str, SeatRow]) -> None:
@@ -107,6 +111,13 @@ class SeatMaps:
             if row_id not in old or not old[row_id].states.keys() <= row.states.keys():
                 self.no_fit.pop(key, None)
                 return
+
+    def stale_soon(self, key: SeatKey) -> None:
+        """After a refused take: the view is read again once REFUSED_VIEW_SECONDS old (others may
+        have sold elsewhere too), not at every refusal (the reads would be throttled)."""
+        if key in self.viewed_at and key not in self.hurried:
+            self.viewed_at[key] -= VIEW_SECONDS - REFUSED_VIEW_SECONDS
+            self.hurried.add(key)
 
     def slices_of(self, key: SeatKey, class_map: ClassMap) -> tuple[Slice, ...]:
         if key not in self.slices:
@@ -292,7 +303,7 @@ def _settle_one(
             learned = {row_id: row for row_id, row in refused.rows.items() if row is not None}
             maps.learn(key, learned)
             maps.own_slice.pop(key, None)  # another container sells here too: move
-            maps.viewed_at.pop(key, None)  # and others may have sold elsewhere: read the view again
+            maps.stale_soon(key)  # others may have sold elsewhere too
             rows = maps.view(store, key, context.clock.now())
             closed = [r.sale_closed_reason(now) for r in learned.values() if r.sale_closed_reason(now)]
             if closed and closed[0]:
@@ -426,7 +437,7 @@ def _learn_refusal(
         learned = {row_id: row for row_id, row in refused.rows.items() if row is not None}
         context.maps.learn(key, learned)
         context.maps.own_slice.pop(key, None)
-        context.maps.viewed_at.pop(key, None)
+        context.maps.stale_soon(key)
         closed = [reason for r in learned.values() if (reason := r.sale_closed_reason(now))]
         if closed:
             for request in pending:
