@@ -156,37 +156,38 @@ def settle_mapped(
     back (a transient fault or persistent contention) with why."""
     answers: dict[str, ReservationOutcome] = {}
     failed: dict[str, str] = {}
-    groups, alone = _together(requests)
-    for group in groups:
-        settled, group_failed, rest = _settle_together(key, class_map, group, context)
-        answers.update(settled)
-        failed.update(group_failed)
-        alone.extend(rest)
-    for request in alone:
-        try:
-            answers[request.reservation_id] = _settle_one(key, class_map, request, context)
-        except RetryableError as exc:
-            failed[request.message_id] = f"{key.event_id} {key.seat_class}: {type(exc).__name__}: {exc}"
+    for group, together in _runs(requests):
+        alone = group
+        if together:
+            settled, group_failed, alone = _settle_together(key, class_map, group, context)
+            answers.update(settled)
+            failed.update(group_failed)
+        for request in alone:
+            try:
+                answers[request.reservation_id] = _settle_one(key, class_map, request, context)
+            except RetryableError as exc:
+                failed[request.message_id] = f"{key.event_id} {key.seat_class}: {type(exc).__name__}: {exc}"
     return answers, failed
 
 
-def _together(
-    requests: Sequence[ReservationRequest],
-) -> tuple[list[list[ReservationRequest]], list[ReservationRequest]]:
-    """The requests taken together (best available, not split, not accessible, the first message
-    of each reservation), reserves and holds apart; and the others, one by one after them."""
-    reserves: list[ReservationRequest] = []
-    holds: list[ReservationRequest] = []
-    alone: list[ReservationRequest] = []
+def _runs(requests: Sequence[ReservationRequest]) -> list[tuple[list[ReservationRequest], bool]]:
+    """The requests in arrival order, cut into runs: consecutive plain ones of one kind (best
+    available, not split, not accessible, reserves or holds, the first message of each
+    reservation) are taken together; each other request is settled alone, in its place."""
+    runs: list[tuple[list[ReservationRequest], bool]] = []
     seen: set[str] = set()
     for request in requests:
         plain = request.seats is None and not request.split and not request.accessible
         if plain and request.reservation_id not in seen:
-            (holds if request.is_hold else reserves).append(request)
             seen.add(request.reservation_id)
+            last = runs[-1] if runs else None
+            if last is not None and last[1] and last[0][0].is_hold == request.is_hold:
+                last[0].append(request)
+            else:
+                runs.append(([request], True))
         else:
-            alone.append(request)
-    return [group for group in (reserves, holds) if group], alone
+            runs.append(([request], False))
+    return runs
 
 
 def _place(
