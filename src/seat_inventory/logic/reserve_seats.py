@@ -260,7 +260,7 @@ def _settle_if_mapped(
     hints: InventoryHints,
     deadline: ConflictDeadline,
 ) -> list[ReservationRequest]:
-    """Settles a mapped class's group (docs/seating.md), one transaction per request, and returns
+    """Settles a mapped class's group (docs/seating.md, `settle_mapped`) and returns
     nothing left to do; for a counted class, answers the requests that name seats or seat options
     INVALID and returns the others for the counted planner, exactly as before maps existed."""
     class_map = None
@@ -277,7 +277,7 @@ def _settle_if_mapped(
             return []
     if class_map is not None:
         ttl = settings.rejection_record_ttl_seconds
-        context = MappedContext(store, clock, hints.seat_maps, ttl, deadline)
+        context = MappedContext(store, clock, hints.seat_maps, ttl, deadline, hints.rng)
         settled, mapped_failed = settle_mapped(key, class_map, requests, context=context)
         answers.update(settled)
         failed.update(mapped_failed)

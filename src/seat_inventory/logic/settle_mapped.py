@@ -1,9 +1,13 @@
-"""Reserve and hold on a mapped seat class (docs/seating.md): one transaction per request.
+"""Reserve and hold on a mapped seat class (docs/seating.md).
 
-Each request is placed on a view of the class's row items (`seat_placement`), then taken by one
-transaction: an update per row item guarded on exactly the seats taken being free (and the sale
-open, the limit the one assumed), the record (guarded: it must not exist, so a redelivery takes
-nothing) and the customer's counter. The view may be stale: a refused row comes back as it is,
+Each request is placed on a view of the class's row items (`seat_placement`; best available in
+the container's slice of the rows, `seat_slices`), then taken by a transaction: an update per row
+item guarded on exactly the seats taken being free (and the sale open, the limit the one assumed),
+the record (guarded: it must not exist, so a redelivery takes nothing) and the customer's counter.
+A batch's best-available requests of one kind (reserves, or holds) in a class without a
+per-customer limit are taken together: placed one after the other, their row updates merged per
+row item and their records in one transaction of at most 100 actions (`_settle_together`); the
+others one transaction per request. The view may be stale: a refused row comes back as it is,
 the view learns it, and the request is placed again. A chosen seat not free is a final
 SEATS_TAKEN answer; no block fitting is SOLD_OUT; both are recorded like the counted classes'
 rejections. Outside the counted classes' batch planner (`settle_group`) on purpose.
@@ -12,13 +16,23 @@ rejections. Outside the counted classes' batch planner (`settle_group`) on purpo
 from __future__ import annotations
 
 import dataclasses
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from seat_inventory.logic.ports import Clock, InventoryStore, WriteRefused
 from seat_inventory.logic.retry_deadline import ConflictDeadline
 from seat_inventory.logic.seat_map import ClassMap, SeatMap, row_item_of
-from seat_inventory.logic.seat_placement import Placement, Refusal, Refused, place_best, place_chosen
+from seat_inventory.logic.seat_placement import (
+    Placement,
+    Refusal,
+    Refused,
+    place_best,
+    place_chosen,
+    stranded_by,
+)
+from seat_inventory.logic.seat_slices import Slice, deal
+from seat_inventory.logic.shards import Draws
 from seat_inventory.models import (
     GroupWrite,
     Outcome,
@@ -36,9 +50,13 @@ from seat_inventory.models import (
 
 # A view of a whole class older than this is read again before placing best available.
 VIEW_SECONDS = 2.0
+# After a refused take, the view is read again once this old.
+REFUSED_VIEW_SECONDS = 0.5
 # Placements refused by stale rows before the request is handed back (each refusal refreshes
 # the rows it touched, so this is rare).
 MAX_PLACEMENTS = 8
+# TransactWriteItems' limit: a batch's row items and records together.
+MAX_ACTIONS = 100
 
 
 @dataclass(slots=True)
@@ -53,6 +71,12 @@ class SeatMaps:
     maps: dict[str, SeatMap] = field(default_factory=dict)
     views: dict[SeatKey, dict[str, SeatRow]] = field(default_factory=dict)
     viewed_at: dict[SeatKey, float] = field(default_factory=dict)
+    # Each class's slices (`seat_slices`), the one this container places in, and the smallest
+    # quantity no block fits on the current view (forgotten whenever the view changes).
+    slices: dict[SeatKey, tuple[Slice, ...]] = field(default_factory=dict)
+    own_slice: dict[SeatKey, int] = field(default_factory=dict)
+    no_fit: dict[SeatKey, int] = field(default_factory=dict)
+    hurried: set[SeatKey] = field(default_factory=set)  # views to read again sooner (`stale_soon`)
 
     def class_map(self, store: InventoryStore, key: SeatKey) -> ClassMap | None:
         """The class's map when it is mapped; None for a counted (or unknown) class."""
@@ -66,12 +90,39 @@ class SeatMaps:
 
     def view(self, store: InventoryStore, key: SeatKey, now: float) -> dict[str, SeatRow]:
         if key not in self.views or now - self.viewed_at.get(key, 0.0) > VIEW_SECONDS:
-            self.views[key] = store.read_seat_rows(key)
+            rows = store.read_seat_rows(key)
+            self._forget_no_fit(key, rows)
+            self.views[key] = rows
             self.viewed_at[key] = now
+            self.hurried.discard(key)
         return self.views[key]
 
     def learn(self, key: SeatKey, rows: dict[str, SeatRow]) -> None:
+        self._forget_no_fit(key, rows)
         self.views.setdefault(key, {}).update(rows)
+
+    def _forget_no_fit(self, key: SeatKey, rows: dict[str, SeatRow]) -> None:
+        """A quantity that fit nowhere still fits nowhere while no seat the view showed taken is
+        free again (seats are only taken); a seat freed (a release) forgets it."""
+        if key not in self.no_fit:
+            return
+        old = self.views.get(key, {})
+        for row_id, row in rows.items():
+            if row_id not in old or not old[row_id].states.keys() <= row.states.keys():
+                self.no_fit.pop(key, None)
+                return
+
+    def stale_soon(self, key: SeatKey) -> None:
+        """After a refused take: the view is read again once REFUSED_VIEW_SECONDS old (others may
+        have sold elsewhere too), not at every refusal (the reads would be throttled)."""
+        if key in self.viewed_at and key not in self.hurried:
+            self.viewed_at[key] -= VIEW_SECONDS - REFUSED_VIEW_SECONDS
+            self.hurried.add(key)
+
+    def slices_of(self, key: SeatKey, class_map: ClassMap) -> tuple[Slice, ...]:
+        if key not in self.slices:
+            self.slices[key] = deal(class_map)
+        return self.slices[key]
 
 
 def taken_seats(rows: dict[str, SeatRow]) -> set[str]:
@@ -91,6 +142,7 @@ class MappedContext:
     maps: SeatMaps
     rejection_ttl_seconds: int
     deadline: ConflictDeadline
+    rng: Draws = random  # draws the container's slice (the `random` module: seeded runs repeat)
 
 
 def settle_mapped(
@@ -104,19 +156,96 @@ def settle_mapped(
     back (a transient fault or persistent contention) with why."""
     answers: dict[str, ReservationOutcome] = {}
     failed: dict[str, str] = {}
-    for request in requests:
-        try:
-            answers[request.reservation_id] = _settle_one(key, class_map, request, context)
-        except RetryableError as exc:
-            failed[request.message_id] = f"{key.event_id} {key.seat_class}: {type(exc).__name__}: {exc}"
+    for group, together in _runs(requests):
+        alone = group
+        if together:
+            settled, group_failed, alone = _settle_together(key, class_map, group, context)
+            answers.update(settled)
+            failed.update(group_failed)
+        for request in alone:
+            try:
+                answers[request.reservation_id] = _settle_one(key, class_map, request, context)
+            except RetryableError as exc:
+                failed[request.message_id] = f"{key.event_id} {key.seat_class}: {type(exc).__name__}: {exc}"
     return answers, failed
 
 
-def _place(class_map: ClassMap, request: ReservationRequest, rows: dict[str, SeatRow]) -> Placement | Refusal:
-    taken = taken_seats(rows)
+def _runs(requests: Sequence[ReservationRequest]) -> list[tuple[list[ReservationRequest], bool]]:
+    """The requests in arrival order, cut into runs: consecutive plain ones of one kind (best
+    available, not split, not accessible, reserves or holds, the first message of each
+    reservation) are taken together; each other request is settled alone, in its place."""
+    runs: list[tuple[list[ReservationRequest], bool]] = []
+    seen: set[str] = set()
+    for request in requests:
+        plain = request.seats is None and not request.split and not request.accessible
+        if plain and request.reservation_id not in seen:
+            seen.add(request.reservation_id)
+            last = runs[-1] if runs else None
+            if last is not None and last[1] and last[0][0].is_hold == request.is_hold:
+                last[0].append(request)
+            else:
+                runs.append(([request], True))
+        else:
+            runs.append(([request], False))
+    return runs
+
+
+def _place(
+    key: SeatKey,
+    class_map: ClassMap,
+    request: ReservationRequest,
+    rows: dict[str, SeatRow],
+    context: MappedContext,
+) -> Placement | Refusal:
     if request.seats is not None:
-        return place_chosen(class_map, taken, request.seats, request.accessible)
-    return place_best(class_map, taken, request.quantity, request.split, request.accessible)
+        return place_chosen(class_map, taken_seats(rows), request.seats, request.accessible)
+    if request.split or request.accessible:
+        return place_best(class_map, taken_seats(rows), request.quantity, request.split, request.accessible)
+    return _place_spread(key, class_map, request.quantity, rows, context)
+
+
+def _slice_order(
+    slices: tuple[Slice, ...], rows: dict[str, SeatRow], quantity: int, own: int | None, rng: Draws
+) -> list[int]:
+    """The slices to try: the container's own, then those the view shows with `quantity` seats,
+    at random, those at least as full as the median first (as `logic.shards.pick_shard` picks a
+    shard item: away from where others sold; any of them while none has sold). Trying every
+    slice before the whole class spreads the last seats' buyers instead of sending every
+    container to the same best block left."""
+    available = {s.index: s.available(rows) for s in slices}
+    fits = [index for index, seats in available.items() if seats >= quantity and index != own]
+    median = sorted(available[i] for i in fits)[len(fits) // 2] if fits else 0
+    fuller = _shuffled([i for i in fits if available[i] >= median], rng)
+    rest = _shuffled([i for i in fits if available[i] < median], rng)
+    return ([own] if own is not None else []) + fuller + rest
+
+
+def _shuffled(items: list[int], rng: Draws) -> list[int]:
+    for i in range(len(items) - 1, 0, -1):
+        j = rng.randrange(i + 1)
+        items[i], items[j] = items[j], items[i]
+    return items
+
+
+def _place_spread(
+    key: SeatKey, class_map: ClassMap, quantity: int, rows: dict[str, SeatRow], context: MappedContext
+) -> Placement | Refusal:
+    """Best available in the container's slice (`seat_slices`), then in the others its view shows
+    with enough seats, then on the whole class; NO_BLOCK only when no block fits the view."""
+    maps = context.maps
+    if maps.no_fit.get(key, quantity + 1) <= quantity:
+        return Refusal(Refused.NO_BLOCK)
+    slices = maps.slices_of(key, class_map)
+    if len(slices) > 1:
+        for index in _slice_order(slices, rows, quantity, maps.own_slice.get(key), context.rng):
+            piece = slices[index]
+            taken = taken_seats(piece.rows_of(rows))
+            placement = place_best(piece.class_map, taken, quantity)
+            # A block that would strand a seat is left to the whole class's rule (fewest orphans).
+            if isinstance(placement, Placement) and not stranded_by(piece.class_map, taken, placement.seats):
+                maps.own_slice[key] = index
+                return placement
+    return place_best(class_map, taken_seats(rows), quantity)
 
 
 def _rows_of(seats: Sequence[str]) -> dict[str, tuple[int, ...]]:
@@ -148,7 +277,7 @@ def _settle_one(
                 f" {key.event_id} {key.seat_class}; {request.quantity} requested"
             )
             return _reject(request, Outcome.LIMIT_EXCEEDED, reason, None, context, now)
-        placement = _place(class_map, request, rows)
+        placement = _place(key, class_map, request, rows, context)
         if isinstance(placement, Refusal):
             return _refused(request, placement, rows, context, now)
         answer = _taken_answer(request, placement.seats, now)
@@ -174,7 +303,9 @@ def _settle_one(
                 raise StoreInconsistency(f"{key}: the map's row item(s) {missing} do not exist")
             learned = {row_id: row for row_id, row in refused.rows.items() if row is not None}
             maps.learn(key, learned)
-            rows = maps.views[key]
+            maps.own_slice.pop(key, None)  # another container sells here too: move
+            maps.stale_soon(key)  # others may have sold elsewhere too
+            rows = maps.view(store, key, context.clock.now())
             closed = [r.sale_closed_reason(now) for r in learned.values() if r.sale_closed_reason(now)]
             if closed and closed[0]:
                 return _reject(request, Outcome.SALE_CLOSED, closed[0], None, context, now)
@@ -189,6 +320,172 @@ def _settle_one(
             return _reject(request, Outcome.LIMIT_EXCEEDED, reason, None, context, now)
         raise RetryableError(f"{key}: a take refused without a reason the planner knows")
     raise TransactionConflict(f"{key}: {MAX_PLACEMENTS} placements in a row refused by seats taken meanwhile")
+
+
+def _settle_together(
+    key: SeatKey, class_map: ClassMap, requests: list[ReservationRequest], context: MappedContext
+) -> tuple[dict[str, ReservationOutcome], dict[str, str], list[ReservationRequest]]:
+    """Takes requests of one kind together: as many as fit in one transaction, placed in order on
+    the view (each seeing the seats of those before it); a request no block fits on the view
+    (with none before it in the transaction) is SOLD_OUT, and so is every other one asking at
+    least as many seats. A refused row is learned and the requests placed again; a record that
+    exists answers its request as a duplicate. Returns the answers, the failed message ids, and
+    the requests left to settle one by one (a per-customer limit, or refused too often)."""
+    answers: dict[str, ReservationOutcome] = {}
+    failed: dict[str, str] = {}
+    pending = list(requests)
+    refusals = 0
+    while pending and refusals < MAX_PLACEMENTS:
+        now = context.clock.now()
+        try:
+            rows = _read_view(key, context, now)
+        except RetryableError as exc:
+            reason = f"{key.event_id} {key.seat_class}: {type(exc).__name__}: {exc}"
+            failed.update((r.message_id, reason) for r in pending)
+            return answers, failed, []
+        if any(row.max_per_customer is not None for row in rows.values()):
+            break  # the counters' guards and answers are the one-by-one path's
+        outcomes, merged = _fill(key, class_map, pending, rows, context, now)
+        if not outcomes:
+            context.maps.no_fit[key] = pending[0].quantity
+            sold_out = [r for r in pending if r.quantity >= pending[0].quantity]
+            done, not_written = _sold_out_together(sold_out, rows, context, now)
+            answers.update(done)
+            failed.update(not_written)
+            pending = [r for r in pending if r.quantity < pending[0].quantity]
+            continue
+        write = GroupWrite(
+            key=key,
+            outcomes=outcomes,
+            seats_taken=sum(o.quantity or 0 for o in outcomes),
+            rejection_expires_at=int(now) + context.rejection_ttl_seconds,
+            now=int(now),
+            rows={row_id: tuple(positions) for row_id, positions in merged.items()},
+        )
+        taking = {o.reservation_id for o in outcomes}
+        try:
+            refused = _commit(context.store, write, context)
+        except RetryableError as exc:
+            reason = f"{key.event_id} {key.seat_class}: {type(exc).__name__}: {exc}"
+            failed.update((r.message_id, reason) for r in pending if r.reservation_id in taking)
+            pending = [r for r in pending if r.reservation_id not in taking]
+            continue
+        if refused is None:
+            _mark_taken(context.maps, key, write, outcomes[0])
+            answers.update((o.reservation_id, o) for o in outcomes)
+            pending = [r for r in pending if r.reservation_id not in taking]
+            continue
+        refusals += 1
+        pending = _learn_refusal(key, refused, pending, answers, context, now)
+    return answers, failed, pending
+
+
+def _read_view(key: SeatKey, context: MappedContext, now: float) -> dict[str, SeatRow]:
+    """The container's view of the class, read again when old, retried in place while throttled."""
+    return context.deadline.patiently(
+        context.clock, lambda: context.maps.view(context.store, key, now), "reading the seat rows"
+    )
+
+
+def _fill(
+    key: SeatKey,
+    class_map: ClassMap,
+    pending: list[ReservationRequest],
+    rows: dict[str, SeatRow],
+    context: MappedContext,
+    now: float,
+) -> tuple[list[ReservationOutcome], dict[str, list[int]]]:
+    """The answers of the requests that fit in one transaction, in order, and their seats merged
+    per row item; it stops at the first request no block fits (placed again after the commit)."""
+    local = dict(rows)
+    outcomes: list[ReservationOutcome] = []
+    merged: dict[str, list[int]] = {}
+    for request in pending:
+        placement = _place_spread(key, class_map, request.quantity, local, context)
+        if isinstance(placement, Refusal):
+            break
+        by_row = _rows_of(placement.seats)
+        if len(merged.keys() | by_row.keys()) + len(outcomes) + 1 > MAX_ACTIONS:
+            break
+        outcomes.append(_taken_answer(request, placement.seats, now))
+        for row_id, positions in by_row.items():
+            merged.setdefault(row_id, []).extend(positions)
+            row = local[row_id]
+            states = {**row.states, **dict.fromkeys(positions, SeatState.SOLD)}
+            local[row_id] = dataclasses.replace(row, states=states, available=row.available - len(positions))
+    return outcomes, merged
+
+
+def _learn_refusal(
+    key: SeatKey,
+    refused: WriteRefused,
+    pending: list[ReservationRequest],
+    answers: dict[str, ReservationOutcome],
+    context: MappedContext,
+    now: float,
+) -> list[ReservationRequest]:
+    """What a refused transaction taught: duplicates answered, rows learned (the container moves
+    to another slice), a closed sale answered SALE_CLOSED. Returns the requests still to place."""
+    for request in pending:
+        if request.reservation_id in refused.already_recorded:
+            recorded = refused.already_recorded[request.reservation_id]
+            answers[request.reservation_id] = recorded.as_duplicate(request.message_id)
+    pending = [r for r in pending if r.reservation_id not in answers]
+    if refused.rows:
+        missing = [row_id for row_id, row in refused.rows.items() if row is None]
+        if missing:
+            raise StoreInconsistency(f"{key}: the map's row item(s) {missing} do not exist")
+        learned = {row_id: row for row_id, row in refused.rows.items() if row is not None}
+        context.maps.learn(key, learned)
+        context.maps.own_slice.pop(key, None)
+        context.maps.stale_soon(key)
+        closed = [reason for r in learned.values() if (reason := r.sale_closed_reason(now))]
+        if closed:
+            for request in pending:
+                answer = _reject(request, Outcome.SALE_CLOSED, closed[0], None, context, now)
+                answers[request.reservation_id] = answer
+            return []
+    elif not refused.already_recorded:
+        raise RetryableError(f"{key}: a take refused without a reason the planner knows")
+    return pending
+
+
+def _sold_out_together(
+    requests: list[ReservationRequest], rows: dict[str, SeatRow], context: MappedContext, now: float
+) -> tuple[dict[str, ReservationOutcome], dict[str, str]]:
+    """SOLD_OUT for requests no block fits, their records written as the counted path writes
+    rejections (each its own conditional write); a record that exists is the answer given before."""
+    left = sum(row.available for row in rows.values())
+    answers = {
+        r.reservation_id: _answer(
+            r,
+            Outcome.SOLD_OUT,
+            f"requested {r.quantity} seat(s) together; no placement fits ({left} left)",
+            None,
+            remaining=left,
+        )
+        for r in requests
+    }
+    write = GroupWrite(
+        key=requests[0].seat_key,
+        outcomes=list(answers.values()),
+        seats_taken=0,
+        rejection_expires_at=int(now) + context.rejection_ttl_seconds,
+    )
+    refused = context.store.commit_outcomes(write)
+    if refused is None:
+        return answers, {}
+    done: dict[str, ReservationOutcome] = {}
+    failed: dict[str, str] = {}
+    for request in requests:
+        rid = request.reservation_id
+        if rid in refused.already_recorded:
+            done[rid] = refused.already_recorded[rid].as_duplicate(request.message_id)
+        elif rid in refused.written:
+            done[rid] = answers[rid]
+        else:
+            failed[request.message_id] = f"the record of {rid!r} was not written"
+    return done, failed
 
 
 def _commit(store: InventoryStore, write: GroupWrite, context: MappedContext) -> WriteRefused | None:

@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from seat_inventory.logic.seat_map import load_file as load_seat_map
 from seat_inventory.models import MAX_SHARDS, MAX_TICKET_SERIES
 from seat_inventory.settings import DEFAULT_ISSUE_LIMIT, Settings
 from seat_tools.cli.output import OutputFormat, output_option, print_json, print_text
@@ -112,6 +113,14 @@ def _table_settings(template: ContentionSettings, **options: float | int | None)
         if value is not None:
             changes[name] = None if value == NO_LIMIT else value
     return dataclasses.replace(template, **changes)
+
+
+def _check_seat_map_options(config: SimulationConfig) -> None:
+    """One-line errors for options a seat-map run does not take (its map is its capacity) and a
+    map that does not load."""
+    if config.capacity is not None or config.shards != 1 or config.sold_per_s > 0:
+        raise ValueError("--seat-map takes no --capacity, --shards or --sold-per-s (the map is the capacity)")
+    load_seat_map(config.seat_map or "")
 
 
 @click.command()
@@ -310,6 +319,13 @@ def _table_settings(template: ContentionSettings, **options: float | int | None)
     show_default=True,
     help="Skip the sale: feed the issuer --requests sales at this rate (0: simulate the sale).",
 )
+@click.option(
+    "--seat-map",
+    type=click.Path(exists=True, dir_okay=False),
+    help="A seat map (JSON or CSV; docs/seating.md): every class mapped, each request best available"
+    " of 1 to --seats-per-request seats of one class (drawn with the seed); the figures add the"
+    " seats sold once each, the singles left and the rank by arrival.",
+)
 @output_option
 def simulate(
     containers: int | None,
@@ -346,6 +362,7 @@ def simulate(
     issuer_limit: int,
     issuer_phase: float,
     sold_per_s: float,
+    seat_map: str | None,
     output: OutputFormat,
 ) -> None:
     """Simulate one event's on-sale on AWS: the service's own logic in 1-1,000 containers against
@@ -400,7 +417,10 @@ def simulate(
                 issue_seconds=settings.issue_seconds,
             ),
             sold_per_s=sold_per_s,
+            seat_map=seat_map,
         )
+        if seat_map is not None:
+            _check_seat_map_options(config)
     except (LocalStackError, ValueError) as exc:
         raise click.UsageError(str(exc)) from exc
     started = time.monotonic()

@@ -102,6 +102,37 @@ def ticket_rows(result: SimulationResult) -> list[tuple[str, str]]:
     ]
 
 
+def _asked(c: Any) -> str:
+    if c.seat_map:
+        return f"1-{c.seats_per_request} seats best available each on {c.seat_map}"
+    return f"{c.seats_per_request} seat(s) each"
+
+
+def seat_map_rows(result: SimulationResult) -> list[tuple[str, str]]:
+    """A seat-map run's own figures (docs/seating.md, "At scale"); none for a counted class."""
+    f = result.figures
+    if result.config.seat_map is None:
+        return []
+    singles = f["singles_left"]
+    deciles = "; ".join(
+        f"{name} " + " ".join(f"{r:,.0f}" for r in ranks)
+        for name, ranks in f["mean_rank_by_arrival_decile"].items()
+    )
+    return [
+        (
+            "seats confirmed / s",
+            f"{_n(f['seats_confirmed_per_s'])} ({f['seats_confirmed']:,} seats; {f['seats_sold']:,} sold on"
+            f" the rows, of {f['seats_on_map']:,} on the map)",
+        ),
+        (
+            "singles left",
+            f"{singles['orphans_left']:,} (takes created {singles['created_unavoidable']:,} where no"
+            f" placement avoided one, {singles['created_where_avoidable']:,} where one did)",
+        ),
+        ("mean rank by arrival decile", deciles),
+    ]
+
+
 def _aligned(rows: list[tuple[str, str]]) -> str:
     width = max(len(name) for name, _ in rows)
     return "\n".join(f"{name:<{width}}  {value}".rstrip() for name, value in rows)
@@ -122,8 +153,9 @@ def format_table(result: SimulationResult) -> str:
     rows: list[tuple[str, str]] = [
         (
             "workload",
-            f"{c.requests:,} requests for {f['seats']:,} seats of one event, {c.seats_per_request} seat(s)"
-            f" each, {c.duplicates:.0%} sent twice, "
+            f"{c.requests:,} requests for {f['seats']:,} seats of one event, "
+            + _asked(c)
+            + f", {c.duplicates:.0%} sent twice, "
             + (f"{c.arrival_rate:,.0f} sent/s" if c.arrival_rate else "all sent at once")
             + f"; seed {c.seed}",
         ),
@@ -180,6 +212,7 @@ def format_table(result: SimulationResult) -> str:
             f" SNS ${cost['sns']:.2f}, Lambda ${cost['lambda']:.2f})",
         ),
         ("invariants", f["invariants"] if isinstance(f["invariants"], str) else "; ".join(f["invariants"])),
+        *seat_map_rows(result),
         ("", ""),
         *ticket_rows(result),
     ]

@@ -9,6 +9,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from seat_inventory.logic.seat_map import SeatMap, load_file
 from seat_inventory.models import Outcome, ReservationOutcome, SeatKey
 from seat_inventory.settings import Settings
 from seat_tools.bench.pricing import cost_per_million
@@ -28,6 +29,7 @@ from seat_tools.simulation.event_source import (
 from seat_tools.simulation.issuer import IssuerConfig, issuer_figures, simulate_issuer
 from seat_tools.simulation.memory_store import InMemoryInventoryStore
 from seat_tools.simulation.scheduler import VirtualScheduler
+from seat_tools.simulation.seat_map_workload import MappedRequests, seat_map_figures
 
 # Virtual time starts at a fixed epoch (the service stamps records and checks sale windows with it).
 EPOCH = 1_800_000_000.0
@@ -83,6 +85,9 @@ class SimulationConfig:
     # > 0: no sale is simulated; the issuer is fed `requests` sales of `seats_per_request` seats,
     # sold at this many a second (a rate the simulated sale does not reach with its containers).
     sold_per_s: float = 0.0
+    # A seat map file (JSON or CSV): the event's classes are mapped, and each request asks for 1 to
+    # `seats_per_request` seats best available of one of its classes (seat_map_workload).
+    seat_map: str | None = None
 
     def __post_init__(self) -> None:
         if not 1 <= self.containers <= 1000:
@@ -171,9 +176,20 @@ def _run(config: SimulationConfig, settings: Settings) -> SimulationResult:
     scheduler = VirtualScheduler(start=EPOCH)
     data = InMemoryInventoryStore(clock_ms=lambda: int(scheduler.now() * 1000))
     key = SeatKey(EVENT_ID, settings.default_seat_class)
-    data.add_event(
-        EVENT_ID, config.seats, key.seat_class, max_per_customer=config.max_per_customer, shards=config.shards
-    )
+    seat_map = load_file(config.seat_map) if config.seat_map else None
+    mapped: MappedRequests | None = None
+    if seat_map is not None:
+        data.add_seat_map(EVENT_ID, seat_map, max_per_customer=config.max_per_customer)
+        draws = random.Random(rng.random())
+        mapped = MappedRequests.draw(seat_map, config.requests, config.seats_per_request, draws)
+    else:
+        data.add_event(
+            EVENT_ID,
+            config.seats,
+            key.seat_class,
+            max_per_customer=config.max_per_customer,
+            shards=config.shards,
+        )
     model = ContentionModel(config.contention, clock=scheduler.now, rng=random.Random(rng.random()))
     table = SimulatedTable(data, model, seed=rng.randrange(2**32))
     tally = Tally()
@@ -191,8 +207,8 @@ def _run(config: SimulationConfig, settings: Settings) -> SimulationResult:
             {
                 "reservation_id": f"r-{message.request}",
                 "event_id": EVENT_ID,
-                "seat_class": key.seat_class,
-                "quantity": config.seats_per_request,
+                "seat_class": mapped.classes[message.request] if mapped else key.seat_class,
+                "quantity": mapped.quantities[message.request] if mapped else config.seats_per_request,
                 "customer_id": f"c-{message.request % customers}",
             }
         )
@@ -230,7 +246,8 @@ def _run(config: SimulationConfig, settings: Settings) -> SimulationResult:
     )
     source.start()
     scheduler.run()
-    figures = _figures(config, arrivals, tally, table, data, key)
+    figures = _figures(config, arrivals, tally, table, data)
+    figures.update(_checks(config, arrivals, data, key, seat_map))
     figures["tickets"] = _tickets(config, data, publish_latency, rng)
     return SimulationResult(config, figures)
 
@@ -285,7 +302,6 @@ def _figures(
     tally: Tally,
     table: SimulatedTable,
     data: InMemoryInventoryStore,
-    key: SeatKey,
 ) -> dict[str, Any]:
     sent_at = {m.message_id: m.sent_at for m in arrivals}
     request_of = {m.message_id: m.request for m in arrivals}
@@ -303,11 +319,13 @@ def _figures(
     latencies = sorted(answered[r] - request_sent[r] for r in answered)
     final: dict[str, Outcome] = {}
     confirmed_at: list[float] = []
+    seats_confirmed = 0
     for outcome in tally.outcomes:
         if not outcome.duplicate and outcome.reservation_id not in final:
             final[outcome.reservation_id] = outcome.outcome
             if outcome.outcome is Outcome.CONFIRMED:
                 confirmed_at.append(tally.answered_at[outcome.message_id or ""])
+                seats_confirmed += outcome.quantity or 0
     outcomes = Counter(o.value for o in final.values())
     confirmed = outcomes.get(Outcome.CONFIRMED.value, 0)
     last_answer = max(answered.values(), default=first_sent)
@@ -315,15 +333,6 @@ def _figures(
     counters = table.model.counters()
     cancelled = dict(sorted(counters.transactions_cancelled.items()))
     transactions = counters.transactions_committed + sum(cancelled.values())
-    inventory = data.inventory[key]
-    recorded_confirmed = sum(1 for o in data.records.values() if o.outcome is Outcome.CONFIRMED)
-    problems = []
-    if inventory.sold != recorded_confirmed * config.seats_per_request:
-        problems.append(f"sold {inventory.sold} != confirmed records {recorded_confirmed}")
-    if inventory.available + inventory.held + inventory.sold != inventory.capacity:
-        problems.append("available + held + sold != capacity")
-    if inventory.available < 0:
-        problems.append("negative availability")
     gb_seconds = tally.billed_seconds * config.memory_mb / 1024
     producer_sqs = -(-len(arrivals) // SQS_RECEIVE_LIMIT)
     write_units = counters.write_units_consumed + table.index_write_units
@@ -349,6 +358,8 @@ def _figures(
         "sale_seconds": sale_s,
         "answer_seconds": answer_s,
         "confirmed_per_s": confirmed / sale_s if sale_s > 0 else 0.0,
+        "seats_confirmed": seats_confirmed,
+        "seats_confirmed_per_s": seats_confirmed / sale_s if sale_s > 0 else 0.0,
         "answered_per_s": len(answered) / answer_s if answer_s > 0 else 0.0,
         "busy_seconds": busy_s,
         "confirmed_per_busy_s": confirmed / busy_s if busy_s > 0 else 0.0,
@@ -388,6 +399,34 @@ def _figures(
             "lambda": cost.lambda_,
             "total": cost.total,
         },
+    }
+
+
+def _checks(
+    config: SimulationConfig,
+    arrivals: list[Message],
+    data: InMemoryInventoryStore,
+    key: SeatKey,
+    seat_map: SeatMap | None,
+) -> dict[str, Any]:
+    """The final inventory against the records: the counted class's item, or every row item of a
+    seat map (with its singles left and ranks by arrival, `seat_map_workload`)."""
+    if seat_map is not None:
+        order = list(dict.fromkeys(f"r-{m.request}" for m in arrivals))
+        figures = seat_map_figures(data, EVENT_ID, seat_map, order)
+        figures["seats"] = seat_map.seat_count
+        figures["invariants"] = figures.pop("seat_invariants")
+        return figures
+    inventory = data.inventory[key]
+    recorded_confirmed = sum(1 for o in data.records.values() if o.outcome is Outcome.CONFIRMED)
+    problems = []
+    if inventory.sold != recorded_confirmed * config.seats_per_request:
+        problems.append(f"sold {inventory.sold} != confirmed records {recorded_confirmed}")
+    if inventory.available + inventory.held + inventory.sold != inventory.capacity:
+        problems.append("available + held + sold != capacity")
+    if inventory.available < 0:
+        problems.append("negative availability")
+    return {
         "invariants": problems or "ok",
         "final_inventory": {"available": inventory.available, "sold": inventory.sold, "held": inventory.held},
     }
