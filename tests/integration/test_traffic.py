@@ -357,7 +357,8 @@ def test_collect_stops_when_idle(sns: Any, sqs: Any, topic_arn: str) -> None:
         got = collector.collect(until=lambda docs: False, timeout_s=30, idle_s=0.3)
     # Then it returns empty after about the idle time
     assert got == []
-    assert time.monotonic() - started < 1.0
+    # Far short of the 30 s timeout, with room for a loaded machine.
+    assert time.monotonic() - started < 10
 
 
 # --------------------------------------------------------------------------- dead letters

@@ -347,7 +347,9 @@ def test_watch_stops_at_the_timeout(aws: Aws) -> None:
     assert result.exit_code == 0, result.output
     assert result.stdout == ""
     assert "0 outcome(s)" in result.stderr
-    assert time.monotonic() - started < 1.5
+    # Well short of SQS's 20 s long poll (the hang this guards against), with room for a loaded
+    # machine: the subscription's set-up and clean-up on moto took 1.9 s at load 8.
+    assert time.monotonic() - started < 10
     assert aws.watch_queues() == []
 
 
