@@ -18,8 +18,8 @@ from seat_inventory.logic.issue_tickets import plan_batch
 from seat_inventory.models import NumbersRefused, TicketAssignment, TicketBatch, TicketFormat, TicketSeries
 from seat_inventory.wiring import build_adapters
 from seat_tools.cli.main import cli
-from seat_tools.cli.tickets_commands import audit_event, list_tickets
 from seat_tools.operator_commands import OperatorTable
+from seat_tools.ticket_reports import audit_event, list_tickets
 from tests.integration.conftest import LambdaContext, SimulatedCrash, Stack, load_event, sqs_event
 
 EVENT = "concert-2026"

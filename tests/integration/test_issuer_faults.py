@@ -24,8 +24,8 @@ import pytest
 
 from seat_inventory.handlers import issue_tickets as issuer_module
 from seat_inventory.models import TicketSeries
-from seat_tools.cli.tickets_commands import audit_event
 from seat_tools.operator_commands import OperatorTable
+from seat_tools.ticket_reports import audit_event
 from tests.depth import is_deep
 from tests.integration.conftest import REGION, LambdaContext, adapters_factory, load_event
 from tests.integration.test_fault_injection import (

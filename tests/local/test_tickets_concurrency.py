@@ -26,9 +26,9 @@ from seat_inventory.logic.sweep_holds import release_expired_holds
 from seat_inventory.models import Outcome, ReservationOutcome, SeatKey, TicketFormat
 from seat_inventory.settings import Settings
 from seat_inventory.wiring import SystemClock
-from seat_tools.cli.tickets_commands import audit_event
 from seat_tools.local.stack import LocalStack
 from seat_tools.operator_commands import OperatorTable
+from seat_tools.ticket_reports import audit_event
 from tests.fakes import RecordingPublisher
 from tests.local.test_lifecycle_concurrency import Delivery, ShiftedClock
 
