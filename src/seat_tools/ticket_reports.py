@@ -9,14 +9,28 @@ from seat_inventory.dal.inventory_table import InventoryTable
 from seat_inventory.logic.issue_tickets import audit_tickets
 from seat_inventory.models import Outcome, TicketSeries
 
+# How often the audit reads again when the issuer numbered while it read.
+AUDIT_READS = 10
+
 
 def audit_event(table: InventoryTable, event_id: str, *, allow_pending: bool = False) -> list[str]:
     """The defects of an event's ticket numbers (`logic.issue_tickets.audit_tickets`), read from
-    the table: its counters, its ledger and every record of it that was sold (a Scan)."""
+    the table: its counters, its ledger and every record of it that was sold (a Scan).
+
+    The three reads are not one snapshot: a batch the issuer commits between them would show as
+    numbers past the counter. Every batch moves its series' counter in the same transaction, so
+    the counters are read again after the rest; if they moved, everything is read again (at most
+    `AUDIT_READS` times; then the last reading is audited, and a defect it shows may be such a
+    race: run the audit again when the issuer is idle)."""
     fmt = table.read_ticket_format(event_id)
     counters = table.read_ticket_counters(event_id, fmt.series)
-    ledger = [b for s in range(fmt.series) for b in table.read_ledger(TicketSeries(event_id, s))]
-    records = table.read_event_sales(event_id)
+    for _ in range(AUDIT_READS):
+        ledger = [b for s in range(fmt.series) for b in table.read_ledger(TicketSeries(event_id, s))]
+        records = table.read_event_sales(event_id)
+        counters_after = table.read_ticket_counters(event_id, fmt.series)
+        if counters_after == counters:
+            break
+        counters = counters_after
     return audit_tickets(counters, records, ledger, allow_pending=allow_pending)
 
 
