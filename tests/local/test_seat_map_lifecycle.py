@@ -189,10 +189,11 @@ def _check_lifecycle(
     assert all(n == 1 for n in expiries.values())
     assert all(records[rid].status is Outcome.EXPIRED for rid in expiries)
     statuses = Counter(r.status for r in records.values())
-    # The mix really happened: sales, expiries and cancellations, and chosen seats refused.
-    assert min(statuses[Outcome.CONFIRMED], statuses[Outcome.EXPIRED], statuses[Outcome.CANCELLED]) > 0, (
-        statuses
-    )
+    # The mix really happened: sales, seats given back (by expiry or cancel: which of the two
+    # depends on the threads' timing on 16 seats; a CI run saw 6 sold, 0 expired, 2 cancelled),
+    # and chosen seats refused.
+    released = statuses[Outcome.EXPIRED] + statuses[Outcome.CANCELLED]
+    assert min(statuses[Outcome.CONFIRMED], released) > 0, statuses
     assert statuses[Outcome.SEATS_TAKEN] > 0, statuses
     first: dict[str, ReservationOutcome] = {}
     for outcome in published:
