@@ -573,7 +573,7 @@ class InMemoryInventoryStore:
         found = {i: self.record(i) for i in reservation_ids}
         return {i: r for i, r in found.items() if r is not None}
 
-    def commit_transitions(  # noqa: C901 - mirrors the DAL's guards one by one, to be read beside it
+    def commit_transitions(
         self,
         key: SeatKey,
         transitions: Sequence[Transition],
@@ -651,19 +651,7 @@ class InMemoryInventoryStore:
         for n, (released, unheld, unsold, sold) in deltas.items():
             shards[n] = _add(shards[n], available=released, held=-unheld, sold=sold - unsold)
         self.inventory[key] = _with_shards(item, tuple(shards[n] for n in sorted(shards)))
-        for t in transitions:
-            reservation_id = t.record.reservation_id
-            self.status[reservation_id] = t.to
-            if t.change_id is not None:
-                self.change_ids[reservation_id] = t.change_id
-            if t.to is Outcome.EXPIRED:
-                self.outbox.add(reservation_id)
-            elif t.to is Outcome.CONFIRMED:
-                self.awaiting_tickets[reservation_id] = self.clock_ms()
-            elif t.to is Outcome.CANCELLED and t.record.status is Outcome.HELD:
-                self.expiry[reservation_id] = release_expires_at
-        for customer, seats in uncount.items():
-            self.counters[(key, customer)] -= seats
+        self._apply_transitions(key, transitions, uncount, release_expires_at)
         self._give_back_to_pools(key.event_id, pool_deltas)
         return None
 
