@@ -516,6 +516,10 @@ class SeatClassInventory:
     # Those pools' items as a whole read of the class found them (a missing one is absent); None
     # when they were not read with it (a write's ALL_OLD, a read of shard 0 alone).
     pool_items: tuple[PoolInventory, ...] | None = None
+    # Customers' counters read with the item (`InventoryStore.read_inventory(customers=...)`):
+    # (customer, seats) for each customer asked for, 0 for one without a counter; None when
+    # none were asked for.
+    counters: tuple[tuple[str, int], ...] | None = None
 
     @property
     def seats_to_sell(self) -> int:
@@ -532,6 +536,11 @@ class SeatClassInventory:
     @property
     def key(self) -> SeatKey:
         return SeatKey(self.event_id, self.seat_class)
+
+    @property
+    def customer_seats(self) -> dict[str, int]:
+        """The counters read with the item, by customer (empty when none were asked for)."""
+        return dict(self.counters or ())
 
     @property
     def complete(self) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
@@ -14,6 +14,7 @@ from seat_inventory.dal.items import (
     SURVEY_NAMES,
     SURVEY_PROJECTION,
     class_view,
+    customer_key,
     inventory_from_item,
     inventory_key,
     pool_from_item,
@@ -34,6 +35,12 @@ if TYPE_CHECKING:
 
 SHARDED_READ_ATTEMPTS = 5
 SHARDED_READ_BACKOFF_SECONDS = 0.01
+# Keys one BatchGetItem reads at most (DynamoDB's limit).
+MAX_BATCH_GET_KEYS = 100
+
+
+def _key_of(item: Mapping[str, Any]) -> tuple[str, str]:
+    return item["pk"]["S"], item["sk"]["S"]
 
 
 class TableAccess:
@@ -50,21 +57,32 @@ class TableAccess:
     def table_name(self) -> str:
         return self._table_name
 
-    def read_inventory(self, key: SeatKey, *, whole: bool = True) -> SeatClassInventory | None:
+    def read_inventory(
+        self, key: SeatKey, *, whole: bool = True, customers: Sequence[str] = ()
+    ) -> SeatClassInventory | None:
         """The seat class read strongly consistently, without writing to it.
 
         A class of one item is one GetItem. A sharded class is read in one `TransactGetItems` of
         all its shard items, a serializable snapshot: seats moving between shards are counted
         exactly once. A transaction in flight on one of them cancels the read; it is read again.
-        With `whole` False, a sharded class is its shard 0 alone (the GetItem).
+        With `whole` False, a sharded class is its shard 0 alone (the GetItem); with `customers`,
+        their counters are read with it in one consistent `BatchGetItem` instead (each item an
+        observation of its own, never refused by a transaction in flight).
         """
-        response = call(
-            self._client.get_item, TableName=self._table_name, Key=inventory_key(key), ConsistentRead=True
-        )
-        item = response.get("Item")
+        if customers:
+            if whole:
+                raise ValueError("customers' counters are read with shard 0 alone (whole=False)")
+            item, counters = self._read_with_counters(key, list(dict.fromkeys(customers)))
+        else:
+            response = call(
+                self._client.get_item, TableName=self._table_name, Key=inventory_key(key), ConsistentRead=True
+            )
+            item, counters = response.get("Item"), None
         if not item:
             return None
         head = inventory_from_item(item)
+        if counters is not None:
+            head = dataclasses.replace(head, counters=counters)
         if not whole:
             # A class of one item read alone is read whole: with its pools.
             return self._with_pools(head) if head.complete else head
@@ -83,6 +101,43 @@ class TableAccess:
                 return self._with_pools(view)
             head = view  # resharded between the two reads: read the new set of items
         raise TransactionConflict(f"the shards of {key} kept changing while read")
+
+    def _read_with_counters(
+        self, key: SeatKey, customers: list[str]
+    ) -> tuple[dict[str, Any] | None, tuple[tuple[str, int], ...]]:
+        """Shard 0 (or the class's only item) and the customers' counters, each read strongly
+        consistently in one `BatchGetItem`; unprocessed keys are asked again, still unprocessed
+        the read is retried. A customer without a counter has 0 seats."""
+        if len(customers) >= MAX_BATCH_GET_KEYS:
+            most = MAX_BATCH_GET_KEYS - 1
+            raise ValueError(f"at most {most} customers' counters per read, not {len(customers)}")
+        wanted = {_key_of(customer_key(key, c)): c for c in customers}
+        head_key = _key_of(inventory_key(key))
+        request: dict[str, Any] = {
+            self._table_name: {
+                "Keys": [inventory_key(key), *(customer_key(key, c) for c in customers)],
+                "ConsistentRead": True,
+            }
+        }
+        found: list[dict[str, Any]] = []
+        for attempt in range(SHARDED_READ_ATTEMPTS):
+            response = call(self._client.batch_get_item, RequestItems=request)
+            found.extend(response.get("Responses", {}).get(self._table_name, []))
+            request = response.get("UnprocessedKeys") or {}
+            if not request:
+                break
+            self._sleep(SHARDED_READ_BACKOFF_SECONDS * 2**attempt)
+        else:
+            raise RetryableError(f"the counters of {key} stayed unprocessed")
+        head: dict[str, Any] | None = None
+        seats = dict.fromkeys(customers, 0)
+        for item in found:
+            item_key = _key_of(item)
+            if item_key == head_key:
+                head = item
+            elif item_key in wanted:
+                seats[wanted[item_key]] = int(item["seats"]["N"]) if "seats" in item else 0
+        return head, tuple(seats.items())
 
     def _with_pools(self, view: SeatClassInventory) -> SeatClassInventory:
         """A class in capacity pools (docs/pools.md) with its pool items, each read strongly

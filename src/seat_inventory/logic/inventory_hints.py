@@ -56,6 +56,8 @@ class InventoryHints:
         self.write_limit = AdaptiveWriteLimit()
         # Seat maps and the last view of each mapped class's rows (docs/seating.md).
         self.seat_maps = SeatMaps()
+        # Classes whose last group met a customer at the limit (`reads_counters`).
+        self._customers_at_limit: set[SeatKey] = set()
 
     def should_read_first(self, key: SeatKey, seats_wanted: int, now: float | None = None) -> bool:
         known = self._seats_left.get(key)
@@ -99,6 +101,20 @@ class InventoryHints:
             known = seats if known is None or known == self._MISSING else min(known, seats)
         if known is not None:
             self._seats_left[key] = known
+
+    def reads_counters(self, key: SeatKey) -> bool:
+        """True when a group of this class starts by reading its customers' counters: the last
+        group here met a customer at the limit (a refused counter, or a counter read). Repeats
+        (bots, refreshes) then come in runs, and a customer at the limit in a transaction cancels
+        it for every customer in it; a sale without repeats never reads them."""
+        return key in self._customers_at_limit
+
+    def note_customers_at_limit(self, key: SeatKey, *, at_limit: bool) -> None:
+        """What a group of the class found: a customer at the limit, or (a counter read) none."""
+        if at_limit:
+            self._customers_at_limit.add(key)
+        else:
+            self._customers_at_limit.discard(key)
 
     def own_shard(self, key: SeatKey) -> OwnShard | None:
         """This container's shard of a sharded class, None until it settles on one."""

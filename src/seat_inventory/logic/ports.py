@@ -102,11 +102,16 @@ class InventoryStore(Protocol):
         """
         ...
 
-    def read_inventory(self, key: SeatKey, *, whole: bool = True) -> SeatClassInventory | None:
+    def read_inventory(
+        self, key: SeatKey, *, whole: bool = True, customers: Sequence[str] = ()
+    ) -> SeatClassInventory | None:
         """The inventory item read strongly consistently, or None when there is none.
 
         A sharded class is read whole (every shard item in one snapshot) unless `whole` is False:
         then its shard 0 alone (its sale rules and items, a view that is not `complete`).
+        `customers` (at most 99, only with `whole` False): those customers' counters are read
+        with the item, each strongly consistently (one `BatchGetItem`, not a snapshot), into
+        `SeatClassInventory.counters` (0 for a customer without a counter).
 
         Costs a read, never a write: used instead of a doomed conditional write once a seat
         class is known to be (nearly) sold out or closed.

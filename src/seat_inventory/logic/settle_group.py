@@ -91,12 +91,20 @@ class GroupKnowledge:
     admission tokens refused writes reported used, and by which reservation. `assumed_pools` are
     the capacity pools the class is assumed to belong to (checked by the write's guard), and
     `pools` the pool items refused writes handed back (None: the pool does not exist).
+    `observed_limit` is the class's per-customer limit as observed during this settlement
+    (`limit_observed`): read with any of its items, handed back by a refused item, or checked by
+    the inventory guard of a refused write whose guard held. `counted` holds observations too (a
+    refused counter, or a counter read), so a LIMIT_EXCEEDED from both rests on items observed
+    after the request came, as a SOLD_OUT rests on the class read: it is written without the
+    inventory guard and without reading the class whole.
     """
 
     verified: bool = False
     inventory: SeatClassInventory | None = None
     assumed_limit: int | None = None
     counted: dict[str, int] = field(default_factory=dict)
+    observed_limit: int | None = None
+    limit_observed: bool = False
     assumed_admission: bool = False
     tokens_used: dict[str, str] = field(default_factory=dict)
     assumed_pools: tuple[str, ...] = ()
@@ -105,10 +113,17 @@ class GroupKnowledge:
     def observe(self, inventory: SeatClassInventory | None) -> None:
         self.verified = True
         self.inventory = inventory
+        if inventory is not None:
+            self.observe_limit(inventory.max_per_customer)
         if inventory is not None and inventory.pool_items is not None:
             # Pools read with the class are observed too (a missing one as None).
             found = {p.pool: p for p in inventory.pool_items}
             self.pools.update((name, found.get(name)) for name in inventory.pools)
+
+    def observe_limit(self, limit: int | None) -> None:
+        """The class's limit as an item read or a write's guard showed it during this settlement."""
+        self.observed_limit = limit
+        self.limit_observed = True
 
     @property
     def view(self) -> SeatClassInventory | None:
@@ -207,14 +222,20 @@ class _Settlement:
             # A class never seen is first read as its item alone: a sharded class's shard 0 tells
             # its rules and items without reading every shard item while others write to them.
             self._read(whole=assumed is not None)
+        elif self.knowledge.assumed_limit is not None and self.hints.reads_counters(self.key):
+            # Customers at their limit lately: their counters are read first (with shard 0, the
+            # limit), rather than found by a transaction they would cancel for everyone.
+            self._read(whole=False, customers=list(dict.fromkeys(r.customer_id for r in self.pending)))
 
     def _round(self) -> bool:
         """Plans, routes and commits the pending requests once; True when it spent a round (it
         read the item, or a refusal taught something other than customers' counters)."""
         plan = plan_group(self.key, self.pending, self.knowledge, now=self.now)
-        if plan.seats_taken == 0 and not self.knowledge.verified:
+        decided = _rests_on_observations(plan, self.knowledge)
+        if plan.seats_taken == 0 and not self.knowledge.verified and not decided:
             # Rejections decided on assumptions alone would be written without the inventory
-            # guard that checks them: observe the item first.
+            # guard that checks them: observe the item first. LIMIT_EXCEEDED decided from counters
+            # and a limit observed in this settlement need no read of the class.
             self._read()
             return True
         take = self._route(plan)
@@ -369,11 +390,17 @@ class _Settlement:
             self.leftover = self.pending + self.leftover
             self.pending = []
             return True
-        # Customers' counters newly learned are progress, bounded by the group's customers (a
-        # refusal shows only the counters of those the plan gave seats, so a group of many
-        # customers at their limit with few seats left needs more rounds than the bound).
-        new_counters = bool(refused.customer_seats.keys() - self.knowledge.counted.keys())
+        # Customers' counters newly learned (or grown since they were read) are progress, bounded
+        # by the group's customers and their limit (a refusal shows only the counters of those
+        # the plan gave seats, so a group of many customers at their limit with few seats left
+        # needs more rounds than the bound).
+        counted = self.knowledge.counted
+        new_counters = any(counted.get(c) != seats for c, seats in refused.customer_seats.items())
         self.knowledge.counted.update(refused.customer_seats)
+        if refused.customer_seats:
+            self.hints.note_customers_at_limit(self.key, at_limit=True)
+        if _limit_checked_by(refused, take.plan):
+            self.knowledge.observe_limit(take.plan.limit)
         # Tokens found used are progress too, bounded by the group's tokens: each is refused for
         # good (replayed) in the next plan.
         new_tokens = bool(refused.tokens_used.keys() - self.knowledge.tokens_used.keys())
@@ -390,6 +417,8 @@ class _Settlement:
 
     def _learn_inventory(self, item: SeatClassInventory | None, take: _Take) -> None:
         """The inventory guard refused and handed back `item` as it was (None: there is none)."""
+        if item is not None:
+            self.knowledge.observe_limit(item.max_per_customer)  # every shard item has the class's
         if item is None or item.complete:
             self._observe(item)
         elif (
@@ -406,10 +435,15 @@ class _Settlement:
 
     # ------------------------------------------------------------------ reading the item
 
-    def _read(self, *, whole: bool = True) -> None:
+    def _read(self, *, whole: bool = True, customers: Sequence[str] = ()) -> None:
         """Reads the item consistently and takes it in; a sharded class's shard 0 alone (`whole`
-        False) gives its rules and items to route by, not its seats."""
-        inventory = self._read_patiently(whole)
+        False) gives its rules and items to route by, not its seats; `customers` (with `whole`
+        False) reads their counters with it."""
+        inventory = self._read_patiently(whole, customers)
+        if inventory is not None and inventory.counters is not None:
+            self._take_counters(inventory)
+        if inventory is not None:
+            self.knowledge.observe_limit(inventory.max_per_customer)
         if inventory is not None and not inventory.complete:
             self.hints.learn_item(self.key, inventory)
             self.knowledge.assumed_limit = inventory.max_per_customer
@@ -420,12 +454,25 @@ class _Settlement:
             return
         self._observe(inventory)
 
-    def _read_patiently(self, whole: bool) -> SeatClassInventory | None:
+    def _take_counters(self, inventory: SeatClassInventory) -> None:
+        """Counters read with the item: the plan decides from them, and the container notes
+        whether any pending request would pass the limit (`InventoryHints.reads_counters`)."""
+        seats = inventory.customer_seats
+        self.knowledge.counted.update(seats)
+        limit = inventory.max_per_customer
+        at_limit = limit is not None and any(
+            seats.get(r.customer_id, 0) + r.quantity > limit for r in self.pending
+        )
+        self.hints.note_customers_at_limit(self.key, at_limit=at_limit)
+
+    def _read_patiently(self, whole: bool, customers: Sequence[str] = ()) -> SeatClassInventory | None:
         """A consistent read of a sharded class (`TransactGetItems`) is cancelled by a transaction
         in flight on one of its items, and any read of a hot item may be throttled: like a
         conflicting or throttled write, it is retried until the deadline."""
         while True:
             try:
+                if customers:
+                    return self.store.read_inventory(self.key, whole=whole, customers=customers)
                 return self.store.read_inventory(self.key, whole=whole)
             except (TransactionConflict, Throttled) as exc:
                 self._back_off_or_raise(exc, "reads", "no consistent read before the deadline")
@@ -653,6 +700,28 @@ def _answer(
         message_id=request.message_id,
         request_type=request.request_type,
         hold_expires_at=hold_expires_at,
+    )
+
+
+def _limit_checked_by(refused: WriteRefused, plan: GroupPlan) -> bool:
+    """True when a refused write's inventory guard held: its check that the class's limit is the
+    one the plan assumed held in the same transaction as the counters' refusals. DynamoDB reports
+    a null code for each action whose condition held (API `CancellationReason`); a refused item's
+    own limit is taken in by `_learn_inventory`."""
+    return plan.limit is not None and plan.seats_taken > 0 and not refused.inventory_refused
+
+
+def _rests_on_observations(plan: GroupPlan, knowledge: GroupKnowledge) -> bool:
+    """True when every answer of a plan that takes no seats is a LIMIT_EXCEEDED decided from the
+    customer's counter and the class's limit as observed during this settlement."""
+    return (
+        plan.limit is not None
+        and knowledge.limit_observed
+        and knowledge.observed_limit == plan.limit
+        and all(
+            o.outcome is Outcome.LIMIT_EXCEEDED and (o.customer_id or "") in knowledge.counted
+            for o in plan.outcomes
+        )
     )
 
 

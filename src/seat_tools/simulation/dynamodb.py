@@ -184,7 +184,14 @@ class SimulatedDynamoStore:
         self._clock = clock
 
     # ------------------------------------------------------------------ InventoryStore
-    def read_inventory(self, key: SeatKey, *, whole: bool = True) -> SeatClassInventory | None:
+    def read_inventory(
+        self, key: SeatKey, *, whole: bool = True, customers: Sequence[str] = ()
+    ) -> SeatClassInventory | None:
+        if customers:
+            # Shard 0 and the counters in one consistent BatchGetItem (`dal.access`).
+            counters = [_read(customer_key(key, c), COUNTER_ITEM_BYTES) for c in dict.fromkeys(customers)]
+            self._read("BatchGetItem", [_read(inventory_key(key), INVENTORY_ITEM_BYTES), *counters])
+            return self._table.data.read_inventory(key, whole=whole, customers=customers)
         self._read("GetItem", [_read(inventory_key(key), INVENTORY_ITEM_BYTES)])
         item = self._table.data.read_inventory(key, whole=whole)
         if item is not None and item.pools and (whole or item.shard_items == 1):

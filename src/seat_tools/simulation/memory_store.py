@@ -362,7 +362,17 @@ class InMemoryInventoryStore:
 
     # ------------------------------------------------------------------ InventoryStore
 
-    def read_inventory(self, key: SeatKey, *, whole: bool = True) -> SeatClassInventory | None:
+    def read_inventory(
+        self, key: SeatKey, *, whole: bool = True, customers: Sequence[str] = ()
+    ) -> SeatClassInventory | None:
+        if customers:
+            if whole:
+                raise ValueError("customers' counters are read with shard 0 alone (whole=False)")
+            view = self.read_inventory(key, whole=False)
+            if view is None:
+                return None
+            counters = tuple((c, self.counters.get((key, c), 0)) for c in dict.fromkeys(customers))
+            return dataclasses.replace(view, counters=counters)
         self.reads += 1
         self._maybe_fail()
         item = self.inventory.get(key)
