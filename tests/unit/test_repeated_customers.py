@@ -138,8 +138,11 @@ def test_after_customers_at_their_limit_the_next_groups_counters_are_read_first_
     answers = {o.customer_id: o.outcome for o in container.send(mixed)}
 
     assert store.counter_reads == [tuple(mixed)]
-    assert [refused for _, refused in store.writes] == [None]
-    ((write, _),) = store.writes
+    # The takes in a transaction of their own; then the refusals, as their records alone.
+    assert [refused for _, refused in store.writes] == [None, None]
+    (write, _), (refusals, _) = store.writes
+    assert refusals.records_only and {o.customer_id for o in refusals.outcomes} == set(repeats[5:])
+    assert {o.customer_id for o in write.outcomes} == {"n-1", "n-2"}
     assert set(write.counters) == {"n-1", "n-2"}  # customers at their limit are not counted
     assert answers == {"n-1": Outcome.CONFIRMED, "n-2": Outcome.CONFIRMED} | dict.fromkeys(
         repeats[5:], Outcome.LIMIT_EXCEEDED

@@ -91,18 +91,20 @@ class GroupKnowledge:
     admission tokens refused writes reported used, and by which reservation. `assumed_pools` are
     the capacity pools the class is assumed to belong to (checked by the write's guard), and
     `pools` the pool items refused writes handed back (None: the pool does not exist).
-    `observed_limit` is the class's per-customer limit as observed during this settlement
-    (`limit_observed`): read with any of its items, handed back by a refused item, or checked by
-    the inventory guard of a refused write whose guard held. `counted` holds observations too (a
-    refused counter, or a counter read), so a LIMIT_EXCEEDED from both rests on items observed
-    after the request came, as a SOLD_OUT rests on the class read: it is written without the
-    inventory guard and without reading the class whole.
+    `counters_held` names the customers whose counter update held in a refused write (the
+    planner need not read their counters). `observed_limit` is the class's per-customer limit as
+    observed during this settlement (`limit_observed`): read with any of its items, handed back by
+    a refused item, or checked by the inventory guard of a refused write whose guard held.
+    `counted` holds observations too (a refused counter, or a counter read), so a LIMIT_EXCEEDED
+    from both rests on items observed after the request came, as a SOLD_OUT rests on the class
+    read: it is written without the inventory guard and without reading the class whole.
     """
 
     verified: bool = False
     inventory: SeatClassInventory | None = None
     assumed_limit: int | None = None
     counted: dict[str, int] = field(default_factory=dict)
+    counters_held: set[str] = field(default_factory=set)
     observed_limit: int | None = None
     limit_observed: bool = False
     assumed_admission: bool = False
@@ -195,6 +197,8 @@ class _Settlement:
     pending: list[ReservationRequest]
     requested: dict[str, ReservationRequest]  # reservation id -> its request
     leftover: list[ReservationRequest] = field(default_factory=list)
+    # Refusals set aside while the group's takes are written (`_set_refusals_aside`).
+    aside: list[ReservationRequest] = field(default_factory=list)
     answers: dict[str, ReservationOutcome] = field(default_factory=dict)
     knowledge: GroupKnowledge = field(default_factory=GroupKnowledge)
     # Conflicts and throttling met in a row by the group's reads, surveys and writes (one back-off).
@@ -204,7 +208,11 @@ class _Settlement:
         """Rounds until nothing is pending: the answers, and the requests left for another write."""
         self._start()
         rounds = 0
-        while self.pending:
+        while self.pending or self.aside:
+            if not self.pending:
+                # The takes are written: the refusals set aside are planned again (from the
+                # same observations) and written as their records alone.
+                self.pending, self.aside = self.aside, []
             if rounds >= MAX_SETTLE_ROUNDS:
                 raise RetryableError(f"{self.key} did not settle after {MAX_SETTLE_ROUNDS} rounds")
             if self._round():
@@ -218,14 +226,19 @@ class _Settlement:
         self.knowledge.assumed_limit = assumed.max_per_customer if assumed is not None else None
         self.knowledge.assumed_admission = assumed.admission_required if assumed is not None else False
         self.knowledge.assumed_pools = assumed.pools if assumed is not None else ()
-        if self.hints.should_read_first(self.key, sum(r.quantity for r in self.pending), self.now):
+        seats = sum(r.quantity for r in self.pending)
+        if self.knowledge.assumed_limit is not None and self.hints.reads_counters(self.key):
+            # Customers at their limit lately: their counters are read first (with shard 0, the
+            # limit), rather than found by a transaction they would cancel for everyone; those
+            # at the limit need no read of the class, nor seats.
+            self._read(whole=False, customers=list(dict.fromkeys(r.customer_id for r in self.pending)))
+            seats = plan_group(self.key, self.pending, self.knowledge, now=self.now).seats_taken
+            if not seats:
+                return
+        if self.hints.should_read_first(self.key, seats, self.now):
             # A class never seen is first read as its item alone: a sharded class's shard 0 tells
             # its rules and items without reading every shard item while others write to them.
             self._read(whole=assumed is not None)
-        elif self.knowledge.assumed_limit is not None and self.hints.reads_counters(self.key):
-            # Customers at their limit lately: their counters are read first (with shard 0, the
-            # limit), rather than found by a transaction they would cancel for everyone.
-            self._read(whole=False, customers=list(dict.fromkeys(r.customer_id for r in self.pending)))
 
     def _round(self) -> bool:
         """Plans, routes and commits the pending requests once; True when it spent a round (it
@@ -238,6 +251,15 @@ class _Settlement:
             # and a limit observed in this settlement need no read of the class.
             self._read()
             return True
+        unknown = self._customers_to_count(plan)
+        if unknown:
+            # Customers at the limit met lately: the counters of those the plan gives seats are
+            # read at once, rather than found a transaction at a time (each refusal shows only
+            # the counters of the customers it gave seats, a few when few seats are left).
+            self._read(whole=False, customers=unknown)
+            return True
+        if plan.seats_taken and self._set_refusals_aside(plan):
+            return False
         take = self._route(plan)
         if take is None:
             self._read()  # no item alone has the seats: read the class whole (seats move, or too few)
@@ -260,6 +282,39 @@ class _Settlement:
             self._committed(take)
             return True
         return self._learn_from(refused, take)
+
+    def _set_refusals_aside(self, plan: GroupPlan) -> bool:
+        """Sets aside the plan's LIMIT_EXCEEDED answers that rest on observations alone (the
+        customer's counter, not seats this plan gives it, and the limit observed): the
+        transaction that takes seats then holds only the takes (fewer actions and write units,
+        and a conflict there cancels no refusal), and the refusals are written after it as their
+        records alone. True when it set some aside."""
+        limit = plan.limit
+        counted = self.knowledge.counted
+        if limit is None or not self.knowledge.limit_observed or self.knowledge.observed_limit != limit:
+            return False
+        aside = {
+            o.reservation_id
+            for o in plan.outcomes
+            if o.outcome is Outcome.LIMIT_EXCEEDED
+            and o.customer_id in counted
+            and counted[o.customer_id or ""] + (o.quantity or 0) > limit
+        }
+        if not aside or len(aside) == len(self.pending):
+            return False
+        self.aside.extend(r for r in self.pending if r.reservation_id in aside)
+        self.pending = [r for r in self.pending if r.reservation_id not in aside]
+        return True
+
+    def _customers_to_count(self, plan: GroupPlan) -> list[str]:
+        """The pending customers whose counters a plan that gives seats to some of them reads first
+        (`InventoryHints.reads_counters`); none when every counter it needs is known."""
+        if plan.limit is None or not self.hints.reads_counters(self.key):
+            return []
+        known = self.knowledge.counted.keys() | self.knowledge.counters_held
+        if all(o.outcome not in TAKES_SEATS or o.customer_id in known for o in plan.outcomes):
+            return []
+        return [c for c in dict.fromkeys(r.customer_id for r in self.pending) if c not in known]
 
     # ------------------------------------------------------------------ routing a round's plan
 
@@ -396,6 +451,7 @@ class _Settlement:
         # needs more rounds than the bound).
         counted = self.knowledge.counted
         new_counters = any(counted.get(c) != seats for c, seats in refused.customer_seats.items())
+        self.knowledge.counters_held.update(take.plan.customer_seats.keys() - refused.customer_seats.keys())
         self.knowledge.counted.update(refused.customer_seats)
         if refused.customer_seats:
             self.hints.note_customers_at_limit(self.key, at_limit=True)
