@@ -221,3 +221,52 @@ def test_a_limit_exceeded_rests_on_a_counter_and_the_limit_both_observed_in_the_
 
 def _fields(item: SeatClassInventory) -> dict[str, object]:
     return {name: getattr(item, name) for name in item.__dataclass_fields__}
+
+
+def test_near_the_sell_out_the_counters_a_refusal_did_not_show_are_read_at_once() -> None:
+    # 6 seats left, which the container knows (so it reads the class first); 27 customers at
+    # their limit, then 3 newcomers. Each refusal shows only the counters of the customers the
+    # plan gave seats (3 here): found a transaction at a time, that was 9 refused transactions.
+    store = SpyStore()
+    store.add_event(KEY.event_id, 16, max_per_customer=4)
+    container = Container(store)
+    container.send([f"w-{n}" for n in range(5)])
+    repeats = [f"c-{n}" for n in range(27)]
+    for customer in repeats:
+        store.counters[(KEY, customer)] = 4
+    store.forget()
+
+    answers = {o.customer_id: o.outcome for o in container.send([*repeats, "n-0", "n-1", "n-2"])}
+
+    assert answers == dict.fromkeys(repeats, Outcome.LIMIT_EXCEEDED) | dict.fromkeys(
+        ["n-0", "n-1", "n-2"], Outcome.CONFIRMED
+    )
+    refused = [r for _, r in store.writes if r is not None]
+    assert len(refused) == 1 and set(refused[0].customer_seats) == {"c-0", "c-1", "c-2"}
+    assert store.counter_reads == [(*(f"c-{n}" for n in range(3, 27)), "n-0", "n-1", "n-2")]
+
+
+def test_a_refusal_that_rests_on_a_take_of_the_same_group_is_written_with_that_take() -> None:
+    # c-1 holds 2 seats and asks twice more: the first take brings it to 4, so the second is
+    # LIMIT_EXCEEDED only because of that take. It is not set aside (written after the take, it
+    # would stand even if the take did not); c-2, at 4 already, is.
+    store, container = sale(shards=4, at_limit=["c-2"])
+    container.send(["c-2"])  # meets a customer at the limit: the next group reads counters first
+    store.counters[(KEY, "c-1")] = 2
+    store.forget()
+
+    answers = [(o.customer_id, o.outcome) for o in container.send(["c-1", "c-1", "c-2", "n-1"])]
+
+    assert answers == [
+        ("c-1", Outcome.CONFIRMED),
+        ("c-1", Outcome.LIMIT_EXCEEDED),
+        ("c-2", Outcome.LIMIT_EXCEEDED),
+        ("n-1", Outcome.CONFIRMED),
+    ]
+    (take, _), (aside, _) = store.writes
+    assert [o.outcome for o in take.outcomes] == [
+        Outcome.CONFIRMED,
+        Outcome.LIMIT_EXCEEDED,
+        Outcome.CONFIRMED,
+    ]
+    assert [o.customer_id for o in aside.outcomes] == ["c-2"] and aside.records_only
