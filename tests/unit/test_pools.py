@@ -15,7 +15,7 @@ import pytest
 from seat_inventory.logic.inventory_hints import InventoryHints
 from seat_inventory.logic.reserve_seats import QueueMessage, reserve_seats
 from seat_inventory.logic.sweep_holds import release_expired_holds
-from seat_inventory.models import Outcome, SaleStatus, SeatKey, StoreInconsistency
+from seat_inventory.models import Outcome, SaleStatus, SeatKey, StoreInconsistency, split_pool_ref
 from seat_inventory.settings import Settings
 from tests.fakes import FakeClock, InMemoryInventoryStore, RecordingPublisher
 
@@ -175,7 +175,7 @@ def test_the_planner_raises_a_store_inconsistency_for_a_missing_pool(store) -> N
 # --- model-based --------------------------------------------------------------------------------
 
 
-def check_counts(store: InMemoryInventoryStore) -> None:
+def check_counts(store: InMemoryInventoryStore, capacities: dict[tuple[str, str], int] | None = None) -> None:
     """Every class's and pool's counts equal its live records; no pool over its capacity."""
     held: dict[object, int] = {}
     sold: dict[object, int] = {}
@@ -185,6 +185,7 @@ def check_counts(store: InMemoryInventoryStore) -> None:
         if record.status not in (Outcome.HELD, Outcome.CONFIRMED):
             continue
         tally = held if record.status is Outcome.HELD else sold
+        # Each record names the pool item its seats came off (`P#n` for item n of a sharded pool).
         owners: list[object] = [record.seat_key, *(("pool", p) for p in record.pools)]
         for owner in owners:
             tally[owner] = tally.get(owner, 0) + record.quantity
@@ -199,26 +200,40 @@ def check_counts(store: InMemoryInventoryStore) -> None:
                 and record.seat_key == key
                 and record.status in (Outcome.HELD, Outcome.CONFIRMED)
             ):
-                assert set(record.pools) == expected_pools
-    for (_, name), pool in store.pools.items():
-        owner = ("pool", name)
-        assert (pool.held, pool.sold) == (held.get(owner, 0), sold.get(owner, 0)), name
+                assert {split_pool_ref(p)[0] for p in record.pools} == expected_pools
+    for (_, ref), pool in store.pools.items():
+        owner = ("pool", ref)
+        assert (pool.held, pool.sold) == (held.get(owner, 0), sold.get(owner, 0)), ref
         assert pool.available + pool.held + pool.sold == pool.capacity
         assert 0 <= pool.available <= pool.capacity
+    for (event_id, ref), capacity in (capacities or {}).items():
+        # A pool as a whole (the sum of its items) keeps its capacity: moves only shift seats.
+        whole = store.pool(event_id, ref)
+        assert whole is not None and whole.capacity == capacity, ref
+        assert whole.held + whole.sold <= capacity
 
 
+@pytest.mark.parametrize("sharded", [False, True], ids=["one-item", "sharded"])
 @pytest.mark.parametrize("seed", range(12))
-def test_random_pools_classes_and_lifecycles_keep_every_count_equal_to_the_records(seed: int) -> None:
+def test_random_pools_classes_and_lifecycles_keep_every_count_equal_to_the_records(
+    seed: int, sharded: bool
+) -> None:
+    # Sharded: every pool is split over 1 to 4 items and every class over 1 to 8, with more
+    # containers, so that takes land on different pool items and seats move between them.
     rng = random.Random(seed)
     store = InMemoryInventoryStore()
     pools = [f"p{n}" for n in range(rng.randint(1, 3))]
+    capacities: dict[tuple[str, str], int] = {}
     for name in pools:
-        store.add_pool("e-1", name, rng.randint(3, 15))
+        capacities[("e-1", name)] = rng.randint(3, 15) * (3 if sharded else 1)
+        store.add_pool("e-1", name, capacities[("e-1", name)], shards=rng.choice([1, 2, 4]) if sharded else 1)
     classes = [f"C{n}" for n in range(rng.randint(2, 4))]
     for name in classes:
-        store.add_event("e-1", rng.randint(2, 12), name, pools=rng.sample(pools, rng.randint(0, len(pools))))
+        members = rng.sample(pools, rng.randint(0, len(pools)))
+        shards = rng.choice([1, 2, 4, 8]) if sharded else 1
+        store.add_event("e-1", rng.randint(2, 12) * (3 if sharded else 1), name, shards=shards, pools=members)
     clock = FakeClock(time=NOW)
-    containers = [Container(store, clock) for _ in range(2)]
+    containers = [Container(store, clock) for _ in range(4 if sharded else 2)]
     sent: list[QueueMessage] = []
     n = 0
     for _ in range(40):
@@ -253,7 +268,7 @@ def test_random_pools_classes_and_lifecycles_keep_every_count_equal_to_the_recor
             name = rng.choice(pools)
             status = rng.choice([SaleStatus.OPEN, SaleStatus.CLOSED])
             store.change_pool("e-1", name, sale_status=status)
-        check_counts(store)
+        check_counts(store, capacities)
     sold = sum(p.sold for p in store.pools.values())
     assert sold >= 0
 
