@@ -278,6 +278,55 @@ class PoolCommands(TableAccess):
 
         return self._pool_write(event_id, pool, _PoolChange(delta=delta, refused=refused), operation_id)
 
+    def reshard_pool(
+        self, event_id: str, pool: str, shards: int, *, operation_id: str | None = None
+    ) -> PoolInventory:
+        """Spreads a pool over more items (`shards`, up to 64), also during its sale: one
+        transaction, planned from a whole read, creates the new items, moves available seats (and
+        as much capacity) so that every item holds an equal share, and records the new count on
+        every item; item 0 guarded by the version read (exactly once), each donor by its
+        `available`. The pool's capacity, available, held and sold stay the same. Items are never
+        removed: a record names the item its seats came off, and takes routed by the old count
+        still land on items that exist."""
+        check_shard_count(shards)
+        operation_id = operation_id or new_operation_id()
+        read = functools.partial(self._read_pool_item, event_id, pool)
+        for _ in range(POOL_ATTEMPTS):
+            item = read()
+            if item is None:
+                raise UnknownSeatClass(f"event {event_id!r} has no pool {pool!r}")
+            head = pool_from_item(item)
+            if operation_id in recent_operations(item):
+                return self._whole_pool_patiently(head)
+            if shards < head.shard_count:
+                raise ValueError(
+                    f"pool {pool} has {head.shard_count} items; a pool is never split over fewer"
+                )
+            if shards == head.shard_count:
+                return self._whole_pool_patiently(head)
+            actions = _reshard_actions(
+                self._table_name, item, self._whole_pool_patiently(head), shards, operation_id
+            )
+            try:
+                answer = call_expecting(
+                    TRANSACTION_CANCELED, self._client.transact_write_items, TransactItems=actions
+                )
+                if isinstance(answer, ClientError):
+                    cancellation_reasons(answer, len(actions))  # transient reasons raise
+                    continue  # a sale or another change came first: plan again
+            except RetryableError as exc:
+                what = f"pool {pool} of {event_id}"
+                stored = applied_after_no_answer(
+                    read, operation_id, exc, sleep=self._sleep, what=what, event_id=event_id
+                )
+                if stored is None:
+                    continue
+            # Read again from item 0: the whole read goes by the new count.
+            return self._whole_pool_patiently(pool_from_item(read() or item))
+        raise RetryableError(
+            f"pool {pool} of {event_id} kept changing or did not answer; it was not resharded"
+        )
+
     def _read_pool_item(self, event_id: str, pool: str) -> dict[str, Any] | None:
         response = call(
             self._client.get_item,
@@ -402,3 +451,62 @@ class PoolCommands(TableAccess):
         if names:
             request["ExpressionAttributeNames"] = names
         return request
+
+
+def _reshard_actions(
+    table_name: str, item: Mapping[str, Any], view: PoolInventory, shards: int, operation_id: str
+) -> list[dict[str, Any]]:
+    """The transaction of a pool's reshard to `shards` items: each existing item's update (its
+    available moved toward an equal share, guarded when it gives; the new count; item 0's version
+    and operation ids) and a put of each new item (never over an existing one)."""
+    have = {s.shard: s.available for s in view.shards} or {0: view.available}
+    target = dict(enumerate(spread(view.available, shards)))
+    actions: list[dict[str, Any]] = []
+    for shard in range(shards):
+        if shard not in have:
+            new = _pool_item(view.event_id, view.pool, shard, target[shard], shards, closed=False)
+            new["sale_status"] = {"S": view.sale_status.value}
+            actions.append(
+                {
+                    "Put": {
+                        "TableName": table_name,
+                        "Item": new,
+                        "ConditionExpression": "attribute_not_exists(pk)",
+                    }
+                }
+            )
+            continue
+        delta = target[shard] - have[shard]
+        sets = ["shard_count = :count"]
+        conditions = ["attribute_exists(pk)"]
+        values: dict[str, Any] = {":count": number(shards)}
+        if delta:
+            sets.append("#capacity = #capacity + :delta, available = available + :delta")
+            values[":delta"] = number(delta)
+        if delta < 0:
+            conditions.append("available >= :given")
+            values[":given"] = number(-delta)
+        if shard == 0:
+            sets += ["version = :next_version", f"{OPERATIONS_ATTRIBUTE} = :operations"]
+            conditions.append("version = :version")
+            # The version of `item`, whose operation ids this rewrites: a change that landed
+            # after it refuses the write rather than having its id dropped.
+            version = pool_from_item(item).version
+            values.update(
+                {
+                    ":version": number(version),
+                    ":next_version": number(version + 1),
+                    ":operations": operations_value(item, operation_id),
+                }
+            )
+        update: dict[str, Any] = {
+            "TableName": table_name,
+            "Key": pool_key(view.event_id, view.pool, shard),
+            "UpdateExpression": "SET " + ", ".join(sets),
+            "ConditionExpression": " AND ".join(conditions),
+            "ExpressionAttributeValues": values,
+        }
+        if delta:
+            update["ExpressionAttributeNames"] = {"#capacity": "capacity"}
+        actions.append({"Update": update})
+    return actions

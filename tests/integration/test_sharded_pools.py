@@ -271,3 +271,70 @@ def test_the_cli_creates_a_sharded_pool_and_shows_it_whole(
     assert '"shards": 3' in shown.output and '"available": 9' in shown.output
     bad = runner.invoke(cli, ["event", "pool", "create", "e-2", "x", "--capacity", "9", "--shards", "65"])
     assert bad.exit_code == 2 and "65" in bad.output
+    resharded = runner.invoke(cli, ["event", "pool", "reshard", "e-2", "hall", "--shards", "5"])
+    assert resharded.exit_code == 0, resharded.output
+    assert "capacity 9 (available 9, held 0, sold 0, 5 items)" in resharded.output
+    fewer = runner.invoke(cli, ["event", "pool", "reshard", "e-2", "hall", "--shards", "2"])
+    assert fewer.exit_code == 1
+    assert (
+        "pool hall has 5 items; a pool is never split over fewer; pool hall was not changed" in fewer.output
+    )
+
+
+# --- reshard: more items, during the sale, exactly once ------------------------------------------
+
+
+def test_a_reshard_spreads_the_available_seats_over_more_items_and_keeps_every_count(
+    table: OperatorTable,
+) -> None:
+    # Given a hold on item 3 and a sale on item 0 (items (2,2,2,2): 5 available in all)
+    table.commit_outcomes(take("r-1", 2, shard=3, pool_shard=3, outcome=Outcome.HELD))
+    table.commit_outcomes(take("r-2", 1))
+
+    # When the pool is spread over 6 items (the same operation sent twice)
+    first = table.reshard_pool("e-1", "hall", 6, operation_id="op-reshard")
+    again = table.reshard_pool("e-1", "hall", 6, operation_id="op-reshard")
+
+    # Then the counts are the same; the available seats are spread, held and sold stay put
+    assert (first.capacity, first.available, first.held, first.sold) == (8, 5, 2, 1)
+    assert (again.version, again.shard_count) == (1, 6)
+    assert [s.available for s in again.shards] == [1, 1, 1, 1, 1, 0]
+    assert items(table)[3] == (3, 1, 2, 0)
+    # And the hold goes back to the item it came off, which still exists
+    record = table.get_reservation_record("r-1")
+    assert record is not None
+    cancel = [Transition(record, Outcome.CANCELLED)]
+    assert table.commit_transitions(FLOOR, cancel, now=NOW, capacity=None, release_expires_at=NOW) is None
+    pool = table.get_pool("e-1", "hall")
+    assert pool is not None and (pool.capacity, pool.available, pool.sold) == (8, 7, 1)
+
+
+def test_a_reshard_of_a_pool_of_one_item_and_its_refusals(table: OperatorTable) -> None:
+    table.create_pool("e-1", "bar", 5)
+    resharded = table.reshard_pool("e-1", "bar", 2)
+    assert [s.capacity for s in resharded.shards] == [3, 2] and resharded.shard_count == 2
+    with pytest.raises(ValueError, match="never split over fewer"):
+        table.reshard_pool("e-1", "bar", 1)
+    with pytest.raises(UnknownSeatClass):
+        table.reshard_pool("e-1", "nope", 2)
+
+
+def test_a_reshard_refused_by_a_sale_between_its_read_and_its_write_is_planned_again(
+    stack: Stack, table: OperatorTable
+) -> None:
+    # A donor that no longer has what the plan moves off it refuses the transaction (nothing
+    # written); the command reads again and reshards from what is there.
+    sell_item_1 = {"done": False}
+    original = table._whole_pool_patiently
+
+    def whole_then_sale(head):  # type: ignore[no-untyped-def]
+        view = original(head)
+        if not sell_item_1["done"]:
+            sell_item_1["done"] = True
+            table.commit_outcomes(take("r-9", 2, shard=1, pool_shard=1))
+        return view
+
+    table._whole_pool_patiently = whole_then_sale  # type: ignore[method-assign]
+    resharded = table.reshard_pool("e-1", "hall", 8)
+    assert (resharded.available, resharded.sold, resharded.version) == (6, 2, 1)
+    assert all(s.available >= 0 for s in resharded.shards)

@@ -61,7 +61,8 @@ def test_two_classes_racing_for_a_shared_pool_sell_it_exactly(
     local_stack: LocalStack, pool_shards: int, class_shards: int
 ) -> None:
     # Sharded: the pool's seats are spread over 4 items (1 or 2 each) and the seated class over 4
-    # shards, so takes land on different pool items, which run dry and get seats moved in.
+    # shards, so takes land on different pool items, which run dry and get seats moved in; the
+    # pool is resharded to 8 items during the race.
     event_id = f"pool-{uuid.uuid4().hex[:8]}"
     table = OperatorTable(local_stack.client("dynamodb"), local_stack.table_name)
     table.create_pool(event_id, "hall", POOL_SEATS, shards=pool_shards)
@@ -90,7 +91,8 @@ def test_two_classes_racing_for_a_shared_pool_sell_it_exactly(
     ]
     answers: dict[str, ReservationOutcome] = {}
     errors: list[BaseException] = []
-    start = threading.Barrier(len(messages))
+    resharding = pool_shards > 1
+    start = threading.Barrier(len(messages) + (1 if resharding else 0))
 
     def sender(message: QueueMessage) -> None:
         try:
@@ -100,7 +102,19 @@ def test_two_classes_racing_for_a_shared_pool_sell_it_exactly(
         except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
             errors.append(exc)
 
+    def resharder() -> None:
+        # Sharded: an operator spreads the pool over 8 items while the race runs.
+        try:
+            start.wait()
+            OperatorTable(local_stack.client("dynamodb"), local_stack.table_name).reshard_pool(
+                event_id, "hall", 8
+            )
+        except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
+            errors.append(exc)
+
     threads = [threading.Thread(target=sender, args=(m,)) for m in messages]
+    if resharding:
+        threads.append(threading.Thread(target=resharder))
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -117,6 +131,7 @@ def test_two_classes_racing_for_a_shared_pool_sell_it_exactly(
     )
     pool = table.get_pool(event_id, "hall")
     assert pool is not None and pool.capacity == POOL_SEATS  # moves between its items keep it
+    assert len(pool.shards) == (8 if resharding else 0)
     views = table.get_event(event_id)
     assert (pool.available, pool.held + pool.sold) == (0, POOL_SEATS)
     for item in pool.shards:  # each item of a sharded pool: its invariant, nothing negative

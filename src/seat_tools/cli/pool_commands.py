@@ -144,6 +144,27 @@ def capacity(
     _print_pools([changed], output)
 
 
+@pool.command("reshard")
+@click.argument("event_id")
+@click.argument("pool_name", metavar="POOL")
+@click.option(
+    "--shards",
+    type=click.IntRange(1, MAX_SHARDS),
+    required=True,
+    help="Spread the pool over N items (never fewer than it has).",
+)
+@output_option
+@pass_cli
+def reshard(obj: CliContext, event_id: str, pool_name: str, shards: int, output: OutputFormat) -> None:
+    """Spread pool POOL of EVENT_ID over more items, also during its sale, exactly once.
+
+    Only available seats move, in one transaction that keeps the pool's capacity, available, held
+    and sold the same; items are never removed (records give their seats back to their item).
+    """
+    changed = _run(obj, event_id, pool_name, lambda t: t.reshard_pool(event_id, pool_name, shards))
+    _print_pools([changed], output)
+
+
 def _status_command(name: str, status: SaleStatus, help_text: str) -> None:
     @pool.command(name, help=help_text)
     @click.argument("event_id")

@@ -163,6 +163,27 @@ class InMemoryInventoryStore:
             shards=tuple(ShardSeats(p.shard, p.capacity, p.available, p.held, p.sold) for p in parts),
         )
 
+    def reshard_pool(self, event_id: str, pool: str, shards: int) -> None:
+        """`seats event pool reshard`: more items, available seats (and as much capacity) spread
+        evenly over them; held and sold stay on the items they were taken from."""
+        whole = self.pool(event_id, pool)
+        assert whole is not None and shards >= whole.shard_count
+        have = {s.shard: s for s in whole.shards} or {
+            0: ShardSeats(0, whole.capacity, whole.available, whole.held, whole.sold)
+        }
+        for shard, seats in enumerate(spread(whole.available, shards)):
+            old = have.get(shard, ShardSeats(shard, 0, 0, 0, 0))
+            self.pools[(event_id, pool_ref(pool, shard))] = dataclasses.replace(
+                whole,
+                capacity=seats + old.held + old.sold,
+                available=seats,
+                held=old.held,
+                sold=old.sold,
+                shard=shard,
+                shard_count=shards,
+                shards=(),
+            )
+
     def change_pool(self, event_id: str, pool: str, **changes: object) -> None:
         """An operator change of a pool (status, capacity with available), as `seats event pool`
         makes: a status on every item of a sharded pool, seats on its item 0."""
