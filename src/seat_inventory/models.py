@@ -111,12 +111,43 @@ class PoolInventory:
     sold: int = 0
     sale_status: SaleStatus = SaleStatus.OPEN
     version: int = 0
+    # Sharding (docs/pools.md, "Sharded pools"): the pool is split over `shard_count` items
+    # (every item stores it). A view of one item has `shard` its index and no `shards`; a whole
+    # read (one snapshot of every item) has `shards`, its totals are the pool's (`complete`).
+    shard: int = 0
+    shard_count: int = 1
+    shards: tuple[ShardSeats, ...] = ()
+
+    @property
+    def complete(self) -> bool:
+        """True when the view's numbers are the pool's: one item, or every item read at once."""
+        return self.shard_count == 1 or len(self.shards) == self.shard_count
+
+    def shard_for(self, class_shard: int) -> int:
+        """The pool item a take from shard `class_shard` of a class writes (docs/pools.md)."""
+        return class_shard % self.shard_count
 
     def closed_reason(self) -> str | None:
         """Why the pool sells nothing, or None when it sells."""
         if self.sale_status is SaleStatus.CLOSED:
             return f"the sale of pool {self.pool} of {self.event_id} is closed"
         return None
+
+
+# A record names each pool item its seats came from: the pool's name, and `#<n>` after it for
+# shard n > 0 of a sharded pool (pool names are identifiers, which cannot contain `#`).
+POOL_SHARD_MARK = "#"
+
+
+def pool_ref(pool: str, shard: int = 0) -> str:
+    """How a record names shard `shard` of pool `pool` (docs/pools.md)."""
+    return f"{pool}{POOL_SHARD_MARK}{shard}" if shard else pool
+
+
+def split_pool_ref(ref: str) -> tuple[str, int]:
+    """The pool and its shard a record's pool entry names (`pool_ref` reversed)."""
+    name, _, shard = ref.partition(POOL_SHARD_MARK)
+    return name, int(shard) if shard else 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,6 +315,11 @@ class GroupWrite:
     admission_required: bool = False
     token_uses: Sequence[TokenUse] = ()
     pools: Sequence[str] = ()
+    # Sharded pools (docs/pools.md): the item of each pool the seats come off (pool -> shard,
+    # absent: 0), after `pool_moves` (pool -> donor shard -> seats) moved available seats (and as
+    # much capacity) into it from the pool's other items, each guarded by the donor's `available`.
+    pool_shards: Mapping[str, int] = field(default_factory=dict)
+    pool_moves: Mapping[str, Mapping[int, int]] = field(default_factory=dict)
     # A mapped class (docs/seating.md): the seats are taken from these row items (row item id ->
     # positions), each guarded on exactly those seats being free, instead of from the class's
     # inventory item; the sale rules and the limit are guarded on each row item.
@@ -296,6 +332,8 @@ class GroupWrite:
         object.__setattr__(self, "token_uses", tuple(self.token_uses))
         object.__setattr__(self, "customer_seats", dict(self.customer_seats))
         object.__setattr__(self, "moves", dict(self.moves))
+        object.__setattr__(self, "pool_shards", {p: s for p, s in self.pool_shards.items() if s})
+        object.__setattr__(self, "pool_moves", {p: dict(m) for p, m in self.pool_moves.items() if m})
         object.__setattr__(self, "rows", {row: tuple(p) for row, p in self.rows.items()})
 
     @property
@@ -313,6 +351,15 @@ class GroupWrite:
     def donors(self) -> dict[int, int]:
         """The shard items that move seats into `shard`, and how many (moves of no seats left out)."""
         return {donor: seats for donor, seats in self.moves.items() if seats > 0}
+
+    @property
+    def pool_refs(self) -> tuple[str, ...]:
+        """The pool items the seats come off, as each record that takes seats names them."""
+        return tuple(sorted(pool_ref(p, self.pool_shards.get(p, 0)) for p in self.pools))
+
+    def pool_donors(self, pool: str) -> dict[int, int]:
+        """The items of `pool` that move seats into its item `pool_shards[pool]`, and how many."""
+        return {donor: seats for donor, seats in self.pool_moves.get(pool, {}).items() if seats > 0}
 
     @property
     def seats_held(self) -> int:
@@ -531,7 +578,8 @@ class SeatClassInventory:
         pools = [found.get(name) for name in self.pools]
         if any(p is None or p.closed_reason() is not None for p in pools):
             return 0
-        return min([self.available, *(p.available for p in pools if p is not None)])
+        # One item of a sharded pool (read to route by) does not bound the class.
+        return min([self.available, *(p.available for p in pools if p is not None and p.complete)])
 
     @property
     def key(self) -> SeatKey:

@@ -14,8 +14,8 @@ fails too is the outcome unknown (`OperatorOutcomeUnknown`).
 
 from __future__ import annotations
 
+import functools
 import random
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,7 +48,6 @@ from seat_inventory.logic.shards import check_shard_count, rebalance, removal, s
 from seat_inventory.models import (
     EventAlreadyExists,
     InventoryChangeRefused,
-    OperatorOutcomeUnknown,
     ReservationOutcome,
     ReservationRecord,
     RetryableError,
@@ -58,15 +57,20 @@ from seat_inventory.models import (
     TransactionConflict,
     UnknownSeatClass,
 )
+from seat_tools.exactly_once import (
+    OPERATIONS_ATTRIBUTE,
+    RECENT_OPERATIONS,
+    applied_after_no_answer,
+    new_operation_id,
+    send_once,
+)
+from seat_tools.exactly_once import recent_operations as _operations
 from seat_tools.pool_commands import PoolCommands, check_pool_names
 from seat_tools.seat_blocks import SeatBlockCommands
 
-# Operation ids an inventory item remembers: a lost reply's retry is recognised as long as fewer
-# operator writes than this landed on the same seat class in between (they come seconds apart at
-# most). 8 ids of 16 characters add about 150 bytes to the item, well inside the 1 KB that one
-# write unit of every reservation transaction covers.
-RECENT_OPERATIONS = 8
-OPERATIONS_ATTRIBUTE = "recent_operations"
+# Operation ids an inventory item remembers (`exactly_once.RECENT_OPERATIONS`): 8 ids of 16
+# characters add about 150 bytes to the item, well inside the 1 KB that one write unit of every
+# reservation transaction covers.
 # Reads and writes of one operator command: another operator's change in between makes it read
 # again; a write without an answer is verified by reading, at most this often.
 OPERATOR_ATTEMPTS = 5
@@ -76,15 +80,6 @@ OPERATOR_BACKOFF_SECONDS = 0.1
 # jittered back-offs of at most 33 s in all (about half that on average).
 OPERATOR_READ_ATTEMPTS = 10
 OPERATOR_READ_BACKOFF_CAP_SECONDS = 10.0
-
-
-def new_operation_id() -> str:
-    """A fresh operation id (64 random bits, 16 hex characters)."""
-    return uuid.uuid4().hex[:16]
-
-
-def _operations(item: Mapping[str, Any]) -> list[str]:
-    return [value["S"] for value in item.get(OPERATIONS_ATTRIBUTE, {}).get("L", [])]
 
 
 @dataclass(frozen=True, slots=True)
@@ -633,21 +628,18 @@ class OperatorCommands(PoolCommands):
     ) -> dict[str, Any] | None:
         """After a write that got no answer: the item if it shows `operation_id` (the write was
         applied), None if it does not (it was not). Raises `OperatorOutcomeUnknown` when the item
-        cannot be read either."""
-        for attempt in range(OPERATOR_ATTEMPTS):
-            self._sleep(random.uniform(0, OPERATOR_BACKOFF_SECONDS * 2**attempt))
-            try:
-                item = self._read_item(key)
-            except RetryableError:
-                continue
-            return item if item is not None and operation_id in _operations(item) else None
-        raise OperatorOutcomeUnknown(
-            f"DynamoDB did not answer the change of {key.event_id} {key.seat_class} ({error}), nor"
-            f" the reads that would tell whether it was applied: it may or may not have been"
-            f" (operation {operation_id}); `seats event show {key.event_id}` shows where it stands"
+        cannot be read either (`exactly_once`)."""
+        stored = applied_after_no_answer(
+            lambda: self._read_item(key),
+            operation_id,
+            error,
+            sleep=self._sleep,
+            what=f"{key.event_id} {key.seat_class}",
+            event_id=key.event_id,
         )
+        return dict(stored) if stored is not None else None
 
-    def _operator_write(  # noqa: C901 - every outcome of a retried conditional write, in one place
+    def _operator_write(
         self,
         key: SeatKey,
         plan: Callable[[SeatClassInventory], _Change],
@@ -689,34 +681,31 @@ class OperatorCommands(PoolCommands):
                     return self._whole(key, current)
                 continue  # another change or a sale came first: plan again from a new read
             change = plan(current)
-            try:
-                response = call_expecting(
-                    CONDITION_FAILED,
-                    self._client.update_item,
-                    **self._update_request(key, item, change, operation_id),
-                )
-            except RetryableError as exc:
-                # No answer: the item, read again, tells whether this write was applied.
-                stored = self._read_after_no_answer(key, operation_id, exc)
-                if stored is not None:
-                    return inventory_from_item(stored)
-                unanswered = exc
+            request = self._update_request(key, item, change, operation_id)
+            sent = send_once(
+                functools.partial(call_expecting, CONDITION_FAILED, self._client.update_item, **request),
+                operation_id=operation_id,
+                read=lambda: self._read_item(key),
+                sleep=self._sleep,
+                what=f"{key.event_id} {key.seat_class}",
+                event_id=key.event_id,
+            )
+            if sent.applied is not None:
+                return inventory_from_item(sent.applied)
+            if sent.unanswered is not None:
+                unanswered = sent.unanswered  # not applied: plan again
                 continue
-            if not isinstance(response, ClientError):
-                return inventory_from_item(response["Attributes"])
-            old: Any = response.response.get("Item")
-            if not old:
+            if sent.refused is None:
                 raise UnknownSeatClass(
                     f"event {key.event_id!r} has no seat class {key.seat_class!r}"
-                ) from response
-            if operation_id in _operations(old):
-                return inventory_from_item(old)  # this write, sent again after its reply was lost
-            refused_item = inventory_from_item(old)
+                ) from sent.error
+            refused_item = inventory_from_item(sent.refused)
             if refused_item.version != current.version or refused_item.shard_items > 1:
                 continue  # another operator change (or a reshard) came first: plan again
             if change.refused is None:
-                raise response
-            raise change.refused(refused_item) from response
+                assert sent.error is not None
+                raise sent.error
+            raise change.refused(refused_item) from sent.error
         if unanswered is not None:
             raise RetryableError(
                 f"{unanswered}; {key.event_id} {key.seat_class} was not changed"

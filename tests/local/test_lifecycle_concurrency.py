@@ -13,25 +13,19 @@ from __future__ import annotations
 
 import json
 import random
-import threading
-import time
 import uuid
 from collections import Counter, defaultdict
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
-from seat_inventory.logic.inventory_hints import InventoryHints
-from seat_inventory.logic.reserve_seats import QueueMessage, reserve_seats
+from seat_inventory.logic.reserve_seats import QueueMessage
 from seat_inventory.logic.sweep_holds import SweepResult, release_expired_holds
 from seat_inventory.models import Outcome, RequestType, ReservationOutcome, SeatKey
-from seat_inventory.settings import Settings
-from seat_inventory.wiring import SystemClock
 from seat_tools.local.stack import LocalStack
 from seat_tools.operator_commands import OperatorTable
 from tests.fakes import RecordingPublisher
+from tests.local.crowd import Crowd, Delivery, ShiftedClock, container, sweeper
 
 pytestmark = pytest.mark.local_stack
 
@@ -41,40 +35,6 @@ RESERVATIONS = 260
 CUSTOMERS = 40
 WORKERS = 8
 SWEEPERS = 2
-
-
-class ShiftedClock(SystemClock):
-    """A sweeper whose clock runs ahead: every 60-second hold is already due for it."""
-
-    def __init__(self, ahead: float) -> None:
-        self.ahead = ahead
-
-    def now(self) -> float:
-        return time.time() + self.ahead
-
-
-@dataclass
-class Delivery:
-    """An at-least-once queue: batches of the pending messages; a batch's failures come back."""
-
-    pending: list[QueueMessage]
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    in_flight: int = 0
-    redelivered: int = 0
-
-    def take(self, size: int) -> list[QueueMessage] | None:
-        with self.lock:
-            if not self.pending:
-                return None if self.in_flight == 0 else []
-            batch, self.pending = self.pending[:size], self.pending[size:]
-            self.in_flight += 1
-            return batch
-
-    def done(self, failed: list[QueueMessage]) -> None:
-        with self.lock:
-            self.in_flight -= 1
-            self.redelivered += len(failed)
-            self.pending.extend(failed)
 
 
 def _messages(event_id: str, prefix: str, rng: random.Random) -> tuple[list[QueueMessage], dict[str, int]]:
@@ -109,15 +69,7 @@ def _messages(event_id: str, prefix: str, rng: random.Random) -> tuple[list[Queu
     return deliveries, quantities
 
 
-def _run(threads: list[threading.Thread]) -> None:
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=300)
-        assert not thread.is_alive(), "a worker did not finish"
-
-
-def test_a_concurrent_lifecycle_keeps_every_seat_and_applies_each_change_once(  # noqa: C901, PLR0915 - one scenario, its checks in order
+def test_a_concurrent_lifecycle_keeps_every_seat_and_applies_each_change_once(
     local_stack: LocalStack,
 ) -> None:
     # Given one seat class with a per-customer limit, and a shuffled, duplicated mix of messages
@@ -129,56 +81,16 @@ def test_a_concurrent_lifecycle_keeps_every_seat_and_applies_each_change_once(  
     admin.create_seat_class(key, CAPACITY, max_per_customer=LIMIT)
     deliveries, quantities = _messages(event_id, f"r-{run_id}", rng)
     queue = Delivery(list(deliveries))
-    settings = Settings(table_name=local_stack.table_name, outcomes_topic_arn="unused")
     published: list[ReservationOutcome] = []
     sweeps: list[SweepResult] = []
-    errors: list[BaseException] = []
-    stop_sweeping = threading.Event()
-
-    def guarded(work: Callable[[], None]) -> Callable[[], None]:
-        def run() -> None:
-            try:
-                work()
-            except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
-                errors.append(exc)
-                stop_sweeping.set()
-
-        return run
-
-    def container() -> None:
-        table = OperatorTable(local_stack.client("dynamodb"), local_stack.table_name)
-        hints, clock = InventoryHints(), SystemClock()
-        while (batch := queue.take(rng.randint(5, 25))) is not None:
-            if not batch:
-                time.sleep(0.01)
-                continue
-            publisher = RecordingPublisher()
-            try:
-                result = reserve_seats(
-                    batch, store=table, publisher=publisher, settings=settings, clock=clock, hints=hints
-                )
-            except BaseException:
-                queue.done(batch)
-                raise
-            published.extend(publisher.published)
-            failed = set(result.failed_message_ids)
-            queue.done([m for m in batch if m.message_id in failed])
-
-    def sweeper() -> None:
-        table = OperatorTable(local_stack.client("dynamodb"), local_stack.table_name)
-        while not stop_sweeping.is_set():
-            sweeps.append(release_expired_holds(table, RecordingPublisher(), ShiftedClock(61), limit=50))
-            time.sleep(0.02)
 
     # When the containers and the sweepers run at the same time
-    sweeping = [threading.Thread(target=guarded(sweeper)) for _ in range(SWEEPERS)]
-    for thread in sweeping:
-        thread.start()
-    _run([threading.Thread(target=guarded(container)) for _ in range(WORKERS)])
-    stop_sweeping.set()
-    for thread in sweeping:
-        thread.join(timeout=60)
-    assert errors == []
+    crowd = Crowd()
+    crowd.run(
+        [container(local_stack, queue, rng, batch=(5, 25), published=published) for _ in range(WORKERS)],
+        [crowd.repeat(sweeper(local_stack, limit=50, sweeps=sweeps), 0.02) for _ in range(SWEEPERS)],
+    )
+    assert crowd.errors == []
     sweeps.append(release_expired_holds(admin, RecordingPublisher(), ShiftedClock(61), limit=10_000))
 
     # Then the inventory adds up, nothing is held any more, and no counter went wrong

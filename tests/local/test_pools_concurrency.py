@@ -1,5 +1,6 @@
 """Acceptance on DynamoDB Local behind the contention layer: two seat classes racing for the last
-seats of the capacity pool they share sell it exactly (docs/pools.md). Each class alone has seats
+seats of the capacity pool they share sell it exactly (docs/pools.md), with the pool as one item
+and sharded over 4 items (seats moving between them). Each class alone has seats
 for every request; only the pool bounds them. Every request is its own container, sent (and
 redelivered, as SQS would) until answered. DynamoDB Local's transactions are atomic under
 concurrency (moto's are not, so no race is judged on moto).
@@ -12,6 +13,7 @@ import threading
 import time
 import uuid
 from collections import Counter
+from typing import NoReturn
 
 import pytest
 
@@ -48,13 +50,26 @@ def _send_until_answered(
     raise AssertionError(f"{message.message_id} not answered after {MAX_ATTEMPTS} deliveries")
 
 
-def test_two_classes_racing_for_a_shared_pool_sell_it_exactly(local_stack: LocalStack) -> None:
+def _missing() -> NoReturn:
+    raise AssertionError("a winner's record is missing")
+
+
+@pytest.mark.parametrize(
+    ("pool_shards", "class_shards"), [(1, 1), (4, 4)], ids=["one-item-pool", "sharded-pool"]
+)
+def test_two_classes_racing_for_a_shared_pool_sell_it_exactly(
+    local_stack: LocalStack, pool_shards: int, class_shards: int
+) -> None:
+    # Sharded: the pool's seats are spread over 4 items (1 or 2 each) and the seated class over 4
+    # shards, so takes land on different pool items, which run dry and get seats moved in; the
+    # pool is resharded to 8 items during the race.
     event_id = f"pool-{uuid.uuid4().hex[:8]}"
     table = OperatorTable(local_stack.client("dynamodb"), local_stack.table_name)
-    table.create_pool(event_id, "hall", POOL_SEATS)
+    table.create_pool(event_id, "hall", POOL_SEATS, shards=pool_shards)
     classes = [SeatKey(event_id, "SEATED"), SeatKey(event_id, "STANDING")]
-    for key in classes:
-        table.create_seat_class(key, SENDERS, pools=["hall"])  # each class alone could serve all
+    for key, shards in zip(classes, [class_shards, 1], strict=True):
+        # each class alone could serve all
+        table.create_seat_class(key, SENDERS, pools=["hall"], shards=shards)
     settings = Settings(table_name=local_stack.table_name, outcomes_topic_arn="unused")
     messages = [
         QueueMessage(
@@ -76,7 +91,8 @@ def test_two_classes_racing_for_a_shared_pool_sell_it_exactly(local_stack: Local
     ]
     answers: dict[str, ReservationOutcome] = {}
     errors: list[BaseException] = []
-    start = threading.Barrier(len(messages))
+    resharding = pool_shards > 1
+    start = threading.Barrier(len(messages) + (1 if resharding else 0))
 
     def sender(message: QueueMessage) -> None:
         try:
@@ -86,7 +102,19 @@ def test_two_classes_racing_for_a_shared_pool_sell_it_exactly(local_stack: Local
         except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
             errors.append(exc)
 
+    def resharder() -> None:
+        # Sharded: an operator spreads the pool over 8 items while the race runs.
+        try:
+            start.wait()
+            OperatorTable(local_stack.client("dynamodb"), local_stack.table_name).reshard_pool(
+                event_id, "hall", 8
+            )
+        except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
+            errors.append(exc)
+
     threads = [threading.Thread(target=sender, args=(m,)) for m in messages]
+    if resharding:
+        threads.append(threading.Thread(target=resharder))
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -102,9 +130,21 @@ def test_two_classes_racing_for_a_shared_pool_sell_it_exactly(local_stack: Local
         a.reason.endswith("left in pool hall") for a in answers.values() if a.outcome is Outcome.SOLD_OUT
     )
     pool = table.get_pool(event_id, "hall")
-    assert pool is not None
+    assert pool is not None and pool.capacity == POOL_SEATS  # moves between its items keep it
+    assert len(pool.shards) == (8 if resharding else 0)
     views = table.get_event(event_id)
     assert (pool.available, pool.held + pool.sold) == (0, POOL_SEATS)
+    for item in pool.shards:  # each item of a sharded pool: its invariant, nothing negative
+        assert item.available + item.held + item.sold == item.capacity and item.available >= 0
+    taken_from = {
+        ref
+        for a in answers.values()
+        if a.outcome in (Outcome.CONFIRMED, Outcome.HELD)
+        for ref in (table.get_reservation_record(a.reservation_id) or _missing()).pools
+    }
+    # The records name the pool items their seats came off: several, when the pool is sharded.
+    assert len(taken_from) == pool_shards or (pool_shards > 1 and len(taken_from) > 1), taken_from
+    print("pool items", [(s.shard, s.capacity, s.sold + s.held) for s in pool.shards], sorted(taken_from))
     assert pool.held == sum(v.held for v in views) == outcomes[Outcome.HELD]
     assert pool.sold == sum(v.sold for v in views) == outcomes[Outcome.CONFIRMED]
 

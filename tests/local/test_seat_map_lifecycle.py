@@ -13,28 +13,22 @@ from __future__ import annotations
 
 import json
 import random
-import threading
-import time
 import uuid
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from seat_inventory.dal.seat_rows import SaleRules
-from seat_inventory.logic.inventory_hints import InventoryHints
-from seat_inventory.logic.reserve_seats import QueueMessage, reserve_seats
+from seat_inventory.logic.reserve_seats import QueueMessage
 from seat_inventory.logic.seat_map import load_file
 from seat_inventory.logic.sweep_holds import SweepResult, release_expired_holds
 from seat_inventory.models import Outcome, ReservationOutcome, ReservationRecord, SeatKey, SeatState
-from seat_inventory.settings import Settings
-from seat_inventory.wiring import SystemClock
 from seat_tools.local.stack import LocalStack
 from seat_tools.operator_commands import OperatorTable
 from tests.fakes import RecordingPublisher
-from tests.local.test_lifecycle_concurrency import Delivery, ShiftedClock, _run
+from tests.local.crowd import Crowd, Delivery, ShiftedClock, container, sweeper
 
 pytestmark = pytest.mark.local_stack
 
@@ -95,55 +89,15 @@ def test_a_concurrent_lifecycle_on_a_seat_map_keeps_seats_and_records_in_step(
     )
     deliveries, ids = _messages(event_id, f"r-{run_id}", free_seats, rng)
     queue = Delivery(list(deliveries))
-    settings = Settings(table_name=local_stack.table_name, outcomes_topic_arn="unused")
     published: list[ReservationOutcome] = []
     sweeps: list[SweepResult] = []
-    errors: list[BaseException] = []
-    stop_sweeping = threading.Event()
 
-    def guarded(work: Callable[[], None]) -> Callable[[], None]:
-        def run() -> None:
-            try:
-                work()
-            except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
-                errors.append(exc)
-                stop_sweeping.set()
-
-        return run
-
-    def container() -> None:
-        table = OperatorTable(local_stack.client("dynamodb"), local_stack.table_name)
-        hints, clock = InventoryHints(), SystemClock()
-        while (batch := queue.take(rng.randint(3, 10))) is not None:
-            if not batch:
-                time.sleep(0.01)
-                continue
-            publisher = RecordingPublisher()
-            try:
-                result = reserve_seats(
-                    batch, store=table, publisher=publisher, settings=settings, clock=clock, hints=hints
-                )
-            except BaseException:
-                queue.done(batch)
-                raise
-            published.extend(publisher.published)
-            failed = set(result.failed_message_ids)
-            queue.done([m for m in batch if m.message_id in failed])
-
-    def sweeper() -> None:
-        table = OperatorTable(local_stack.client("dynamodb"), local_stack.table_name)
-        while not stop_sweeping.is_set():
-            sweeps.append(release_expired_holds(table, RecordingPublisher(), ShiftedClock(61), limit=50))
-            time.sleep(0.02)
-
-    sweeping = [threading.Thread(target=guarded(sweeper)) for _ in range(SWEEPERS)]
-    for thread in sweeping:
-        thread.start()
-    _run([threading.Thread(target=guarded(container)) for _ in range(WORKERS)])
-    stop_sweeping.set()
-    for thread in sweeping:
-        thread.join(timeout=60)
-    assert errors == []
+    crowd = Crowd()
+    crowd.run(
+        [container(local_stack, queue, rng, batch=(3, 10), published=published) for _ in range(WORKERS)],
+        [crowd.repeat(sweeper(local_stack, limit=50, sweeps=sweeps), 0.02) for _ in range(SWEEPERS)],
+    )
+    assert crowd.errors == []
     sweeps.append(release_expired_holds(admin, RecordingPublisher(), ShiftedClock(61), limit=10_000))
 
     records = admin.read_reservations(sorted(ids))

@@ -12,24 +12,20 @@ from __future__ import annotations
 
 import json
 import random
-import threading
-import time
 import uuid
 from collections import Counter, defaultdict
 from collections.abc import Callable
 
 import pytest
 
-from seat_inventory.logic.inventory_hints import InventoryHints
-from seat_inventory.logic.reserve_seats import QueueMessage, reserve_seats
+from seat_inventory.logic.reserve_seats import QueueMessage
 from seat_inventory.logic.sweep_holds import SweepResult, release_expired_holds
 from seat_inventory.models import Outcome, RequestType, ReservationOutcome, SeatClassInventory, SeatKey
-from seat_inventory.settings import Settings
-from seat_inventory.wiring import SystemClock
 from seat_tools.local.stack import LocalStack
 from seat_tools.operator_commands import OperatorTable
 from tests.fakes import RecordingPublisher
-from tests.local.test_lifecycle_concurrency import Delivery, ShiftedClock, _messages, _run
+from tests.local.crowd import Crowd, Delivery, ShiftedClock, container, sweeper
+from tests.local.test_lifecycle_concurrency import _messages
 
 pytestmark = pytest.mark.local_stack
 
@@ -48,53 +44,17 @@ def _assert_shards_consistent(view: SeatClassInventory | None, capacity: int) ->
     return view
 
 
-def _containers(
-    local_stack: LocalStack,
-    queue: Delivery,
-    published: list[ReservationOutcome],
-    errors: list[BaseException],
-    rng: random.Random,
-) -> list[threading.Thread]:
-    settings = Settings(table_name=local_stack.table_name, outcomes_topic_arn="unused")
+def _resharder(admin: OperatorTable, key: SeatKey, counts: list[int], crowd: Crowd) -> Callable[[], None]:
+    """Background work: reshards the class to each of `counts` in turn, 50 ms apart, while the
+    containers sell."""
 
-    def container() -> None:
-        try:
-            table = OperatorTable(local_stack.client("dynamodb"), local_stack.table_name)
-            hints, clock = InventoryHints(), SystemClock()
-            while (batch := queue.take(rng.randint(5, 40))) is not None:
-                if not batch:
-                    time.sleep(0.01)
-                    continue
-                publisher = RecordingPublisher()
-                try:
-                    result = reserve_seats(
-                        batch, store=table, publisher=publisher, settings=settings, clock=clock, hints=hints
-                    )
-                except BaseException:
-                    queue.done(batch)
-                    raise
-                published.extend(publisher.published)
-                failed = set(result.failed_message_ids)
-                queue.done([m for m in batch if m.message_id in failed])
-        except BaseException as exc:  # noqa: BLE001 - reported by the assertion in the test
-            errors.append(exc)
-
-    return [threading.Thread(target=container) for _ in range(WORKERS)]
-
-
-def _resharder(
-    admin: OperatorTable, key: SeatKey, counts: list[int], errors: list[BaseException], done: threading.Event
-) -> threading.Thread:
     def reshard() -> None:
-        try:
-            for shards in counts:
-                if done.wait(0.05):
-                    return
-                admin.reshard(key, shards)
-        except BaseException as exc:  # noqa: BLE001 - reported by the assertion in the test
-            errors.append(exc)
+        for shards in counts:
+            if crowd.finished.wait(0.05):
+                return
+            admin.reshard(key, shards)
 
-    return threading.Thread(target=reshard)
+    return reshard
 
 
 @pytest.mark.parametrize("shards", [4, 16])
@@ -119,16 +79,14 @@ def test_concurrent_containers_sell_exactly_the_capacity_over_k_shards(
     rng.shuffle(deliveries)
     queue = Delivery(list(deliveries))
     published: list[ReservationOutcome] = []
-    errors: list[BaseException] = []
-    done = threading.Event()
 
     # When eight containers sell while the class is resharded twice
-    resharder = _resharder(admin, key, [shards * 2 if shards < 16 else 8, 3], errors, done)
-    resharder.start()
-    _run(_containers(local_stack, queue, published, errors, rng))
-    done.set()
-    resharder.join(timeout=60)
-    assert errors == []
+    crowd = Crowd()
+    crowd.run(
+        [container(local_stack, queue, rng, batch=(5, 40), published=published) for _ in range(WORKERS)],
+        [_resharder(admin, key, [shards * 2 if shards < 16 else 8, 3], crowd)],
+    )
+    assert crowd.errors == []
 
     # Then exactly the capacity is sold, on shards that each add up, and nothing is left anywhere
     view = _assert_shards_consistent(admin.read_inventory(key), CAPACITY)
@@ -164,28 +122,18 @@ def test_a_concurrent_lifecycle_over_shards_keeps_every_seat_and_applies_each_ch
     queue = Delivery(list(deliveries))
     published: list[ReservationOutcome] = []
     sweeps: list[SweepResult] = []
-    errors: list[BaseException] = []
-    done = threading.Event()
-
-    def sweeper() -> None:
-        try:
-            table = OperatorTable(local_stack.client("dynamodb"), local_stack.table_name)
-            while not done.is_set():
-                sweeps.append(release_expired_holds(table, RecordingPublisher(), ShiftedClock(61), limit=50))
-                time.sleep(0.02)
-        except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
-            errors.append(exc)
 
     # When containers, two sweepers and a resharder run at the same time
-    background: list[threading.Thread] = [threading.Thread(target=sweeper) for _ in range(2)]
-    background.append(_resharder(admin, key, [9, 2, 6], errors, done))
-    for thread in background:
-        thread.start()
-    _run(_containers(local_stack, queue, published, errors, rng))
-    done.set()
-    for thread in background:
-        thread.join(timeout=60)
-    assert errors == []
+    crowd = Crowd()
+    crowd.run(
+        [container(local_stack, queue, rng, batch=(5, 40), published=published) for _ in range(WORKERS)],
+        [
+            crowd.repeat(sweeper(local_stack, limit=50, sweeps=sweeps), 0.02),
+            crowd.repeat(sweeper(local_stack, limit=50, sweeps=sweeps), 0.02),
+            _resharder(admin, key, [9, 2, 6], crowd),
+        ],
+    )
+    assert crowd.errors == []
     sweeps.append(release_expired_holds(admin, RecordingPublisher(), ShiftedClock(61), limit=10_000))
 
     # Then every shard adds up, nothing is held, sold equals the confirmed records

@@ -11,26 +11,21 @@ from __future__ import annotations
 
 import json
 import random
-import threading
-import time
 import uuid
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from seat_inventory.logic.inventory_hints import InventoryHints
 from seat_inventory.logic.issue_tickets import IssueResult, issue_tickets
-from seat_inventory.logic.reserve_seats import QueueMessage, reserve_seats
-from seat_inventory.logic.sweep_holds import release_expired_holds
+from seat_inventory.logic.reserve_seats import QueueMessage
 from seat_inventory.models import Outcome, ReservationOutcome, SeatKey, TicketFormat
-from seat_inventory.settings import Settings
 from seat_inventory.wiring import SystemClock
 from seat_tools.local.stack import LocalStack
 from seat_tools.operator_commands import OperatorTable
 from seat_tools.ticket_reports import audit_event
 from tests.fakes import RecordingPublisher
-from tests.local.test_lifecycle_concurrency import Delivery, ShiftedClock
+from tests.local.crowd import Crowd, Delivery, container, sweeper
 
 pytestmark = pytest.mark.local_stack
 
@@ -69,7 +64,7 @@ def _messages(event_id: str, prefix: str, rng: random.Random) -> list[QueueMessa
 
 
 @pytest.mark.parametrize("series", [1, 3])
-def test_two_issuers_racing_during_a_sale_leave_every_series_gapless(  # noqa: C901, PLR0915 - one scenario, read top to bottom
+def test_two_issuers_racing_during_a_sale_leave_every_series_gapless(
     local_stack: LocalStack, series: int
 ) -> None:
     rng = random.Random(20260523 + series)
@@ -80,75 +75,28 @@ def test_two_issuers_racing_during_a_sale_leave_every_series_gapless(  # noqa: C
         admin.create_seat_class(SeatKey(event_id, seat_class), CAPACITY // 2)
     assert admin.write_ticket_format(event_id, TicketFormat(series=series, prefix="T-"))
     queue = Delivery(_messages(event_id, f"r-{run_id}", rng))
-    settings = Settings(table_name=local_stack.table_name, outcomes_topic_arn="unused")
     ticketed: list[ReservationOutcome] = []
     rounds: list[IssueResult] = []
-    errors: list[BaseException] = []
-    selling_done = threading.Event()
-
-    def guarded(work: Callable[[], None]) -> Callable[[], None]:
-        def run() -> None:
-            try:
-                work()
-            except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
-                errors.append(exc)
-                selling_done.set()
-
-        return run
-
-    def container() -> None:
-        table = OperatorTable(local_stack.client("dynamodb"), local_stack.table_name)
-        hints, clock = InventoryHints(), SystemClock()
-        while (batch := queue.take(rng.randint(5, 20))) is not None:
-            if not batch:
-                time.sleep(0.01)
-                continue
-            try:
-                result = reserve_seats(
-                    batch,
-                    store=table,
-                    publisher=RecordingPublisher(),
-                    settings=settings,
-                    clock=clock,
-                    hints=hints,
-                )
-            except BaseException:
-                queue.done(batch)
-                raise
-            failed = set(result.failed_message_ids)
-            queue.done([m for m in batch if m.message_id in failed])
 
     def issuer(batch_size: int) -> Callable[[], None]:
-        def run() -> None:
-            table = OperatorTable(local_stack.client("dynamodb"), local_stack.table_name)
-            while not selling_done.is_set():
-                publisher = RecordingPublisher()
-                rounds.append(issue_tickets(table, publisher, SystemClock(), limit=60, batch_size=batch_size))
-                ticketed.extend(publisher.published)
-                time.sleep(0.02)
-
-        return run
-
-    def sweeper() -> None:
         table = OperatorTable(local_stack.client("dynamodb"), local_stack.table_name)
-        while not selling_done.is_set():
-            release_expired_holds(table, RecordingPublisher(), ShiftedClock(61), limit=30)
-            time.sleep(0.05)
 
-    background = [threading.Thread(target=guarded(issuer(size))) for size in (7, 98)[:ISSUERS]]
-    background.append(threading.Thread(target=guarded(sweeper)))
-    for thread in background:
-        thread.start()
-    workers = [threading.Thread(target=guarded(container)) for _ in range(WORKERS)]
-    for thread in workers:
-        thread.start()
-    for thread in workers:
-        thread.join(timeout=300)
-        assert not thread.is_alive(), "a worker did not finish"
-    selling_done.set()
-    for thread in background:
-        thread.join(timeout=120)
-    assert errors == []
+        def issue() -> None:
+            publisher = RecordingPublisher()
+            rounds.append(issue_tickets(table, publisher, SystemClock(), limit=60, batch_size=batch_size))
+            ticketed.extend(publisher.published)
+
+        return issue
+
+    crowd = Crowd()
+    crowd.run(
+        [container(local_stack, queue, rng, batch=(5, 20)) for _ in range(WORKERS)],
+        [
+            *(crowd.repeat(issuer(size), 0.02) for size in (7, 98)[:ISSUERS]),
+            crowd.repeat(sweeper(local_stack, limit=30), 0.05),
+        ],
+    )
+    assert crowd.errors == []
 
     # a last drain, as the next scheduled run would
     for _ in range(20):

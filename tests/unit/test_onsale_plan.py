@@ -110,8 +110,9 @@ def test_beyond_64_containers_one_class_cannot_keep_up() -> None:
     # 60,000 / 800 = 75 containers, but a class has at most 64 items
     assert plan.item("maximum_concurrency").value == 75
     assert plan.item("shards").value == MAX_SHARDS
-    assert len(plan.problems) == 1 and "75 containers on one seat class" in plan.problems[0]
+    assert "75 containers on one seat class" in plan.problems[0]
     assert "51,200/s" in plan.problems[0]
+    assert len(plan.problems) == 2 and "the ticket issuer numbers at most 64" in plan.problems[1]
 
 
 def test_beyond_1000_containers_one_event_source_mapping_cannot_keep_up() -> None:
@@ -287,3 +288,13 @@ def test_check_needs_a_stack(monkeypatch: pytest.MonkeyPatch) -> None:
     result = CliRunner().invoke(cli, ["onsale", "check", "--event", "concert"])
     assert result.exit_code == 2
     assert "no stack: pass --stack-name (or set SEATS_STACK_NAME)" in result.output
+
+
+def test_the_plan_numbers_tickets_in_a_series_per_600_a_second_up_to_what_the_issuer_runs_at_once() -> None:
+    assert plan_sale(SaleInputs(300)).item("ticket_series").value == "1 / 1"
+    assert plan_sale(SaleInputs(6_001)).item("ticket_series").value == "11 / 11"  # 10.002 -> 11
+    assert plan_sale(SaleInputs(40_000)).item("ticket_series").value == "64 / 64"  # 66.7, capped
+    assert not any("ticket issuer" in p for p in plan_sale(SaleInputs(40_000)).problems)
+    # 64 series x 820 a second = 52,480: past that, numbers fall behind the sale
+    late = plan_sale(SaleInputs(52_481)).problems
+    assert any("ticket issuer numbers at most 64 series at once, about 52,480/s" in p for p in late)

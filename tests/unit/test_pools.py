@@ -7,6 +7,7 @@ test drives random pools, classes, reserves, holds, confirms, cancels, expiries 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 
@@ -15,7 +16,7 @@ import pytest
 from seat_inventory.logic.inventory_hints import InventoryHints
 from seat_inventory.logic.reserve_seats import QueueMessage, reserve_seats
 from seat_inventory.logic.sweep_holds import release_expired_holds
-from seat_inventory.models import Outcome, SaleStatus, SeatKey, StoreInconsistency
+from seat_inventory.models import Outcome, SaleStatus, SeatKey, StoreInconsistency, pool_ref, split_pool_ref
 from seat_inventory.settings import Settings
 from tests.fakes import FakeClock, InMemoryInventoryStore, RecordingPublisher
 
@@ -175,7 +176,7 @@ def test_the_planner_raises_a_store_inconsistency_for_a_missing_pool(store) -> N
 # --- model-based --------------------------------------------------------------------------------
 
 
-def check_counts(store: InMemoryInventoryStore) -> None:
+def check_counts(store: InMemoryInventoryStore, capacities: dict[tuple[str, str], int] | None = None) -> None:
     """Every class's and pool's counts equal its live records; no pool over its capacity."""
     held: dict[object, int] = {}
     sold: dict[object, int] = {}
@@ -185,6 +186,7 @@ def check_counts(store: InMemoryInventoryStore) -> None:
         if record.status not in (Outcome.HELD, Outcome.CONFIRMED):
             continue
         tally = held if record.status is Outcome.HELD else sold
+        # Each record names the pool item its seats came off (`P#n` for item n of a sharded pool).
         owners: list[object] = [record.seat_key, *(("pool", p) for p in record.pools)]
         for owner in owners:
             tally[owner] = tally.get(owner, 0) + record.quantity
@@ -199,26 +201,40 @@ def check_counts(store: InMemoryInventoryStore) -> None:
                 and record.seat_key == key
                 and record.status in (Outcome.HELD, Outcome.CONFIRMED)
             ):
-                assert set(record.pools) == expected_pools
-    for (_, name), pool in store.pools.items():
-        owner = ("pool", name)
-        assert (pool.held, pool.sold) == (held.get(owner, 0), sold.get(owner, 0)), name
+                assert {split_pool_ref(p)[0] for p in record.pools} == expected_pools
+    for (_, ref), pool in store.pools.items():
+        owner = ("pool", ref)
+        assert (pool.held, pool.sold) == (held.get(owner, 0), sold.get(owner, 0)), ref
         assert pool.available + pool.held + pool.sold == pool.capacity
         assert 0 <= pool.available <= pool.capacity
+    for (event_id, ref), capacity in (capacities or {}).items():
+        # A pool as a whole (the sum of its items) keeps its capacity: moves only shift seats.
+        whole = store.pool(event_id, ref)
+        assert whole is not None and whole.capacity == capacity, ref
+        assert whole.held + whole.sold <= capacity
 
 
+@pytest.mark.parametrize("sharded", [False, True], ids=["one-item", "sharded"])
 @pytest.mark.parametrize("seed", range(12))
-def test_random_pools_classes_and_lifecycles_keep_every_count_equal_to_the_records(seed: int) -> None:
+def test_random_pools_classes_and_lifecycles_keep_every_count_equal_to_the_records(
+    seed: int, sharded: bool
+) -> None:
+    # Sharded: every pool is split over 1 to 4 items and every class over 1 to 8, with more
+    # containers, so that takes land on different pool items and seats move between them.
     rng = random.Random(seed)
     store = InMemoryInventoryStore()
     pools = [f"p{n}" for n in range(rng.randint(1, 3))]
+    capacities: dict[tuple[str, str], int] = {}
     for name in pools:
-        store.add_pool("e-1", name, rng.randint(3, 15))
+        capacities[("e-1", name)] = rng.randint(3, 15) * (3 if sharded else 1)
+        store.add_pool("e-1", name, capacities[("e-1", name)], shards=rng.choice([1, 2, 4]) if sharded else 1)
     classes = [f"C{n}" for n in range(rng.randint(2, 4))]
     for name in classes:
-        store.add_event("e-1", rng.randint(2, 12), name, pools=rng.sample(pools, rng.randint(0, len(pools))))
+        members = rng.sample(pools, rng.randint(0, len(pools)))
+        shards = rng.choice([1, 2, 4, 8]) if sharded else 1
+        store.add_event("e-1", rng.randint(2, 12) * (3 if sharded else 1), name, shards=shards, pools=members)
     clock = FakeClock(time=NOW)
-    containers = [Container(store, clock) for _ in range(2)]
+    containers = [Container(store, clock) for _ in range(4 if sharded else 2)]
     sent: list[QueueMessage] = []
     n = 0
     for _ in range(40):
@@ -253,7 +269,11 @@ def test_random_pools_classes_and_lifecycles_keep_every_count_equal_to_the_recor
             name = rng.choice(pools)
             status = rng.choice([SaleStatus.OPEN, SaleStatus.CLOSED])
             store.change_pool("e-1", name, sale_status=status)
-        check_counts(store)
+        if sharded and rng.random() < 0.1:
+            # An operator spreads a pool over more items during the sale (held and sold stay).
+            name = rng.choice(pools)
+            store.reshard_pool("e-1", name, min(8, 2 * store.pools[("e-1", name)].shard_count))
+        check_counts(store, capacities)
     sold = sum(p.sold for p in store.pools.values())
     assert sold >= 0
 
@@ -367,3 +387,114 @@ def test_after_a_pool_sells_out_the_next_groups_read_it_instead_of_a_doomed_writ
     assert container.answer("m-5").reason == "requested 1 seat(s), 0 left in pool weekend"
     assert other.answer("m-7").reason == "requested 1 seat(s), 0 left in pool weekend"
     assert pool_seats(store) == (0, 0, 10)
+
+
+# --- sharded pools (docs/pools.md, "Sharded pools") ------------------------------------------------
+
+
+def _counting_refusals(store: InMemoryInventoryStore) -> list[object]:
+    refusals: list[object] = []
+    commit = store.commit_outcomes
+
+    def counting(write):
+        refused = commit(write)
+        if refused is not None and refused.pools_refused:
+            refusals.append(refused)
+        return refused
+
+    store.commit_outcomes = counting  # type: ignore[method-assign]
+    return refusals
+
+
+def test_a_take_from_class_shard_s_writes_pool_item_s_mod_k_from_the_first_write() -> None:
+    # Given a hall of 16 seats over 4 items and a class over 8 shards, never seen by the container
+    store = InMemoryInventoryStore()
+    store.add_pool("e-1", "hall", 16, shards=4)
+    store.add_event("e-1", 40, "FLOOR", shards=8, pools=["hall"])
+    refusals = _counting_refusals(store)
+    container = Container(store, FakeClock(time=NOW))
+
+    # When it takes seats in three groups
+    for n in range(3):
+        container.run(take(n, "FLOOR", 1))
+
+    # Then each record names pool item (class shard mod 4), and no write was refused
+    for n in range(3):
+        record = store.record(f"r-{n}")
+        assert record is not None
+        assert record.pools == (pool_ref("hall", record.shard % 4),)
+    assert refusals == []
+    check_counts(store, {("e-1", "hall"): 16})
+
+
+def test_a_short_pool_item_gets_seats_moved_in_and_only_the_whole_pool_refuses() -> None:
+    # Given a hall of 8 seats over 4 items (2 each) and a class of one item: it writes item 0
+    store = InMemoryInventoryStore()
+    store.add_pool("e-1", "hall", 8, shards=4)
+    store.add_event("e-1", 40, "FLOOR", pools=["hall"])
+    container = Container(store, FakeClock(time=NOW))
+
+    # When it asks 5 seats (item 0 has 2), then 4 (the pool has 3 left), then 3
+    answers = []
+    for n, quantity in ((1, 5), (2, 4), (3, 3)):
+        container.run(take(n, "FLOOR", quantity))
+        answers.append(container.answer(f"m-{n}"))
+
+    # Then the 5 and the 3 are taken with seats moved into item 0; the 4 is refused by the pool
+    # as a whole, naming it; the pool kept its capacity and every seat is on item 0's records
+    assert [a.outcome for a in answers] == [Outcome.CONFIRMED, Outcome.SOLD_OUT, Outcome.CONFIRMED]
+    assert answers[1].reason == "requested 4 seat(s), 3 left in pool hall"
+    pool = store.pool("e-1", "hall")
+    assert pool is not None and (pool.capacity, pool.available, pool.sold) == (8, 0, 8)
+    assert [s.capacity for s in pool.shards] == [8, 0, 0, 0]
+    check_counts(store, {("e-1", "hall"): 8})
+
+
+def test_a_donor_that_sold_meanwhile_refuses_the_move_and_the_group_is_planned_again() -> None:
+    # Given a hall of 8 over 4 items and a class of one item asking 5 seats (item 0 has 2)
+    store = InMemoryInventoryStore()
+    store.add_pool("e-1", "hall", 8, shards=4)
+    store.add_event("e-1", 40, "FLOOR", pools=["hall"])
+    refusals = _counting_refusals(store)
+    container = Container(store, FakeClock(time=NOW))
+
+    def another_container_sells_item_1() -> None:
+        key = ("e-1", "hall#1")
+        item = store.pools[key]
+        store.pools[key] = dataclasses.replace(item, available=0, sold=item.sold + item.available)
+
+    # Its first write moves seats, planned from the whole read a class never seen starts with.
+    store.before_commit = another_container_sells_item_1
+
+    # When it runs (another container sells item 1's 2 seats just before the move)
+    container.run(take(1, "FLOOR", 5))
+
+    # Then the move from item 1 is refused, the pool is read again and the 5 seats are taken
+    # with seats moved from the items that still have them: no seat taken twice
+    assert container.answer("m-1").outcome is Outcome.CONFIRMED
+    pool = store.pool("e-1", "hall")
+    assert pool is not None and (pool.capacity, pool.available, pool.sold) == (8, 1, 7)
+    assert all(s.available >= 0 for s in pool.shards)
+    assert len(refusals) == 1 and refusals[0].pools_refused["hall"].shard == 1  # type: ignore[attr-defined]
+
+
+def test_one_pool_item_refusing_is_never_a_sold_out_the_pool_is_read_whole_first() -> None:
+    # Given two containers of a class of one item (both write pool item 0 of a hall of 8 over 4)
+    store = InMemoryInventoryStore()
+    store.add_pool("e-1", "hall", 8, shards=4)
+    store.add_event("e-1", 40, "FLOOR", pools=["hall"])
+    refusals = _counting_refusals(store)
+    first, other = Container(store, FakeClock(time=NOW)), Container(store, FakeClock(time=NOW))
+    first.run(take(1, "FLOOR", 1))  # it has seen the class and its pool: 7 seats to sell
+    other.run(take(2, "FLOOR", 1))  # item 0 is now empty
+
+    # When the first container takes 2 more (its hint says 7: it writes item 0 straight away)
+    first.run(take(3, "FLOOR", 2))
+
+    # Then item 0 alone refused, the pool was read whole, and 2 seats moved in: CONFIRMED
+    assert len(refusals) == 1
+    assert refusals[0].pools_refused["hall"].complete is False  # type: ignore[attr-defined]
+    assert first.answer("m-3").outcome is Outcome.CONFIRMED
+    record = store.record("r-3")
+    assert record is not None and record.pools == ("hall",)
+    check_counts(store, {("e-1", "hall"): 8})

@@ -631,3 +631,26 @@ def test_a_throttled_rejection_put_is_sent_again_after_botocores_back_off() -> N
     assert table.write_retries >= 4 and table.requests["PutItem"] == 14 + table.write_retries
     assert table.model.counters().write_units_consumed == 14  # the throttled attempts cost nothing
     assert 0.0 < elapsed < 4.0
+
+
+def test_a_pool_of_one_item_brings_back_the_one_item_ceiling_and_a_sharded_one_does_not() -> None:
+    # docs/pools.md, "Sharded pools": every sale also takes its seat from a pool of as many seats
+    plain = simulate(containers=8, requests=4000, shards=8, seed=2)
+    one_item = simulate(containers=8, requests=4000, shards=8, pool_shards=1, seed=2)
+    sharded = simulate(containers=8, requests=4000, shards=8, pool_shards=8, seed=2)
+    for figures in (plain, one_item, sharded):
+        assert figures["invariants"] == "ok" and figures["confirmed_reservations"] == 4000
+    # The pool of one item is written by every take: conflicts; its items spread them again.
+    assert one_item["transactions_cancelled"].get("TransactionConflict", 0) > 4 * max(
+        1, sharded["transactions_cancelled"].get("TransactionConflict", 0)
+    )
+    # (Seed 2: 1,024 confirmed/s without a pool, 651 on one pool item, 1,142 on 8.)
+    assert sharded["confirmed_per_s"] >= 0.9 * plain["confirmed_per_s"]
+    assert one_item["confirmed_per_s"] < 0.7 * sharded["confirmed_per_s"]
+
+
+def test_simulate_refuses_pool_shards_with_a_seat_map() -> None:
+    result = CliRunner().invoke(
+        cli, ["simulate", "--seat-map", "examples/seat_maps/club.csv", "--pool-shards", "2"]
+    )
+    assert result.exit_code != 0 and "--pool-shards" in result.output

@@ -19,9 +19,11 @@ from seat_inventory.dal.items import (
     inventory_key,
     pool_from_item,
     pool_key,
+    pool_view,
     survey_from_item,
 )
 from seat_inventory.models import (
+    PoolInventory,
     RetryableError,
     SeatClassInventory,
     SeatKey,
@@ -84,8 +86,9 @@ class TableAccess:
         if counters is not None:
             head = dataclasses.replace(head, counters=counters)
         if not whole:
-            # A class of one item read alone is read whole: with its pools.
-            return self._with_pools(head) if head.complete else head
+            # A class of one item read alone is read whole: with its pools. Shard 0 of a sharded
+            # class alone comes with the first item of each pool (how many items it has, to route).
+            return self._with_pools(head, whole=head.complete)
         for attempt in range(SHARDED_READ_ATTEMPTS):
             if head.complete:
                 return self._with_pools(head)
@@ -139,10 +142,14 @@ class TableAccess:
                 seats[wanted[item_key]] = int(item["seats"]["N"]) if "seats" in item else 0
         return head, tuple(seats.items())
 
-    def _with_pools(self, view: SeatClassInventory) -> SeatClassInventory:
+    def _with_pools(self, view: SeatClassInventory, *, whole: bool = True) -> SeatClassInventory:
         """A class in capacity pools (docs/pools.md) with its pool items, each read strongly
         consistently in one `BatchGetItem` (each an observation of its own; a missing pool is
-        absent). Unprocessed keys are asked again; still unprocessed, the read is retried."""
+        absent). Unprocessed keys are asked again; still unprocessed, the read is retried.
+
+        A sharded pool's first item tells how many it has; `whole`, the pool is then read in one
+        `TransactGetItems` of all of them (a snapshot: its totals decide a refusal), otherwise it
+        stays that item alone (not `complete`: it routes, and never decides a refusal)."""
         if not view.pools:
             return view
         request: dict[str, Any] = {
@@ -158,9 +165,40 @@ class TableAccess:
             request = response.get("UnprocessedKeys") or {}
             if not request:
                 pools = sorted((pool_from_item(item) for item in found), key=lambda p: p.pool)
+                if whole:
+                    pools = [self._whole_pool(p) for p in pools]
                 return dataclasses.replace(view, pool_items=tuple(pools))
             self._sleep(SHARDED_READ_BACKOFF_SECONDS * 2**attempt)
         raise RetryableError(f"the pools of {view.key} stayed unprocessed")
+
+    def _whole_pool(self, head: PoolInventory) -> PoolInventory:
+        """A sharded pool read in one `TransactGetItems` of all its items (a snapshot: seats moving
+        between its items are counted once); a transaction in flight on one of them cancels the
+        read, which is made again a few times, then raised as a conflict."""
+        if head.complete:
+            return head
+        gets: list[dict[str, Any]] = [
+            {"Get": {"TableName": self._table_name, "Key": pool_key(head.event_id, head.pool, shard)}}
+            for shard in range(head.shard_count)
+        ]
+        for attempt in range(SHARDED_READ_ATTEMPTS):
+            try:
+                answer = call_expecting(
+                    TRANSACTION_CANCELED, self._client.transact_get_items, TransactItems=gets
+                )
+                if isinstance(answer, ClientError):
+                    cancellation_reasons(answer, len(gets))
+                    raise RuntimeError("TransactGetItems cancelled without a reason") from answer
+            except TransactionConflict:
+                self._sleep(SHARDED_READ_BACKOFF_SECONDS * 2**attempt)
+                continue
+            items = [response.get("Item") for response in answer.get("Responses", [])]
+            if len(items) != head.shard_count or not all(items):
+                raise StoreInconsistency(
+                    f"pool {head.pool} of {head.event_id} lists {head.shard_count} items; not all exist"
+                )
+            return pool_view([dict(item) for item in items if item])
+        raise TransactionConflict(f"the items of pool {head.pool} of {head.event_id} stayed in use")
 
     def survey_shards(self, key: SeatKey, shard_items: int) -> list[ShardSurvey]:
         """Each shard item read strongly consistently on its own, in one `BatchGetItem`: never

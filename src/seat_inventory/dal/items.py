@@ -14,6 +14,7 @@ Single-table layout (table keys `pk`, `sk`; TTL attribute `expires_at`; sparse i
 | ticket ledger batch  | `LEDGER#<event_id>#<series>`             | `FIRST#<first, 12 digits>` |
 | admission token use  | `ADMISSION#<token id>`                   | `TOKEN`         |
 | capacity pool        | `EVENT#<event_id>`                       | `POOL#<pool>`   |
+| pool shard n (1-63)  | `EVENT#<event_id>#SHARD#<n>`             | `POOL#<pool>`   |
 
 Customer counters were under `pk EVENT#<event_id>`, `sk CUSTOMER#<class>#<customer>` until
 this layout (one partition key each, off the event's hot partition); docs/contention.md says how
@@ -31,9 +32,11 @@ to migrate them.
 - admission token use: reservation_id (the reservation that spent it), expires_at (TTL: a day
   after the token's own expiry);
 - capacity pool (docs/pools.md): pool, event_id, capacity, available, held, sold; optional
-  sale_status; version and recent_operations (operator changes, exactly once); a seat class
+  sale_status; version and recent_operations (operator changes, exactly once); a sharded pool
+  has `shard_count` on every item (absent = 1) and `shard` on items n > 0; a seat class
   that belongs to pools has `pool_names` (S, the pool names joined by commas, sorted) on every
-  shard item, and so has every record whose seats came from them;
+  shard item, and so has every record whose seats came from them (there, an item n > 0 of a
+  sharded pool is named `<pool>#<n>`, `models.pool_ref`);
 - customer counter: seats (taken while the class had a per-customer limit);
 - reservation record: the answer given (outcome, reason, ...), its current status, request_type;
   a hold's hold_expires_at; customer_counted when its seats count against a limit; `shard`
@@ -78,6 +81,7 @@ from seat_inventory.models import (
     SeatKey,
     ShardSeats,
     ShardSurvey,
+    split_pool_ref,
 )
 
 INVENTORY_PREFIX = "EVENT#"
@@ -124,9 +128,16 @@ def inventory_key(key: SeatKey, shard: int = 0) -> dict[str, Any]:
     return {"pk": {"S": pk}, "sk": {"S": CLASS_PREFIX + key.seat_class}}
 
 
-def pool_key(event_id: str, pool: str) -> dict[str, Any]:
-    """The item of one capacity pool: beside the event's seat classes (docs/pools.md)."""
-    return {"pk": {"S": INVENTORY_PREFIX + event_id}, "sk": {"S": POOL_PREFIX + pool}}
+def pool_key(event_id: str, pool: str, shard: int = 0) -> dict[str, Any]:
+    """The item of one capacity pool (shard 0), or of its shard `shard`: beside the event's seat
+    classes, laid out like a class's shard items (docs/pools.md)."""
+    pk = INVENTORY_PREFIX + event_id + (f"{SHARD_MARK}{shard}" if shard else "")
+    return {"pk": {"S": pk}, "sk": {"S": POOL_PREFIX + pool}}
+
+
+def pool_ref_key(event_id: str, ref: str) -> dict[str, Any]:
+    """The pool item a record's pool entry names (`models.pool_ref`)."""
+    return pool_key(event_id, *split_pool_ref(ref))
 
 
 def pool_names_value(pools: Sequence[str]) -> dict[str, str]:
@@ -148,6 +159,22 @@ def pool_from_item(item: Mapping[str, Any]) -> PoolInventory:
         sold=_optional_int(item, "sold") or 0,
         sale_status=SaleStatus(_optional_text(item, "sale_status") or SaleStatus.OPEN.value),
         version=_optional_int(item, "version") or 0,
+        shard=_optional_int(item, "shard") or 0,
+        shard_count=_optional_int(item, "shard_count") or 1,
+    )
+
+
+def pool_view(items: Sequence[Mapping[str, Any]]) -> PoolInventory:
+    """A sharded pool from every one of its items read at once: the totals, each item in `shards`."""
+    parts = sorted((pool_from_item(item) for item in items), key=lambda p: p.shard)
+    head = parts[0]
+    return dataclasses.replace(
+        head,
+        capacity=sum(p.capacity for p in parts),
+        available=sum(p.available for p in parts),
+        held=sum(p.held for p in parts),
+        sold=sum(p.sold for p in parts),
+        shards=tuple(ShardSeats(p.shard, p.capacity, p.available, p.held, p.sold) for p in parts),
     )
 
 

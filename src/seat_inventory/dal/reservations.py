@@ -101,8 +101,8 @@ class Reservations(TableAccess):
             assert write.max_per_customer is not None
             actions.append(self._count_customer_action(write.key, customer_id, seats, write.max_per_customer))
         actions.extend(self._use_token_action(use) for use in write.token_uses)
-        pools = write.pools if write.seats_taken > 0 else ()
-        actions.extend(self._take_from_pool_action(write, pool) for pool in pools)
+        pool_items = _pool_items(write) if write.seats_taken > 0 else []
+        actions.extend(self._pool_action(write, pool, shard) for pool, shard in pool_items)
         cancelled = call_expecting(
             TRANSACTION_CANCELED, self._client.transact_write_items, TransactItems=actions
         )
@@ -114,34 +114,62 @@ class Reservations(TableAccess):
                 list(counters),
                 inventory_actions=inventory_actions,
                 token_uses=write.token_uses,
-                pools=pools,
+                pools=pool_items,
             )
         return None
+
+    def _pool_action(self, write: GroupWrite, pool: str, shard: int) -> dict[str, Any]:
+        """The update of item `shard` of a pool: the take, or a donor's move into the take's item."""
+        if shard == write.pool_shards.get(pool, 0):
+            return self._take_from_pool_action(write, pool)
+        return self._move_pool_seats_action(write.key.event_id, pool, shard, write.pool_donors(pool)[shard])
+
+    def _move_pool_seats_action(self, event_id: str, pool: str, donor: int, seats: int) -> dict[str, Any]:
+        """Takes `seats` available seats and as much capacity off item `donor` of a sharded pool
+        (they move to the item the take writes), guarded by `available >=` what it gives: the
+        pool's totals never change by a move (docs/pools.md). ALL_OLD hands back the donor."""
+        return {
+            "Update": {
+                "TableName": self._table_name,
+                "Key": pool_key(event_id, pool, donor),
+                "UpdateExpression": "SET #capacity = #capacity - :moved, available = available - :moved",
+                "ConditionExpression": "attribute_exists(pk) AND available >= :moved",
+                "ExpressionAttributeNames": {"#capacity": "capacity"},
+                "ExpressionAttributeValues": {":moved": number(seats)},
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            }
+        }
 
     def _take_from_pool_action(self, write: GroupWrite, pool: str) -> dict[str, Any]:
         """Takes the write's seats off one capacity pool of the class (docs/pools.md), guarded
         like the class's item: the pool exists, has the seats and is open. ALL_OLD hands back
-        the pool as it was."""
+        the pool as it was. On a sharded pool: its item `pool_shards[pool]`, which first gains
+        the seats (and capacity) its donors move into it."""
+        moved = sum(write.pool_donors(pool).values())
         held = write.seats_held
         sold = write.seats_taken - held
         now = int(time.time()) if write.now is None else write.now
         return {
             "Update": {
                 "TableName": self._table_name,
-                "Key": pool_key(write.key.event_id, pool),
+                "Key": pool_key(write.key.event_id, pool, write.pool_shards.get(pool, 0)),
                 "UpdateExpression": (
                     "SET available = available - :seats, held = held + :held, sold = sold + :sold"
+                    + (", #capacity = #capacity + :moved" if moved else "")
                 ),
                 "ConditionExpression": (
                     f"attribute_exists(pk) AND available >= :seats AND {SALE_OPEN_CONDITION}"
                 ),
                 "ExpressionAttributeValues": {
-                    ":seats": number(write.seats_taken),
+                    # What the item itself must have: the seats taken less those moved into it.
+                    ":seats": number(write.seats_taken - moved),
                     ":held": number(held),
                     ":sold": number(sold),
                     ":open": {"S": SaleStatus.OPEN.value},
                     ":now": number(now),
+                    **({":moved": number(moved)} if moved else {}),
                 },
+                **({"ExpressionAttributeNames": {"#capacity": "capacity"}} if moved else {}),
                 "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
             }
         }
@@ -197,7 +225,7 @@ class Reservations(TableAccess):
                     expires_at=None if takes_seats else write.rejection_expires_at,
                     customer_counted=takes_seats and write.max_per_customer is not None,
                     shard=write.shard if takes_seats else 0,
-                    pools=write.pools if takes_seats else (),
+                    pools=write.pool_refs if takes_seats else (),
                 ),
                 "ConditionExpression": "attribute_not_exists(pk)",
                 "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
@@ -380,7 +408,7 @@ class Reservations(TableAccess):
         *,
         inventory_actions: int,
         token_uses: Sequence[TokenUse] = (),
-        pools: Sequence[str] = (),
+        pools: Sequence[tuple[str, int]] = (),
     ) -> WriteRefused:
         """Reads the cancellation reasons (one per action, in order) into what the planner needs.
 
@@ -436,13 +464,30 @@ class Reservations(TableAccess):
         )
 
 
+def _pool_items(write: GroupWrite) -> list[tuple[str, int]]:
+    """The pool items a take writes, in action order: per pool, the item the seats come off
+    (`pool_shards`), then its donors (docs/pools.md)."""
+    items: list[tuple[str, int]] = []
+    for pool in write.pools:
+        shard = write.pool_shards.get(pool, 0)
+        donors = write.pool_donors(pool)
+        if shard in donors or sum(donors.values()) > write.seats_taken:
+            raise ValueError(
+                f"moves {donors} into item {shard} of pool {pool} do not fit {write.seats_taken} seat(s)"
+            )
+        items.append((pool, shard))
+        items.extend((pool, donor) for donor in donors)
+    return items
+
+
 def _pools_refused(
-    pools: Sequence[str], reasons: Sequence[dict[str, Any]]
+    pools: Sequence[tuple[str, int]], reasons: Sequence[dict[str, Any]]
 ) -> dict[str, PoolInventory | None]:
-    """The capacity pools whose guard failed, each as it was (None: the pool item is missing)."""
+    """The capacity pools whose guard failed, each as it was (None: the pool item is missing);
+    for a sharded pool, the first of its items that refused (a view of that item alone)."""
     refused: dict[str, PoolInventory | None] = {}
-    for pool, reason in zip(pools, reasons, strict=True):
-        if failed_condition(reason):
+    for (pool, _shard), reason in zip(pools, reasons, strict=True):
+        if failed_condition(reason) and pool not in refused:
             old = reason.get("Item")
             refused[pool] = pool_from_item(old) if old else None
     return refused

@@ -26,7 +26,7 @@ from seat_inventory.dal.items import (
     inventory_from_item,
     inventory_key,
     number,
-    pool_key,
+    pool_ref_key,
     record_from_item,
     reservation_key,
     timestamp,
@@ -155,7 +155,8 @@ class Transitions(TableAccess):
         ]
         customers = list(counters)
         actions += [self._uncount_customer_action(key, c, counters[c]) for c in customers]
-        # The pools the records' seats came from get them back too (docs/pools.md).
+        # The pools the records' seats came from get them back too (docs/pools.md): each item a
+        # record names (the item of a sharded pool its seats came off).
         pools = sorted({pool for t in transitions for pool in t.record.pools})
         actions += [
             self._inventory_delta_action(
@@ -163,7 +164,7 @@ class Transitions(TableAccess):
                 _InventoryDelta.of([t for t in transitions if pool in t.record.pools]),
                 None,
                 0,
-                item_key=pool_key(key.event_id, pool),
+                item_key=pool_ref_key(key.event_id, pool),
             )
             for pool in pools
         ]

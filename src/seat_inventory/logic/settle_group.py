@@ -181,6 +181,9 @@ class _Take:
     moves: dict[int, int]
     own: OwnShard | None
     on_own_shard: bool
+    # Sharded pools (docs/pools.md): the item of each pool the seats come off, and the seats
+    # moved into it from the pool's other items (`_PoolRoute`).
+    pools: _PoolRoute | None = None
 
 
 @dataclass(slots=True)
@@ -344,9 +347,12 @@ class _Settlement:
                 return None
             own = self.hints.own_shard(self.key)
             assert own is not None
-        fits = min(_prefix_that_fits(plan), _prefix_within_seats(plan, own.left), self._window(plan))
+        pool_moves = self._pool_route(own.shard, plan.seats_taken).move_count
+        fits = min(
+            _prefix_that_fits(plan, pool_moves), _prefix_within_seats(plan, own.left), self._window(plan)
+        )
         plan = self._trim(plan, fits)
-        return _Take(plan, own.shard, {}, own, on_own_shard=True)
+        return _Take(plan, own.shard, {}, own, True, self._pool_route(own.shard, plan.seats_taken))
 
     def _take_routed(self, plan: GroupPlan, seen: SeatClassInventory | None, *, read_whole: bool) -> _Take:
         """A class of one item, or a sharded one read whole: the seats may have to move into one
@@ -355,12 +361,26 @@ class _Settlement:
         rng = self.hints.rng
         preferred = own.shard if own is not None else rng.randrange(routed_shards(seen))
         shard, moves = route(seen, plan.seats_taken, preferred, rng, read_whole=read_whole)
-        fits = min(_prefix_that_fits(plan, len(moves)), self._window(plan))
+        pool_moves = self._pool_route(shard, plan.seats_taken).move_count
+        fits = min(_prefix_that_fits(plan, len(moves) + pool_moves), self._window(plan))
         if fits < len(self.pending):
             plan = self._trim(plan, fits)
             # Fewer seats: the same item, or moves from no more items than planned for.
             shard, moves = route(seen, plan.seats_taken, shard, rng, read_whole=read_whole)
-        return _Take(plan, shard, moves, own, on_own_shard=False)
+        return _Take(plan, shard, moves, own, False, self._pool_route(shard, plan.seats_taken))
+
+    def _pool_route(self, shard: int, seats: int) -> _PoolRoute:
+        """Where a take from class shard `shard` takes its seats off each sharded pool of the
+        class (docs/pools.md): the pool's item `shard mod K`, the seats moved into it as the
+        pools' views in hand show them (the guards decide)."""
+        views: dict[str, PoolInventory] = {}
+        assumed = self.hints.assumed(self.key)
+        if assumed is not None and assumed.pool_items:
+            # Seen before this settlement: how many items each pool has, not their seats now.
+            views.update((p.pool, dataclasses.replace(p, shards=())) for p in assumed.pool_items)
+        views.update((name, p) for name, p in self.knowledge.pools.items() if p is not None)
+        pools = self.knowledge.class_pools
+        return _PoolRoute.of({name: v for name, v in views.items() if name in pools}, shard, seats)
 
     def _window(self, plan: GroupPlan) -> int:
         """How many of the pending requests this container writes in one transaction that takes
@@ -417,6 +437,8 @@ class _Settlement:
             admission_required=plan.admission_required,
             token_uses=plan.token_uses,
             pools=plan.pools,
+            pool_shards=take.pools.shards if take.pools else {},
+            pool_moves=take.pools.moves if take.pools else {},
         )
 
     def _committed(self, take: _Take) -> None:
@@ -462,9 +484,13 @@ class _Settlement:
         new_tokens = bool(refused.tokens_used.keys() - self.knowledge.tokens_used.keys())
         self.knowledge.tokens_used.update(refused.tokens_used)
         # A capacity pool's item as it was: the next plan fits in what it has left, or is
-        # refused SOLD_OUT (SALE_CLOSED) naming it (docs/pools.md).
-        self.knowledge.pools.update(refused.pools_refused)
-        self.hints.learn_pools(self.key, refused.pools_refused.values())
+        # refused SOLD_OUT (SALE_CLOSED) naming it (docs/pools.md). One item of a sharded pool
+        # is not the pool: it is read whole, and the next plan moves seats or refuses from that.
+        whole = {n: p for n, p in refused.pools_refused.items() if p is None or p.complete}
+        self.knowledge.pools.update(whole)
+        self.hints.learn_pools(self.key, whole.values())
+        if len(whole) < len(refused.pools_refused):
+            self._read()
         if refused.inventory_refused:
             self._learn_inventory(refused.inventory, take)
         elif not (settled or refused.customer_seats or refused.tokens_used or refused.pools_refused):
@@ -644,7 +670,9 @@ class _PoolRoom:
                 raise StoreInconsistency(
                     f"{key.event_id} {key.seat_class} takes from pool {name!r}, which does not exist"
                 )
-            known[name] = pool
+            if pool.complete:
+                # One item of a sharded pool bounds nothing: only a whole read decides a refusal.
+                known[name] = pool
         return cls(names, known, {name: pool.available for name, pool in known.items()})
 
     def closed_reason(self) -> str | None:
@@ -660,6 +688,51 @@ class _PoolRoom:
     def tightest(self) -> tuple[str, int] | None:
         """The known pool with the fewest seats left, and how many; None when none is known."""
         return min(self.left.items(), key=lambda item: item[1]) if self.left else None
+
+
+@dataclass(frozen=True, slots=True)
+class _PoolRoute:
+    """Where a take's seats come off its sharded pools (docs/pools.md): a take from shard s of
+    a class writes item `s mod K` of a pool of K items (so a container that owns class shard s
+    owns that pool item as far as the class's shards spread over containers), and when a view of
+    the whole pool shows that item short, seats (and as much capacity) move into it from the
+    pool's fullest other items in the same transaction, each guarded by `available >=` what it
+    gives. Pools of one item: shard 0, no moves."""
+
+    shards: dict[str, int]
+    moves: dict[str, dict[int, int]]
+
+    @property
+    def move_count(self) -> int:
+        return sum(len(m) for m in self.moves.values())
+
+    @classmethod
+    def of(cls, views: Mapping[str, PoolInventory], shard: int, seats: int) -> _PoolRoute:
+        shards: dict[str, int] = {}
+        moves: dict[str, dict[int, int]] = {}
+        for name, view in views.items():
+            if view.shard_count <= 1:
+                continue
+            target = view.shard_for(shard)
+            shards[name] = target
+            if view.shards and seats:
+                moves[name] = _pool_moves(view, target, seats)
+        return cls(shards, {name: m for name, m in moves.items() if m})
+
+
+def _pool_moves(view: PoolInventory, target: int, seats: int) -> dict[int, int]:
+    """The seats to move into item `target` of a pool read whole, fullest donors first."""
+    have = {s.shard: s.available for s in view.shards}
+    short = seats - have.get(target, 0)
+    moves: dict[int, int] = {}
+    for donor, available in sorted(have.items(), key=lambda item: (-item[1], item[0])):
+        if short <= 0:
+            break
+        if donor == target or available <= 0:
+            continue
+        moves[donor] = min(available, short)
+        short -= moves[donor]
+    return moves
 
 
 @dataclass(slots=True)

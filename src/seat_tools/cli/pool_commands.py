@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from seat_inventory.models import (
+    MAX_SHARDS,
     EventAlreadyExists,
     InventoryChangeRefused,
     OperatorOutcomeUnknown,
@@ -41,6 +42,7 @@ def pool_document(p: PoolInventory) -> dict[str, Any]:
         "held": p.held,
         "sold": p.sold,
         "sale_status": p.sale_status.value,
+        "shards": p.shard_count,
     }
 
 
@@ -51,9 +53,10 @@ def _print_pools(pools: list[PoolInventory], output: OutputFormat) -> None:
         print_text(pool_document(p) for p in pools)
     else:
         for p in pools:
+            items = f", {p.shard_count} items" if p.shard_count > 1 else ""
             click.echo(
                 f"{p.event_id} pool {p.pool}: sale {p.sale_status.value}, capacity {p.capacity}"
-                f" (available {p.available}, held {p.held}, sold {p.sold})"
+                f" (available {p.available}, held {p.held}, sold {p.sold}{items})"
             )
 
 
@@ -89,14 +92,34 @@ def pool() -> None:
 @click.argument("pool_name", metavar="POOL")
 @click.option("--capacity", type=click.IntRange(min=1), required=True, help="Seats in the pool.")
 @click.option("--closed", is_flag=True, help="Create the pool closed; `seats event pool open` opens it.")
+@click.option(
+    "--shards",
+    type=click.IntRange(1, MAX_SHARDS),
+    default=1,
+    show_default=True,
+    help="Split the pool over N items (a pool its sharded classes sell from at once; docs/pools.md).",
+)
 @output_option
 @pass_cli
 def create(
-    obj: CliContext, event_id: str, pool_name: str, capacity: int, closed: bool, output: OutputFormat
+    obj: CliContext,
+    event_id: str,
+    pool_name: str,
+    capacity: int,
+    closed: bool,
+    shards: int,
+    output: OutputFormat,
 ) -> None:
-    """Create capacity pool POOL of EVENT_ID. An existing pool is an error, never overwritten."""
+    """Create capacity pool POOL of EVENT_ID. An existing pool is an error, never overwritten.
+
+    With --shards N the seats are spread over N items: a take from shard s of a class writes
+    item s mod N, so the containers that sell a sharded class each write a pool item of their own.
+    """
     created = _run(
-        obj, event_id, pool_name, lambda t: t.create_pool(event_id, pool_name, capacity, closed=closed)
+        obj,
+        event_id,
+        pool_name,
+        lambda t: t.create_pool(event_id, pool_name, capacity, closed=closed, shards=shards),
     )
     _print_pools([created], output)
 
@@ -118,6 +141,27 @@ def capacity(
         raise click.UsageError("give exactly one of --add N, --remove N")
     delta = add if add is not None else -(remove or 0)
     changed = _run(obj, event_id, pool_name, lambda t: t.change_pool_capacity(event_id, pool_name, delta))
+    _print_pools([changed], output)
+
+
+@pool.command("reshard")
+@click.argument("event_id")
+@click.argument("pool_name", metavar="POOL")
+@click.option(
+    "--shards",
+    type=click.IntRange(1, MAX_SHARDS),
+    required=True,
+    help="Spread the pool over N items (never fewer than it has).",
+)
+@output_option
+@pass_cli
+def reshard(obj: CliContext, event_id: str, pool_name: str, shards: int, output: OutputFormat) -> None:
+    """Spread pool POOL of EVENT_ID over more items, also during its sale, exactly once.
+
+    Only available seats move, in one transaction that keeps the pool's capacity, available, held
+    and sold the same; items are never removed (records give their seats back to their item).
+    """
+    changed = _run(obj, event_id, pool_name, lambda t: t.reshard_pool(event_id, pool_name, shards))
     _print_pools([changed], output)
 
 

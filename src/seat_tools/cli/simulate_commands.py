@@ -118,8 +118,11 @@ def _table_settings(template: ContentionSettings, **options: float | int | None)
 def _check_seat_map_options(config: SimulationConfig) -> None:
     """One-line errors for options a seat-map run does not take (its map is its capacity) and a
     map that does not load."""
-    if config.capacity is not None or config.shards != 1 or config.sold_per_s > 0:
-        raise ValueError("--seat-map takes no --capacity, --shards or --sold-per-s (the map is the capacity)")
+    if config.capacity is not None or config.shards != 1 or config.sold_per_s > 0 or config.pool_shards:
+        raise ValueError(
+            "--seat-map takes no --capacity, --shards, --pool-shards or --sold-per-s"
+            " (the map is the capacity)"
+        )
     load_seat_map(config.seat_map or "")
 
 
@@ -182,6 +185,14 @@ def _check_seat_map_options(config: SimulationConfig) -> None:
     default=1,
     show_default=True,
     help="Shard items of the seat class (docs/sharding.md).",
+)
+@click.option(
+    "--pool-shards",
+    type=click.IntRange(0, MAX_SHARDS),
+    default=0,
+    show_default=True,
+    help="Every sale also takes its seats from a capacity pool of as many seats, over N items"
+    " (docs/pools.md); 0: no pool.",
 )
 @click.option(
     "--seed",
@@ -342,6 +353,7 @@ def simulate(
     max_per_customer: int | None,
     customers: int | None,
     shards: int,
+    pool_shards: int,
     seed: int,
     cold_start_ms: float,
     publish_ms: tuple[float, float],
@@ -394,6 +406,7 @@ def simulate(
             max_per_customer=max_per_customer,
             customers=customers,
             shards=shards,
+            pool_shards=pool_shards,
             contention=_table_settings(
                 defaults.contention,
                 warm_write_units_per_s=warm_write_units_per_s,

@@ -45,6 +45,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from seat_inventory.models import MAX_SHARDS
+from seat_inventory.settings import MAX_ISSUE_SERIES_AT_ONCE
 from seat_tools.bench.ceiling import mean_transaction_latency_s
 from seat_tools.bench.pricing import CostBreakdown, cost_per_million
 
@@ -64,6 +65,10 @@ TICKET_BATCH = 98
 TICKET_RECORD_WRITE_UNITS = 2.0
 TICKET_BATCH_WRITE_UNITS = 17.0
 TICKET_INDEX_WRITE_UNITS = 2.0 + 2.0 / TICKET_BATCH
+# One ticket series numbers about 820 sales a second as the issuer runs (`seats simulate`,
+# docs/tickets.md); a plan counts 600, leaving about a quarter spare.
+SERIES_NUMBERED_PER_S = 820
+SERIES_PLANNED_PER_S = 600
 SHARD0_READ_UNITS = 1.0  # strongly consistent GetItem of shard 0
 TRANSACT_READ_UNITS_PER_ITEM = 2.0  # TransactGetItems: 2 units per item under 4 KB
 NEW_TABLE_WARM_WRITE = 4_000
@@ -311,6 +316,14 @@ def plan_sale(inputs: SaleInputs) -> SalePlan:
     confirmed = cost_per_million_confirmed(batch, inputs.memory_mb, customer_limit=inputs.customer_limit)
     refused = cost_per_million_refused(shards, batch, inputs.memory_mb)
 
+    series = min(MAX_ISSUE_SERIES_AT_ONCE, max(1, math.ceil(rate / SERIES_PLANNED_PER_S)))
+    if rate > MAX_ISSUE_SERIES_AT_ONCE * SERIES_NUMBERED_PER_S:
+        problems.append(
+            f"the ticket issuer numbers at most {MAX_ISSUE_SERIES_AT_ONCE} series at once, about"
+            f" {_n(MAX_ISSUE_SERIES_AT_ONCE * SERIES_NUMBERED_PER_S)}/s: ticket numbers fall behind"
+            " the sale (docs/tickets.md)"
+        )
+
     items = [
         PlanItem(
             "maximum_concurrency",
@@ -388,6 +401,17 @@ def plan_sale(inputs: SaleInputs) -> SalePlan:
             round(ramp, 1),
             f"the event source starts {INITIAL_CONCURRENT_BATCHES} batches at once, then up to"
             f" {SCALE_UP_PER_MINUTE} more a minute while messages wait; until then the rate is lower",
+        ),
+        PlanItem(
+            "ticket_series",
+            "ticket series / IssueSeriesAtOnce",
+            f"{series} / {series}",
+            f"seats tickets configure EVENT --series N before the first sale: N = rate /"
+            f" {SERIES_PLANNED_PER_S} rounded up (one series numbers about"
+            f" {SERIES_NUMBERED_PER_S} a second as the issuer runs, docs/tickets.md), at most"
+            f" {MAX_ISSUE_SERIES_AT_ONCE}; parameter"
+            " IssueSeriesAtOnce >= N (the issuer numbers that many series at once; more series"
+            " than that wait their turn)",
         ),
         PlanItem(
             "cost_per_million_confirmed",

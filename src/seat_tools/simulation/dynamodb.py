@@ -43,7 +43,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from seat_inventory.dal.access import SHARDED_READ_ATTEMPTS, SHARDED_READ_BACKOFF_SECONDS
-from seat_inventory.dal.items import admission_key, customer_key, inventory_key, pool_key, reservation_key
+from seat_inventory.dal.items import (
+    admission_key,
+    customer_key,
+    inventory_key,
+    pool_key,
+    pool_ref_key,
+    reservation_key,
+)
 from seat_inventory.dal.reservations import MAX_CONCURRENT_PUTS
 from seat_inventory.dal.seat_rows import row_key, seat_map_key
 from seat_inventory.logic.ports import TransitionsRefused, WriteRefused
@@ -52,6 +59,7 @@ from seat_inventory.models import (
     TAKES_SEATS,
     GroupWrite,
     Outcome,
+    PoolInventory,
     ReservationOutcome,
     ReservationRecord,
     RetryableError,
@@ -191,13 +199,17 @@ class SimulatedDynamoStore:
             # Shard 0 and the counters in one consistent BatchGetItem (`dal.access`).
             counters = [_read(customer_key(key, c), COUNTER_ITEM_BYTES) for c in dict.fromkeys(customers)]
             self._read("BatchGetItem", [_read(inventory_key(key), INVENTORY_ITEM_BYTES), *counters])
-            return self._table.data.read_inventory(key, whole=whole, customers=customers)
-        self._read("GetItem", [_read(inventory_key(key), INVENTORY_ITEM_BYTES)])
-        item = self._table.data.read_inventory(key, whole=whole)
-        if item is not None and item.pools and (whole or item.shard_items == 1):
-            # Its pools, in one BatchGetItem (`dal.access`; docs/pools.md).
+        else:
+            self._read("GetItem", [_read(inventory_key(key), INVENTORY_ITEM_BYTES)])
+        item = self._table.data.read_inventory(key, whole=whole, customers=customers)
+        if item is not None and item.pools:
+            # Its pools' first items, in one BatchGetItem (`dal.access`; docs/pools.md), and a
+            # sharded pool read whole in one TransactGetItems when the class is.
             pools = [_read(pool_key(key.event_id, name), INVENTORY_ITEM_BYTES) for name in item.pools]
             self._read("BatchGetItem", pools)
+            if whole or item.shard_items == 1:
+                for pool in item.pool_items or ():
+                    self._read_pool_whole(pool)
         if item is None or item.shard_items == 1 or not whole:
             return item
         # A sharded class (the in-memory store answers it whole; DynamoDB's shard 0 does not).
@@ -210,6 +222,21 @@ class SimulatedDynamoStore:
                 return self._table.data.read_inventory(key)
             self._clock.sleep(SHARDED_READ_BACKOFF_SECONDS * 2**attempt)
         raise TransactionConflict(f"the shards of {key} kept changing while read")
+
+    def _read_pool_whole(self, pool: PoolInventory) -> None:
+        """`dal.access.TableAccess._whole_pool`: every item of a sharded pool in one
+        `TransactGetItems`, refused while a write is in flight on one of them."""
+        if pool.shard_count <= 1:
+            return
+        items = [
+            _read(pool_key(pool.event_id, pool.pool, n), INVENTORY_ITEM_BYTES, transactional=True)
+            for n in range(pool.shard_count)
+        ]
+        for attempt in range(SHARDED_READ_ATTEMPTS):
+            if self._transact_read(items):
+                return
+            self._clock.sleep(SHARDED_READ_BACKOFF_SECONDS * 2**attempt)
+        raise TransactionConflict(f"the items of pool {pool.pool} of {pool.event_id} stayed in use")
 
     def read_seat_map(self, event_id: str) -> SeatMap | None:
         """Whether the event has a seat map (a GetItem, once per container and event)."""
@@ -254,7 +281,13 @@ class SimulatedDynamoStore:
             items.append(_write(inventory_key(key, write.shard), INVENTORY_ITEM_BYTES))
             items += [_write(inventory_key(key, donor), INVENTORY_ITEM_BYTES) for donor in write.moves]
             # Each capacity pool of the class is one more item (docs/pools.md).
-            items += [_write(pool_key(key.event_id, pool), INVENTORY_ITEM_BYTES) for pool in write.pools]
+            for pool in write.pools:
+                shard = write.pool_shards.get(pool, 0)
+                items.append(_write(pool_key(key.event_id, pool, shard), INVENTORY_ITEM_BYTES))
+                items += [
+                    _write(pool_key(key.event_id, pool, donor), INVENTORY_ITEM_BYTES)
+                    for donor in write.pool_donors(pool)
+                ]
         items += [_write(reservation_key(o.reservation_id), record_item_bytes(o)) for o in write.outcomes]
         items += [_write(customer_key(key, c), COUNTER_ITEM_BYTES) for c in write.counters]
         items += [_write(admission_key(u.token_id), TOKEN_USE_ITEM_BYTES) for u in write.token_uses]
@@ -282,7 +315,7 @@ class SimulatedDynamoStore:
         customers = {t.record.answer.customer_id or "" for t in transitions if t.uncounts_customer}
         items += [_write(customer_key(key, c), COUNTER_ITEM_BYTES) for c in sorted(customers)]
         pools = sorted({pool for t in transitions for pool in t.record.pools})
-        items += [_write(pool_key(key.event_id, pool), INVENTORY_ITEM_BYTES) for pool in pools]
+        items += [_write(pool_ref_key(key.event_id, pool), INVENTORY_ITEM_BYTES) for pool in pools]
 
         def apply() -> TransitionsRefused | None:
             return self._table.data.commit_transitions(

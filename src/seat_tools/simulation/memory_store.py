@@ -38,6 +38,7 @@ from seat_inventory.models import (
     TicketSeries,
     Transition,
     UnnumberedSale,
+    pool_ref,
 )
 
 __all__ = ["InMemoryInventoryStore"]
@@ -58,7 +59,9 @@ class InMemoryInventoryStore:
     change_ids: dict[str, str] = field(default_factory=dict)  # records' `last_change_id`
     taken_at: dict[tuple[SeatKey, int], float] = field(default_factory=dict)  # shard items' `last_taken_at`
     token_uses: dict[str, str] = field(default_factory=dict)  # admission token id -> reservation
-    # Capacity pools (docs/pools.md): (event, pool) -> its item; records' `pool_names`.
+    # Capacity pools (docs/pools.md): (event, item) -> the pool item, where an item is named as a
+    # record names it (`pool_ref`: the pool, `#<n>` after it for item n > 0 of a sharded pool);
+    # records' `pool_names`.
     pools: dict[tuple[str, str], PoolInventory] = field(default_factory=dict)
     pools_of: dict[str, tuple[str, ...]] = field(default_factory=dict)
     transactions: int = 0
@@ -128,18 +131,67 @@ class InMemoryInventoryStore:
         )
 
     def add_pool(
-        self, event_id: str, pool: str, capacity: int, *, sale_status: SaleStatus = SaleStatus.OPEN
+        self,
+        event_id: str,
+        pool: str,
+        capacity: int,
+        *,
+        sale_status: SaleStatus = SaleStatus.OPEN,
+        shards: int = 1,
     ) -> None:
-        """A capacity pool of the event (`seats event pool create`), all its seats available."""
-        item = PoolInventory(event_id, pool, capacity, capacity, sale_status=sale_status)
-        self.pools[(event_id, pool)] = item
+        """A capacity pool of the event (`seats event pool create`), all its seats available,
+        spread over `shards` items."""
+        check_shard_count(shards)
+        for shard, seats in enumerate(spread(capacity, shards)):
+            item = PoolInventory(
+                event_id, pool, seats, seats, sale_status=sale_status, shard=shard, shard_count=shards
+            )
+            self.pools[(event_id, pool_ref(pool, shard))] = item
 
     def pool(self, event_id: str, pool: str) -> PoolInventory | None:
-        return self.pools.get((event_id, pool))
+        """The pool as a whole (a sharded pool's totals, with its items in `shards`)."""
+        head = self.pools.get((event_id, pool))
+        if head is None or head.shard_count == 1:
+            return head
+        parts = [self.pools[(event_id, pool_ref(pool, n))] for n in range(head.shard_count)]
+        return dataclasses.replace(
+            head,
+            capacity=sum(p.capacity for p in parts),
+            available=sum(p.available for p in parts),
+            held=sum(p.held for p in parts),
+            sold=sum(p.sold for p in parts),
+            shards=tuple(ShardSeats(p.shard, p.capacity, p.available, p.held, p.sold) for p in parts),
+        )
+
+    def reshard_pool(self, event_id: str, pool: str, shards: int) -> None:
+        """`seats event pool reshard`: more items, available seats (and as much capacity) spread
+        evenly over them; held and sold stay on the items they were taken from."""
+        whole = self.pool(event_id, pool)
+        assert whole is not None and shards >= whole.shard_count
+        have = {s.shard: s for s in whole.shards} or {
+            0: ShardSeats(0, whole.capacity, whole.available, whole.held, whole.sold)
+        }
+        for shard, seats in enumerate(spread(whole.available, shards)):
+            old = have.get(shard, ShardSeats(shard, 0, 0, 0, 0))
+            self.pools[(event_id, pool_ref(pool, shard))] = dataclasses.replace(
+                whole,
+                capacity=seats + old.held + old.sold,
+                available=seats,
+                held=old.held,
+                sold=old.sold,
+                shard=shard,
+                shard_count=shards,
+                shards=(),
+            )
 
     def change_pool(self, event_id: str, pool: str, **changes: object) -> None:
-        """An operator change of a pool (status, capacity with available), as `seats event pool` makes."""
-        self.pools[(event_id, pool)] = dataclasses.replace(self.pools[(event_id, pool)], **changes)  # type: ignore[arg-type]
+        """An operator change of a pool (status, capacity with available), as `seats event pool`
+        makes: a status on every item of a sharded pool, seats on its item 0."""
+        head = self.pools[(event_id, pool)]
+        for n in range(head.shard_count):
+            ref = pool_ref(pool, n)
+            mine = changes if n == 0 else {k: v for k, v in changes.items() if k == "sale_status"}
+            self.pools[(event_id, ref)] = dataclasses.replace(self.pools[(event_id, ref)], **mine)  # type: ignore[arg-type]
 
     def add_seat_map(
         self,
@@ -378,11 +430,18 @@ class InMemoryInventoryStore:
         item = self.inventory.get(key)
         if item is not None and item.pools and (whole or item.shard_items == 1):
             # A whole read brings the class's pools along (`dal.access`), missing ones absent.
-            found = (self.pools.get((key.event_id, name)) for name in item.pools)
+            found = (self.pool(key.event_id, name) for name in item.pools)
             return dataclasses.replace(item, pool_items=tuple(p for p in found if p is not None))
         if item is None or whole or item.shard_items == 1:
             return item
-        return _shard_view(item, item.shard_seats()[0])
+        # Shard 0 alone comes with each pool's item 0 (how many items it has, to route).
+        heads = (self.pools.get((key.event_id, name)) for name in item.pools)
+        view = _shard_view(item, item.shard_seats()[0])
+        return (
+            dataclasses.replace(view, pool_items=tuple(p for p in heads if p is not None))
+            if item.pools
+            else view
+        )
 
     def commit_outcomes(self, write: GroupWrite) -> WriteRefused | None:
         self._begin_commit()
@@ -402,7 +461,7 @@ class InMemoryInventoryStore:
             if takes_seats and write.shard:
                 self.shard_of[outcome.reservation_id] = write.shard
             if takes_seats and write.pools:
-                self.pools_of[outcome.reservation_id] = tuple(write.pools)
+                self.pools_of[outcome.reservation_id] = write.pool_refs
             self.status[outcome.reservation_id] = outcome.outcome
             self.expiry[outcome.reservation_id] = None if takes_seats else write.rejection_expires_at
             if takes_seats and write.max_per_customer is not None:
@@ -421,22 +480,45 @@ class InMemoryInventoryStore:
             return {}
         refused: dict[str, PoolInventory | None] = {}
         for name in write.pools:
-            pool = self.pools.get((write.key.event_id, name))
-            if pool is None or pool.available < write.seats_taken or pool.sale_status is SaleStatus.CLOSED:
+            target = write.pool_shards.get(name, 0)
+            donors = write.pool_donors(name)
+            pool = self.pools.get((write.key.event_id, pool_ref(name, target)))
+            if (
+                pool is None
+                or pool.available + sum(donors.values()) < write.seats_taken
+                or pool.sale_status is SaleStatus.CLOSED
+            ):
                 refused[name] = pool
+                continue
+            for donor, seats in donors.items():
+                # Each donor is guarded by `available >=` what it gives (`dal.reservations`).
+                given = self.pools.get((write.key.event_id, pool_ref(name, donor)))
+                if given is None or given.available < seats:
+                    refused[name] = given
+                    break
         return refused
 
     def _take_from_pools(self, write: GroupWrite) -> None:
         held = write.seats_held
+        event_id = write.key.event_id
         for name in write.pools:
-            pool = self.pools[(write.key.event_id, name)]
-            self.pools[(write.key.event_id, name)] = dataclasses.replace(
+            donors = write.pool_donors(name)
+            for donor, seats in donors.items():
+                given = self.pools[(event_id, pool_ref(name, donor))]
+                self.pools[(event_id, pool_ref(name, donor))] = dataclasses.replace(
+                    given, capacity=given.capacity - seats, available=given.available - seats
+                )
+            ref = pool_ref(name, write.pool_shards.get(name, 0))
+            pool = self.pools[(event_id, ref)]
+            moved = sum(donors.values())
+            self.pools[(event_id, ref)] = dataclasses.replace(
                 pool,
-                available=pool.available - write.seats_taken,
+                capacity=pool.capacity + moved,
+                available=pool.available + moved - write.seats_taken,
                 held=pool.held + held,
                 sold=pool.sold + write.seats_taken - held,
             )
-        self.inventory_writes += len(write.pools)
+            self.inventory_writes += 1 + len(donors)
 
     def _refusal(self, write: GroupWrite) -> WriteRefused | None:
         """What the write's conditions refuse (as DynamoDB's cancellation reasons tell), or None."""

@@ -49,6 +49,10 @@ DEFAULT_COLD_START_MS = 480.0
 DEFAULT_PUBLISH_MS = (20.0, 40.0)
 
 
+# The capacity pool of `SimulationConfig.pool_shards`.
+POOL_NAME = "hall"
+
+
 @dataclass(frozen=True)
 class SimulationConfig:
     """Everything one run depends on (with the seed, it decides every figure)."""
@@ -73,6 +77,9 @@ class SimulationConfig:
     max_per_customer: int | None = None
     customers: int | None = None  # distinct customers (default: one per request)
     shards: int = 1  # shard items of the event's seat class (docs/sharding.md)
+    # > 0: the class also takes every seat from a capacity pool of as many seats, over this many
+    # items (docs/pools.md, "Sharded pools"); 0: no pool.
+    pool_shards: int = 0
     contention: ContentionSettings = field(default_factory=ContentionSettings)
     # None: AWS. S: the local stack with its contention layer at time scale S, where only
     # DynamoDB's time is stretched by S: every other duration (the function's own work and
@@ -189,7 +196,10 @@ def _run(config: SimulationConfig, settings: Settings) -> SimulationResult:
             key.seat_class,
             max_per_customer=config.max_per_customer,
             shards=config.shards,
+            pools=[POOL_NAME] if config.pool_shards else (),
         )
+        if config.pool_shards:
+            data.add_pool(EVENT_ID, POOL_NAME, config.seats, shards=config.pool_shards)
     model = ContentionModel(config.contention, clock=scheduler.now, rng=random.Random(rng.random()))
     table = SimulatedTable(data, model, seed=rng.randrange(2**32))
     tally = Tally()
@@ -426,6 +436,13 @@ def _checks(
         problems.append("available + held + sold != capacity")
     if inventory.available < 0:
         problems.append("negative availability")
+    pool = data.pool(EVENT_ID, POOL_NAME) if config.pool_shards else None
+    if pool is not None and (pool.held, pool.sold) != (inventory.held, inventory.sold):
+        problems.append(
+            f"pool held/sold {pool.held}/{pool.sold} != the class's {inventory.held}/{inventory.sold}"
+        )
+    if pool is not None and (pool.available < 0 or pool.capacity != config.seats):
+        problems.append("pool over its capacity")
     return {
         "invariants": problems or "ok",
         "final_inventory": {"available": inventory.available, "sold": inventory.sold, "held": inventory.held},
