@@ -147,6 +147,39 @@ class TokenUse:
     expires_at: int
 
 
+# An order (docs/orders.md) has 1 to this many lines: each is one more inventory item, counter
+# and up to MAX_POOLS_PER_CLASS pools in its one transaction.
+MAX_ORDER_LINES = 4
+
+
+@dataclass(frozen=True, slots=True)
+class OrderLine:
+    """One line of a multi-line order (docs/orders.md): `quantity` seats of `seat_class`.
+
+    As asked and as answered, only the class and the quantity; once recorded, where its seats
+    came from as well, to give them back there: the shard item, the capacity pools, and whether
+    they count against the customer's per-class limit (never published).
+    """
+
+    seat_class: str
+    quantity: int
+    shard: int = 0
+    pools: tuple[str, ...] = ()
+    customer_counted: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class LineTake:
+    """Where one line of a record (a single-line record is its own only line) took its seats:
+    what a status change moves back, line by line (`ReservationRecord.takes`)."""
+
+    key: SeatKey
+    quantity: int
+    shard: int
+    pools: tuple[str, ...]
+    customer_counted: bool
+
+
 @dataclass(frozen=True, slots=True)
 class ReservationRequest:
     """A well-formed reserve or hold message, as taken off the queue.
@@ -172,6 +205,9 @@ class ReservationRequest:
     seats: tuple[str, ...] | None = None
     split: bool = False
     accessible: bool = False
+    # A multi-line order (docs/orders.md): its lines, all taken or none; `seat_class` is then
+    # the first line's and `quantity` the seats of all lines. None: a single-line request.
+    lines: tuple[OrderLine, ...] | None = None
 
     @property
     def seat_key(self) -> SeatKey:
@@ -240,6 +276,8 @@ class ReservationOutcome:
     # A mapped class's seat ids: those taken (HELD, CONFIRMED and the changes of such a
     # reservation), or those not free (SEATS_TAKEN) or stranded (ORPHAN_SEAT).
     seats: tuple[str, ...] | None = None
+    # A multi-line order's lines (docs/orders.md); None for a single-line reservation.
+    lines: tuple[OrderLine, ...] | None = None
 
     def as_duplicate(self, message_id: str) -> ReservationOutcome:
         """The same recorded answer, marked as a re-publication for a redelivered message."""
@@ -367,9 +405,30 @@ class ReservationRecord:
 
     @property
     def seat_key(self) -> SeatKey | None:
+        """The class its seats came from; for an order (docs/orders.md), its first line's: the
+        key its status changes are grouped under (they move every line's class)."""
+        if self.answer.event_id is not None and self.answer.lines:
+            return SeatKey(self.answer.event_id, self.answer.lines[0].seat_class)
         if self.answer.event_id is None or self.answer.seat_class is None:
             return None
         return SeatKey(self.answer.event_id, self.answer.seat_class)
+
+    def takes(self) -> tuple[LineTake, ...]:
+        """Where its seats came from, line by line: an order's lines, or the record itself."""
+        event_id = self.answer.event_id or ""
+        if self.answer.lines:
+            return tuple(
+                LineTake(
+                    SeatKey(event_id, line.seat_class),
+                    line.quantity,
+                    line.shard,
+                    line.pools,
+                    line.customer_counted,
+                )
+                for line in self.answer.lines
+            )
+        key = self.seat_key or SeatKey(event_id, "")
+        return (LineTake(key, self.quantity, self.shard, self.pools, self.customer_counted),)
 
     @property
     def quantity(self) -> int:

@@ -57,10 +57,12 @@ class _InventoryDelta:
     sold: int  # added to sold (held seats confirmed)
 
     @classmethod
-    def of(cls, transitions: Sequence[Transition]) -> _InventoryDelta:
+    def of(cls, transitions: Sequence[Transition | tuple[Transition, int]]) -> _InventoryDelta:
+        """The delta of these transitions' seats (each its record's quantity, or the seats given
+        with it: one line of an order)."""
         released = unheld = unsold = sold = 0
-        for transition in transitions:
-            seats = transition.record.quantity
+        for moved in transitions:
+            transition, seats = moved if isinstance(moved, tuple) else (moved, moved.record.quantity)
             if transition.record.status is Outcome.HELD:
                 unheld += seats
             else:
@@ -125,15 +127,19 @@ class Transitions(TableAccess):
         """
         if not transitions:
             return None
-        by_shard: dict[int, list[Transition]] = {}
+        # Each record's seats by the item they came from: its own class's shard item, or, for an
+        # order (docs/orders.md), each line's class's (`ReservationRecord.takes`).
+        by_item: dict[tuple[SeatKey, int], list[tuple[Transition, int]]] = {}
+        counters: dict[tuple[SeatKey, str], int] = {}
+        by_pool: dict[str, list[tuple[Transition, int]]] = {}
         for transition in transitions:
-            by_shard.setdefault(transition.record.shard, []).append(transition)
-        shards = sorted(by_shard)
-        counters: dict[str, int] = {}
-        for transition in transitions:
-            if transition.uncounts_customer:
-                customer = transition.record.answer.customer_id or ""
-                counters[customer] = counters.get(customer, 0) + transition.record.quantity
+            for take in transition.record.takes():
+                by_item.setdefault((take.key, take.shard), []).append((transition, take.quantity))
+                if transition.releases_seats and take.customer_counted:
+                    counter = (take.key, transition.record.answer.customer_id or "")
+                    counters[counter] = counters.get(counter, 0) + take.quantity
+                for pool in take.pools:
+                    by_pool.setdefault(pool, []).append((transition, take.quantity))
         changed_at = timestamp()
         mapped = any(t.record.seats for t in transitions)
         # A mapped class (docs/seating.md): one update per row item its seats are on, guarded on
@@ -143,9 +149,12 @@ class Transitions(TableAccess):
             if mapped
             else [
                 self._inventory_delta_action(
-                    key, _InventoryDelta.of(by_shard[shard]), capacity if shard == 0 else None, shard
+                    item_class,
+                    _InventoryDelta.of(by_item[(item_class, shard)]),
+                    capacity if (item_class, shard) == (key, 0) else None,
+                    shard,
                 )
-                for shard in shards
+                for item_class, shard in sorted(by_item, key=lambda k: (k[0].seat_class, k[1]))
             ]
         )
         inventory_actions = len(actions)
@@ -154,16 +163,12 @@ class Transitions(TableAccess):
             for t in transitions
         ]
         customers = list(counters)
-        actions += [self._uncount_customer_action(key, c, counters[c]) for c in customers]
+        actions += [self._uncount_customer_action(k, c, counters[(k, c)]) for k, c in customers]
         # The pools the records' seats came from get them back too (docs/pools.md).
-        pools = sorted({pool for t in transitions for pool in t.record.pools})
+        pools = sorted(by_pool)
         actions += [
             self._inventory_delta_action(
-                key,
-                _InventoryDelta.of([t for t in transitions if pool in t.record.pools]),
-                None,
-                0,
-                item_key=pool_key(key.event_id, pool),
+                key, _InventoryDelta.of(by_pool[pool]), None, 0, item_key=pool_key(key.event_id, pool)
             )
             for pool in pools
         ]
@@ -299,7 +304,7 @@ class Transitions(TableAccess):
     def _transition_refusal(
         exc: ClientError,
         transitions: Sequence[Transition],
-        customers: Sequence[str],
+        customers: Sequence[tuple[SeatKey, str]],
         *,
         inventory_actions: int,
         rows: bool = False,
@@ -330,7 +335,7 @@ class Transitions(TableAccess):
             ),
             records=records,
             counters_refused=frozenset(
-                c for c, r in zip(customers, counter_reasons, strict=True) if failed_condition(r)
+                c for (_, c), r in zip(customers, counter_reasons, strict=True) if failed_condition(r)
             ),
             pools_refused=frozenset(
                 p for p, r in zip(pools, pool_reasons, strict=True) if failed_condition(r)

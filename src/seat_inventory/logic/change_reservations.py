@@ -62,6 +62,7 @@ def _change_answer(
         request_type=request.request_type,
         hold_expires_at=record.hold_expires_at,
         seats=answer.seats,
+        lines=answer.lines,
     )
 
 
@@ -151,27 +152,28 @@ class TransitionResult:
 
 def _prefix_that_fits(transitions: Sequence[Transition]) -> int:
     actions = 0
-    shards: set[int] = set()  # one inventory update per shard item the records' seats came from
-    customers: set[str] = set()
+    items: set[tuple[SeatKey, int]] = set()  # one update per shard item the records' seats came from
+    counters: set[tuple[SeatKey, str]] = set()
     rows: set[str] = set()  # a mapped class: one update per row item its seats are on
     pools: set[str] = set()  # one update per capacity pool the records' seats came from
     for index, transition in enumerate(transitions):
-        extra = 1 + len(set(transition.record.pools) - pools)
-        new_rows = {row_item_of(s)[0] for s in transition.record.seats} - rows
-        extra += len(new_rows)
-        if transition.record.shard not in shards and not transition.record.seats:
-            extra += 1
+        # An order's record moves every line's class (docs/orders.md): count each line's items.
+        takes = transition.record.takes()
         customer = transition.record.answer.customer_id or ""
-        if transition.uncounts_customer and customer not in customers:
-            extra += 1
+        new_pools = {pool for take in takes for pool in take.pools} - pools
+        new_rows = {row_item_of(s)[0] for s in transition.record.seats} - rows
+        new_items = set() if transition.record.seats else {(t.key, t.shard) for t in takes} - items
+        new_counters = {
+            (t.key, customer) for t in takes if transition.releases_seats and t.customer_counted
+        } - counters
+        extra = 1 + len(new_pools) + len(new_rows) + len(new_items) + len(new_counters)
         if actions + extra > MAX_ACTIONS_PER_TRANSACTION:
             return index
         actions += extra
         rows |= new_rows
-        shards.add(transition.record.shard)
-        pools.update(transition.record.pools)
-        if transition.uncounts_customer:
-            customers.add(customer)
+        items |= new_items
+        pools |= new_pools
+        counters |= new_counters
     return len(transitions)
 
 

@@ -56,6 +56,12 @@ def outcome_document(outcome: ReservationOutcome) -> dict[str, Any]:
     if outcome.seats is not None:
         # A mapped class's seats (docs/seating.md): taken, or not free (SEATS_TAKEN), or stranded.
         document["seats"] = list(outcome.seats)
+    if outcome.lines is not None:
+        # A multi-line order (docs/orders.md): its lines as asked, in order (where their seats
+        # came from is the record's, not the subscriber's).
+        document["lines"] = [
+            {"seat_class": line.seat_class, "quantity": line.quantity} for line in outcome.lines
+        ]
     return document
 
 
