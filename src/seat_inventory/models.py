@@ -326,6 +326,9 @@ class GroupWrite:
     # positions), each guarded on exactly those seats being free, instead of from the class's
     # inventory item; the sale rules and the limit are guarded on each row item.
     rows: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    # One line of an order (docs/orders.md), whose answer (on the first line's write) counts the
+    # seats of every line: whether this line's seats are held (a hold) rather than sold.
+    order_line_held: bool | None = None
 
     def __post_init__(self) -> None:
         # A copy of what the caller passed: the write stays as it was made.
@@ -354,7 +357,10 @@ class GroupWrite:
 
     @property
     def seats_held(self) -> int:
-        """The seats of HELD answers (the rest of `seats_taken` is sold)."""
+        """The seats of HELD answers (the rest of `seats_taken` is sold); an order's line: all
+        its seats or none."""
+        if self.order_line_held is not None:
+            return self.seats_taken if self.order_line_held else 0
         return sum(o.quantity or 0 for o in self.outcomes if o.outcome is Outcome.HELD)
 
 

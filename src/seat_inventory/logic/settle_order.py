@@ -315,6 +315,7 @@ class _OrderSettler:
                     admission_required=view.admission_required if view is not None else False,
                     token_uses=token_uses if index == 0 else (),
                     pools=view.pools if view is not None else (),
+                    order_line_held=self.request.is_hold,
                 )
             )
         actions = sum(
