@@ -38,7 +38,8 @@ def order_answer(rid: str, lines: list[tuple[SeatKey, int]], outcome: Outcome = 
         message_id=f"m-{rid}",
         hold_expires_at=NOW + 600 if outcome is Outcome.HELD else None,
         lines=tuple(
-            OrderLine(k.seat_class, q, pools=pools.get(k, ()), customer_counted=k == PARKING) for k, q in lines
+            OrderLine(k.seat_class, q, pools=pools.get(k, ()), customer_counted=k == PARKING)
+            for k, q in lines
         ),
     )
 
