@@ -507,3 +507,54 @@ def test_random_orders_pools_and_lifecycles_keep_every_count_equal_to_the_record
     # Each order got one final answer (redeliveries are duplicates of it)
     assert all(len(outcomes) == 1 for outcomes in answered.values())
     assert any(store.status.get(r) is not None and store.records[r].lines for r in store.records)
+
+
+# ------------------------------------------------------------------ what an order costs
+
+
+class _StepClock:
+    """One container's clock: time passes only while it waits."""
+
+    def __init__(self) -> None:
+        self.time = float(NOW)
+
+    def now(self) -> float:
+        return self.time
+
+    def sleep(self, seconds: float) -> None:
+        self.time += seconds
+
+    def wait_for_aws(self, seconds: float) -> None:
+        self.time += seconds
+
+
+@pytest.mark.parametrize(
+    ("lines", "units"),
+    [
+        # 2 units per item of up to 1 KB: each line's class item, the record, a counter per line
+        # of a class with a limit, each pool once however many lines share it.
+        ((("SAT", 1),), 6),  # SAT, record, weekend
+        ((("SAT", 1), ("PASS", 1)), 8),  # SAT, PASS, record, weekend (shared: once)
+        ((("SAT", 2), ("PASS", 1), ("PARKING", 1)), 12),  # + PARKING and its counter
+    ],
+)
+def test_an_order_costs_two_write_units_per_item_and_so_does_its_cancel(store, lines, units) -> None:
+    from seat_tools.contention.model import ContentionModel, ContentionSettings  # noqa: PLC0415
+    from seat_tools.simulation.dynamodb import SimulatedTable  # noqa: PLC0415
+
+    clock = _StepClock()
+    model = ContentionModel(ContentionSettings(), clock=clock.now, rng=random.Random(1))
+    client = SimulatedTable(store, model, seed=1).client(clock)  # type: ignore[arg-type]
+    publisher = RecordingPublisher()
+    common = {"store": client, "publisher": publisher, "settings": SETTINGS, "clock": clock}
+    hints = InventoryHints()
+    for key in store.inventory:  # the container knows the classes: no reads in the count
+        hints.observe(key, store.inventory[key])
+
+    reserve_seats([order(1, *lines)], hints=hints, **common)  # type: ignore[arg-type]
+    taken = model.counters().write_units_consumed
+    reserve_seats([change(2, "cancel", "o-1")], hints=hints, **common)  # type: ignore[arg-type]
+
+    assert [o.outcome for o in publisher.published] == [Outcome.CONFIRMED, Outcome.CANCELLED]
+    assert taken == units
+    assert model.counters().write_units_consumed - taken == units
