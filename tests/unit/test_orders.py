@@ -539,8 +539,8 @@ class _StepClock:
     ],
 )
 def test_an_order_costs_two_write_units_per_item_and_so_does_its_cancel(store, lines, units) -> None:
-    from seat_tools.contention.model import ContentionModel, ContentionSettings  # noqa: PLC0415
-    from seat_tools.simulation.dynamodb import SimulatedTable  # noqa: PLC0415
+    from seat_tools.contention.model import ContentionModel, ContentionSettings
+    from seat_tools.simulation.dynamodb import SimulatedTable
 
     clock = _StepClock()
     model = ContentionModel(ContentionSettings(), clock=clock.now, rng=random.Random(1))
