@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import pytest
 
+from seat_inventory.logic.inventory_hints import InventoryHints
+from seat_inventory.logic.sweep_holds import release_expired_holds
 from seat_inventory.models import (
     GroupWrite,
     OrderLine,
@@ -17,6 +19,7 @@ from seat_inventory.models import (
     Transition,
 )
 from seat_tools.operator_commands import OperatorTable
+from tests.fakes import FakeClock, RecordingPublisher
 from tests.integration.conftest import Stack, sqs_event
 
 SAT = SeatKey("e-1", "SAT")
@@ -209,6 +212,25 @@ def test_a_change_whose_line_item_is_missing_is_refused(stack: Stack, table: Ope
 
     assert refused is not None and refused.inventory_refused and refused.inventory is None
     assert seats(table)["SAT"] == (3, 0, 1)
+
+
+def test_the_sweeper_finds_a_held_order_in_the_index_and_releases_it_whole_once(table: OperatorTable) -> None:
+    table.commit_outcomes(order("o-1", [(SAT, 2), (PASS, 1), (PARKING, 1)], Outcome.HELD))
+    clock = FakeClock(time=NOW + 601)
+    publisher = RecordingPublisher()
+    for _ in range(2):
+        release_expired_holds(
+            table, publisher, clock, limit=10, rejection_ttl_seconds=60, hints=InventoryHints()
+        )
+
+    assert seats(table) == UNTOUCHED
+    [expired] = publisher.published
+    assert (expired.reservation_id, expired.outcome, expired.quantity) == ("o-1", Outcome.EXPIRED, 4)
+    assert expired.lines is not None and [line.seat_class for line in expired.lines] == [
+        "SAT",
+        "PASS",
+        "PARKING",
+    ]
 
 
 # --- end to end ---------------------------------------------------------------------------------
