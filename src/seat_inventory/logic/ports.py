@@ -166,8 +166,9 @@ class InventoryStore(Protocol):
         Records of seats that were never sold get TTL `release_expires_at`. Seats go back to the
         shard item each record names; an order's record (docs/orders.md) names one per line
         (`ReservationRecord.takes`), so its change moves every line's class, pools and counters in
-        the same transaction (`key` is then its first line's class); `capacity` is given only for a class of one item (None
-        leaves the guards on held and sold, which keep each item's invariant on their own).
+        the same transaction (`key` is then its first line's class); `capacity` is given only
+        for a class of one item (None leaves the guards on held and sold, which keep each item's
+        invariant on their own).
         """
         ...
 
