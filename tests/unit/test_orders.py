@@ -393,6 +393,18 @@ def test_the_sweeper_expires_a_held_order_whole_and_once(container, store) -> No
     assert pool(store) == (10, 0, 0)
 
 
+def test_reservation_show_lists_an_order_s_lines_and_where_each_took_its_seats(container, store) -> None:
+    from seat_tools.cli.reservation_commands import record_document
+
+    container.run(order(1, ("SAT", 2), ("PARKING", 1)))
+    record = store.record("o-1")
+    assert record is not None
+    assert record_document(record)["lines"] == [
+        {"seat_class": "SAT", "quantity": 2, "shard": 0, "pools": ["weekend"], "customer_counted": False},
+        {"seat_class": "PARKING", "quantity": 1, "shard": 0, "pools": [], "customer_counted": True},
+    ]
+
+
 def test_an_order_on_a_sharded_class_takes_from_the_containers_own_shard(store) -> None:
     # Given Saturday over 4 shard items
     store.add_event("e-1", 40, "FLOOR", shards=4)
