@@ -11,6 +11,8 @@ import json
 import random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from seat_inventory.logic.admission_tokens import KeyRing, TokenVerifier, fixed_keys, issue_token
 from seat_inventory.logic.inventory_hints import InventoryHints
@@ -570,3 +572,27 @@ def test_an_order_costs_two_write_units_per_item_and_so_does_its_cancel(store, l
     assert [o.outcome for o in publisher.published] == [Outcome.CONFIRMED, Outcome.CANCELLED]
     assert taken == units
     assert model.counters().write_units_consumed - taken == units
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 20) | st.text(max_size=6),
+    lambda inner: (
+        st.lists(inner, max_size=5)
+        | st.dictionaries(st.sampled_from(["seat_class", "quantity", "seats", "x"]), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(lines=JSON_VALUES)
+def test_any_lines_value_is_an_order_or_one_bounded_invalid_line(lines) -> None:
+    parsed = parse({**BASE, "lines": lines})
+    if isinstance(parsed, InvalidMessage):
+        assert "\n" not in parsed.reason and 0 < len(parsed.reason) <= 240
+        return
+    assert isinstance(parsed, ReservationRequest) and parsed.lines is not None
+    assert 1 <= len(parsed.lines) <= 4 and len({line.seat_class for line in parsed.lines}) == len(
+        parsed.lines
+    )
+    assert parsed.quantity == sum(line.quantity for line in parsed.lines) <= 10
