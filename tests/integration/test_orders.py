@@ -5,6 +5,8 @@ handler end to end."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from seat_inventory.logic.inventory_hints import InventoryHints
@@ -158,6 +160,35 @@ def test_a_line_whose_class_item_is_missing_refuses_the_order(table: OperatorTab
     part = refused.parts[1]
     assert part is not None and part.inventory_refused and part.inventory is None
     assert seats(table) == UNTOUCHED
+
+
+def test_a_sharded_line_takes_from_its_shard_with_seats_moved_in_and_gives_them_back_there(
+    table: OperatorTable,
+) -> None:
+    # Given FLOOR over 2 shard items of 3 seats; the line takes 4 on shard 1, moving 1 from shard 0
+    floor = SeatKey("e-1", "FLOOR")
+    table.create_seat_class(floor, 6, shards=2)
+    writes = order("o-1", [(SAT, 1)])
+    answer = dataclasses.replace(
+        writes[0].outcomes[0],
+        quantity=5,
+        lines=(*(writes[0].outcomes[0].lines or ()), OrderLine("FLOOR", 4, shard=1)),
+    )
+    line = GroupWrite(floor, [], 4, 0, now=NOW, shard=1, moves={0: 1}, order_line_held=False)
+    assert table.commit_outcomes([dataclasses.replace(writes[0], outcomes=[answer]), line]) is None
+    shards = {s.shard: (s.capacity, s.available, s.sold) for s in table.read_inventory(floor).shard_seats()}  # type: ignore[union-attr]
+    assert shards == {0: (2, 2, 0), 1: (4, 0, 4)}
+
+    # When a donor has fewer seats than the move asks, nothing is written
+    short = GroupWrite(floor, [], 3, 0, now=NOW, shard=1, moves={0: 3}, order_line_held=False)
+    refused = table.commit_outcomes(order("o-2", [(SAT, 1)]) + [short])
+    assert refused is not None and refused.parts[1] is not None and refused.parts[1].inventory_refused
+    assert seats(table)["SAT"] == (3, 0, 1)
+
+    # And a cancel gives the line's seats back to shard 1, where they came from
+    assert transition(table, "o-1", Outcome.CANCELLED) is None
+    shards = {s.shard: (s.capacity, s.available, s.sold) for s in table.read_inventory(floor).shard_seats()}  # type: ignore[union-attr]
+    assert shards == {0: (2, 2, 0), 1: (4, 4, 0)}
 
 
 def test_writes_of_one_class_twice_are_refused_before_any_call(table: OperatorTable) -> None:

@@ -168,6 +168,9 @@ class Reservations(TableAccess):
             raise ValueError(f"writes committed together must be of distinct classes of one event: {keys}")
         if any(w.rows or w.records_only or w.seats_taken <= 0 for w in writes):
             raise ValueError("writes committed together must each take seats of a counted class")
+        for w in writes:
+            if w.shard in w.donors or sum(w.donors.values()) > w.seats_taken:
+                raise ValueError(f"moves {w.donors} into shard {w.shard} do not fit {w.seats_taken} seat(s)")
         recorded_at = timestamp()
         actions: list[dict[str, Any]] = []
         sizes: list[tuple[int, int, int, int]] = []  # per write: inventory, records, counters, tokens
