@@ -181,7 +181,7 @@ def test_a_sharded_line_takes_from_its_shard_with_seats_moved_in_and_gives_them_
 
     # When a donor has fewer seats than the move asks, nothing is written
     short = GroupWrite(floor, [], 3, 0, now=NOW, shard=1, moves={0: 3}, order_line_held=False)
-    refused = table.commit_outcomes(order("o-2", [(SAT, 1)]) + [short])
+    refused = table.commit_outcomes([*order("o-2", [(SAT, 1)]), short])
     assert refused is not None and refused.parts[1] is not None and refused.parts[1].inventory_refused
     assert seats(table)["SAT"] == (3, 0, 1)
 
