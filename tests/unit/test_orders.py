@@ -596,3 +596,69 @@ def test_any_lines_value_is_an_order_or_one_bounded_invalid_line(lines) -> None:
         parsed.lines
     )
     assert parsed.quantity == sum(line.quantity for line in parsed.lines) <= 10
+
+
+class _CountingClient:
+    """Stands in for DynamoDB: counts each transaction's actions, commits nothing."""
+
+    def __init__(self) -> None:
+        self.sizes: list[int] = []
+
+    def transact_write_items(self, TransactItems: list) -> dict:
+        self.sizes.append(len(TransactItems))
+        return {}
+
+
+def test_the_changes_of_many_orders_are_split_into_transactions_of_at_most_100_actions() -> None:
+    from seat_inventory.dal.transitions import Transitions
+    from seat_inventory.logic.change_reservations import settle_transitions
+    from seat_inventory.models import ReservationRecord, Transition
+
+    # Given 40 held orders of 4 limited classes in 2 pools, each of another customer: a record, a
+    # counter per line, the 4 class items and the 2 pools (once per transaction)
+    def line(c: str) -> OrderLine:
+        return OrderLine(c, 1, pools=("p1",) if c < "C" else ("p2",), customer_counted=True)
+
+    records = [
+        ReservationRecord(
+            ReservationOutcome(
+                f"o-{n}",
+                Outcome.HELD,
+                "held",
+                "e-1",
+                None,
+                4,
+                f"c-{n}",
+                hold_expires_at=NOW + 60,
+                lines=tuple(line(c) for c in ("A", "B", "C", "D")),
+            ),
+            Outcome.HELD,
+            hold_expires_at=NOW + 60,
+        )
+        for n in range(40)
+    ]
+    client = _CountingClient()
+    store = Transitions(client, "t")  # type: ignore[arg-type]
+    result = settle_transitions(
+        SeatKey("e-1", "A"),
+        [Transition(r, Outcome.CANCELLED) for r in records],
+        now=NOW,
+        store=store,  # type: ignore[arg-type]
+        clock=FakeClock(time=NOW),
+        hints=_KnownCapacity(),  # type: ignore[arg-type]
+        release_ttl_seconds=TTL,
+    )
+
+    # Then every order changed, in transactions of at most 100 actions, each as full as fits
+    assert len(result.committed) == 40 and result.error is None
+    assert max(client.sizes) <= 100 and sum(client.sizes) == 40 * 5 + len(client.sizes) * 6
+    assert client.sizes[0] == 6 + 18 * 5  # 96: a 19th order (5 more) would pass 100
+
+
+class _KnownCapacity(InventoryHints):
+    """Hints that know class A: a sharded class's guards need no capacity."""
+
+    def assumed(self, key: SeatKey):  # type: ignore[override]
+        from seat_inventory.models import SeatClassInventory
+
+        return SeatClassInventory("e-1", key.seat_class, 10, 10, 0, shard_items=2, shard_count=2)
