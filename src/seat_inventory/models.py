@@ -166,6 +166,9 @@ class OrderLine:
     shard: int = 0
     pools: tuple[str, ...] = ()
     customer_counted: bool = False
+    # A mapped class's line (docs/seating.md): the chosen seat ids as asked, or once taken the
+    # seats it took (best available included); None for a counted class, or best available as asked.
+    seats: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,6 +181,7 @@ class LineTake:
     shard: int
     pools: tuple[str, ...]
     customer_counted: bool
+    seats: tuple[str, ...] = ()  # a mapped class's: its row items' seats, not the class's item
 
 
 @dataclass(frozen=True, slots=True)
@@ -430,11 +434,12 @@ class ReservationRecord:
                     line.shard,
                     line.pools,
                     line.customer_counted,
+                    line.seats or (),
                 )
                 for line in self.answer.lines
             )
         key = self.seat_key or SeatKey(event_id, "")
-        return (LineTake(key, self.quantity, self.shard, self.pools, self.customer_counted),)
+        return (LineTake(key, self.quantity, self.shard, self.pools, self.customer_counted, self.seats),)
 
     @property
     def quantity(self) -> int:

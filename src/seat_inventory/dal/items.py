@@ -315,6 +315,8 @@ def _line_item(line: OrderLine) -> dict[str, Any]:
         item[POOL_NAMES] = pool_names_value(line.pools)
     if line.customer_counted:
         item["customer_counted"] = {"BOOL": True}
+    if line.seats is not None:
+        item["seats"] = {"L": [{"S": seat} for seat in line.seats]}
     return item
 
 
@@ -325,6 +327,7 @@ def _line_from_item(item: Mapping[str, Any]) -> OrderLine:
         shard=_optional_int(item, "shard") or 0,
         pools=pool_names(item),
         customer_counted=bool(item.get("customer_counted", {}).get("BOOL", False)),
+        seats=tuple(v["S"] for v in item["seats"]["L"]) if "seats" in item else None,
     )
 
 

@@ -154,15 +154,15 @@ def _prefix_that_fits(transitions: Sequence[Transition]) -> int:
     actions = 0
     items: set[tuple[SeatKey, int]] = set()  # one update per shard item the records' seats came from
     counters: set[tuple[SeatKey, str]] = set()
-    rows: set[str] = set()  # a mapped class: one update per row item its seats are on
+    rows: set[tuple[SeatKey, str]] = set()  # a mapped class: one update per row item its seats are on
     pools: set[str] = set()  # one update per capacity pool the records' seats came from
     for index, transition in enumerate(transitions):
         # An order's record moves every line's class (docs/orders.md): count each line's items.
         takes = transition.record.takes()
         customer = transition.record.answer.customer_id or ""
         new_pools = {pool for take in takes for pool in take.pools} - pools
-        new_rows = {row_item_of(s)[0] for s in transition.record.seats} - rows
-        new_items = set() if transition.record.seats else {(t.key, t.shard) for t in takes} - items
+        new_rows = {(t.key, row_item_of(s)[0]) for t in takes for s in t.seats} - rows
+        new_items = {(t.key, t.shard) for t in takes if not t.seats} - items
         new_counters = {
             (t.key, customer) for t in takes if transition.releases_seats and t.customer_counted
         } - counters
@@ -222,7 +222,9 @@ def _commit_transitions(
     capacity: int | None = None
     # A mapped class's seats go back to its row items, each guarded on the seats' states: no
     # capacity to check (docs/seating.md).
-    if any(t.releases_seats and not t.record.seats for t in pending):
+    # An order's lines (docs/orders.md) are guarded on held and sold alone: its first line's class
+    # may be mapped, or sharded.
+    if any(t.releases_seats and not t.record.seats and not t.record.answer.lines for t in pending):
         # Seats given back are guarded against the capacity; the condition checks the value
         # assumed here, so a stale hint costs one refused round, never a wrong write.
         item = hints.assumed(key) or deadline.patiently(
