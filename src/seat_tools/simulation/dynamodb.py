@@ -282,14 +282,16 @@ class SimulatedDynamoStore:
         release_expires_at: int,
     ) -> TransitionsRefused | None:
         takes = [(t, take) for t in transitions for take in t.record.takes()]
-        shards = sorted({(take.key.seat_class, take.shard) for _, take in takes})
+        shards = sorted({(take.key.seat_class, take.shard) for _, take in takes if not take.seats})
         items = [
             _write(inventory_key(SeatKey(key.event_id, c), shard), INVENTORY_ITEM_BYTES)
             for c, shard in shards
         ]
-        if any(t.record.seats for t in transitions):  # a mapped class: the row items of its seats
-            rows = sorted({row_item_of(seat)[0] for t in transitions for seat in t.record.seats})
-            items = [_write(row_key(key, row_id), ROW_ITEM_BYTES) for row_id in rows]
+        # A mapped class's seats (a record's, or an order line's): the row items they are on.
+        rows = sorted(
+            {(take.key.seat_class, row_item_of(seat)[0]) for _, take in takes for seat in take.seats}
+        )
+        items += [_write(row_key(SeatKey(key.event_id, c), row_id), ROW_ITEM_BYTES) for c, row_id in rows]
         items += [
             _write(reservation_key(t.record.reservation_id), record_item_bytes(t.record.answer))
             for t in transitions

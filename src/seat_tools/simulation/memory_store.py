@@ -245,37 +245,19 @@ class InMemoryInventoryStore:
         for customer, seats in write.counters.items():
             self.counters[(write.key, customer)] = self.counters.get((write.key, customer), 0) + seats
 
-    def _commit_seat_transitions(
-        self, key: SeatKey, transitions: Sequence[Transition], *, now: int, release_expires_at: int
-    ) -> TransitionsRefused | None:
-        """A mapped class's status changes (`dal.seat_rows.release_rows_actions`): each seat in the
-        state its record says, then sold or freed; the records and counters as for a counted class."""
-        rows = self.seat_rows.get(key, {})
-        changes: dict[str, list[tuple[int, SeatState, bool]]] = {}
-        for t in transitions:
-            was = SeatState.HELD if t.record.status is Outcome.HELD else SeatState.SOLD
-            for seat in t.record.seats:
-                row_id, position = row_item_of(seat)
-                changes.setdefault(row_id, []).append((position, was, not t.releases_seats))
-        rows_refuse = any(
-            row_id not in rows or rows[row_id].states.get(p) is not was
-            for row_id, seats in changes.items()
-            for p, was, _ in seats
-        )
-        refused_records = self._refused_records(transitions, now)
-        uncount: dict[str, int] = {}
-        for t in transitions:
-            if t.uncounts_customer:
-                customer = t.record.answer.customer_id or ""
-                uncount[customer] = uncount.get(customer, 0) + t.record.quantity
-        refused_counters = frozenset(
-            c for c, seats in uncount.items() if self.counters.get((key, c), -1) < seats
-        )
-        if rows_refuse and not refused_records:
-            raise StoreInconsistency(f"{key}: seats are not in the state their records say")
-        if refused_records or refused_counters:
-            return TransitionsRefused(False, None, refused_records, refused_counters)
-        for row_id, seats in changes.items():
+    def _rows_refuse(self, changes: dict[tuple[SeatKey, str], list[tuple[int, SeatState, bool]]]) -> bool:
+        """Whether a seat given back or sold is not in the state its record says (or its row item
+        is missing): `dal.seat_rows.release_rows_actions`' guards."""
+        for (key, row_id), seats in changes.items():
+            row = self.seat_rows.get(key, {}).get(row_id)
+            if row is None or any(row.states.get(p) is not was for p, was, _ in seats):
+                return True
+        return False
+
+    def _change_rows(self, changes: dict[tuple[SeatKey, str], list[tuple[int, SeatState, bool]]]) -> None:
+        """Each seat sold (confirm) or freed (cancel, expiry) on its row item, the counts with it."""
+        for (key, row_id), seats in changes.items():
+            rows = self.seat_rows[key]
             row = rows[row_id]
             states = dict(row.states)
             available, held, sold = row.available, row.held, row.sold
@@ -292,8 +274,6 @@ class InMemoryInventoryStore:
                     available += 1
             rows[row_id] = dataclasses.replace(row, states=states, available=available, held=held, sold=sold)
         self.inventory_writes += len(changes)
-        self._apply_transitions(transitions, {(key, c): n for c, n in uncount.items()}, release_expires_at)
-        return None
 
     def _refused_records(
         self, transitions: Sequence[Transition], now: int
@@ -627,24 +607,11 @@ class InMemoryInventoryStore:
         release_expires_at: int,
     ) -> TransitionsRefused | None:
         self._begin_commit()
-        if any(t.record.seats for t in transitions):
-            return self._commit_seat_transitions(
-                key, transitions, now=now, release_expires_at=release_expires_at
-            )
-        # Per item its seats came from: the record's class's shard item, or each line's of an
-        # order (docs/orders.md, `ReservationRecord.takes`): [released, unheld, unsold, sold].
-        deltas: dict[tuple[SeatKey, int], list[int]] = {}
-        uncount: dict[tuple[SeatKey, str], int] = {}
-        for t in transitions:
-            for take in t.record.takes():
-                delta = deltas.setdefault((take.key, take.shard), [0, 0, 0, 0])
-                delta[1 if t.record.status is Outcome.HELD else 2] += take.quantity
-                delta[3 if t.to is Outcome.CONFIRMED else 0] += take.quantity
-                if t.releases_seats and take.customer_counted:
-                    counter = (take.key, t.record.answer.customer_id or "")
-                    uncount[counter] = uncount.get(counter, 0) + take.quantity
+        deltas, rows, uncount = _transition_moves(transitions)
         inventory_refused, refusing = self._items_refusing(key, deltas, capacity)
         refused_records = self._refused_records(transitions, now)
+        if self._rows_refuse(rows) and not refused_records:
+            raise StoreInconsistency(f"{key}: seats are not in the state their records say")
         refused_counters = frozenset(c for k, c in uncount if self.counters.get((k, c), -1) < uncount[(k, c)])
         pool_deltas = _pool_deltas(transitions)
         refused_pools = self._pools_refusing(key.event_id, pool_deltas)
@@ -664,6 +631,7 @@ class InMemoryInventoryStore:
                 if k == item_key:
                     shards[n] = _add(shards[n], available=released, held=-unheld, sold=sold - unsold)
             self.inventory[item_key] = _with_shards(item, tuple(shards[n] for n in sorted(shards)))
+        self._change_rows(rows)
         self._apply_transitions(transitions, uncount, release_expires_at)
         self._give_back_to_pools(key.event_id, pool_deltas)
         return None
@@ -799,6 +767,37 @@ class InMemoryInventoryStore:
                 self.ledger_unpublished.discard(key)
                 cleared += 1
         return cleared
+
+
+def _transition_moves(
+    transitions: Sequence[Transition],
+) -> tuple[
+    dict[tuple[SeatKey, int], list[int]],
+    dict[tuple[SeatKey, str], list[tuple[int, SeatState, bool]]],
+    dict[tuple[SeatKey, str], int],
+]:
+    """What status changes move, per item their seats came from (`ReservationRecord.takes`: the
+    record's class, or each line's of an order, docs/orders.md): a class's shard item ->
+    [released, unheld, unsold, sold]; a mapped class's row item -> (position, state it must be
+    in, sold after); a customer counter -> seats taken off."""
+    deltas: dict[tuple[SeatKey, int], list[int]] = {}
+    rows: dict[tuple[SeatKey, str], list[tuple[int, SeatState, bool]]] = {}
+    uncount: dict[tuple[SeatKey, str], int] = {}
+    for t in transitions:
+        for take in t.record.takes():
+            if take.seats:
+                was = SeatState.HELD if t.record.status is Outcome.HELD else SeatState.SOLD
+                for seat in take.seats:
+                    row_id, position = row_item_of(seat)
+                    rows.setdefault((take.key, row_id), []).append((position, was, not t.releases_seats))
+            else:
+                delta = deltas.setdefault((take.key, take.shard), [0, 0, 0, 0])
+                delta[1 if t.record.status is Outcome.HELD else 2] += take.quantity
+                delta[3 if t.to is Outcome.CONFIRMED else 0] += take.quantity
+            if t.releases_seats and take.customer_counted:
+                counter = (take.key, t.record.answer.customer_id or "")
+                uncount[counter] = uncount.get(counter, 0) + take.quantity
+    return deltas, rows, uncount
 
 
 def _pool_deltas(transitions: Sequence[Transition]) -> dict[str, tuple[int, int, int, int]]:
