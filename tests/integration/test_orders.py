@@ -6,10 +6,13 @@ handler end to end."""
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pytest
 
+from seat_inventory.dal.seat_rows import SaleRules
 from seat_inventory.logic.inventory_hints import InventoryHints
+from seat_inventory.logic.seat_map import load_json
 from seat_inventory.logic.sweep_holds import release_expired_holds
 from seat_inventory.models import (
     GroupWrite,
@@ -17,6 +20,8 @@ from seat_inventory.models import (
     Outcome,
     ReservationOutcome,
     SeatKey,
+    SeatState,
+    StoreInconsistency,
     TokenUse,
     Transition,
 )
@@ -194,6 +199,90 @@ def test_a_sharded_line_takes_from_its_shard_with_seats_moved_in_and_gives_them_
 def test_writes_of_one_class_twice_are_refused_before_any_call(table: OperatorTable) -> None:
     with pytest.raises(ValueError, match="distinct classes of one event"):
         table.commit_outcomes(order("o-1", [(SAT, 1), (SAT, 1)]))
+
+
+# --- a mapped line (docs/seating.md): its row items, each guarded on exactly its seats ------------
+
+FLOOR = SeatKey("e-1", "FLOOR")
+FLOOR_MAP = load_json(
+    json.dumps(
+        {
+            "classes": {"FLOOR": {}},
+            "sections": [{"id": "F", "class": "FLOOR", "rows": [{"id": "R1", "seats": 6}]}],
+        }
+    )
+)
+
+
+def mapped_order(
+    rid: str, positions: tuple[int, ...], outcome: Outcome = Outcome.CONFIRMED
+) -> list[GroupWrite]:
+    """An order of 1 Saturday ticket and chosen FLOOR seats (no limit on FLOOR)."""
+    seats_ids = tuple(f"F-R1-{p}" for p in positions)
+    writes = order(rid, [(SAT, 1)], outcome)
+    answer = writes[0].outcomes[0]
+    lines = (*(answer.lines or ()), OrderLine("FLOOR", len(positions), seats=seats_ids))
+    first = dataclasses.replace(
+        writes[0], outcomes=[dataclasses.replace(answer, quantity=1 + len(positions), lines=lines)]
+    )
+    floor = GroupWrite(
+        FLOOR,
+        [],
+        len(positions),
+        0,
+        now=NOW,
+        rows={"F-R1#0": positions},
+        order_line_held=outcome is Outcome.HELD,
+    )
+    return [first, floor]
+
+
+def floor_row(table: OperatorTable):
+    return table.read_seat_rows(FLOOR, ["F-R1#0"])["F-R1#0"]
+
+
+def test_a_mapped_line_takes_its_seats_with_the_counted_lines_or_nothing(table: OperatorTable) -> None:
+    table.create_seat_map("e-1", FLOOR_MAP, SaleRules())
+    assert table.commit_outcomes(mapped_order("o-1", (2, 3), Outcome.HELD)) is None
+    row = floor_row(table)
+    assert (row.states, row.available, row.held) == ({2: SeatState.HELD, 3: SeatState.HELD}, 4, 2)
+    assert seats(table)["SAT"] == (3, 1, 0)
+
+    # Condition failed: a seat of the mapped line is taken: the row comes back, nothing is written
+    refused = table.commit_outcomes(mapped_order("o-2", (3, 4)))
+    assert refused is not None and refused.parts[0] is None
+    part = refused.parts[1]
+    assert part is not None and part.rows["F-R1#0"] is not None and 3 in part.rows["F-R1#0"].states  # type: ignore[union-attr]
+    assert seats(table)["SAT"] == (3, 1, 0) and floor_row(table).available == 4
+
+    # The whole held order confirmed, then cancelled: the seats follow on their row
+    assert transition(table, "o-1", Outcome.CONFIRMED) is None
+    assert floor_row(table).states == {2: SeatState.SOLD, 3: SeatState.SOLD}
+    assert transition(table, "o-1", Outcome.CANCELLED) is None
+    assert (floor_row(table).states, floor_row(table).available) == ({}, 6)
+    assert seats(table)["SAT"] == (4, 0, 0)
+
+
+def test_a_mapped_line_whose_row_item_is_missing_refuses_the_order(table: OperatorTable) -> None:
+    refused = table.commit_outcomes(mapped_order("o-1", (1,)))
+    assert refused is not None and refused.parts[1] is not None
+    assert refused.parts[1].rows == {"F-R1#0": None}
+    assert seats(table) == UNTOUCHED
+
+
+def test_a_change_whose_mapped_seats_are_not_as_recorded_is_an_inconsistency(
+    stack: Stack, table: OperatorTable
+) -> None:
+    table.create_seat_map("e-1", FLOOR_MAP, SaleRules())
+    table.commit_outcomes(mapped_order("o-1", (5,)))
+    stack.dynamodb.update_item(
+        TableName=stack.table_name,
+        Key={"pk": {"S": "SEATROW#e-1#FLOOR#F"}, "sk": {"S": "ROW#F-R1#0"}},
+        UpdateExpression="REMOVE p5",
+    )
+    with pytest.raises(StoreInconsistency):
+        transition(table, "o-1", Outcome.CANCELLED)
+    assert seats(table)["SAT"] == (3, 0, 1)
 
 
 # --- the whole order's status changes -----------------------------------------------------------

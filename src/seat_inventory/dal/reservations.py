@@ -166,8 +166,10 @@ class Reservations(TableAccess):
         keys = [w.key for w in writes]
         if len(set(keys)) != len(keys) or len({k.event_id for k in keys}) != 1:
             raise ValueError(f"writes committed together must be of distinct classes of one event: {keys}")
-        if any(w.rows or w.records_only or w.seats_taken <= 0 for w in writes):
-            raise ValueError("writes committed together must each take seats of a counted class")
+        if any(w.records_only or w.seats_taken <= 0 for w in writes):
+            raise ValueError("writes committed together must each take seats")
+        if any(w.rows and (w.token_uses or w.pools or w.donors) for w in writes):
+            raise ValueError("a mapped class's write takes no pools, moves or tokens")
         for w in writes:
             if w.shard in w.donors or sum(w.donors.values()) > w.seats_taken:
                 raise ValueError(f"moves {w.donors} into shard {w.shard} do not fit {w.seats_taken} seat(s)")
@@ -175,8 +177,16 @@ class Reservations(TableAccess):
         actions: list[dict[str, Any]] = []
         sizes: list[tuple[int, int, int, int]] = []  # per write: inventory, records, counters, tokens
         for write in writes:
-            actions.append(self._take_seats_action(write))
-            actions.extend(self._move_seats_action(write.key, d, n) for d, n in write.donors.items())
+            # A mapped class's line (docs/seating.md): its row items, each guarded on its seats.
+            taking = (
+                take_rows_actions(self._table_name, write)
+                if write.rows
+                else [
+                    self._take_seats_action(write),
+                    *(self._move_seats_action(write.key, d, n) for d, n in write.donors.items()),
+                ]
+            )
+            actions.extend(taking)
             actions.extend(self._record_action(write, outcome, recorded_at) for outcome in write.outcomes)
             assert write.max_per_customer is not None or not write.counters
             actions.extend(
@@ -184,9 +194,7 @@ class Reservations(TableAccess):
                 for c, n in write.counters.items()
             )
             actions.extend(self._use_token_action(use) for use in write.token_uses)
-            sizes.append(
-                (1 + len(write.donors), len(write.outcomes), len(write.counters), len(write.token_uses))
-            )
+            sizes.append((len(taking), len(write.outcomes), len(write.counters), len(write.token_uses)))
         pools = sorted({pool for w in writes for pool in w.pools})
         event_id = keys[0].event_id
         actions.extend(
@@ -203,13 +211,19 @@ class Reservations(TableAccess):
         start = 0
         for write, (inventory, records, counters, tokens) in zip(writes, sizes, strict=True):
             end = start + inventory + records + counters + tokens
-            part = self._refusal_of(
-                cancelled,
-                reasons[start:end],
-                write.outcomes,
-                list(write.counters),
-                inventory_actions=inventory,
-                token_uses=write.token_uses,
+            part = (
+                rows_refusal(
+                    cancelled, reasons[start:end], list(write.rows), write.outcomes, list(write.counters)
+                )
+                if write.rows
+                else self._refusal_of(
+                    cancelled,
+                    reasons[start:end],
+                    write.outcomes,
+                    list(write.counters),
+                    inventory_actions=inventory,
+                    token_uses=write.token_uses,
+                )
             )
             start = end
             refused = (

@@ -261,8 +261,11 @@ class SimulatedDynamoStore:
         donors), records, counters and token uses, and each pool once."""
         items: list[ItemWrite] = []
         for w in writes:
-            items.append(_write(inventory_key(w.key, w.shard), INVENTORY_ITEM_BYTES))
-            items += [_write(inventory_key(w.key, donor), INVENTORY_ITEM_BYTES) for donor in w.donors]
+            if w.rows:  # a mapped class's line: its row items (dal.seat_rows)
+                items += [_write(row_key(w.key, row_id), ROW_ITEM_BYTES) for row_id in w.rows]
+            else:
+                items.append(_write(inventory_key(w.key, w.shard), INVENTORY_ITEM_BYTES))
+                items += [_write(inventory_key(w.key, donor), INVENTORY_ITEM_BYTES) for donor in w.donors]
             items += [_write(reservation_key(o.reservation_id), record_item_bytes(o)) for o in w.outcomes]
             items += [_write(customer_key(w.key, c), COUNTER_ITEM_BYTES) for c in w.counters]
             items += [_write(admission_key(u.token_id), TOKEN_USE_ITEM_BYTES) for u in w.token_uses]

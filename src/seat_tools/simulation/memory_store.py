@@ -195,6 +195,15 @@ class InMemoryInventoryStore:
     def _commit_rows(self, write: GroupWrite) -> WriteRefused | None:
         """A mapped take (`dal.seat_rows.take_rows_actions`): every seat free on its row item, the
         sale open, the limit the one assumed; the record new; the counters under the limit."""
+        refused = self._rows_part(write)
+        if refused is not None:
+            return refused
+        self._take_rows(write)
+        self._write_records(write)
+        return None
+
+    def _rows_part(self, write: GroupWrite) -> WriteRefused | None:
+        """What refuses a mapped take: its row items' guards, its records and its counters."""
         now = int(time.time()) if write.now is None else write.now
         rows = self.seat_rows.get(write.key, {})
         refused_rows: dict[str, SeatRow | None] = {}
@@ -208,14 +217,19 @@ class InMemoryInventoryStore:
             ):
                 refused_rows[row_id] = row
         refused = self._refusal(dataclasses.replace(write, seats_taken=0))
-        if refused_rows or refused is not None:
-            return WriteRefused(
-                inventory_refused=bool(refused_rows),
-                inventory=None,
-                already_recorded=refused.already_recorded if refused else {},
-                customer_seats=refused.customer_seats if refused else {},
-                rows=refused_rows,
-            )
+        if not refused_rows and refused is None:
+            return None
+        return WriteRefused(
+            inventory_refused=bool(refused_rows),
+            inventory=None,
+            already_recorded=refused.already_recorded if refused else {},
+            customer_seats=refused.customer_seats if refused else {},
+            rows=refused_rows,
+        )
+
+    def _take_rows(self, write: GroupWrite) -> None:
+        """The seats of a mapped take become held or sold on their row items."""
+        rows = self.seat_rows[write.key]
         state = SeatState.HELD if write.seats_held else SeatState.SOLD
         for row_id, positions in write.rows.items():
             row = rows[row_id]
@@ -229,8 +243,6 @@ class InMemoryInventoryStore:
                 sold=row.sold + (len(positions) if state is SeatState.SOLD else 0),
             )
         self.inventory_writes += len(write.rows)
-        self._write_records(write)
-        return None
 
     def _write_records(self, write: GroupWrite) -> None:
         for outcome in write.outcomes:
@@ -376,9 +388,11 @@ class InMemoryInventoryStore:
         keys = [w.key for w in writes]
         if len(set(keys)) != len(keys) or len({k.event_id for k in keys}) != 1:
             raise ValueError(f"writes committed together must be of distinct classes of one event: {keys}")
-        if any(w.rows or w.records_only or w.seats_taken <= 0 for w in writes):
-            raise ValueError("writes committed together must each take seats of a counted class")
-        parts = tuple(self._refusal(w, check_pools=False) for w in writes)
+        if any(w.records_only or w.seats_taken <= 0 for w in writes):
+            raise ValueError("writes committed together must each take seats")
+        if any(w.rows and (w.token_uses or w.pools or w.donors) for w in writes):
+            raise ValueError("a mapped class's write takes no pools, moves or tokens")
+        parts = tuple(self._rows_part(w) if w.rows else self._refusal(w, check_pools=False) for w in writes)
         event_id = keys[0].event_id
         wanted: dict[str, int] = {}
         for w in writes:
@@ -392,7 +406,11 @@ class InMemoryInventoryStore:
         found = [p for p in parts if p is not None]
         if not found and not pools_refused:
             for w in writes:
-                self._apply_write(w)
+                if w.rows:
+                    self._take_rows(w)
+                    self._write_records(w)
+                else:
+                    self._apply_write(w)
             return None
         first_item = next((p for p in found if p.inventory_refused), None)
         return WriteRefused(
