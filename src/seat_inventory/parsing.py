@@ -346,9 +346,10 @@ def _order_lines(body: dict[str, Any], max_quantity: int) -> tuple[OrderLine, ..
     """A multi-line order's `lines` (docs/orders.md), or None for a single-line request.
 
     1 to MAX_ORDER_LINES objects, each `seat_class` (required) and `quantity` (1 to
-    `max_quantity`); no two lines of one class (one transaction cannot update an item twice: put
-    its seats in one line); the seats of all lines at most `max_quantity` (an order is one
-    reservation); no top-level seat_class, quantity, seats, split or accessible beside them.
+    `max_quantity`) or, on a mapped class, `seats` (chosen seat ids); no two lines of one class
+    (one transaction cannot update an item twice: put its seats in one line); the seats of all
+    lines at most `max_quantity` (an order is one reservation); no top-level seat_class,
+    quantity, seats, split or accessible beside them.
     """
     if "lines" not in body:
         return None
@@ -388,17 +389,18 @@ def _order_line(number: int, line: Any, max_quantity: int) -> OrderLine:
     unexpected = sorted(set(line) - LINE_FIELDS)
     if unexpected:
         raise _Invalid(f"line {number}: unexpected field(s): " + _names(unexpected))
-    if line.get("seats") is not None:
-        raise _Invalid(f"line {number}: chosen seats (mapped classes) are not supported in orders yet")
-    missing = [name for name in ("seat_class", "quantity") if line.get(name) is None]
+    required = ("seat_class", "quantity") if line.get("seats") is None else ("seat_class",)
+    missing = [name for name in required if line.get(name) is None]
     if missing:
         raise _Invalid(f"line {number}: missing required field(s): " + ", ".join(missing))
     try:
         seat_class = _identifier(line, "seat_class", MAX_SEAT_CLASS_LENGTH)
-        quantity = _quantity(line, max_quantity)
+        # A mapped class's line (docs/seating.md): chosen seats (quantity, if sent, their
+        # number), or best available (quantity), as a single request's `seats` and `quantity`.
+        quantity, seats, _, _ = _seat_choice(line, max_quantity)
     except _Invalid as invalid:
         raise _Invalid(f"line {number}: {invalid.reason}") from invalid
-    return OrderLine(seat_class, quantity)
+    return OrderLine(seat_class, quantity, seats=seats)
 
 
 def _admission_token(body: dict[str, Any]) -> str | None:

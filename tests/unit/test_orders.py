@@ -163,10 +163,13 @@ LINE = {"seat_class": "A", "quantity": 1}
             "lines 1 and 2 both name seat class 'A': put its seats in one line",
         ),
         ([{"seat_class": "A", "quantity": 1, "price": 3}], {}, 'line 1: unexpected field(s): "price"'),
+        ([{"seat_class": "A", "seats": ["S1-R1-x"]}], {}, 'line 1: seats: "S1-R1-x" is not a seat id'),
+        ([{"seat_class": "A", "seats": []}], {}, "line 1: seats must be a non-empty array of seat ids"),
+        ([{"seat_class": "A", "seats": ["S-R1-1", "S-R1-1"]}], {}, "line 1: seats: repeated seat id(s)"),
         (
-            [{"seat_class": "A", "seats": ["S1-R1-1"]}],
+            [{"seat_class": "A", "seats": ["S-R1-1"], "quantity": 2}],
             {},
-            "line 1: chosen seats (mapped classes) are not supported",
+            "line 1: quantity 2 does not match the 1 seat(s) chosen",
         ),
         (
             [LINE],
@@ -328,18 +331,116 @@ def test_the_store_commits_several_writes_all_or_nothing(store) -> None:
     assert seats(store, "SAT") == (8, 0, 0) and pool(store) == (10, 0, 0) and "o-1" not in store.records
 
 
-def test_an_order_line_on_a_mapped_class_is_invalid(container, store) -> None:
+def add_floor(store: InMemoryInventoryStore, *, orphans: str = "allow", limit: int | None = None) -> None:
+    """A mapped class FLOOR: one row of 6 seats, F-R1-1 .. F-R1-6."""
     seat_map = {
-        "classes": {"FLOOR": {"orphans": "allow"}},
-        "sections": [{"id": "S", "class": "FLOOR", "rows": [{"id": "R1", "seats": 4}]}],
+        "classes": {"FLOOR": {"orphans": orphans}},
+        "sections": [{"id": "F", "class": "FLOOR", "rows": [{"id": "R1", "seats": 6}]}],
     }
-    store.add_seat_map("e-1", load_json(json.dumps(seat_map)))
-    container.run(order(1, ("SAT", 1), ("FLOOR", 2)))
-    answer = container.answer("m-1")
-    assert answer.outcome is Outcome.INVALID and answer.reason.startswith(
-        "line 2 (FLOOR): a mapped seat class"
+    store.add_seat_map("e-1", load_json(json.dumps(seat_map)), max_per_customer=limit)
+
+
+def floor(store: InMemoryInventoryStore) -> dict[int, str]:
+    [row] = store.seat_rows[SeatKey("e-1", "FLOOR")].values()
+    return {p: state.value for p, state in row.states.items()}
+
+
+def mapped_order(n: int, floor_line: dict[str, object], *, hold: int | None = None, rid: str | None = None):
+    body: dict[str, object] = {
+        "reservation_id": rid or f"o-{n}",
+        "event_id": "e-1",
+        "customer_id": f"c-{n}",
+        "lines": [{"seat_class": "SAT", "quantity": 1}, {"seat_class": "FLOOR", **floor_line}],
+    }
+    if hold is not None:
+        body.update(type="hold", hold_seconds=hold)
+    return QueueMessage(f"m-{n}", json.dumps(body))
+
+
+def test_a_mapped_line_takes_chosen_seats_or_best_available_with_the_other_lines(container, store) -> None:
+    add_floor(store)
+    container.run(mapped_order(1, {"seats": ["F-R1-3", "F-R1-4"]}), mapped_order(2, {"quantity": 2}))
+
+    chosen, best = container.answer("m-1"), container.answer("m-2")
+    assert chosen.outcome is Outcome.CONFIRMED and chosen.lines is not None
+    assert chosen.lines[1].seats == ("F-R1-3", "F-R1-4")
+    assert (
+        best.outcome is Outcome.CONFIRMED and best.lines is not None and len(best.lines[1].seats or ()) == 2
     )
-    assert seats(store, "SAT") == (8, 0, 0)
+    assert outcome_document(best)["lines"][1] == {
+        "seat_class": "FLOOR",
+        "quantity": 2,
+        "seats": list(best.lines[1].seats or ()),
+    }
+    assert len(floor(store)) == 4 and set(floor(store).values()) == {"S"}
+    assert seats(store, "SAT") == (6, 0, 2)
+
+
+def test_a_chosen_seat_taken_refuses_the_whole_order_naming_it(container, store) -> None:
+    add_floor(store)
+    container.run(mapped_order(1, {"seats": ["F-R1-3"]}))
+    container.run(mapped_order(2, {"seats": ["F-R1-3", "F-R1-4"]}))
+
+    refused = container.answer("m-2")
+    assert refused.outcome is Outcome.SEATS_TAKEN and refused.seats == ("F-R1-3",)
+    assert refused.reason == "line 2 (FLOOR): seats not free: F-R1-3"
+    assert floor(store) == {3: "S"} and seats(store, "SAT") == (7, 0, 1)
+
+
+def test_mapped_lines_refused_by_the_map_are_invalid_and_not_recorded(container, store) -> None:
+    add_floor(store, orphans="refuse")
+    container.run(
+        mapped_order(1, {"seats": ["X-R1-1"]}),
+        mapped_order(2, {"seats": ["F-R1-2"]}),
+        QueueMessage(
+            "m-3",
+            json.dumps(
+                {**BASE, "reservation_id": "o-3", "lines": [{"seat_class": "SAT", "seats": ["F-R1-1"]}]}
+            ),
+        ),
+    )
+    assert container.answer("m-1").outcome is Outcome.INVALID
+    assert container.answer("m-1").reason == "line 2 (FLOOR): not seats of this class: X-R1-1"
+    stranded = container.answer("m-2")
+    assert stranded.outcome is Outcome.ORPHAN_SEAT and stranded.seats == ("F-R1-1",)
+    assert container.answer("m-3").reason == "line 1 (SAT): not a mapped seat class; seats do not apply"
+    assert "o-1" not in store.records and "o-3" not in store.records
+    assert floor(store) == {} and seats(store, "SAT") == (8, 0, 0)
+
+
+def test_a_mapped_line_s_limit_counts_with_the_customer_s_other_seats(container, store) -> None:
+    add_floor(store, limit=2)
+    container.run(mapped_order(1, {"seats": ["F-R1-1", "F-R1-2"]}, rid="o-1"))
+    body = {
+        **BASE,
+        "reservation_id": "o-2",
+        "customer_id": "c-1",
+        "lines": [{"seat_class": "FLOOR", "seats": ["F-R1-5"]}],
+    }
+    container.run(QueueMessage("m-2", json.dumps(body)))
+
+    refused = container.answer("m-2")
+    assert refused.outcome is Outcome.LIMIT_EXCEEDED
+    assert refused.reason == (
+        "line 1 (FLOOR): customer 'c-1' may take at most 2 seat(s) of e-1 FLOOR; 2 already taken, 1 requested"
+    )
+    assert floor(store) == {1: "S", 2: "S"}
+
+
+def test_a_held_order_with_a_mapped_line_is_released_whole_by_cancel_or_expiry(container, store) -> None:
+    add_floor(store)
+    container.run(
+        mapped_order(1, {"seats": ["F-R1-1", "F-R1-2"]}, hold=60), mapped_order(2, {"quantity": 3}, hold=600)
+    )
+    assert len(floor(store)) == 5 and set(floor(store).values()) == {"H"}
+    container.run(change(3, "cancel", "o-2"))
+    assert floor(store) == {1: "H", 2: "H"} and seats(store, "SAT") == (7, 1, 0)
+
+    container.clock.time += 61
+    publisher = RecordingPublisher()
+    release_expired_holds(store, publisher, container.clock, limit=10, rejection_ttl_seconds=TTL)
+    [expired] = publisher.published
+    assert expired.reservation_id == "o-1" and floor(store) == {} and seats(store, "SAT") == (8, 0, 0)
 
 
 def test_an_order_needs_an_admission_token_when_one_of_its_classes_does(container, store) -> None:
@@ -431,6 +532,7 @@ def check_counts(store: InMemoryInventoryStore) -> None:
     capacity; every order record either took all its lines or none."""
     held: dict[object, int] = {}
     sold: dict[object, int] = {}
+    seat_states: dict[tuple[SeatKey, str], str] = {}
     for rid in store.records:
         record = store.record(rid)
         assert record is not None
@@ -442,6 +544,18 @@ def check_counts(store: InMemoryInventoryStore) -> None:
         for take in record.takes():
             for owner in (take.key, *(("pool", p) for p in take.pools)):
                 tally[owner] = tally.get(owner, 0) + take.quantity
+            for seat in take.seats:  # a mapped line: each of its seats once, in its state
+                assert (take.key, seat) not in seat_states, seat
+                seat_states[(take.key, seat)] = "H" if record.status is Outcome.HELD else "S"
+    for key, rows in store.seat_rows.items():
+        found_states = {
+            (key, f"{row_id.split('#')[0]}-{p}"): state.value
+            for row_id, row in rows.items()
+            for p, state in row.states.items()
+        }
+        assert found_states == {k: v for k, v in seat_states.items() if k[0] == key}
+        assert sum(r.held for r in rows.values()) == held.get(key, 0)
+        assert sum(r.sold for r in rows.values()) == sold.get(key, 0)
     for key, item in store.inventory.items():
         assert (item.held, item.sold) == (held.get(key, 0), sold.get(key, 0)), key
         assert item.available + item.held + item.sold == item.capacity and item.available >= 0
@@ -466,6 +580,13 @@ def random_event(rng: random.Random) -> tuple[InMemoryInventoryStore, list[str]]
             max_per_customer=rng.choice([None, None, 4]),
             shards=rng.choice([1, 1, 2]),
         )
+    if rng.random() < 0.5:  # a mapped class: one row of 8 seats (docs/seating.md)
+        seat_map = {
+            "classes": {"FLOOR": {}},
+            "sections": [{"id": "F", "class": "FLOOR", "rows": [{"id": "R1", "seats": 8}]}],
+        }
+        store.add_seat_map("e-1", load_json(json.dumps(seat_map)), max_per_customer=rng.choice([None, 3]))
+        classes.append("FLOOR")
     return store, classes
 
 
@@ -475,8 +596,16 @@ def random_message(rng: random.Random, n: int, store: InMemoryInventoryStore, cl
     hold = rng.choice([None, rng.randint(5, 60)])
     customer = f"c-{rng.randint(1, 4)}"
     if roll < 0.45 or not live:
-        lines = [(c, rng.randint(1, 2)) for c in rng.sample(classes, rng.randint(1, min(4, len(classes))))]
-        return order(n, *lines, hold=hold, customer=customer)
+        picked = rng.sample(classes, rng.randint(1, min(4, len(classes))))
+        lines: list[dict[str, object]] = [{"seat_class": c, "quantity": rng.randint(1, 2)} for c in picked]
+        for line in lines:
+            if line["seat_class"] == "FLOOR" and rng.random() < 0.5:  # chosen seats, else best available
+                line.pop("quantity")
+                line["seats"] = [f"F-R1-{p}" for p in rng.sample(range(1, 9), rng.randint(1, 2))]
+        body = {"reservation_id": f"o-{n}", "event_id": "e-1", "customer_id": customer, "lines": lines}
+        if hold is not None:
+            body.update(type="hold", hold_seconds=hold)
+        return QueueMessage(f"m-{n}", json.dumps(body))
     if roll < 0.55:
         body = {"reservation_id": f"s-{n}", "event_id": "e-1", "customer_id": customer}
         body.update(seat_class=rng.choice(classes), quantity=rng.randint(1, 3))

@@ -16,14 +16,16 @@ messages never come here: their path is unchanged.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from seat_inventory.logic.admission_tokens import replay_refusal, use_expires_at
 from seat_inventory.logic.inventory_hints import InventoryHints
 from seat_inventory.logic.limits import MAX_ACTIONS_PER_TRANSACTION, MAX_SETTLE_ROUNDS
+from seat_inventory.logic.order_mapped import LineRefusal, chosen_rows, place_line, row_limit, rows_of
 from seat_inventory.logic.ports import Clock, InventoryStore, WriteRefused
 from seat_inventory.logic.retry_deadline import ConflictDeadline
+from seat_inventory.logic.seat_map import ClassMap
 from seat_inventory.logic.shards import pick_shard, route
 from seat_inventory.logic.write_window import back_off_step
 from seat_inventory.models import (
@@ -36,6 +38,7 @@ from seat_inventory.models import (
     RetryableError,
     SeatClassInventory,
     SeatKey,
+    SeatRow,
     StoreInconsistency,
     Throttled,
     TokenUse,
@@ -64,6 +67,7 @@ class _Refusal:
     outcome: Outcome
     reason: str
     remaining: int | None = None
+    seats: tuple[str, ...] | None = None  # a mapped line's seats not free, or stranded
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,16 +102,23 @@ class _OrderSettler:
         self.counted: dict[SeatKey, int] = {}  # the customer's counter per class, as refusals told
         self.token_holder: str | None = None  # the reservation that used the token first
         self.conflicts = 0
+        # Mapped classes' lines (docs/seating.md): the class's map, the view of its rows the line
+        # is placed on, and the seats placed.
+        self.class_maps: dict[SeatKey, ClassMap] = {}
+        self.rows: dict[SeatKey, dict[str, SeatRow]] = {}
+        self.placed: dict[SeatKey, tuple[str, ...]] = {}
 
     # ------------------------------------------------------------------ the rounds
 
     def run(self) -> ReservationOutcome:
         hints = self.context.hints
-        mapped = self._mapped_line()
-        if mapped is not None:
-            return mapped
+        invalid = self._find_maps()
+        if invalid is not None:
+            return invalid
         for key, line in zip(self.keys, self.lines, strict=True):
-            if hints.assumed(key) is None or hints.should_read_first(key, line.quantity, self.now):
+            if key in self.class_maps:
+                self._read_rows(key, line)
+            elif hints.assumed(key) is None or hints.should_read_first(key, line.quantity, self.now):
                 self._read(key)
         rounds = 0
         while rounds < MAX_SETTLE_ROUNDS:
@@ -136,22 +147,42 @@ class _OrderSettler:
             f"order {self.request.reservation_id} did not settle after {MAX_SETTLE_ROUNDS} rounds"
         )
 
-    def _mapped_line(self) -> ReservationOutcome | None:
-        """INVALID (not recorded, like seats sent to a counted class) when a line names a mapped
-        class: orders take counted classes only, for now (docs/orders.md)."""
+    def _find_maps(self) -> ReservationOutcome | None:
+        """Finds the lines of mapped classes (their maps); INVALID (not recorded, as for a single
+        request) when a line chooses seats of a counted class."""
         context = self.context
-        for index, key in enumerate(self.keys):
-            if context.hints.assumed(key) is not None:
-                continue  # seen as counted: a counted class stays counted
-            class_map = context.deadline.patiently(
-                context.clock,
-                lambda key=key: context.hints.seat_maps.class_map(context.store, key),  # type: ignore[misc]
-                "reading the seat map",
-            )
-            if class_map is not None:
-                reason = f"line {index + 1} ({key.seat_class}): a mapped seat class; orders take counted ones"
+        for index, (key, line) in enumerate(zip(self.keys, self.lines, strict=True)):
+            if context.hints.assumed(key) is None:  # seen as counted: a counted class stays counted
+                class_map = context.deadline.patiently(
+                    context.clock,
+                    lambda key=key: context.hints.seat_maps.class_map(context.store, key),  # type: ignore[misc]
+                    "reading the seat map",
+                )
+                if class_map is not None:
+                    self.class_maps[key] = class_map
+                    continue
+            if line.seats is not None:
+                reason = f"line {index + 1} ({key.seat_class}): not a mapped seat class; seats do not apply"
                 return self._outcome(Outcome.INVALID, reason, key.seat_class, lines=self.lines)
         return None
+
+    def _read_rows(self, key: SeatKey, line: OrderLine) -> None:
+        """A mapped line's view: its chosen seats' row items read consistently, or the class's
+        view for best available (`SeatMaps.view`, as a single best-available request)."""
+        context, maps = self.context, self.context.hints.seat_maps
+        if line.seats is not None:
+            wanted = chosen_rows(self.class_maps[key], line.seats)
+            rows = context.deadline.patiently(
+                context.clock, lambda: context.store.read_seat_rows(key, wanted), f"reading rows of {key}"
+            )
+            maps.learn(key, rows)
+            self.rows[key] = dict(rows)
+        else:
+            now = context.clock.now()
+            view = context.deadline.patiently(
+                context.clock, lambda: maps.view(context.store, key, now), f"reading rows of {key}"
+            )
+            self.rows[key] = dict(view)
 
     def _view(self, key: SeatKey) -> SeatClassInventory | None:
         """The class as best known: verified in this settlement, else the container's hint."""
@@ -180,6 +211,11 @@ class _OrderSettler:
         on a hint is read first, then decided again); None when every line looks takeable."""
         wanted: dict[str, int] = {}
         for index, (key, line) in enumerate(zip(self.keys, self.lines, strict=True)):
+            if key in self.class_maps:
+                mapped = self._place(index, key, line)
+                if mapped is not None:
+                    return mapped
+                continue
             refusal = self._line_refusal(index, key, line, wanted)
             if refusal is not None and key not in self.verified:
                 self._read(key)
@@ -230,6 +266,22 @@ class _OrderSettler:
                 return _Refusal(index, Outcome.SOLD_OUT, reason, left)
         return None
 
+    def _place(self, index: int, key: SeatKey, line: OrderLine) -> _Refusal | None:
+        """Places a mapped line on its view (`order_mapped.place_line`); its refusal, or None."""
+        placed = place_line(
+            key,
+            self.class_maps[key],
+            line,
+            self.rows[key],
+            customer_id=self.request.customer_id,
+            counted=self.counted.get(key, 0),
+            now=self.now,
+        )
+        if isinstance(placed, LineRefusal):
+            return _Refusal(index, placed.outcome, placed.reason, placed.remaining, placed.seats)
+        self.placed[key] = placed
+        return None
+
     def _pool_closed(self, view: SeatClassInventory) -> str | None:
         for pool in view.pools:
             seen = self.pools_seen.get(pool)
@@ -265,7 +317,7 @@ class _OrderSettler:
     def _line_route(self, key: SeatKey, seats: int) -> _LineTake | None:
         view = self._view(key)
         hints = self.context.hints
-        if view is None or view.shard_items == 1:
+        if view is None or view.shard_items == 1:  # a class of one item, or a mapped class
             return _LineTake(0)
         own = hints.own_shard(key)
         if own is not None and (own.left is None or own.left >= seats):
@@ -294,11 +346,18 @@ class _OrderSettler:
         if any(v is not None and v.admission_required for v in views) and check is not None:
             assert check.token_id is not None
             token_uses.append(TokenUse(check.token_id, self.request.reservation_id, use_expires_at(check)))
+        # The token is spent by the first counted line's write (a mapped class requires none).
+        spender = (
+            next(i for i, key in enumerate(self.keys) if key not in self.class_maps) if token_uses else -1
+        )
         writes = []
         taken_at = self.context.clock.now()
         for index, (key, line, take, view) in enumerate(
             zip(self.keys, self.lines, takes, views, strict=True)
         ):
+            if key in self.class_maps:
+                writes.append(self._mapped_write(key, line, [answer] if index == 0 else []))
+                continue
             limit = view.max_per_customer if view is not None else None
             writes.append(
                 GroupWrite(
@@ -313,13 +372,14 @@ class _OrderSettler:
                     moves=take.moves,
                     taken_at=taken_at,
                     admission_required=view.admission_required if view is not None else False,
-                    token_uses=token_uses if index == 0 else (),
+                    token_uses=token_uses if index == spender else (),
                     pools=view.pools if view is not None else (),
                     order_line_held=self.request.is_hold,
                 )
             )
         actions = sum(
-            1 + len(w.donors) + len(w.outcomes) + len(w.counters) + len(w.token_uses) for w in writes
+            max(1, len(w.rows)) + len(w.donors) + len(w.outcomes) + len(w.counters) + len(w.token_uses)
+            for w in writes
         )
         actions += len({pool for w in writes for pool in w.pools})
         if actions > MAX_ACTIONS_PER_TRANSACTION:
@@ -327,6 +387,21 @@ class _OrderSettler:
                 f"order {self.request.reservation_id} needs {actions} actions in one transaction"
             )
         return writes
+
+    def _mapped_write(self, key: SeatKey, line: OrderLine, outcomes: list[ReservationOutcome]) -> GroupWrite:
+        """A mapped line's write: its placed seats' row items (`GroupWrite.rows`)."""
+        limit = row_limit(self.rows[key])
+        return GroupWrite(
+            key,
+            outcomes,
+            seats_taken=line.quantity,
+            rejection_expires_at=self.now + self.context.rejection_ttl_seconds,
+            max_per_customer=limit,
+            customer_seats={self.request.customer_id: line.quantity} if limit is not None else {},
+            now=self.now,
+            rows=rows_of(self.placed[key]),
+            order_line_held=self.request.is_hold,
+        )
 
     def _answer_taken(
         self, takes: Sequence[_LineTake], views: Sequence[SeatClassInventory | None]
@@ -337,11 +412,17 @@ class _OrderSettler:
         lines = tuple(
             dataclasses.replace(
                 line,
+                seats=self.placed[key],
+                customer_counted=row_limit(self.rows[key]) is not None,
+            )
+            if key in self.class_maps
+            else dataclasses.replace(
+                line,
                 shard=take.shard,
                 pools=view.pools if view is not None else (),
                 customer_counted=view is not None and view.max_per_customer is not None,
             )
-            for line, take, view in zip(self.lines, takes, views, strict=True)
+            for key, line, take, view in zip(self.keys, self.lines, takes, views, strict=True)
         )
         seats = sum(line.quantity for line in lines)
         if request.is_hold:
@@ -364,6 +445,7 @@ class _OrderSettler:
         lines: tuple[OrderLine, ...],
         remaining: int | None = None,
         hold_expires_at: int | None = None,
+        seats: tuple[str, ...] | None = None,
     ) -> ReservationOutcome:
         request = self.request
         return ReservationOutcome(
@@ -379,6 +461,7 @@ class _OrderSettler:
             request_type=request.request_type,
             hold_expires_at=hold_expires_at,
             lines=lines,
+            seats=seats,
         )
 
     # ------------------------------------------------------------------ outcomes
@@ -406,7 +489,10 @@ class _OrderSettler:
             line.seat_class,
             lines=self.lines,
             remaining=refusal.remaining,
+            seats=refusal.seats,
         )
+        if refusal.outcome is Outcome.INVALID:
+            return answer  # decided by the map, the same way every time: not recorded
         write = GroupWrite(
             self.keys[refusal.line],
             [answer],
@@ -433,7 +519,9 @@ class _OrderSettler:
                 continue
             if part.customer_seats:
                 self.counted[key] = max(part.customer_seats.values())
-            if part.inventory_refused:
+            if part.rows:
+                self._learn_rows(key, part.rows)
+            elif part.inventory_refused:
                 self.context.hints.leave_shard(key)
                 seen = part.inventory
                 if seen is not None and seen.complete:
@@ -445,6 +533,15 @@ class _OrderSettler:
             raise RetryableError(
                 f"order {self.request.reservation_id} refused without a reason the planner knows"
             )
+
+    def _learn_rows(self, key: SeatKey, rows: Mapping[str, SeatRow | None]) -> None:
+        """A mapped line's row items refused, as they are: the next round places on them."""
+        missing = [row_id for row_id, row in rows.items() if row is None]
+        if missing:
+            raise StoreInconsistency(f"{key}: the map's row item(s) {missing} do not exist")
+        learned = {row_id: row for row_id, row in rows.items() if row is not None}
+        self.context.hints.seat_maps.learn(key, learned)
+        self.rows[key].update(learned)
 
     def _back_off_or_raise(self, exc: TransactionConflict | Throttled) -> None:
         self.conflicts += 1
