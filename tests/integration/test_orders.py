@@ -372,3 +372,23 @@ def test_the_handler_answers_an_order_once_with_its_lines(stack: Stack, table: O
     assert held["lines"] == [{"seat_class": "SAT", "quantity": 2}, {"seat_class": "PARKING", "quantity": 1}]
     assert confirmed["outcome"] == "CONFIRMED" and confirmed["lines"] == held["lines"]
     assert seats(table)["SAT"] == (2, 0, 2) and seats(table)["weekend"] == (4, 0, 2)
+
+
+def test_the_handler_takes_a_mapped_line_and_a_counted_one_or_names_the_seat_taken(
+    stack: Stack, table: OperatorTable
+) -> None:
+    table.create_seat_map("e-1", FLOOR_MAP, SaleRules())
+
+    def body(rid: str, seats: list[str]) -> dict:
+        lines = [{"seat_class": "SAT", "quantity": 1}, {"seat_class": "FLOOR", "seats": seats}]
+        return {"reservation_id": rid, "event_id": "e-1", "customer_id": "c-1", "lines": lines}
+
+    assert stack.invoke(sqs_event(body("o-1", ["F-R1-1", "F-R1-2"]))) == {"batchItemFailures": []}
+    assert stack.invoke(sqs_event(body("o-2", ["F-R1-2"]))) == {"batchItemFailures": []}
+
+    taken, refused = stack.outcomes()
+    assert taken["outcome"] == "CONFIRMED" and taken["lines"][1]["seats"] == ["F-R1-1", "F-R1-2"]
+    assert refused["outcome"] == "SEATS_TAKEN" and refused["seats"] == ["F-R1-2"]
+    assert refused["reason"] == "line 2 (FLOOR): seats not free: F-R1-2"
+    assert floor_row(table).states == {1: SeatState.SOLD, 2: SeatState.SOLD}
+    assert seats(table)["SAT"] == (3, 0, 1)
