@@ -15,8 +15,10 @@ from collections import Counter
 
 import pytest
 
+from seat_inventory.dal.seat_rows import SaleRules
 from seat_inventory.logic.reserve_seats import QueueMessage
-from seat_inventory.models import Outcome, ReservationOutcome, SeatKey
+from seat_inventory.logic.seat_map import load_json
+from seat_inventory.models import Outcome, ReservationOutcome, SeatKey, SeatState
 from seat_inventory.settings import Settings
 from seat_tools.local.stack import LocalStack
 from seat_tools.operator_commands import OperatorTable
@@ -102,3 +104,59 @@ def test_orders_racing_for_a_shared_pool_sell_it_exactly_all_lines_or_none(local
     after = table.get_pool(event_id, "hall")
     assert after is not None and after.available == 2
     assert sum(v.available for v in table.get_event(event_id)) == 2 * SENDERS - 2 * ORDERS_THAT_FIT + 2
+
+
+def test_orders_racing_for_the_same_chosen_seats_take_them_once_with_their_other_line(
+    local_stack: LocalStack,
+) -> None:
+    # Each order: one seat of a counted class (room for all) and the same two seats of a mapped
+    # class. One order gets them, whole; every other is SEATS_TAKEN and takes nothing.
+    event_id = f"order-{uuid.uuid4().hex[:8]}"
+    table = OperatorTable(local_stack.client("dynamodb"), local_stack.table_name)
+    table.create_seat_class(SeatKey(event_id, "PARKING"), SENDERS)
+    seat_map = {
+        "classes": {"FLOOR": {}},
+        "sections": [{"id": "F", "class": "FLOOR", "rows": [{"id": "R1", "seats": 4}]}],
+    }
+    table.create_seat_map(event_id, load_json(json.dumps(seat_map)), SaleRules())
+    settings = Settings(table_name=local_stack.table_name, outcomes_topic_arn="unused")
+    lines = [{"seat_class": "PARKING", "quantity": 1}, {"seat_class": "FLOOR", "seats": ["F-R1-1", "F-R1-2"]}]
+    messages = [
+        QueueMessage(
+            f"m-{n}",
+            json.dumps(
+                {
+                    "reservation_id": f"{event_id}-{n}",
+                    "event_id": event_id,
+                    "customer_id": f"c-{n}",
+                    "lines": lines,
+                }
+            ),
+        )
+        for n in range(SENDERS)
+    ]
+    answers: dict[str, ReservationOutcome] = {}
+    errors: list[BaseException] = []
+    start = threading.Barrier(len(messages))
+
+    def sender(message: QueueMessage) -> None:
+        try:
+            start.wait()
+            own = OperatorTable(local_stack.client("dynamodb"), local_stack.table_name)
+            answers[message.message_id] = _send_until_answered(own, settings, message)
+        except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=sender, args=(m,)) for m in messages]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=300)
+    assert not errors, errors[:3]
+
+    outcomes = Counter(a.outcome for a in answers.values())
+    assert outcomes == {Outcome.CONFIRMED: 1, Outcome.SEATS_TAKEN: SENDERS - 1}, outcomes
+    [parking] = table.get_event(event_id)
+    assert (parking.sold, parking.available) == (1, SENDERS - 1)  # the winner's other line only
+    [row] = table.read_seat_rows(SeatKey(event_id, "FLOOR")).values()
+    assert row.states == {1: SeatState.SOLD, 2: SeatState.SOLD} and row.sold == 2
