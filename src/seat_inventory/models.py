@@ -178,6 +178,43 @@ class TokenUse:
     expires_at: int
 
 
+# An order (docs/orders.md) has 1 to this many lines: each is one more inventory item, counter
+# and up to MAX_POOLS_PER_CLASS pools in its one transaction.
+MAX_ORDER_LINES = 4
+
+
+@dataclass(frozen=True, slots=True)
+class OrderLine:
+    """One line of a multi-line order (docs/orders.md): `quantity` seats of `seat_class`.
+
+    As asked and as answered, only the class and the quantity; once recorded, where its seats
+    came from as well, to give them back there: the shard item, the capacity pools, and whether
+    they count against the customer's per-class limit (never published).
+    """
+
+    seat_class: str
+    quantity: int
+    shard: int = 0
+    pools: tuple[str, ...] = ()
+    customer_counted: bool = False
+    # A mapped class's line (docs/seating.md): the chosen seat ids as asked, or once taken the
+    # seats it took (best available included); None for a counted class, or best available as asked.
+    seats: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LineTake:
+    """Where one line of a record (a single-line record is its own only line) took its seats:
+    what a status change moves back, line by line (`ReservationRecord.takes`)."""
+
+    key: SeatKey
+    quantity: int
+    shard: int
+    pools: tuple[str, ...]
+    customer_counted: bool
+    seats: tuple[str, ...] = ()  # a mapped class's: its row items' seats, not the class's item
+
+
 @dataclass(frozen=True, slots=True)
 class ReservationRequest:
     """A well-formed reserve or hold message, as taken off the queue.
@@ -203,6 +240,9 @@ class ReservationRequest:
     seats: tuple[str, ...] | None = None
     split: bool = False
     accessible: bool = False
+    # A multi-line order (docs/orders.md): its lines, all taken or none; `seat_class` is then
+    # the first line's and `quantity` the seats of all lines. None: a single-line request.
+    lines: tuple[OrderLine, ...] | None = None
 
     @property
     def seat_key(self) -> SeatKey:
@@ -271,6 +311,8 @@ class ReservationOutcome:
     # A mapped class's seat ids: those taken (HELD, CONFIRMED and the changes of such a
     # reservation), or those not free (SEATS_TAKEN) or stranded (ORPHAN_SEAT).
     seats: tuple[str, ...] | None = None
+    # A multi-line order's lines (docs/orders.md); None for a single-line reservation.
+    lines: tuple[OrderLine, ...] | None = None
 
     def as_duplicate(self, message_id: str) -> ReservationOutcome:
         """The same recorded answer, marked as a re-publication for a redelivered message."""
@@ -324,6 +366,9 @@ class GroupWrite:
     # positions), each guarded on exactly those seats being free, instead of from the class's
     # inventory item; the sale rules and the limit are guarded on each row item.
     rows: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    # One line of an order (docs/orders.md), whose answer (on the first line's write) counts the
+    # seats of every line: whether this line's seats are held (a hold) rather than sold.
+    order_line_held: bool | None = None
 
     def __post_init__(self) -> None:
         # A copy of what the caller passed: the write stays as it was made.
@@ -363,7 +408,10 @@ class GroupWrite:
 
     @property
     def seats_held(self) -> int:
-        """The seats of HELD answers (the rest of `seats_taken` is sold)."""
+        """The seats of HELD answers (the rest of `seats_taken` is sold); an order's line: all
+        its seats or none."""
+        if self.order_line_held is not None:
+            return self.seats_taken if self.order_line_held else 0
         return sum(o.quantity or 0 for o in self.outcomes if o.outcome is Outcome.HELD)
 
 
@@ -414,9 +462,31 @@ class ReservationRecord:
 
     @property
     def seat_key(self) -> SeatKey | None:
+        """The class its seats came from; for an order (docs/orders.md), its first line's: the
+        key its status changes are grouped under (they move every line's class)."""
+        if self.answer.event_id is not None and self.answer.lines:
+            return SeatKey(self.answer.event_id, self.answer.lines[0].seat_class)
         if self.answer.event_id is None or self.answer.seat_class is None:
             return None
         return SeatKey(self.answer.event_id, self.answer.seat_class)
+
+    def takes(self) -> tuple[LineTake, ...]:
+        """Where its seats came from, line by line: an order's lines, or the record itself."""
+        event_id = self.answer.event_id or ""
+        if self.answer.lines:
+            return tuple(
+                LineTake(
+                    SeatKey(event_id, line.seat_class),
+                    line.quantity,
+                    line.shard,
+                    line.pools,
+                    line.customer_counted,
+                    line.seats or (),
+                )
+                for line in self.answer.lines
+            )
+        key = self.seat_key or SeatKey(event_id, "")
+        return (LineTake(key, self.quantity, self.shard, self.pools, self.customer_counted, self.seats),)
 
     @property
     def quantity(self) -> int:

@@ -11,7 +11,14 @@ import json
 import re
 from typing import Any
 
-from seat_inventory.models import ChangeRequest, InvalidMessage, RequestType, ReservationRequest
+from seat_inventory.models import (
+    MAX_ORDER_LINES,
+    ChangeRequest,
+    InvalidMessage,
+    OrderLine,
+    RequestType,
+    ReservationRequest,
+)
 
 # Ids become parts of DynamoDB keys ("EVENT#<id>"), so '#' and white space are excluded.
 _ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]*")
@@ -30,7 +37,12 @@ RESERVE_FIELDS = frozenset(
     {"type", "reservation_id", "event_id", "seat_class", "quantity", "customer_id", "admission_token"}
     # A mapped class (docs/seating.md): chosen seats, or best available's options.
     | {"seats", "split", "accessible"}
+    # A multi-line order (docs/orders.md) instead of seat_class and quantity.
+    | {"lines"}
 )
+# The fields of one order line, and the top-level fields an order's lines replace.
+LINE_FIELDS = frozenset({"seat_class", "quantity", "seats"})
+LINE_REPLACES = ("seat_class", "quantity", "seats", "split", "accessible")
 HOLD_FIELDS = RESERVE_FIELDS | {"hold_seconds"}
 CHANGE_FIELDS = frozenset({"type", "reservation_id", "customer_id"})
 ALLOWED_FIELDS = HOLD_FIELDS | CHANGE_FIELDS
@@ -281,18 +293,25 @@ def parse_reservation(
             raise _Invalid(f"field(s) not allowed with type {message_type.value!r}: " + _names(misplaced))
         if message_type in (RequestType.CONFIRM, RequestType.CANCEL):
             return _change_request(message_id, parsed, message_type)
-        required = [n for n in REQUIRED_FIELDS if n != "quantity" or parsed.get("seats") is None]
+        lines = _order_lines(parsed, max_quantity)
+        required = [
+            n for n in REQUIRED_FIELDS if n != "quantity" or (parsed.get("seats") is None and lines is None)
+        ]
         missing = [name for name in required if name not in parsed or parsed[name] is None]
         if missing:
             raise _Invalid("missing required field(s): " + ", ".join(missing))
         reservation_id = _identifier(parsed, "reservation_id", MAX_ID_LENGTH)
         event_id = _identifier(parsed, "event_id", MAX_ID_LENGTH)
         customer_id = _identifier(parsed, "customer_id", MAX_ID_LENGTH)
-        if parsed.get("seat_class") is None:
+        if lines is not None:
+            seat_class, quantity = lines[0].seat_class, sum(line.quantity for line in lines)
+            seats, split, accessible = None, False, False
+        elif parsed.get("seat_class") is None:
             seat_class = default_seat_class
         else:
             seat_class = _identifier(parsed, "seat_class", MAX_SEAT_CLASS_LENGTH)
-        quantity, seats, split, accessible = _seat_choice(parsed, max_quantity)
+        if lines is None:
+            quantity, seats, split, accessible = _seat_choice(parsed, max_quantity)
         hold_seconds = _hold_seconds(parsed, max_hold_seconds) if message_type is RequestType.HOLD else None
         admission_token = _admission_token(parsed)
     except _Invalid as invalid:
@@ -319,7 +338,69 @@ def parse_reservation(
         split=split,
         accessible=accessible,
         admission_token=admission_token,
+        lines=lines,
     )
+
+
+def _order_lines(body: dict[str, Any], max_quantity: int) -> tuple[OrderLine, ...] | None:
+    """A multi-line order's `lines` (docs/orders.md), or None for a single-line request.
+
+    1 to MAX_ORDER_LINES objects, each `seat_class` (required) and `quantity` (1 to
+    `max_quantity`) or, on a mapped class, `seats` (chosen seat ids); no two lines of one class
+    (one transaction cannot update an item twice: put its seats in one line); the seats of all
+    lines at most `max_quantity` (an order is one reservation); no top-level seat_class,
+    quantity, seats, split or accessible beside them.
+    """
+    if "lines" not in body:
+        return None
+    value = body["lines"]
+    if not isinstance(value, list):
+        raise _Invalid(f"lines must be an array of 1 to {MAX_ORDER_LINES} lines, got {_describe(value)}")
+    if not 1 <= len(value) <= MAX_ORDER_LINES:
+        raise _Invalid(f"lines must have 1 to {MAX_ORDER_LINES} lines, got {len(value)}")
+    beside = [name for name in LINE_REPLACES if name in body]
+    if beside:
+        raise _Invalid(
+            "lines replace seat_class, quantity and seats: not allowed beside lines: " + _names(beside)
+        )
+    lines: list[OrderLine] = []
+    first_of: dict[str, int] = {}
+    for number, line in enumerate(value, start=1):
+        parsed = _order_line(number, line, max_quantity)
+        if parsed.seat_class in first_of:
+            raise _Invalid(
+                f"lines {first_of[parsed.seat_class]} and {number} both name seat class"
+                f" {parsed.seat_class!r}: put its seats in one line"
+            )
+        first_of[parsed.seat_class] = number
+        lines.append(parsed)
+    total = sum(line.quantity for line in lines)
+    if total > max_quantity:
+        raise _Invalid(
+            f"the lines ask for {total} seats; the maximum is {max_quantity} seats per reservation"
+        )
+    return tuple(lines)
+
+
+def _order_line(number: int, line: Any, max_quantity: int) -> OrderLine:
+    """One order line, its problems named `line <number>: ...`."""
+    if not isinstance(line, dict):
+        raise _Invalid(f"line {number} must be an object, got {_json_type(line)} {_describe(line)}")
+    unexpected = sorted(set(line) - LINE_FIELDS)
+    if unexpected:
+        raise _Invalid(f"line {number}: unexpected field(s): " + _names(unexpected))
+    required = ("seat_class", "quantity") if line.get("seats") is None else ("seat_class",)
+    missing = [name for name in required if line.get(name) is None]
+    if missing:
+        raise _Invalid(f"line {number}: missing required field(s): " + ", ".join(missing))
+    try:
+        seat_class = _identifier(line, "seat_class", MAX_SEAT_CLASS_LENGTH)
+        # A mapped class's line (docs/seating.md): chosen seats (quantity, if sent, their
+        # number), or best available (quantity), as a single request's `seats` and `quantity`.
+        quantity, seats, _, _ = _seat_choice(line, max_quantity)
+    except _Invalid as invalid:
+        raise _Invalid(f"line {number}: {invalid.reason}") from invalid
+    return OrderLine(seat_class, quantity, seats=seats)
 
 
 def _admission_token(body: dict[str, Any]) -> str | None:

@@ -263,6 +263,40 @@ def test_hold_then_confirm_through_the_api(local_stack: LocalStack, api: str, ht
     assert (line["seats_left"], line["held"], line["sold"]) == (3, 0, 2)
 
 
+def test_an_order_of_two_classes_through_the_api_held_then_confirmed_whole(
+    local_stack: LocalStack, api: str, http: requests.Session
+) -> None:
+    # docs/orders.md: a basket of 2 adult and 1 child ticket, all lines in one transaction
+    event_id = new_event(local_stack, 5, "ADULT")
+    OperatorTable(local_stack.client("dynamodb"), local_stack.table_name).create_seat_class(
+        SeatKey(event_id, "CHILD"), 4
+    )
+    order_id = f"o-{uuid.uuid4().hex[:8]}"
+    lines = [{"seat_class": "ADULT", "quantity": 2}, {"seat_class": "CHILD", "quantity": 1}]
+    held = http.post(
+        f"{api}/holds",
+        json={"event_id": event_id, "customer_id": "c-2", "lines": lines, "hold_seconds": 300},
+        headers={"Idempotency-Key": order_id},
+        timeout=10,
+    )
+    assert held.status_code == 202, held.text
+    status = poll(http, api, order_id)
+    assert (status["status"], status["seat_class"], status["quantity"], status["lines"]) == (
+        "HELD",
+        None,
+        3,
+        lines,
+    )
+
+    http.post(f"{api}/reservations/{order_id}/confirmation", json={}, timeout=10)
+    deadline = time.monotonic() + 60
+    while poll(http, api, order_id)["status"] != "CONFIRMED":
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    left = seats_left(http, api, event_id)
+    assert (left["ADULT"]["sold"], left["CHILD"]["sold"], left["ADULT"]["held"]) == (2, 1, 0)
+
+
 def test_a_duplicate_idempotency_key_takes_seats_once(
     local_stack: LocalStack, api: str, http: requests.Session
 ) -> None:

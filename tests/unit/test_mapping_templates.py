@@ -340,7 +340,104 @@ def test_a_recorded_reservation_is_answered_with_its_status_and_answer(api: ApiD
         "tickets": None,
         "awaiting_tickets": False,
         "seats": None,
+        "lines": None,
     }
+
+
+def test_an_order_is_answered_with_its_lines_and_no_seat_class(api: ApiDefinition) -> None:
+    line = {
+        "seat_class": {"S": "ADULT"},
+        "quantity": {"N": "2"},
+        "pool_names": {"S": "hall"},
+        "shard": {"N": "3"},
+    }
+    item = {
+        "reservation_id": {"S": "o-1"},
+        "request_type": {"S": "reserve"},
+        "status": {"S": "CONFIRMED"},
+        "outcome": {"S": "CONFIRMED"},
+        "reason": {"S": "3 seat(s) in 2 line(s) confirmed"},
+        "event_id": {"S": "e"},
+        "quantity": {"N": "3"},
+        "lines": {
+            "L": [
+                {"M": line},
+                {"M": {"seat_class": {"S": "CHILD"}, "quantity": {"N": "1"}}},
+                {
+                    "M": {
+                        "seat_class": {"S": "FLOOR"},
+                        "quantity": {"N": "2"},
+                        "seats": {"L": [{"S": "F-R1-1"}, {"S": "F-R1-2"}]},
+                    }
+                },
+            ]
+        },
+    }
+    _, _, body = render_response(api, "GET", "/reservations/{id}", "default", {"Item": item})
+    # Where the lines' seats came from (shard, pools) is the record's, never echoed.
+    assert body["lines"] == [
+        {"seat_class": "ADULT", "quantity": 2},
+        {"seat_class": "CHILD", "quantity": 1},
+        {"seat_class": "FLOOR", "quantity": 2, "seats": ["F-R1-1", "F-R1-2"]},
+    ]
+    assert body["seat_class"] is None and body["quantity"] == 3
+
+
+@pytest.mark.parametrize("path", ["/reservations", "/holds"])
+def test_an_order_s_lines_are_passed_on_without_quantity(api: ApiDefinition, path: str) -> None:
+    lines = [
+        {"seat_class": "ADULT", "quantity": 2},
+        {"seat_class": "CHILD", "quantity": 1},
+        {"seat_class": "FLOOR", "seats": ["F-R1-1"]},
+    ]
+    body = {"event_id": "e", "customer_id": "c", "lines": lines}
+    parsed = message(render_request(api, "POST", path, body, headers={"Idempotency-Key": "o-1"}))
+    assert isinstance(parsed, ReservationRequest)
+    assert [(line.seat_class, line.quantity, line.seats) for line in parsed.lines or ()] == [
+        ("ADULT", 2, None),
+        ("CHILD", 1, None),
+        ("FLOOR", 1, ("F-R1-1",)),
+    ]
+    assert (parsed.reservation_id, parsed.quantity, parsed.seat_class) == ("o-1", 4, "ADULT")
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        [],
+        [{"seat_class": f"C{n}", "quantity": 1} for n in range(5)],
+        [{"quantity": 1}],
+        [{"seat_class": "A", "quantity": 0}],
+        [{"seat_class": "A", "seats": []}],
+        [{"seat_class": "A", "seats": ["not a seat"]}],
+        [{"seat_class": "A b", "quantity": 1}],
+        [{"seat_class": "A", "quantity": 1, "price": 3}],
+        "A",
+    ],
+)
+def test_the_model_refuses_malformed_order_lines(api: ApiDefinition, lines: Any) -> None:
+    gateway = LocalApiGateway(api, backends=None, account_id="123456789012")  # type: ignore[arg-type]
+    for path in ("/reservations", "/holds"):
+        schema = route(api, "POST", path).operation["requestBody"]["content"]["application/json"]["schema"]
+        body = {"event_id": "e-1", "customer_id": "c-1", "lines": lines}
+        assert gateway.body_problems(schema, json.dumps(body)), (path, lines)
+
+
+def test_an_order_the_model_cannot_judge_is_answered_invalid_by_the_service(api: ApiDefinition) -> None:
+    # Two lines of one class, or lines beside a quantity: the model takes them, the service does not.
+    twice = [{"seat_class": "A", "quantity": 1}, {"seat_class": "A", "quantity": 2}]
+    parsed = message(
+        render_request(api, "POST", "/reservations", {"event_id": "e", "customer_id": "c", "lines": twice})
+    )
+    assert isinstance(parsed, InvalidMessage) and "both name seat class 'A'" in parsed.reason
+    without = {"event_id": "e", "customer_id": "c", "lines": [{"seat_class": "A"}]}
+    parsed = message(render_request(api, "POST", "/reservations", without))
+    assert (
+        isinstance(parsed, InvalidMessage) and parsed.reason == "line 1: missing required field(s): quantity"
+    )
+    beside = {"event_id": "e", "customer_id": "c", "quantity": 1, "lines": twice[:1]}
+    parsed = message(render_request(api, "POST", "/reservations", beside))
+    assert isinstance(parsed, InvalidMessage) and "not allowed beside lines" in parsed.reason
 
 
 def test_a_mapped_reservation_is_answered_with_its_seats(api: ApiDefinition) -> None:

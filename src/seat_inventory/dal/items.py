@@ -71,6 +71,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from seat_inventory.models import (
+    OrderLine,
     Outcome,
     PoolInventory,
     RequestType,
@@ -328,6 +329,32 @@ def outcome_from_item(item: Mapping[str, Any]) -> ReservationOutcome:
         request_type=RequestType(_optional_text(item, "request_type") or RequestType.RESERVE.value),
         hold_expires_at=_optional_int(item, "hold_expires_at"),
         seats=tuple(v["S"] for v in item["seats"]["L"]) if "seats" in item else None,
+        lines=tuple(_line_from_item(v["M"]) for v in item["lines"]["L"]) if "lines" in item else None,
+    )
+
+
+def _line_item(line: OrderLine) -> dict[str, Any]:
+    """An order line on its record (docs/orders.md): the class, the seats and where they came from."""
+    item: dict[str, Any] = {"seat_class": {"S": line.seat_class}, "quantity": number(line.quantity)}
+    if line.shard:
+        item["shard"] = number(line.shard)
+    if line.pools:
+        item[POOL_NAMES] = pool_names_value(line.pools)
+    if line.customer_counted:
+        item["customer_counted"] = {"BOOL": True}
+    if line.seats is not None:
+        item["seats"] = {"L": [{"S": seat} for seat in line.seats]}
+    return item
+
+
+def _line_from_item(item: Mapping[str, Any]) -> OrderLine:
+    return OrderLine(
+        seat_class=item["seat_class"]["S"],
+        quantity=int(item["quantity"]["N"]),
+        shard=_optional_int(item, "shard") or 0,
+        pools=pool_names(item),
+        customer_counted=bool(item.get("customer_counted", {}).get("BOOL", False)),
+        seats=tuple(v["S"] for v in item["seats"]["L"]) if "seats" in item else None,
     )
 
 
@@ -380,6 +407,8 @@ def record_item(
             item[name] = number(value)
     if outcome.seats is not None:
         item["seats"] = {"L": [{"S": seat} for seat in outcome.seats]}
+    if outcome.lines is not None:
+        item["lines"] = {"L": [{"M": _line_item(line)} for line in outcome.lines]}
     if outcome.outcome is Outcome.HELD:
         if outcome.hold_expires_at is None:
             raise ValueError(f"hold {outcome.reservation_id!r} has no expiry")

@@ -3,6 +3,7 @@ a group of rejections only: one conditional PutItem per record."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
@@ -60,7 +61,7 @@ class Reservations(TableAccess):
 
     _put_pool: ThreadPoolExecutor | None = None
 
-    def commit_outcomes(self, write: GroupWrite) -> WriteRefused | None:
+    def commit_outcomes(self, write: GroupWrite | Sequence[GroupWrite]) -> WriteRefused | None:
         """One transaction: guarded decrement of the inventory, one record per answer, and one
         guarded increment per customer counter (with a per-customer limit).
 
@@ -75,6 +76,8 @@ class Reservations(TableAccess):
         (SOLD_OUT, UNKNOWN_EVENT, LIMIT_EXCEEDED, SALE_CLOSED, ADMISSION_REFUSED) expire by TTL after
         `rejection_expires_at`, long after SQS could still redeliver their message.
         """
+        if not isinstance(write, GroupWrite):
+            return self._commit_together(list(write))
         if not write.outcomes:
             return None
         recorded_at = timestamp()
@@ -145,14 +148,23 @@ class Reservations(TableAccess):
         like the class's item: the pool exists, has the seats and is open. ALL_OLD hands back
         the pool as it was. On a sharded pool: its item `pool_shards[pool]`, which first gains
         the seats (and capacity) its donors move into it."""
+        item = write.pool_shards.get(pool, 0)
         moved = sum(write.pool_donors(pool).values())
-        held = write.seats_held
-        sold = write.seats_taken - held
-        now = int(time.time()) if write.now is None else write.now
+        return self._take_from_pool_item_action(write.key.event_id, pool, item, [write], moved=moved)
+
+    def _take_from_pool_item_action(
+        self, event_id: str, pool: str, item: int, writes: Sequence[GroupWrite], *, moved: int = 0
+    ) -> dict[str, Any]:
+        """Takes the seats of `writes` (each a class of the pool; several for an order's lines)
+        off item `item` of the pool in one update, after `moved` seats moved into it."""
+        held = sum(w.seats_held for w in writes)
+        sold = sum(w.seats_taken for w in writes) - held
+        stamps = [w.now for w in writes if w.now is not None]
+        now = int(time.time()) if not stamps else stamps[0]
         return {
             "Update": {
                 "TableName": self._table_name,
-                "Key": pool_key(write.key.event_id, pool, write.pool_shards.get(pool, 0)),
+                "Key": pool_key(event_id, pool, item),
                 "UpdateExpression": (
                     "SET available = available - :seats, held = held + :held, sold = sold + :sold"
                     + (", #capacity = #capacity + :moved" if moved else "")
@@ -162,7 +174,7 @@ class Reservations(TableAccess):
                 ),
                 "ExpressionAttributeValues": {
                     # What the item itself must have: the seats taken less those moved into it.
-                    ":seats": number(write.seats_taken - moved),
+                    ":seats": number(held + sold - moved),
                     ":held": number(held),
                     ":sold": number(sold),
                     ":open": {"S": SaleStatus.OPEN.value},
@@ -173,6 +185,96 @@ class Reservations(TableAccess):
                 "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
             }
         }
+
+    def _commit_together(self, writes: Sequence[GroupWrite]) -> WriteRefused | None:
+        """Several writes of one event in ONE transaction (an order's lines, docs/orders.md): each
+        write's inventory item (and donor moves), records, counters and token uses, then one
+        update per pool any of them takes from, guarded on the seats of all of them. At most
+        100 actions (the planner counts them); nothing is written when any guard fails."""
+        if not writes:
+            return None
+        keys = [w.key for w in writes]
+        if len(set(keys)) != len(keys) or len({k.event_id for k in keys}) != 1:
+            raise ValueError(f"writes committed together must be of distinct classes of one event: {keys}")
+        if any(w.records_only or w.seats_taken <= 0 for w in writes):
+            raise ValueError("writes committed together must each take seats")
+        if any(w.rows and (w.token_uses or w.pools or w.donors) for w in writes):
+            raise ValueError("a mapped class's write takes no pools, moves or tokens")
+        for w in writes:
+            if w.shard in w.donors or sum(w.donors.values()) > w.seats_taken:
+                raise ValueError(f"moves {w.donors} into shard {w.shard} do not fit {w.seats_taken} seat(s)")
+        recorded_at = timestamp()
+        actions: list[dict[str, Any]] = []
+        sizes: list[tuple[int, int, int, int]] = []  # per write: inventory, records, counters, tokens
+        for write in writes:
+            # A mapped class's line (docs/seating.md): its row items, each guarded on its seats.
+            taking = (
+                take_rows_actions(self._table_name, write)
+                if write.rows
+                else [
+                    self._take_seats_action(write),
+                    *(self._move_seats_action(write.key, d, n) for d, n in write.donors.items()),
+                ]
+            )
+            actions.extend(taking)
+            actions.extend(self._record_action(write, outcome, recorded_at) for outcome in write.outcomes)
+            assert write.max_per_customer is not None or not write.counters
+            actions.extend(
+                self._count_customer_action(write.key, c, n, write.max_per_customer or 0)
+                for c, n in write.counters.items()
+            )
+            actions.extend(self._use_token_action(use) for use in write.token_uses)
+            sizes.append((len(taking), len(write.outcomes), len(write.counters), len(write.token_uses)))
+        # One update per pool item the lines take from (summed over them); an order moves no
+        # seats between a pool's items.
+        if any(w.pool_moves for w in writes):
+            raise ValueError("writes committed together move no seats between a pool's items")
+        pools = sorted({(pool, w.pool_shards.get(pool, 0)) for w in writes for pool in w.pools})
+        event_id = keys[0].event_id
+        for pool, item in pools:
+            takers = [w for w in writes if pool in w.pools and w.pool_shards.get(pool, 0) == item]
+            actions.append(self._take_from_pool_item_action(event_id, pool, item, takers))
+        cancelled = call_expecting(
+            TRANSACTION_CANCELED, self._client.transact_write_items, TransactItems=actions
+        )
+        if not isinstance(cancelled, ClientError):
+            return None
+        reasons = cancellation_reasons(cancelled, len(actions))
+        parts: list[WriteRefused | None] = []
+        start = 0
+        for write, (inventory, records, counters, tokens) in zip(writes, sizes, strict=True):
+            end = start + inventory + records + counters + tokens
+            part = (
+                rows_refusal(
+                    cancelled, reasons[start:end], list(write.rows), write.outcomes, list(write.counters)
+                )
+                if write.rows
+                else self._refusal_of(
+                    cancelled,
+                    reasons[start:end],
+                    write.outcomes,
+                    list(write.counters),
+                    inventory_actions=inventory,
+                    token_uses=write.token_uses,
+                )
+            )
+            start = end
+            refused = (
+                part.inventory_refused or part.already_recorded or part.customer_seats or part.tokens_used
+            )
+            parts.append(part if refused else None)
+        pools_refused = _pools_refused(pools, reasons[start:])
+        found = [p for p in parts if p is not None]
+        first_item = next((p for p in found if p.inventory_refused), None)
+        return WriteRefused(
+            inventory_refused=first_item is not None,
+            inventory=first_item.inventory if first_item is not None else None,
+            already_recorded={k: v for p in found for k, v in p.already_recorded.items()},
+            customer_seats={k: v for p in found for k, v in p.customer_seats.items()},
+            tokens_used={k: v for p in found for k, v in p.tokens_used.items()},
+            pools_refused=pools_refused,
+            parts=tuple(parts),
+        )
 
     def _use_token_action(self, use: TokenUse) -> dict[str, Any]:
         """Spends an admission token: written only if no reservation used it, or this one did (its
@@ -417,6 +519,29 @@ class Reservations(TableAccess):
         """
         expected_count = len(outcomes) + len(customers) + inventory_actions + len(token_uses) + len(pools)
         reasons = cancellation_reasons(exc, expected_count)
+        pool_reasons = reasons[len(reasons) - len(pools) :]
+        refusal = Reservations._refusal_of(
+            exc,
+            reasons[: len(reasons) - len(pools)],
+            outcomes,
+            customers,
+            inventory_actions=inventory_actions,
+            token_uses=token_uses,
+        )
+        return dataclasses.replace(refusal, pools_refused=_pools_refused(pools, pool_reasons))
+
+    @staticmethod
+    def _refusal_of(
+        exc: ClientError,
+        reasons: Sequence[dict[str, Any]],
+        outcomes: Sequence[ReservationOutcome],
+        customers: Sequence[str],
+        *,
+        inventory_actions: int,
+        token_uses: Sequence[TokenUse] = (),
+    ) -> WriteRefused:
+        """One write's part of the cancellation reasons (its inventory, records, counters and
+        token uses, in that order), without pools."""
         inventory_refused = False
         inventory: SeatClassInventory | None = None
         inventory_reasons, record_reasons = reasons[:inventory_actions], reasons[inventory_actions:]
@@ -428,8 +553,6 @@ class Reservations(TableAccess):
                 if not inventory_refused:
                     inventory = inventory_from_item(old) if old else None
                 inventory_refused = True
-        pool_reasons = record_reasons[len(record_reasons) - len(pools) :]
-        record_reasons = record_reasons[: len(record_reasons) - len(pools)]
         token_reasons = record_reasons[len(outcomes) + len(customers) :]
         counter_reasons = record_reasons[len(outcomes) : len(outcomes) + len(customers)]
         record_reasons = record_reasons[: len(outcomes)]
@@ -460,7 +583,6 @@ class Reservations(TableAccess):
             already_recorded=already_recorded,
             customer_seats=customer_seats,
             tokens_used=tokens_used,
-            pools_refused=_pools_refused(pools, pool_reasons),
         )
 
 

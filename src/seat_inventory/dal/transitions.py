@@ -57,10 +57,12 @@ class _InventoryDelta:
     sold: int  # added to sold (held seats confirmed)
 
     @classmethod
-    def of(cls, transitions: Sequence[Transition]) -> _InventoryDelta:
+    def of(cls, transitions: Sequence[Transition | tuple[Transition, int]]) -> _InventoryDelta:
+        """The delta of these transitions' seats (each its record's quantity, or the seats given
+        with it: one line of an order)."""
         released = unheld = unsold = sold = 0
-        for transition in transitions:
-            seats = transition.record.quantity
+        for moved in transitions:
+            transition, seats = moved if isinstance(moved, tuple) else (moved, moved.record.quantity)
             if transition.record.status is Outcome.HELD:
                 unheld += seats
             else:
@@ -125,46 +127,51 @@ class Transitions(TableAccess):
         """
         if not transitions:
             return None
-        by_shard: dict[int, list[Transition]] = {}
+        # Each record's seats by the item they came from: its own class's shard item, or, for an
+        # order (docs/orders.md), each line's class's (`ReservationRecord.takes`).
+        by_item: dict[tuple[SeatKey, int], list[tuple[Transition, int]]] = {}
+        # A mapped class's seats (docs/seating.md) go back to their row items instead, each seat
+        # guarded on its state: per class, the transitions with the seats of that class.
+        by_rows: dict[SeatKey, list[Transition]] = {}
+        counters: dict[tuple[SeatKey, str], int] = {}
+        by_pool: dict[str, list[tuple[Transition, int]]] = {}
         for transition in transitions:
-            by_shard.setdefault(transition.record.shard, []).append(transition)
-        shards = sorted(by_shard)
-        counters: dict[str, int] = {}
-        for transition in transitions:
-            if transition.uncounts_customer:
-                customer = transition.record.answer.customer_id or ""
-                counters[customer] = counters.get(customer, 0) + transition.record.quantity
+            for take in transition.record.takes():
+                if take.seats:
+                    by_rows.setdefault(take.key, []).append(_with_seats(transition, take.seats))
+                else:
+                    by_item.setdefault((take.key, take.shard), []).append((transition, take.quantity))
+                if transition.releases_seats and take.customer_counted:
+                    counter = (take.key, transition.record.answer.customer_id or "")
+                    counters[counter] = counters.get(counter, 0) + take.quantity
+                for pool in take.pools:
+                    by_pool.setdefault(pool, []).append((transition, take.quantity))
         changed_at = timestamp()
-        mapped = any(t.record.seats for t in transitions)
-        # A mapped class (docs/seating.md): one update per row item its seats are on, guarded on
-        # each seat's state, instead of the class's inventory item.
-        actions = (
-            release_rows_actions(self._table_name, key, transitions)
-            if mapped
-            else [
-                self._inventory_delta_action(
-                    key, _InventoryDelta.of(by_shard[shard]), capacity if shard == 0 else None, shard
-                )
-                for shard in shards
-            ]
-        )
+        actions = [
+            self._inventory_delta_action(
+                item_class,
+                _InventoryDelta.of(by_item[(item_class, shard)]),
+                capacity if (item_class, shard) == (key, 0) else None,
+                shard,
+            )
+            for item_class, shard in sorted(by_item, key=lambda k: (k[0].seat_class, k[1]))
+        ]
         inventory_actions = len(actions)
+        for rows_class in sorted(by_rows, key=lambda k: k.seat_class):
+            actions += release_rows_actions(self._table_name, rows_class, by_rows[rows_class])
+        row_actions = len(actions) - inventory_actions
         actions += [
             self._transition_action(t, now=now, changed_at=changed_at, release_expires_at=release_expires_at)
             for t in transitions
         ]
         customers = list(counters)
-        actions += [self._uncount_customer_action(key, c, counters[c]) for c in customers]
+        actions += [self._uncount_customer_action(k, c, counters[(k, c)]) for k, c in customers]
         # The pools the records' seats came from get them back too (docs/pools.md): each item a
-        # record names (the item of a sharded pool its seats came off).
-        pools = sorted({pool for t in transitions for pool in t.record.pools})
+        # record (or an order's line) names, the item of a sharded pool its seats came off.
+        pools = sorted(by_pool)
         actions += [
             self._inventory_delta_action(
-                key,
-                _InventoryDelta.of([t for t in transitions if pool in t.record.pools]),
-                None,
-                0,
-                item_key=pool_ref_key(key.event_id, pool),
+                key, _InventoryDelta.of(by_pool[pool]), None, 0, item_key=pool_ref_key(key.event_id, pool)
             )
             for pool in pools
         ]
@@ -172,21 +179,19 @@ class Transitions(TableAccess):
             TRANSACTION_CANCELED, self._client.transact_write_items, TransactItems=actions
         )
         if isinstance(cancelled, ClientError):
-            refused = self._transition_refusal(
+            refused, rows_refused = self._transition_refusal(
                 cancelled,
                 transitions,
                 customers,
                 inventory_actions=inventory_actions,
-                rows=mapped,
+                row_actions=row_actions,
                 pools=pools,
             )
-            if mapped and refused.inventory_refused:
-                # A seat not in the state its record says, with every record as read: the rows
-                # and the records disagree (a row refused because a record changed meanwhile
-                # is that record's refusal, answered from the record).
-                if not refused.records:
-                    raise StoreInconsistency(f"{key}: seats are not in the state their records say")
-                return dataclasses.replace(refused, inventory_refused=False)
+            # A seat not in the state its record says, with every record as read: the rows and
+            # the records disagree (a row refused because a record changed meanwhile is that
+            # record's refusal, answered from the record).
+            if rows_refused and not refused.records:
+                raise StoreInconsistency(f"{key}: seats are not in the state their records say")
             return refused
         return None
 
@@ -300,18 +305,24 @@ class Transitions(TableAccess):
     def _transition_refusal(
         exc: ClientError,
         transitions: Sequence[Transition],
-        customers: Sequence[str],
+        customers: Sequence[tuple[SeatKey, str]],
         *,
         inventory_actions: int,
-        rows: bool = False,
+        row_actions: int = 0,
         pools: Sequence[str] = (),
-    ) -> TransitionsRefused:
+    ) -> tuple[TransitionsRefused, bool]:
+        """What refused, and whether a row item of a mapped class's seats did (reported apart:
+        its ALL_OLD is a row, not a class item)."""
         reasons = cancellation_reasons(
-            exc, inventory_actions + len(transitions) + len(customers) + len(pools)
+            exc, inventory_actions + row_actions + len(transitions) + len(customers) + len(pools)
         )
         pool_reasons = reasons[len(reasons) - len(pools) :]
         reasons = reasons[: len(reasons) - len(pools)]
         inventory_reasons = reasons[:inventory_actions]
+        rows_refused = any(
+            failed_condition(r) for r in reasons[inventory_actions : inventory_actions + row_actions]
+        )
+        reasons = reasons[:inventory_actions] + reasons[inventory_actions + row_actions :]
         record_reasons = reasons[inventory_actions : inventory_actions + len(transitions)]
         counter_reasons = reasons[inventory_actions + len(transitions) :]
         refused_items = [r for r in inventory_reasons if failed_condition(r)]
@@ -322,18 +333,26 @@ class Transitions(TableAccess):
             if failed_condition(reason):
                 old = reason.get("Item")
                 records[transition.record.reservation_id] = record_from_item(old) if old else None
-        return TransitionsRefused(
+        refusal = TransitionsRefused(
             inventory_refused=inventory_refused,
-            inventory=(
-                inventory_from_item(old_inventory)
-                if inventory_refused and old_inventory and not rows
-                else None
-            ),
+            inventory=inventory_from_item(old_inventory) if inventory_refused and old_inventory else None,
             records=records,
             counters_refused=frozenset(
-                c for c, r in zip(customers, counter_reasons, strict=True) if failed_condition(r)
+                c for (_, c), r in zip(customers, counter_reasons, strict=True) if failed_condition(r)
             ),
             pools_refused=frozenset(
                 p for p, r in zip(pools, pool_reasons, strict=True) if failed_condition(r)
             ),
         )
+        return refusal, rows_refused
+
+
+def _with_seats(transition: Transition, seats: tuple[str, ...]) -> Transition:
+    """The transition as `release_rows_actions` reads it: the record with these seats (an order's
+    mapped line's; a single-line record's own)."""
+    if transition.record.seats == seats:
+        return transition
+    record = dataclasses.replace(
+        transition.record, answer=dataclasses.replace(transition.record.answer, seats=seats)
+    )
+    return dataclasses.replace(transition, record=record)

@@ -62,6 +62,7 @@ def _change_answer(
         request_type=request.request_type,
         hold_expires_at=record.hold_expires_at,
         seats=answer.seats,
+        lines=answer.lines,
     )
 
 
@@ -151,27 +152,28 @@ class TransitionResult:
 
 def _prefix_that_fits(transitions: Sequence[Transition]) -> int:
     actions = 0
-    shards: set[int] = set()  # one inventory update per shard item the records' seats came from
-    customers: set[str] = set()
-    rows: set[str] = set()  # a mapped class: one update per row item its seats are on
+    items: set[tuple[SeatKey, int]] = set()  # one update per shard item the records' seats came from
+    counters: set[tuple[SeatKey, str]] = set()
+    rows: set[tuple[SeatKey, str]] = set()  # a mapped class: one update per row item its seats are on
     pools: set[str] = set()  # one update per capacity pool the records' seats came from
     for index, transition in enumerate(transitions):
-        extra = 1 + len(set(transition.record.pools) - pools)
-        new_rows = {row_item_of(s)[0] for s in transition.record.seats} - rows
-        extra += len(new_rows)
-        if transition.record.shard not in shards and not transition.record.seats:
-            extra += 1
+        # An order's record moves every line's class (docs/orders.md): count each line's items.
+        takes = transition.record.takes()
         customer = transition.record.answer.customer_id or ""
-        if transition.uncounts_customer and customer not in customers:
-            extra += 1
+        new_pools = {pool for take in takes for pool in take.pools} - pools
+        new_rows = {(t.key, row_item_of(s)[0]) for t in takes for s in t.seats} - rows
+        new_items = {(t.key, t.shard) for t in takes if not t.seats} - items
+        new_counters = {
+            (t.key, customer) for t in takes if transition.releases_seats and t.customer_counted
+        } - counters
+        extra = 1 + len(new_pools) + len(new_rows) + len(new_items) + len(new_counters)
         if actions + extra > MAX_ACTIONS_PER_TRANSACTION:
             return index
         actions += extra
         rows |= new_rows
-        shards.add(transition.record.shard)
-        pools.update(transition.record.pools)
-        if transition.uncounts_customer:
-            customers.add(customer)
+        items |= new_items
+        pools |= new_pools
+        counters |= new_counters
     return len(transitions)
 
 
@@ -220,7 +222,9 @@ def _commit_transitions(
     capacity: int | None = None
     # A mapped class's seats go back to its row items, each guarded on the seats' states: no
     # capacity to check (docs/seating.md).
-    if any(t.releases_seats and not t.record.seats for t in pending):
+    # An order's lines (docs/orders.md) are guarded on held and sold alone: its first line's class
+    # may be mapped, or sharded.
+    if any(t.releases_seats and not t.record.seats and not t.record.answer.lines for t in pending):
         # Seats given back are guarded against the capacity; the condition checks the value
         # assumed here, so a stale hint costs one refused round, never a wrong write.
         item = hints.assumed(key) or deadline.patiently(

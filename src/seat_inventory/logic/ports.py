@@ -61,6 +61,11 @@ class WriteRefused:
     # A mapped class's write (`GroupWrite.rows`): the row items whose guard failed, as they were
     # (None: no such item).
     rows: Mapping[str, SeatRow | None] = field(default_factory=dict)
+    # Several writes committed together (an order's lines, docs/orders.md): for each write, in
+    # order, what of it refused (its inventory item, its counters), or None when nothing of it
+    # did; the fields above then sum them up (`inventory` is the first refusing item). Empty for
+    # a single write.
+    parts: tuple[WriteRefused | None, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,9 +89,16 @@ class TransitionsRefused:
 class InventoryStore(Protocol):
     """Persistence of inventory, of each reservation's record and of per-customer counters."""
 
-    def commit_outcomes(self, write: GroupWrite) -> WriteRefused | None:
+    def commit_outcomes(self, write: GroupWrite | Sequence[GroupWrite]) -> WriteRefused | None:
         """Atomically takes the write's seats and records every outcome; records a group without
         seats (only rejections) one record at a time.
+
+        A sequence of writes (of one event, each of another counted class: an order's lines,
+        docs/orders.md) commits in ONE transaction, all or nothing: each write's inventory guards,
+        counters and token uses as alone, the pools several of them share taken once for all
+        (one update per pool, guarded on the sum). A record whose answer has `lines` stores, line
+        by line, the shard, pools and counting of the write of that line's class. A refusal
+        reports each write's part in `WriteRefused.parts`.
 
         Each record says which shard its seats came from; the guards are those `GroupWrite`
         describes. Returns None when everything committed, a `WriteRefused` when a condition
@@ -157,8 +169,11 @@ class InventoryStore(Protocol):
         effect once however often it is asked for). Seats given back are guarded so that the
         class never exceeds `capacity` (the capacity the caller believes; a different one refuses).
         Records of seats that were never sold get TTL `release_expires_at`. Seats go back to the
-        shard item each record names; `capacity` is given only for a class of one item (None
-        leaves the guards on held and sold, which keep each item's invariant on their own).
+        shard item each record names; an order's record (docs/orders.md) names one per line
+        (`ReservationRecord.takes`), so its change moves every line's class, pools and counters in
+        the same transaction (`key` is then its first line's class); `capacity` is given only
+        for a class of one item (None leaves the guards on held and sold, which keep each item's
+        invariant on their own).
         """
         ...
 

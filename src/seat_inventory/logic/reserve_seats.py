@@ -30,6 +30,7 @@ from seat_inventory.logic.ports import Clock, InventoryStore, OutcomePublisher
 from seat_inventory.logic.retry_deadline import ConflictDeadline
 from seat_inventory.logic.settle_group import settle_group
 from seat_inventory.logic.settle_mapped import MappedContext, settle_mapped
+from seat_inventory.logic.settle_order import OrderContext, settle_order
 from seat_inventory.models import (
     BatchResult,
     ChangeRequest,
@@ -84,6 +85,10 @@ def reserve_seats(
     group_answers, failed = _settle_groups(
         batch.groups, store=store, clock=clock, settings=settings, hints=hints, deadline=conflicts_until
     )
+    if batch.orders:
+        # Multi-line orders (docs/orders.md): each in its own transaction, after the groups.
+        context = OrderContext(store, clock, hints, settings.rejection_record_ttl_seconds, conflicts_until)
+        _settle_orders(batch.orders, context, group_answers, failed)
     failed.update(batch.keys_unavailable)
     answers = batch.answer_requests(group_answers, failed)
     if batch.changes:
@@ -113,6 +118,7 @@ class _Batch:
     first_request: dict[str, ReservationRequest] = field(default_factory=dict)
     repeats: list[ReservationRequest] = field(default_factory=list)
     groups: dict[SeatKey, list[ReservationRequest]] = field(default_factory=dict)
+    orders: list[ReservationRequest] = field(default_factory=list)  # multi-line (docs/orders.md)
     changes: list[ChangeRequest] = field(default_factory=list)
     keys_unavailable: dict[str, str] = field(default_factory=dict)  # message id -> why retried
 
@@ -120,7 +126,7 @@ class _Batch:
         """Verifies each request's admission token (once per reservation id; repeats share it). A
         request whose token could not be checked (the keys could not be read) is left out and
         retried; one without a token is checked only if its class requires one (the planner)."""
-        for key, requests in list(self.groups.items()):
+        for key, requests in [*self.groups.items(), (None, self.orders)]:
             kept: list[ReservationRequest] = []
             for request in requests:
                 try:
@@ -136,7 +142,10 @@ class _Batch:
                 checked = dataclasses.replace(request, admission=check)
                 self.first_request[request.reservation_id] = checked
                 kept.append(checked)
-            self.groups[key] = kept
+            if key is None:
+                self.orders = kept
+            else:
+                self.groups[key] = kept
 
     def answer_requests(
         self, group_answers: Mapping[str, ReservationOutcome], failed: dict[str, str]
@@ -178,10 +187,28 @@ def _sort_batch(messages: Sequence[QueueMessage], settings: Settings) -> _Batch:
             batch.changes.append(parsed)
         elif parsed.reservation_id in batch.first_request:
             batch.repeats.append(parsed)
+        elif parsed.lines is not None:
+            batch.first_request[parsed.reservation_id] = parsed
+            batch.orders.append(parsed)
         else:
             batch.first_request[parsed.reservation_id] = parsed
             batch.groups.setdefault(parsed.seat_key, []).append(parsed)
     return batch
+
+
+def _settle_orders(
+    orders: Sequence[ReservationRequest],
+    context: OrderContext,
+    answers: dict[str, ReservationOutcome],
+    failed: dict[str, str],
+) -> None:
+    """Settles each order alone (`settle_order`); one whose settlement hit a transient fault is
+    handed back (nothing of it was taken)."""
+    for order in orders:
+        try:
+            answers[order.reservation_id] = settle_order(order, context)
+        except RetryableError as exc:
+            failed[order.message_id] = f"order {order.reservation_id}: {type(exc).__name__}: {exc}"
 
 
 def _publish(

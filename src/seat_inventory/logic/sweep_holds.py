@@ -98,6 +98,7 @@ def expiry_outcome(record: ReservationRecord) -> ReservationOutcome:
         request_type=RequestType.EXPIRE,
         hold_expires_at=record.hold_expires_at,
         seats=answer.seats,
+        lines=answer.lines,
     )
 
 

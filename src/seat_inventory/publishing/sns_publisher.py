@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from seat_inventory.models import ReservationOutcome, iso_utc
+from seat_inventory.models import OrderLine, ReservationOutcome, iso_utc
 
 if TYPE_CHECKING:
     from mypy_boto3_sns import SNSClient
@@ -56,6 +56,18 @@ def outcome_document(outcome: ReservationOutcome) -> dict[str, Any]:
     if outcome.seats is not None:
         # A mapped class's seats (docs/seating.md): taken, or not free (SEATS_TAKEN), or stranded.
         document["seats"] = list(outcome.seats)
+    if outcome.lines is not None:
+        # A multi-line order (docs/orders.md): its lines as asked, in order (where their seats
+        # came from is the record's, not the subscriber's).
+        document["lines"] = [_line_document(line) for line in outcome.lines]
+    return document
+
+
+def _line_document(line: OrderLine) -> dict[str, Any]:
+    """An order line as published: its class and seats, and a mapped line's seat ids."""
+    document: dict[str, Any] = {"seat_class": line.seat_class, "quantity": line.quantity}
+    if line.seats is not None:
+        document["seats"] = list(line.seats)
     return document
 
 

@@ -17,7 +17,7 @@ pass_cli = click.make_pass_decorator(CliContext)
 def record_document(record: ReservationRecord, fmt: TicketFormat | None = None) -> dict[str, Any]:
     """The record as `reservation show --output json` prints it (`tickets` printed with `fmt`)."""
     answer = record.answer
-    document = {
+    document: dict[str, Any] = {
         "reservation_id": answer.reservation_id,
         "status": record.status.value,
         "type": answer.request_type.value if answer.request_type else None,
@@ -44,6 +44,17 @@ def record_document(record: ReservationRecord, fmt: TicketFormat | None = None) 
     }
     if record.seats:  # a mapped class (docs/seating.md)
         document["seats"] = list(record.seats)
+    if record.answer.lines is not None:  # an order (docs/orders.md): each line and where it took from
+        document["lines"] = [
+            {
+                "seat_class": line.seat_class,
+                "quantity": line.quantity,
+                "shard": line.shard,
+                "pools": list(line.pools),
+                "customer_counted": line.customer_counted,
+            }
+            for line in record.answer.lines
+        ]
     return document
 
 

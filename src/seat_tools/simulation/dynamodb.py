@@ -268,7 +268,9 @@ class SimulatedDynamoStore:
             self._read("BatchGetItem", [_read(reservation_key(i), 1024) for i in chunk])
         return self._table.data.read_reservations(unique)
 
-    def commit_outcomes(self, write: GroupWrite) -> WriteRefused | None:
+    def commit_outcomes(self, write: GroupWrite | Sequence[GroupWrite]) -> WriteRefused | None:
+        if not isinstance(write, GroupWrite):
+            return self._commit_together(list(write))
         if not write.outcomes:
             return None
         if write.records_only:
@@ -294,6 +296,25 @@ class SimulatedDynamoStore:
         sold = sum(1 for o in write.outcomes if o.outcome is Outcome.CONFIRMED)
         return self._transact(items, lambda: self._table.data.commit_outcomes(write), index_writes=sold)
 
+    def _commit_together(self, writes: Sequence[GroupWrite]) -> WriteRefused | None:
+        """An order's lines in one transaction (docs/orders.md): each line's shard item (and
+        donors), records, counters and token uses, and each pool once."""
+        items: list[ItemWrite] = []
+        for w in writes:
+            if w.rows:  # a mapped class's line: its row items (dal.seat_rows)
+                items += [_write(row_key(w.key, row_id), ROW_ITEM_BYTES) for row_id in w.rows]
+            else:
+                items.append(_write(inventory_key(w.key, w.shard), INVENTORY_ITEM_BYTES))
+                items += [_write(inventory_key(w.key, donor), INVENTORY_ITEM_BYTES) for donor in w.donors]
+            items += [_write(reservation_key(o.reservation_id), record_item_bytes(o)) for o in w.outcomes]
+            items += [_write(customer_key(w.key, c), COUNTER_ITEM_BYTES) for c in w.counters]
+            items += [_write(admission_key(u.token_id), TOKEN_USE_ITEM_BYTES) for u in w.token_uses]
+        pools = sorted({(pool, w.pool_shards.get(pool, 0)) for w in writes for pool in w.pools})
+        event_id = writes[0].key.event_id if writes else ""
+        items += [_write(pool_key(event_id, pool, item), INVENTORY_ITEM_BYTES) for pool, item in pools]
+        sold = sum(1 for w in writes for o in w.outcomes if o.outcome is Outcome.CONFIRMED)
+        return self._transact(items, lambda: self._table.data.commit_outcomes(writes), index_writes=sold)
+
     def commit_transitions(
         self,
         key: SeatKey,
@@ -303,18 +324,31 @@ class SimulatedDynamoStore:
         capacity: int | None,
         release_expires_at: int,
     ) -> TransitionsRefused | None:
-        shards = sorted({t.record.shard for t in transitions})
-        items = [_write(inventory_key(key, shard), INVENTORY_ITEM_BYTES) for shard in shards]
-        if any(t.record.seats for t in transitions):  # a mapped class: the row items of its seats
-            rows = sorted({row_item_of(seat)[0] for t in transitions for seat in t.record.seats})
-            items = [_write(row_key(key, row_id), ROW_ITEM_BYTES) for row_id in rows]
+        takes = [(t, take) for t in transitions for take in t.record.takes()]
+        shards = sorted({(take.key.seat_class, take.shard) for _, take in takes if not take.seats})
+        items = [
+            _write(inventory_key(SeatKey(key.event_id, c), shard), INVENTORY_ITEM_BYTES)
+            for c, shard in shards
+        ]
+        # A mapped class's seats (a record's, or an order line's): the row items they are on.
+        rows = sorted(
+            {(take.key.seat_class, row_item_of(seat)[0]) for _, take in takes for seat in take.seats}
+        )
+        items += [_write(row_key(SeatKey(key.event_id, c), row_id), ROW_ITEM_BYTES) for c, row_id in rows]
         items += [
             _write(reservation_key(t.record.reservation_id), record_item_bytes(t.record.answer))
             for t in transitions
         ]
-        customers = {t.record.answer.customer_id or "" for t in transitions if t.uncounts_customer}
-        items += [_write(customer_key(key, c), COUNTER_ITEM_BYTES) for c in sorted(customers)]
-        pools = sorted({pool for t in transitions for pool in t.record.pools})
+        customers = {
+            (take.key.seat_class, t.record.answer.customer_id or "")
+            for t, take in takes
+            if t.releases_seats and take.customer_counted
+        }
+        items += [
+            _write(customer_key(SeatKey(key.event_id, c), customer), COUNTER_ITEM_BYTES)
+            for c, customer in sorted(customers)
+        ]
+        pools = sorted({pool for _, take in takes for pool in take.pools})
         items += [_write(pool_ref_key(key.event_id, pool), INVENTORY_ITEM_BYTES) for pool in pools]
 
         def apply() -> TransitionsRefused | None:

@@ -247,6 +247,15 @@ class InMemoryInventoryStore:
     def _commit_rows(self, write: GroupWrite) -> WriteRefused | None:
         """A mapped take (`dal.seat_rows.take_rows_actions`): every seat free on its row item, the
         sale open, the limit the one assumed; the record new; the counters under the limit."""
+        refused = self._rows_part(write)
+        if refused is not None:
+            return refused
+        self._take_rows(write)
+        self._write_records(write)
+        return None
+
+    def _rows_part(self, write: GroupWrite) -> WriteRefused | None:
+        """What refuses a mapped take: its row items' guards, its records and its counters."""
         now = int(time.time()) if write.now is None else write.now
         rows = self.seat_rows.get(write.key, {})
         refused_rows: dict[str, SeatRow | None] = {}
@@ -260,14 +269,19 @@ class InMemoryInventoryStore:
             ):
                 refused_rows[row_id] = row
         refused = self._refusal(dataclasses.replace(write, seats_taken=0))
-        if refused_rows or refused is not None:
-            return WriteRefused(
-                inventory_refused=bool(refused_rows),
-                inventory=None,
-                already_recorded=refused.already_recorded if refused else {},
-                customer_seats=refused.customer_seats if refused else {},
-                rows=refused_rows,
-            )
+        if not refused_rows and refused is None:
+            return None
+        return WriteRefused(
+            inventory_refused=bool(refused_rows),
+            inventory=None,
+            already_recorded=refused.already_recorded if refused else {},
+            customer_seats=refused.customer_seats if refused else {},
+            rows=refused_rows,
+        )
+
+    def _take_rows(self, write: GroupWrite) -> None:
+        """The seats of a mapped take become held or sold on their row items."""
+        rows = self.seat_rows[write.key]
         state = SeatState.HELD if write.seats_held else SeatState.SOLD
         for row_id, positions in write.rows.items():
             row = rows[row_id]
@@ -281,8 +295,6 @@ class InMemoryInventoryStore:
                 sold=row.sold + (len(positions) if state is SeatState.SOLD else 0),
             )
         self.inventory_writes += len(write.rows)
-        self._write_records(write)
-        return None
 
     def _write_records(self, write: GroupWrite) -> None:
         for outcome in write.outcomes:
@@ -297,37 +309,19 @@ class InMemoryInventoryStore:
         for customer, seats in write.counters.items():
             self.counters[(write.key, customer)] = self.counters.get((write.key, customer), 0) + seats
 
-    def _commit_seat_transitions(
-        self, key: SeatKey, transitions: Sequence[Transition], *, now: int, release_expires_at: int
-    ) -> TransitionsRefused | None:
-        """A mapped class's status changes (`dal.seat_rows.release_rows_actions`): each seat in the
-        state its record says, then sold or freed; the records and counters as for a counted class."""
-        rows = self.seat_rows.get(key, {})
-        changes: dict[str, list[tuple[int, SeatState, bool]]] = {}
-        for t in transitions:
-            was = SeatState.HELD if t.record.status is Outcome.HELD else SeatState.SOLD
-            for seat in t.record.seats:
-                row_id, position = row_item_of(seat)
-                changes.setdefault(row_id, []).append((position, was, not t.releases_seats))
-        rows_refuse = any(
-            row_id not in rows or rows[row_id].states.get(p) is not was
-            for row_id, seats in changes.items()
-            for p, was, _ in seats
-        )
-        refused_records = self._refused_records(transitions, now)
-        uncount: dict[str, int] = {}
-        for t in transitions:
-            if t.uncounts_customer:
-                customer = t.record.answer.customer_id or ""
-                uncount[customer] = uncount.get(customer, 0) + t.record.quantity
-        refused_counters = frozenset(
-            c for c, seats in uncount.items() if self.counters.get((key, c), -1) < seats
-        )
-        if rows_refuse and not refused_records:
-            raise StoreInconsistency(f"{key}: seats are not in the state their records say")
-        if refused_records or refused_counters:
-            return TransitionsRefused(False, None, refused_records, refused_counters)
-        for row_id, seats in changes.items():
+    def _rows_refuse(self, changes: dict[tuple[SeatKey, str], list[tuple[int, SeatState, bool]]]) -> bool:
+        """Whether a seat given back or sold is not in the state its record says (or its row item
+        is missing): `dal.seat_rows.release_rows_actions`' guards."""
+        for (key, row_id), seats in changes.items():
+            row = self.seat_rows.get(key, {}).get(row_id)
+            if row is None or any(row.states.get(p) is not was for p, was, _ in seats):
+                return True
+        return False
+
+    def _change_rows(self, changes: dict[tuple[SeatKey, str], list[tuple[int, SeatState, bool]]]) -> None:
+        """Each seat sold (confirm) or freed (cancel, expiry) on its row item, the counts with it."""
+        for (key, row_id), seats in changes.items():
+            rows = self.seat_rows[key]
             row = rows[row_id]
             states = dict(row.states)
             available, held, sold = row.available, row.held, row.sold
@@ -344,8 +338,6 @@ class InMemoryInventoryStore:
                     available += 1
             rows[row_id] = dataclasses.replace(row, states=states, available=available, held=held, sold=sold)
         self.inventory_writes += len(changes)
-        self._apply_transitions(key, transitions, uncount, release_expires_at)
-        return None
 
     def _refused_records(
         self, transitions: Sequence[Transition], now: int
@@ -363,9 +355,8 @@ class InMemoryInventoryStore:
 
     def _apply_transitions(
         self,
-        key: SeatKey,
         transitions: Sequence[Transition],
-        uncount: dict[str, int],
+        uncount: dict[tuple[SeatKey, str], int],
         release_expires_at: int,
     ) -> None:
         for t in transitions:
@@ -379,8 +370,8 @@ class InMemoryInventoryStore:
                 self.awaiting_tickets[reservation_id] = self.clock_ms()
             elif t.to is Outcome.CANCELLED and t.record.status is Outcome.HELD:
                 self.expiry[reservation_id] = release_expires_at
-        for customer, seats in uncount.items():
-            self.counters[(key, customer)] -= seats
+        for counter, seats in uncount.items():
+            self.counters[counter] -= seats
 
     def reshard(self, key: SeatKey, shards: int) -> None:
         """`InventoryTable.reshard`: the available seats spread evenly over the first `shards` items."""
@@ -443,8 +434,10 @@ class InMemoryInventoryStore:
             else view
         )
 
-    def commit_outcomes(self, write: GroupWrite) -> WriteRefused | None:
+    def commit_outcomes(self, write: GroupWrite | Sequence[GroupWrite]) -> WriteRefused | None:
         self._begin_commit()
+        if not isinstance(write, GroupWrite):
+            return self._commit_together(list(write))
         if write.records_only:
             return self._put_records(write.outcomes, write.rejection_expires_at)
         if write.rows:
@@ -452,6 +445,55 @@ class InMemoryInventoryStore:
         refused = self._refusal(write)
         if refused is not None:
             return refused
+        self._apply_write(write)
+        return None
+
+    def _commit_together(self, writes: Sequence[GroupWrite]) -> WriteRefused | None:
+        """Several writes in one transaction (`dal.reservations.Reservations._commit_together`):
+        every write's guards and the pools' (on the seats of all writes that take from each)
+        are checked first, and nothing is written when any refuses."""
+        if not writes:
+            return None
+        keys = [w.key for w in writes]
+        if len(set(keys)) != len(keys) or len({k.event_id for k in keys}) != 1:
+            raise ValueError(f"writes committed together must be of distinct classes of one event: {keys}")
+        if any(w.records_only or w.seats_taken <= 0 for w in writes):
+            raise ValueError("writes committed together must each take seats")
+        if any(w.rows and (w.token_uses or w.pools or w.donors) for w in writes):
+            raise ValueError("a mapped class's write takes no pools, moves or tokens")
+        parts = tuple(self._rows_part(w) if w.rows else self._refusal(w, check_pools=False) for w in writes)
+        event_id = keys[0].event_id
+        wanted: dict[str, int] = {}
+        for w in writes:
+            for name in w.pools:
+                wanted[name] = wanted.get(name, 0) + w.seats_taken
+        pools_refused: dict[str, PoolInventory | None] = {}
+        for name, seats in sorted(wanted.items()):
+            pool = self.pools.get((event_id, name))
+            if pool is None or pool.available < seats or pool.sale_status is SaleStatus.CLOSED:
+                pools_refused[name] = pool
+        found = [p for p in parts if p is not None]
+        if not found and not pools_refused:
+            for w in writes:
+                if w.rows:
+                    self._take_rows(w)
+                    self._write_records(w)
+                else:
+                    self._apply_write(w)
+            return None
+        first_item = next((p for p in found if p.inventory_refused), None)
+        return WriteRefused(
+            inventory_refused=first_item is not None,
+            inventory=first_item.inventory if first_item is not None else None,
+            already_recorded={k: v for p in found for k, v in p.already_recorded.items()},
+            customer_seats={k: v for p in found for k, v in p.customer_seats.items()},
+            tokens_used={k: v for p in found for k, v in p.tokens_used.items()},
+            pools_refused=pools_refused,
+            parts=parts,
+        )
+
+    def _apply_write(self, write: GroupWrite) -> None:
+        """Writes what a write whose guards all held takes and records."""
         if write.seats_taken > 0:
             self._take_seats(write)
             self._take_from_pools(write)
@@ -472,7 +514,6 @@ class InMemoryInventoryStore:
             self.counters[(write.key, customer)] = self.counters.get((write.key, customer), 0) + seats
         for use in write.token_uses:
             self.token_uses[use.token_id] = use.reservation_id
-        return None
 
     def _pools_refused(self, write: GroupWrite, now: int) -> dict[str, PoolInventory | None]:
         """The write's pools whose guard fails: missing, too few seats, or closed."""
@@ -520,8 +561,9 @@ class InMemoryInventoryStore:
             )
             self.inventory_writes += 1 + len(donors)
 
-    def _refusal(self, write: GroupWrite) -> WriteRefused | None:
-        """What the write's conditions refuse (as DynamoDB's cancellation reasons tell), or None."""
+    def _refusal(self, write: GroupWrite, *, check_pools: bool = True) -> WriteRefused | None:
+        """What the write's conditions refuse (as DynamoDB's cancellation reasons tell), or None;
+        without `check_pools`, the pools' own guards are left out (the caller checks them)."""
         now = int(time.time()) if write.now is None else write.now
         item = self.inventory.get(write.key)
         moves = write.donors
@@ -566,7 +608,7 @@ class InMemoryInventoryStore:
             for use in write.token_uses
             if self.token_uses.get(use.token_id, use.reservation_id) != use.reservation_id
         }
-        pools_refused = self._pools_refused(write, now)
+        pools_refused = self._pools_refused(write, now) if check_pools else {}
         if not (inventory_refused or recorded or refused_counters or tokens_used or pools_refused):
             return None
         return WriteRefused(
@@ -675,59 +717,12 @@ class InMemoryInventoryStore:
         release_expires_at: int,
     ) -> TransitionsRefused | None:
         self._begin_commit()
-        if any(t.record.seats for t in transitions):
-            return self._commit_seat_transitions(
-                key, transitions, now=now, release_expires_at=release_expires_at
-            )
-        deltas: dict[int, list[int]] = {}  # shard -> [released, unheld, unsold, sold]
-        uncount: dict[str, int] = {}
-        for t in transitions:
-            seats = t.record.quantity
-            delta = deltas.setdefault(t.record.shard, [0, 0, 0, 0])
-            if t.record.status is Outcome.HELD:
-                delta[1] += seats
-            else:
-                delta[2] += seats
-            if t.to is Outcome.CONFIRMED:
-                delta[3] += seats
-            else:
-                delta[0] += seats
-            if t.uncounts_customer:
-                customer = t.record.answer.customer_id or ""
-                uncount[customer] = uncount.get(customer, 0) + seats
-        item = self.inventory.get(key)
-        shards = {s.shard: s for s in item.shard_seats()} if item is not None else {}
-        refusing: SeatClassInventory | None = None
-        inventory_refused = item is None
-        for n in sorted(deltas):
-            released, unheld, unsold, _ = deltas[n]
-            seats_of = shards.get(n)
-            if seats_of is None:
-                inventory_refused = True
-                break
-            capacity_refuses = (
-                n == 0
-                and released > 0
-                and capacity is not None
-                and (seats_of.capacity != capacity or seats_of.available > capacity - released)
-            )
-            if seats_of.held < unheld or seats_of.sold < unsold or capacity_refuses:
-                assert item is not None
-                inventory_refused, refusing = True, _shard_view(item, seats_of)
-                break
-        refused_records: dict[str, ReservationRecord | None] = {}
-        for t in transitions:
-            current = self.record(t.record.reservation_id)
-            if current is None or current.status is not t.record.status:
-                refused_records[t.record.reservation_id] = current
-            elif current.status is Outcome.HELD:
-                expires_at = current.hold_expires_at or 0
-                due = expires_at <= now
-                if due != (t.to is Outcome.EXPIRED):
-                    refused_records[t.record.reservation_id] = current
-        refused_counters = frozenset(
-            c for c, seats in uncount.items() if self.counters.get((key, c), -1) < seats
-        )
+        deltas, rows, uncount = _transition_moves(transitions)
+        inventory_refused, refusing = self._items_refusing(key, deltas, capacity)
+        refused_records = self._refused_records(transitions, now)
+        if self._rows_refuse(rows) and not refused_records:
+            raise StoreInconsistency(f"{key}: seats are not in the state their records say")
+        refused_counters = frozenset(c for k, c in uncount if self.counters.get((k, c), -1) < uncount[(k, c)])
         pool_deltas = _pool_deltas(transitions)
         refused_pools = self._pools_refusing(key.event_id, pool_deltas)
         if inventory_refused or refused_records or refused_counters or refused_pools:
@@ -738,14 +733,39 @@ class InMemoryInventoryStore:
                 counters_refused=refused_counters,
                 pools_refused=refused_pools,
             )
-        assert item is not None
         self.inventory_writes += len(deltas)
-        for n, (released, unheld, unsold, sold) in deltas.items():
-            shards[n] = _add(shards[n], available=released, held=-unheld, sold=sold - unsold)
-        self.inventory[key] = _with_shards(item, tuple(shards[n] for n in sorted(shards)))
-        self._apply_transitions(key, transitions, uncount, release_expires_at)
+        for item_key in sorted({k for k, _ in deltas}, key=lambda k: k.seat_class):
+            item = self.inventory[item_key]
+            shards = {s.shard: s for s in item.shard_seats()}
+            for (k, n), (released, unheld, unsold, sold) in deltas.items():
+                if k == item_key:
+                    shards[n] = _add(shards[n], available=released, held=-unheld, sold=sold - unsold)
+            self.inventory[item_key] = _with_shards(item, tuple(shards[n] for n in sorted(shards)))
+        self._change_rows(rows)
+        self._apply_transitions(transitions, uncount, release_expires_at)
         self._give_back_to_pools(key.event_id, pool_deltas)
         return None
+
+    def _items_refusing(
+        self, key: SeatKey, deltas: dict[tuple[SeatKey, int], list[int]], capacity: int | None
+    ) -> tuple[bool, SeatClassInventory | None]:
+        """Whether a status change's inventory guards refuse (an item missing, fewer held or sold
+        seats than it takes off, `capacity` not that of `key`'s shard 0), and the item that does."""
+        for item_key, n in sorted(deltas, key=lambda k: (k[0].seat_class, k[1])):
+            released, unheld, unsold, _ = deltas[(item_key, n)]
+            item = self.inventory.get(item_key)
+            seats_of = {s.shard: s for s in item.shard_seats()}.get(n) if item is not None else None
+            if item is None or seats_of is None:
+                return True, None
+            capacity_refuses = (
+                (item_key, n) == (key, 0)
+                and released > 0
+                and capacity is not None
+                and (seats_of.capacity != capacity or seats_of.available > capacity - released)
+            )
+            if seats_of.held < unheld or seats_of.sold < unsold or capacity_refuses:
+                return True, _shard_view(item, seats_of)
+        return False, None
 
     def _pools_refusing(self, event_id: str, deltas: dict[str, tuple[int, int, int, int]]) -> frozenset[str]:
         """The pools whose guard refuses a status change: missing, or fewer held or sold seats."""
@@ -859,16 +879,47 @@ class InMemoryInventoryStore:
         return cleared
 
 
+def _transition_moves(
+    transitions: Sequence[Transition],
+) -> tuple[
+    dict[tuple[SeatKey, int], list[int]],
+    dict[tuple[SeatKey, str], list[tuple[int, SeatState, bool]]],
+    dict[tuple[SeatKey, str], int],
+]:
+    """What status changes move, per item their seats came from (`ReservationRecord.takes`: the
+    record's class, or each line's of an order, docs/orders.md): a class's shard item ->
+    [released, unheld, unsold, sold]; a mapped class's row item -> (position, state it must be
+    in, sold after); a customer counter -> seats taken off."""
+    deltas: dict[tuple[SeatKey, int], list[int]] = {}
+    rows: dict[tuple[SeatKey, str], list[tuple[int, SeatState, bool]]] = {}
+    uncount: dict[tuple[SeatKey, str], int] = {}
+    for t in transitions:
+        for take in t.record.takes():
+            if take.seats:
+                was = SeatState.HELD if t.record.status is Outcome.HELD else SeatState.SOLD
+                for seat in take.seats:
+                    row_id, position = row_item_of(seat)
+                    rows.setdefault((take.key, row_id), []).append((position, was, not t.releases_seats))
+            else:
+                delta = deltas.setdefault((take.key, take.shard), [0, 0, 0, 0])
+                delta[1 if t.record.status is Outcome.HELD else 2] += take.quantity
+                delta[3 if t.to is Outcome.CONFIRMED else 0] += take.quantity
+            if t.releases_seats and take.customer_counted:
+                counter = (take.key, t.record.answer.customer_id or "")
+                uncount[counter] = uncount.get(counter, 0) + take.quantity
+    return deltas, rows, uncount
+
+
 def _pool_deltas(transitions: Sequence[Transition]) -> dict[str, tuple[int, int, int, int]]:
     """Per capacity pool the records' seats came from: released, unheld, unsold, sold (the DAL's
     `_InventoryDelta` of the pool's records)."""
     deltas: dict[str, list[int]] = {}
     for t in transitions:
-        seats = t.record.quantity
-        for name in t.record.pools:
-            delta = deltas.setdefault(name, [0, 0, 0, 0])
-            delta[1 if t.record.status is Outcome.HELD else 2] += seats
-            delta[3 if t.to is Outcome.CONFIRMED else 0] += seats
+        for take in t.record.takes():
+            for name in take.pools:
+                delta = deltas.setdefault(name, [0, 0, 0, 0])
+                delta[1 if t.record.status is Outcome.HELD else 2] += take.quantity
+                delta[3 if t.to is Outcome.CONFIRMED else 0] += take.quantity
     return {name: (d[0], d[1], d[2], d[3]) for name, d in deltas.items()}
 
 

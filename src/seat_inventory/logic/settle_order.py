@@ -1,0 +1,553 @@
+"""Settles one multi-line order (docs/orders.md): every line taken in ONE transaction, or none.
+
+An order names 1-4 lines of distinct counted seat classes of one event. Its write is a sequence
+of `GroupWrite`s, one per line (that line's shard item, moves into it, the customer's counter of
+that class), which the store commits atomically together with the pools the lines share (each
+taken once, guarded on the seats of all its lines), the admission token and the order's one
+record. The order gets one answer: every line (CONFIRMED or HELD), or the first failing line's
+refusal, its reason prefixed with the line (`line 2 (CHILD): requested 3 seat(s), 1 left`).
+
+Like `settle_group`, each round plans from what is known (the hints' view of each class, reads,
+what refused writes handed back), writes, and learns from a refusal; a rejection is decided
+only on a class read in this settlement or handed back by a refusal, never on a hint. Single-line
+messages never come here: their path is unchanged.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from seat_inventory.logic.admission_tokens import replay_refusal, use_expires_at
+from seat_inventory.logic.inventory_hints import InventoryHints
+from seat_inventory.logic.limits import MAX_ACTIONS_PER_TRANSACTION, MAX_SETTLE_ROUNDS
+from seat_inventory.logic.order_mapped import LineRefusal, chosen_rows, place_line, row_limit, rows_of
+from seat_inventory.logic.ports import Clock, InventoryStore, WriteRefused
+from seat_inventory.logic.retry_deadline import ConflictDeadline
+from seat_inventory.logic.seat_map import ClassMap
+from seat_inventory.logic.shards import pick_shard, route
+from seat_inventory.logic.write_window import back_off_step
+from seat_inventory.models import (
+    GroupWrite,
+    OrderLine,
+    Outcome,
+    PoolInventory,
+    ReservationOutcome,
+    ReservationRequest,
+    RetryableError,
+    SeatClassInventory,
+    SeatKey,
+    SeatRow,
+    StoreInconsistency,
+    Throttled,
+    TokenUse,
+    TransactionConflict,
+    iso_utc,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class OrderContext:
+    """What settling an order needs: the store, the clock, the container's hints, the rejection
+    records' TTL and the deadline for waiting out conflicts."""
+
+    store: InventoryStore
+    clock: Clock
+    hints: InventoryHints
+    rejection_ttl_seconds: int
+    deadline: ConflictDeadline
+
+
+@dataclass(frozen=True, slots=True)
+class _Refusal:
+    """Why the order is refused: the line (index) that fails, the answer and its reason."""
+
+    line: int
+    outcome: Outcome
+    reason: str
+    remaining: int | None = None
+    seats: tuple[str, ...] | None = None  # a mapped line's seats not free, or stranded
+
+
+@dataclass(frozen=True, slots=True)
+class _LineTake:
+    """Where one line takes its seats: shard item `shard`, after `moves` from other items."""
+
+    shard: int
+    moves: dict[int, int] = field(default_factory=dict)
+
+
+def settle_order(request: ReservationRequest, context: OrderContext) -> ReservationOutcome:
+    """The order's one final answer, recorded (or the answer recorded before, as a duplicate).
+
+    Raises `RetryableError` on a transient fault or when it did not settle within
+    `MAX_SETTLE_ROUNDS` (the message is handed back and retried; nothing was taken).
+    """
+    return _OrderSettler(request, context).run()
+
+
+class _OrderSettler:
+    def __init__(self, request: ReservationRequest, context: OrderContext) -> None:
+        assert request.lines is not None
+        self.request = request
+        self.lines: tuple[OrderLine, ...] = request.lines
+        self.keys = [SeatKey(request.event_id, line.seat_class) for line in self.lines]
+        self.context = context
+        self.now = int(context.clock.now())
+        # Views verified in this settlement (a read, or a refused write's ALL_OLD of a class of
+        # one item): only these decide a rejection. None: no such class.
+        self.verified: dict[SeatKey, SeatClassInventory | None] = {}
+        self.pools_seen: dict[str, PoolInventory] = {}
+        self.counted: dict[SeatKey, int] = {}  # the customer's counter per class, as refusals told
+        self.token_holder: str | None = None  # the reservation that used the token first
+        self.conflicts = 0
+        # Mapped classes' lines (docs/seating.md): the class's map, the view of its rows the line
+        # is placed on, and the seats placed.
+        self.class_maps: dict[SeatKey, ClassMap] = {}
+        self.rows: dict[SeatKey, dict[str, SeatRow]] = {}
+        self.placed: dict[SeatKey, tuple[str, ...]] = {}
+
+    # ------------------------------------------------------------------ the rounds
+
+    def run(self) -> ReservationOutcome:
+        hints = self.context.hints
+        invalid = self._find_maps()
+        if invalid is not None:
+            return invalid
+        for key, line in zip(self.keys, self.lines, strict=True):
+            if key in self.class_maps:
+                self._read_rows(key, line)
+            elif hints.assumed(key) is None or hints.should_read_first(key, line.quantity, self.now):
+                self._read(key)
+        rounds = 0
+        while rounds < MAX_SETTLE_ROUNDS:
+            refusal = self._decide()
+            if refusal is not None:
+                return self._reject(refusal)
+            takes = self._route()
+            if takes is None:
+                rounds += 1
+                continue
+            try:
+                refused = self.context.store.commit_outcomes(self._writes(takes))
+            except (TransactionConflict, Throttled) as exc:
+                for key in self.keys:
+                    hints.leave_shard(key)
+                self._back_off_or_raise(exc)
+                continue
+            if refused is None:
+                return self._committed(takes)
+            stored = refused.already_recorded.get(self.request.reservation_id)
+            if stored is not None:
+                return stored.as_duplicate(self.request.message_id)
+            self._learn_from(refused)
+            rounds += 1
+        raise RetryableError(
+            f"order {self.request.reservation_id} did not settle after {MAX_SETTLE_ROUNDS} rounds"
+        )
+
+    def _find_maps(self) -> ReservationOutcome | None:
+        """Finds the lines of mapped classes (their maps); INVALID (not recorded, as for a single
+        request) when a line chooses seats of a counted class."""
+        context = self.context
+        for index, (key, line) in enumerate(zip(self.keys, self.lines, strict=True)):
+            if context.hints.assumed(key) is None:  # seen as counted: a counted class stays counted
+                class_map = context.deadline.patiently(
+                    context.clock,
+                    lambda key=key: context.hints.seat_maps.class_map(context.store, key),  # type: ignore[misc]
+                    "reading the seat map",
+                )
+                if class_map is not None:
+                    self.class_maps[key] = class_map
+                    continue
+            if line.seats is not None:
+                reason = f"line {index + 1} ({key.seat_class}): not a mapped seat class; seats do not apply"
+                return self._outcome(Outcome.INVALID, reason, key.seat_class, lines=self.lines)
+        return None
+
+    def _read_rows(self, key: SeatKey, line: OrderLine) -> None:
+        """A mapped line's view: its chosen seats' row items read consistently, or the class's
+        view for best available (`SeatMaps.view`, as a single best-available request)."""
+        context, maps = self.context, self.context.hints.seat_maps
+        if line.seats is not None:
+            wanted = chosen_rows(self.class_maps[key], line.seats)
+            rows = context.deadline.patiently(
+                context.clock, lambda: context.store.read_seat_rows(key, wanted), f"reading rows of {key}"
+            )
+            maps.learn(key, rows)
+            self.rows[key] = dict(rows)
+        else:
+            now = context.clock.now()
+            view = context.deadline.patiently(
+                context.clock, lambda: maps.view(context.store, key, now), f"reading rows of {key}"
+            )
+            self.rows[key] = dict(view)
+
+    def _view(self, key: SeatKey) -> SeatClassInventory | None:
+        """The class as best known: verified in this settlement, else the container's hint."""
+        if key in self.verified:
+            return self.verified[key]
+        return self.context.hints.assumed(key)
+
+    def _read(self, key: SeatKey) -> SeatClassInventory | None:
+        """A consistent read of the whole class (and its pools), waited out on conflicts."""
+        context = self.context
+        view = context.deadline.patiently(
+            context.clock,
+            lambda: context.store.read_inventory(key),
+            f"reading {key.event_id} {key.seat_class}",
+        )
+        self.verified[key] = view
+        context.hints.observe(key, view)
+        for pool in (view.pool_items or ()) if view is not None else ():
+            self.pools_seen[pool.pool] = pool
+        return view
+
+    # ------------------------------------------------------------------ deciding
+
+    def _decide(self) -> _Refusal | None:
+        """The first line that cannot be taken, decided on verified views only (a line refused
+        on a hint is read first, then decided again); None when every line looks takeable."""
+        wanted: dict[str, int] = {}
+        for index, (key, line) in enumerate(zip(self.keys, self.lines, strict=True)):
+            if key in self.class_maps:
+                mapped = self._place(index, key, line)
+                if mapped is not None:
+                    return mapped
+                continue
+            refusal = self._line_refusal(index, key, line, wanted)
+            if refusal is not None and key not in self.verified:
+                self._read(key)
+                refusal = self._line_refusal(index, key, line, dict(wanted))
+            if refusal is not None:
+                return refusal
+            view = self._view(key)
+            for pool in view.pools if view is not None else ():
+                wanted[pool] = wanted.get(pool, 0) + line.quantity
+        return None
+
+    def _line_refusal(
+        self, index: int, key: SeatKey, line: OrderLine, wanted: dict[str, int]
+    ) -> _Refusal | None:
+        """Why line `index` cannot be taken (its class, sale, admission, limit, seats, or a pool
+        that the lines before it already fill), or None. `wanted`: the seats earlier lines take
+        from each pool."""
+        view = self._view(key)
+        if view is None:
+            return _Refusal(index, Outcome.UNKNOWN_EVENT, f"no inventory for {key.event_id} {key.seat_class}")
+        closed = view.sale_closed_reason(self.now) or self._pool_closed(view)
+        if closed is not None:
+            return _Refusal(index, Outcome.SALE_CLOSED, closed)
+        if view.admission_required:
+            refused = self._admission_refusal()
+            if refused is not None:
+                return _Refusal(index, Outcome.ADMISSION_REFUSED, refused)
+        limit = view.max_per_customer
+        taken = self.counted.get(key, 0)
+        if limit is not None and taken + line.quantity > limit:
+            reason = (
+                f"customer {self.request.customer_id!r} may take at most {limit} seat(s) of"
+                f" {key.event_id} {key.seat_class}; {taken} already taken, {line.quantity} requested"
+            )
+            return _Refusal(index, Outcome.LIMIT_EXCEEDED, reason)
+        if view.complete and view.available < line.quantity:
+            return _Refusal(
+                index,
+                Outcome.SOLD_OUT,
+                f"requested {line.quantity} seat(s), {view.available} left",
+                view.available,
+            )
+        for pool in view.pools:
+            seen = self.pools_seen.get(pool)
+            if seen is not None and seen.available < wanted.get(pool, 0) + line.quantity:
+                left = max(0, seen.available - wanted.get(pool, 0))
+                reason = f"requested {line.quantity} seat(s), {left} left in pool {pool}"
+                return _Refusal(index, Outcome.SOLD_OUT, reason, left)
+        return None
+
+    def _place(self, index: int, key: SeatKey, line: OrderLine) -> _Refusal | None:
+        """Places a mapped line on its view (`order_mapped.place_line`); its refusal, or None."""
+        placed = place_line(
+            key,
+            self.class_maps[key],
+            line,
+            self.rows[key],
+            customer_id=self.request.customer_id,
+            counted=self.counted.get(key, 0),
+            now=self.now,
+        )
+        if isinstance(placed, LineRefusal):
+            return _Refusal(index, placed.outcome, placed.reason, placed.remaining, placed.seats)
+        self.placed[key] = placed
+        return None
+
+    def _pool_closed(self, view: SeatClassInventory) -> str | None:
+        for pool in view.pools:
+            seen = self.pools_seen.get(pool)
+            if seen is not None and seen.closed_reason() is not None:
+                return seen.closed_reason()
+        return None
+
+    def _admission_refusal(self) -> str | None:
+        check = self.request.admission
+        if check is None:
+            return "admission token not verified"
+        if check.refusal is not None:
+            return check.refusal
+        if check.token_id is None:
+            return "admission token not verified"
+        if self.token_holder is not None and self.token_holder != self.request.reservation_id:
+            return replay_refusal(self.token_holder)
+        return None
+
+    # ------------------------------------------------------------------ routing and writing
+
+    def _route(self) -> list[_LineTake] | None:
+        """Each line's shard item (the container's own, as single lines route: `logic.shards`);
+        None when a line's class was read again instead (no item alone had its seats)."""
+        takes: list[_LineTake] = []
+        for key, line in zip(self.keys, self.lines, strict=True):
+            take = self._line_route(key, line.quantity)
+            if take is None:
+                return None
+            takes.append(take)
+        return takes
+
+    def _line_route(self, key: SeatKey, seats: int) -> _LineTake | None:
+        view = self._view(key)
+        hints = self.context.hints
+        if view is None or view.shard_items == 1:  # a class of one item, or a mapped class
+            return _LineTake(0)
+        own = hints.own_shard(key)
+        if own is not None and (own.left is None or own.left >= seats):
+            return _LineTake(own.shard)
+        if view.complete and key in self.verified:
+            shard, moves = route(view, seats, own.shard if own else 0, hints.rng, read_whole=True)
+            return _LineTake(shard, moves)
+        context = self.context
+        survey = context.deadline.patiently(
+            context.clock, lambda: context.store.survey_shards(key, view.shard_items), f"survey of {key}"
+        )
+        picked = pick_shard(survey, seats, context.clock.now(), hints.rng, share=True)
+        if picked is not None:
+            hints.settle_on(key, picked.shard, picked.available)
+            return _LineTake(picked.shard)
+        self._read(key)  # no item alone has the seats: the whole class says whether seats move
+        return None
+
+    def _writes(self, takes: Sequence[_LineTake]) -> list[GroupWrite]:
+        """One `GroupWrite` per line, the order's record (its lines and where they take from) and
+        its token use on the first; committed together (`InventoryStore.commit_outcomes`)."""
+        views = [self._view(key) for key in self.keys]
+        answer = self._answer_taken(takes, views)
+        token_uses: list[TokenUse] = []
+        check = self.request.admission
+        if any(v is not None and v.admission_required for v in views) and check is not None:
+            assert check.token_id is not None
+            token_uses.append(TokenUse(check.token_id, self.request.reservation_id, use_expires_at(check)))
+        # The token is spent by the first counted line's write (a mapped class requires none).
+        spender = (
+            next(i for i, key in enumerate(self.keys) if key not in self.class_maps) if token_uses else -1
+        )
+        writes = []
+        taken_at = self.context.clock.now()
+        for index, (key, line, take, view) in enumerate(
+            zip(self.keys, self.lines, takes, views, strict=True)
+        ):
+            if key in self.class_maps:
+                writes.append(self._mapped_write(key, line, [answer] if index == 0 else []))
+                continue
+            limit = view.max_per_customer if view is not None else None
+            writes.append(
+                GroupWrite(
+                    key,
+                    [answer] if index == 0 else [],
+                    seats_taken=line.quantity,
+                    rejection_expires_at=self.now + self.context.rejection_ttl_seconds,
+                    max_per_customer=limit,
+                    customer_seats={self.request.customer_id: line.quantity} if limit is not None else {},
+                    now=self.now,
+                    shard=take.shard,
+                    moves=take.moves,
+                    taken_at=taken_at,
+                    admission_required=view.admission_required if view is not None else False,
+                    token_uses=token_uses if index == spender else (),
+                    pools=view.pools if view is not None else (),
+                    order_line_held=self.request.is_hold,
+                )
+            )
+        actions = sum(
+            max(1, len(w.rows)) + len(w.donors) + len(w.outcomes) + len(w.counters) + len(w.token_uses)
+            for w in writes
+        )
+        actions += len({pool for w in writes for pool in w.pools})
+        if actions > MAX_ACTIONS_PER_TRANSACTION:
+            raise RetryableError(
+                f"order {self.request.reservation_id} needs {actions} actions in one transaction"
+            )
+        return writes
+
+    def _mapped_write(self, key: SeatKey, line: OrderLine, outcomes: list[ReservationOutcome]) -> GroupWrite:
+        """A mapped line's write: its placed seats' row items (`GroupWrite.rows`)."""
+        limit = row_limit(self.rows[key])
+        return GroupWrite(
+            key,
+            outcomes,
+            seats_taken=line.quantity,
+            rejection_expires_at=self.now + self.context.rejection_ttl_seconds,
+            max_per_customer=limit,
+            customer_seats={self.request.customer_id: line.quantity} if limit is not None else {},
+            now=self.now,
+            rows=rows_of(self.placed[key]),
+            order_line_held=self.request.is_hold,
+        )
+
+    def _answer_taken(
+        self, takes: Sequence[_LineTake], views: Sequence[SeatClassInventory | None]
+    ) -> ReservationOutcome:
+        """The answer of an order that takes its lines: HELD or CONFIRMED, each line with the
+        shard, pools and counting its seats go back to."""
+        request = self.request
+        lines = tuple(
+            dataclasses.replace(
+                line,
+                seats=self.placed[key],
+                customer_counted=row_limit(self.rows[key]) is not None,
+            )
+            if key in self.class_maps
+            else dataclasses.replace(
+                line,
+                shard=take.shard,
+                pools=view.pools if view is not None else (),
+                customer_counted=view is not None and view.max_per_customer is not None,
+            )
+            for key, line, take, view in zip(self.keys, self.lines, takes, views, strict=True)
+        )
+        seats = sum(line.quantity for line in lines)
+        if request.is_hold:
+            expires_at: int | None = self.now + (request.hold_seconds or 0)
+            outcome, reason = (
+                Outcome.HELD,
+                f"{seats} seat(s) in {len(lines)} line(s) held until {iso_utc(expires_at or 0)}",
+            )
+        else:
+            expires_at = None
+            outcome, reason = Outcome.CONFIRMED, f"{seats} seat(s) in {len(lines)} line(s) confirmed"
+        return self._outcome(outcome, reason, None, lines=lines, hold_expires_at=expires_at)
+
+    def _outcome(
+        self,
+        outcome: Outcome,
+        reason: str,
+        seat_class: str | None,
+        *,
+        lines: tuple[OrderLine, ...],
+        remaining: int | None = None,
+        hold_expires_at: int | None = None,
+        seats: tuple[str, ...] | None = None,
+    ) -> ReservationOutcome:
+        request = self.request
+        return ReservationOutcome(
+            reservation_id=request.reservation_id,
+            outcome=outcome,
+            reason=reason,
+            event_id=request.event_id,
+            seat_class=seat_class,
+            quantity=request.quantity,
+            customer_id=request.customer_id,
+            remaining=remaining,
+            message_id=request.message_id,
+            request_type=request.request_type,
+            hold_expires_at=hold_expires_at,
+            lines=lines,
+            seats=seats,
+        )
+
+    # ------------------------------------------------------------------ outcomes
+
+    def _committed(self, takes: Sequence[_LineTake]) -> ReservationOutcome:
+        """The order committed: the hints learn what each line left, and the answer stands."""
+        hints = self.context.hints
+        for key, line, take in zip(self.keys, self.lines, takes, strict=True):
+            view = self._view(key)
+            if view is not None and view.shard_items > 1:
+                own = hints.own_shard(key)
+                left = own.left if own is not None and own.shard == take.shard else None
+                hints.settle_on(key, take.shard, None if left is None else left - line.quantity)
+            elif key in self.verified and view is not None:
+                hints.learn(key, view.seats_to_sell - line.quantity)
+        return self._answer_taken(takes, [self._view(key) for key in self.keys])
+
+    def _reject(self, refusal: _Refusal) -> ReservationOutcome:
+        """Records the order's refusal (its failing line named) and returns it, or the answer
+        recorded before (a redelivery)."""
+        line = self.lines[refusal.line]
+        answer = self._outcome(
+            refusal.outcome,
+            f"line {refusal.line + 1} ({line.seat_class}): {refusal.reason}",
+            line.seat_class,
+            lines=self.lines,
+            remaining=refusal.remaining,
+            seats=refusal.seats,
+        )
+        if refusal.outcome is Outcome.INVALID:
+            return answer  # decided by the map, the same way every time: not recorded
+        write = GroupWrite(
+            self.keys[refusal.line],
+            [answer],
+            seats_taken=0,
+            rejection_expires_at=self.now + self.context.rejection_ttl_seconds,
+        )
+        context = self.context
+        refused = context.deadline.patiently(
+            context.clock, lambda: context.store.commit_outcomes(write), "recording the order's refusal"
+        )
+        stored = refused.already_recorded.get(answer.reservation_id) if refused is not None else None
+        return stored.as_duplicate(self.request.message_id) if stored is not None else answer
+
+    def _learn_from(self, refused: WriteRefused) -> None:
+        """Takes in what a refused write handed back: the classes, counters, token and pools."""
+        if refused.tokens_used:
+            self.token_holder = next(iter(refused.tokens_used.values()))
+        for pool, item in refused.pools_refused.items():
+            if item is None:
+                raise StoreInconsistency(f"capacity pool {pool} of {self.request.event_id} does not exist")
+            self.pools_seen[pool] = item
+        for key, part in zip(self.keys, refused.parts, strict=False):
+            if part is None:
+                continue
+            if part.customer_seats:
+                self.counted[key] = max(part.customer_seats.values())
+            if part.rows:
+                self._learn_rows(key, part.rows)
+            elif part.inventory_refused:
+                self.context.hints.leave_shard(key)
+                seen = part.inventory
+                if seen is not None and seen.complete:
+                    self.verified[key] = seen
+                    self.context.hints.observe(key, seen)
+                else:
+                    self._read(key)
+        if not (refused.tokens_used or refused.pools_refused or any(p is not None for p in refused.parts)):
+            raise RetryableError(
+                f"order {self.request.reservation_id} refused without a reason the planner knows"
+            )
+
+    def _learn_rows(self, key: SeatKey, rows: Mapping[str, SeatRow | None]) -> None:
+        """A mapped line's row items refused, as they are: the next round places on them."""
+        missing = [row_id for row_id, row in rows.items() if row is None]
+        if missing:
+            raise StoreInconsistency(f"{key}: the map's row item(s) {missing} do not exist")
+        learned = {row_id: row for row_id, row in rows.items() if row is not None}
+        self.context.hints.seat_maps.learn(key, learned)
+        self.rows[key].update(learned)
+
+    def _back_off_or_raise(self, exc: TransactionConflict | Throttled) -> None:
+        self.conflicts += 1
+        context = self.context
+        if not context.deadline.back_off(context.clock, back_off_step(exc, self.conflicts)):
+            raise type(exc)(
+                f"order {self.request.reservation_id}: {self.conflicts} transactions in a row refused by"
+                f" conflicts or throttling (last: {exc})"
+            ) from exc
