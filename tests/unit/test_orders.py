@@ -674,6 +674,29 @@ def test_one_pool_item_refusing_an_order_is_never_a_sold_out_the_pool_is_read_wh
     check_counts(store)
 
 
+def test_a_pool_item_emptied_after_the_whole_read_is_read_whole_again_not_sold_out() -> None:
+    # Given a hall of 8 over 4 items (2 each); a container that has never seen the classes (it
+    # reads them, and the hall, whole) and owns FLOOR's shard 4: both lines write item 0
+    store = hall_store(4)
+    container, other = Container(store, FakeClock(time=NOW)), Container(store, FakeClock(time=NOW))
+    container.hints.settle_on(SeatKey("e-1", "FLOOR"), 4, None)
+    # Another container takes item 0's 2 seats between that read and the order's write.
+    store.before_commit = lambda: race(other, order(9, ("BALCONY", 2)))
+
+    # When the order wants 1 FLOOR and 1 BALCONY
+    container.run(order(1, ("FLOOR", 1), ("BALCONY", 1)))
+
+    # Then item 0 refused it (0 left there, 6 in the hall): the hall is read whole again and 2
+    # seats move into item 0: CONFIRMED, not SOLD_OUT
+    assert container.answer("m-1").outcome is Outcome.CONFIRMED
+    assert hall_items(store)[0] == (4, 0, 0, 4)
+    check_counts(store)
+
+
+def race(racer: Container, message: QueueMessage) -> None:
+    assert racer.run(message).failed_message_ids == []
+
+
 # ------------------------------------------------------------------ the model
 
 
@@ -796,9 +819,17 @@ def random_event(
     return store, classes, capacities
 
 
-def random_message(rng: random.Random, n: int, store: InMemoryInventoryStore, classes: list[str], sent: list):
+def random_message(
+    rng: random.Random,
+    n: int,
+    store: InMemoryInventoryStore,
+    classes: list[str],
+    sent: list,
+    *,
+    takes_only: bool = False,
+):
     live = [r for r in store.records if store.status[r] in (Outcome.HELD, Outcome.CONFIRMED)]
-    roll = rng.random()
+    roll = rng.random() * (0.55 if takes_only else 1)
     hold = rng.choice([None, rng.randint(5, 60)])
     customer = f"c-{rng.randint(1, 4)}"
     if roll < 0.45 or not live:
@@ -823,6 +854,21 @@ def random_message(rng: random.Random, n: int, store: InMemoryInventoryStore, cl
     return rng.choice(sent) if sent else change(n, "cancel", rng.choice(live))  # a redelivery
 
 
+def racing_before_orders(store: InMemoryInventoryStore) -> list[tuple[Container, QueueMessage]]:
+    """Wraps the store's commit: before each order's write (several writes at once), the next
+    race in the returned list runs (another container's message, settled to the end)."""
+    races: list[tuple[Container, QueueMessage]] = []
+    commit = store.commit_outcomes
+
+    def racing(write):
+        if races and not isinstance(write, GroupWrite):
+            race(*races.pop())
+        return commit(write)
+
+    store.commit_outcomes = racing  # type: ignore[method-assign]
+    return races
+
+
 @pytest.mark.parametrize("sharded", [False, True], ids=["one-item", "sharded"])
 @pytest.mark.parametrize("seed", range(12))
 def test_random_orders_pools_and_lifecycles_keep_every_count_equal_to_the_records(
@@ -834,6 +880,7 @@ def test_random_orders_pools_and_lifecycles_keep_every_count_equal_to_the_record
     rng = random.Random(seed)
     store, classes, pools = random_event(rng, sharded=sharded)
     check_refusals_on_whole_views(store)
+    races = racing_before_orders(store)
     clock = FakeClock(time=NOW)
     containers = [Container(store, clock) for _ in range(4 if sharded else 3)]
     sent: list[QueueMessage] = []
@@ -846,7 +893,15 @@ def test_random_orders_pools_and_lifecycles_keep_every_count_equal_to_the_record
             batch.append(random_message(rng, n, store, classes, sent))
         sent.extend(batch)
         container = rng.choice(containers)
+        for _ in range(rng.randint(0, 2) if sharded else 0):
+            # Races: another container takes seats just before one of this batch's order writes
+            # (between its settlement's whole read and its write), so a pool item may refuse a
+            # write planned on a whole read made in the same settlement.
+            n += 1
+            rival = random_message(rng, n, store, classes, sent, takes_only=True)
+            races.append((rng.choice([c for c in containers if c is not container]), rival))
         result = container.run(*batch)
+        races.clear()
         assert result.failed_message_ids == []
         for published in container.published:
             if published.request_type in (None,) or published.lines is None or published.duplicate:
