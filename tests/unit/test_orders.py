@@ -29,6 +29,7 @@ from seat_inventory.models import (
     SaleStatus,
     SeatClassInventory,
     SeatKey,
+    pool_ref,
     split_pool_ref,
 )
 from seat_inventory.parsing import parse_reservation
@@ -676,20 +677,48 @@ def test_one_pool_item_refusing_an_order_is_never_a_sold_out_the_pool_is_read_wh
 
 def test_a_pool_item_emptied_after_the_whole_read_is_read_whole_again_not_sold_out() -> None:
     # Given a hall of 8 over 4 items (2 each); a container that has never seen the classes (it
-    # reads them, and the hall, whole) and owns FLOOR's shard 4: both lines write item 0
+    # reads BALCONY, a class of one item, and the hall whole) and owns FLOOR's shard 4: both
+    # lines write item 0
     store = hall_store(4)
     container, other = Container(store, FakeClock(time=NOW)), Container(store, FakeClock(time=NOW))
     container.hints.settle_on(SeatKey("e-1", "FLOOR"), 4, None)
     # Another container takes item 0's 2 seats between that read and the order's write.
     store.before_commit = lambda: race(other, order(9, ("BALCONY", 2)))
 
-    # When the order wants 1 FLOOR and 1 BALCONY
-    container.run(order(1, ("FLOOR", 1), ("BALCONY", 1)))
+    # When the order wants 1 BALCONY and 1 FLOOR
+    container.run(order(1, ("BALCONY", 1), ("FLOOR", 1)))
 
     # Then item 0 refused it (0 left there, 6 in the hall): the hall is read whole again and 2
     # seats move into item 0: CONFIRMED, not SOLD_OUT
     assert container.answer("m-1").outcome is Outcome.CONFIRMED
     assert hall_items(store)[0] == (4, 0, 0, 4)
+    check_counts(store)
+
+
+def test_a_sharded_class_never_seen_is_first_read_as_its_shard_0_alone() -> None:
+    # Given a container that has never seen FLOOR (8 shard items) nor the hall (4 items)
+    store = hall_store(4, capacity=16)
+    reads: list[tuple[str, bool]] = []
+    read = store.read_inventory
+
+    def recording(key, *, whole=True, customers=()):
+        reads.append((key.seat_class, whole))
+        return read(key, whole=whole, customers=customers)
+
+    store.read_inventory = recording  # type: ignore[method-assign]
+    container = Container(store, FakeClock(time=NOW))
+
+    # When it takes an order of 2 FLOOR
+    container.run(order(1, ("FLOOR", 2)))
+
+    # Then it read FLOOR's shard 0 alone (with each pool's first item: the hall has 4), not
+    # every item of FLOOR and the hall, and its line took from the item of its class shard
+    assert container.answer("m-1").outcome is Outcome.CONFIRMED
+    assert reads == [("FLOOR", False)]
+    record = store.record("o-1")
+    assert record is not None
+    [take] = record.takes()
+    assert take.pools == (pool_ref("hall", take.shard % 4),)
     check_counts(store)
 
 

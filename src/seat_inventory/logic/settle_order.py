@@ -124,7 +124,12 @@ class _OrderSettler:
         for key, line in zip(self.keys, self.lines, strict=True):
             if key in self.class_maps:
                 self._read_rows(key, line)
-            elif hints.assumed(key) is None or hints.should_read_first(key, line.quantity, self.now):
+            elif hints.assumed(key) is None:
+                # A class never seen: its item alone, or a sharded class's shard 0 (its rules,
+                # items and each pool's first item, to route by), as a single line's first group
+                # reads it; not every item while others write to them.
+                self._read(key, whole=False)
+            elif hints.should_read_first(key, line.quantity, self.now):
                 self._read(key)
         rounds = 0
         while rounds < MAX_SETTLE_ROUNDS:
@@ -197,14 +202,19 @@ class _OrderSettler:
             return self.verified[key]
         return self.context.hints.assumed(key)
 
-    def _read(self, key: SeatKey) -> SeatClassInventory | None:
-        """A consistent read of the whole class (and its pools), waited out on conflicts."""
+    def _read(self, key: SeatKey, *, whole: bool = True) -> SeatClassInventory | None:
+        """A consistent read of the whole class (and its pools), waited out on conflicts; with
+        `whole` False, a sharded class's shard 0 alone, which the hints take in: a view to route
+        by that decides nothing (a refusal on it reads the class whole first)."""
         context = self.context
         view = context.deadline.patiently(
             context.clock,
-            lambda: context.store.read_inventory(key),
+            lambda: context.store.read_inventory(key, whole=whole),
             f"reading {key.event_id} {key.seat_class}",
         )
+        if view is not None and not view.complete:
+            context.hints.learn_item(key, view)
+            return view
         self.verified[key] = view
         context.hints.observe(key, view)
         for pool in (view.pool_items or ()) if view is not None else ():
