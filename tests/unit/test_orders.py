@@ -722,6 +722,32 @@ def test_a_sharded_class_never_seen_is_first_read_as_its_shard_0_alone() -> None
     check_counts(store)
 
 
+def test_order_pool_routes_sums_the_lines_per_item_and_moves_only_what_items_can_spare() -> None:
+    from seat_inventory.logic.settle_order import PoolDemand, order_pool_routes
+    from seat_inventory.models import PoolInventory, ShardSeats
+
+    items = (ShardSeats(0, 4, 4, 0, 0), ShardSeats(1, 3, 3, 0, 0), ShardSeats(2, 1, 1, 0, 0))
+    whole = PoolInventory("e-1", "hall", 8, 8, shard_count=3, shards=items)
+    lines = [PoolDemand(("hall",), 3, 3), PoolDemand(("hall",), 0, 3), PoolDemand(("hall",), 1, 2)]
+
+    # Lines 1 and 2 on item 0 (class shards 3 and 0) want 6 of its 4; line 3 leaves item 1 one
+    # seat to spare, item 2 has 1: the 2 missing come from them, on the first line of item 0
+    assert order_pool_routes(lines, {"hall": whole}) == [
+        ({"hall": 0}, {"hall": {1: 1, 2: 1}}),
+        ({"hall": 0}, {}),
+        ({"hall": 1}, {}),
+    ]
+    # One item's view (K known, not the seats): the items, no moves; a pool of one item: nothing
+    head = PoolInventory("e-1", "hall", 4, 4, shard_count=3)
+    assert order_pool_routes(lines, {"hall": head}) == [
+        ({"hall": 0}, {}),
+        ({"hall": 0}, {}),
+        ({"hall": 1}, {}),
+    ]
+    single = PoolInventory("e-1", "hall", 8, 8)
+    assert order_pool_routes(lines, {"hall": single}) == [({}, {})] * 3
+
+
 def race(racer: Container, message: QueueMessage) -> None:
     assert racer.run(message).failed_message_ids == []
 

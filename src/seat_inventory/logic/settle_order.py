@@ -364,7 +364,7 @@ class _OrderSettler:
         a single line's) and, where this settlement read the pool whole, the seats moved into
         items the lines need more of than they have (`order_pool_routes`)."""
         demands = [
-            _PoolDemand(
+            PoolDemand(
                 view.pools if view is not None and key not in self.class_maps else (),
                 take.shard,
                 line.quantity,
@@ -627,7 +627,7 @@ class _OrderSettler:
 
 
 @dataclass(frozen=True, slots=True)
-class _PoolDemand:
+class PoolDemand:
     """One line as its pools see it: the pools of its class, its class shard, its seats."""
 
     pools: tuple[str, ...]
@@ -636,7 +636,7 @@ class _PoolDemand:
 
 
 def order_pool_routes(
-    demands: Sequence[_PoolDemand], views: Mapping[str, PoolInventory]
+    demands: Sequence[PoolDemand], views: Mapping[str, PoolInventory]
 ) -> list[tuple[dict[str, int], dict[str, dict[int, int]]]]:
     """Per line, where its seats come off each sharded pool: item `shard mod K` (as a single
     line's, `settle_group._PoolRoute`), and the seats moved into that item from others.
