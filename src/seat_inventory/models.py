@@ -416,6 +416,52 @@ class GroupWrite:
 
 
 @dataclass(frozen=True, slots=True)
+class PoolItemChange:
+    """What writes committed together (an order's lines, docs/orders.md) do to one item of a
+    capacity pool: the writes that take seats off it (`takers`: their seats `taken`, `held` of
+    them), the seats (and as much capacity) moved into it from the pool's other items, and those
+    moved out of it into another line's item. One update per item: DynamoDB refuses two
+    operations on one item in a transaction."""
+
+    takers: tuple[GroupWrite, ...]
+    taken: int
+    held: int
+    moved_in: int
+    moved_out: int
+
+    @property
+    def needs(self) -> int:
+        """The seats the item itself must have available: its guard is `available >=` these."""
+        return self.taken - self.moved_in + self.moved_out
+
+
+def pool_item_changes(writes: Sequence[GroupWrite]) -> dict[tuple[str, int], PoolItemChange]:
+    """Per pool item (pool, shard) the writes touch, in key order, what they do to it together:
+    each write's seats go to its item `pool_shards[pool]`, its `pool_moves` come out of the donors
+    (summed over writes: two lines on one item are one update, guarded on their sum)."""
+    takers: dict[tuple[str, int], list[GroupWrite]] = {}
+    moved_in: dict[tuple[str, int], int] = {}
+    moved_out: dict[tuple[str, int], int] = {}
+    for write in writes:
+        if write.seats_taken <= 0:
+            continue
+        for pool in write.pools:
+            target = (pool, write.pool_shards.get(pool, 0))
+            takers.setdefault(target, []).append(write)
+            for donor, seats in write.pool_donors(pool).items():
+                moved_in[target] = moved_in.get(target, 0) + seats
+                moved_out[(pool, donor)] = moved_out.get((pool, donor), 0) + seats
+    changes: dict[tuple[str, int], PoolItemChange] = {}
+    for item in sorted(takers.keys() | moved_out.keys()):
+        mine = tuple(takers.get(item, ()))
+        held = sum(w.seats_held for w in mine)
+        changes[item] = PoolItemChange(
+            mine, sum(w.seats_taken for w in mine), held, moved_in.get(item, 0), moved_out.get(item, 0)
+        )
+    return changes
+
+
+@dataclass(frozen=True, slots=True)
 class ReservationRecord:
     """One reservation as stored: the original answer, and where the reservation stands now.
 

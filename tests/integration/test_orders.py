@@ -24,6 +24,7 @@ from seat_inventory.models import (
     StoreInconsistency,
     TokenUse,
     Transition,
+    pool_ref,
 )
 from seat_tools.operator_commands import OperatorTable
 from tests.fakes import FakeClock, RecordingPublisher
@@ -199,6 +200,137 @@ def test_a_sharded_line_takes_from_its_shard_with_seats_moved_in_and_gives_them_
 def test_writes_of_one_class_twice_are_refused_before_any_call(table: OperatorTable) -> None:
     with pytest.raises(ValueError, match="distinct classes of one event"):
         table.commit_outcomes(order("o-1", [(SAT, 1), (SAT, 1)]))
+
+
+# --- lines on a sharded pool (docs/pools.md): each on the item its class shard routes to ---------
+
+STALLS = SeatKey("e-1", "STALLS")
+CIRCLE = SeatKey("e-1", "CIRCLE")
+
+
+@pytest.fixture
+def hall(table: OperatorTable) -> OperatorTable:
+    # A hall of 8 over 4 items (2 each), shared by STALLS over 4 shards and CIRCLE of one item.
+    table.create_pool("e-1", "hall", 8, shards=4)
+    table.create_seat_class(STALLS, 20, shards=4, pools=["hall"])
+    table.create_seat_class(CIRCLE, 20, pools=["hall"])
+    return table
+
+
+def hall_order(
+    rid: str,
+    stalls: tuple[int, int, dict[int, int]],
+    circle: tuple[int, dict[int, int]],
+    outcome: Outcome = Outcome.CONFIRMED,
+) -> list[GroupWrite]:
+    """STALLS (seats, class shard, moves into its pool item) and CIRCLE (seats, moves into pool
+    item 0): STALLS takes from hall item (class shard mod 4), and its line names that item."""
+    (quantity, shard, stalls_moves), (circle_quantity, circle_moves) = stalls, circle
+    lines = (
+        OrderLine("STALLS", quantity, shard=shard, pools=(pool_ref("hall", shard % 4),)),
+        OrderLine("CIRCLE", circle_quantity, pools=("hall",)),
+    )
+    answer = dataclasses.replace(
+        order_answer(rid, [], outcome), quantity=quantity + circle_quantity, lines=lines
+    )
+    held = outcome is Outcome.HELD
+    common = {"rejection_expires_at": 0, "now": NOW, "pools": ("hall",), "order_line_held": held}
+    return [
+        GroupWrite(
+            STALLS,
+            [answer],
+            quantity,
+            shard=shard,
+            pool_shards={"hall": shard % 4},
+            pool_moves={"hall": stalls_moves},
+            **common,  # type: ignore[arg-type]
+        ),
+        GroupWrite(CIRCLE, [], circle_quantity, pool_moves={"hall": circle_moves}, **common),  # type: ignore[arg-type]
+    ]
+
+
+def hall_items(table: OperatorTable) -> list[tuple[int, int, int, int]]:
+    """Each hall item's (capacity, available, held, sold), checked against the invariant."""
+    pool = table.get_pool("e-1", "hall")
+    assert pool is not None and pool.complete and pool.capacity == 8
+    for s in pool.shards:
+        assert s.available + s.held + s.sold == s.capacity and s.available >= 0
+    return [(s.capacity, s.available, s.held, s.sold) for s in pool.shards]
+
+
+def test_an_order_line_takes_from_pool_item_n_names_it_and_gets_its_seats_back_there(
+    hall: OperatorTable,
+) -> None:
+    # STALLS on class shard 3 takes from hall item 3, CIRCLE from item 0
+    assert hall.commit_outcomes(hall_order("o-1", (2, 3, {}), (1, {}), Outcome.HELD)) is None
+
+    assert hall_items(hall) == [(2, 1, 1, 0), (2, 2, 0, 0), (2, 2, 0, 0), (2, 0, 2, 0)]
+    record = hall.get_reservation_record("o-1")
+    assert record is not None
+    assert [(t.key.seat_class, t.shard, t.pools) for t in record.takes()] == [
+        ("STALLS", 3, ("hall#3",)),
+        ("CIRCLE", 0, ("hall",)),
+    ]
+    assert transition(hall, "o-1", Outcome.CONFIRMED) is None
+    assert hall_items(hall) == [(2, 1, 0, 1), (2, 2, 0, 0), (2, 2, 0, 0), (2, 0, 0, 2)]
+    assert transition(hall, "o-1", Outcome.CANCELLED) is None
+    assert hall_items(hall) == [(2, 2, 0, 0)] * 4
+
+
+def test_a_pool_item_without_room_refuses_the_order_and_hands_back_that_item_alone(
+    hall: OperatorTable,
+) -> None:
+    # STALLS on class shard 1 wants 3 of hall item 1's 2 (the hall has 8)
+    refused = hall.commit_outcomes(hall_order("o-1", (3, 1, {}), (1, {})))
+
+    assert refused is not None and not refused.inventory_refused
+    item = refused.pools_refused["hall"]
+    assert item is not None and (item.shard, item.available, item.complete) == (1, 2, False)
+    assert hall_items(hall) == [(2, 2, 0, 0)] * 4 and hall.get_reservation("o-1") is None
+
+
+def test_lines_on_one_pool_item_are_guarded_on_their_sum_and_take_seats_moved_in(hall: OperatorTable) -> None:
+    # Two lines on item 0 (STALLS on class shard 0): 2 + 1 seats, each fits item 0 alone
+    refused = hall.commit_outcomes(hall_order("o-1", (2, 0, {}), (1, {})))
+    assert refused is not None and refused.pools_refused["hall"] is not None
+    assert refused.pools_refused["hall"].shard == 0  # type: ignore[union-attr]
+    assert hall_items(hall) == [(2, 2, 0, 0)] * 4
+
+    # With seats moved into item 0 from items 1 (2) and 2 (1), both lines are taken in one update
+    assert hall.commit_outcomes(hall_order("o-1", (2, 0, {1: 2}), (3, {2: 1}))) is None
+    assert hall_items(hall) == [(5, 0, 0, 5), (0, 0, 0, 0), (1, 1, 0, 0), (2, 2, 0, 0)]
+
+
+def test_a_line_s_pool_item_takes_and_gives_seats_to_another_line_s_item_in_one_update(
+    hall: OperatorTable,
+) -> None:
+    # Item 1 (STALLS on class shard 1) takes 2 and gives 1 to item 0: it needs 3, it has 2
+    refused = hall.commit_outcomes(hall_order("o-1", (2, 1, {}), (3, {1: 1})))
+    assert refused is not None
+    assert refused.pools_refused["hall"] is not None and refused.pools_refused["hall"].shard == 1  # type: ignore[union-attr]
+    assert hall_items(hall) == [(2, 2, 0, 0)] * 4
+
+    # Item 1 takes 1 and gives 1: item 0 takes 3 with it
+    assert hall.commit_outcomes(hall_order("o-1", (1, 1, {}), (3, {1: 1}))) is None
+    assert hall_items(hall) == [(3, 0, 0, 3), (1, 0, 0, 1), (2, 2, 0, 0), (2, 2, 0, 0)]
+    assert transition(hall, "o-1", Outcome.CANCELLED) is None
+    assert hall_items(hall) == [(3, 3, 0, 0), (1, 1, 0, 0), (2, 2, 0, 0), (2, 2, 0, 0)]
+
+
+def test_a_missing_pool_item_refuses_an_order_line_and_its_give_back(
+    stack: Stack, hall: OperatorTable
+) -> None:
+    assert hall.commit_outcomes(hall_order("o-1", (1, 3, {}), (1, {}))) is None
+    stack.dynamodb.delete_item(
+        TableName=stack.table_name, Key={"pk": {"S": "EVENT#e-1#SHARD#3"}, "sk": {"S": "POOL#hall"}}
+    )
+
+    refused = hall.commit_outcomes(hall_order("o-2", (1, 3, {}), (1, {})))
+    assert refused is not None and refused.pools_refused == {"hall": None}
+    given_back = transition(hall, "o-1", Outcome.CANCELLED)
+    assert given_back is not None and given_back.pools_refused == frozenset({"hall#3"})
+    record = hall.get_reservation_record("o-1")
+    assert record is not None and record.status is Outcome.CONFIRMED  # nothing given back
 
 
 # --- a mapped line (docs/seating.md): its row items, each guarded on exactly its seats ------------

@@ -1,5 +1,7 @@
 """Acceptance on DynamoDB Local behind the contention layer: multi-line orders racing for the last
-seats of a capacity pool their lines share sell it exactly, all lines or none (docs/orders.md).
+seats of a capacity pool their lines share sell it exactly, all lines or none (docs/orders.md),
+with the pool as one item and sharded over 4 items (docs/pools.md: each line on the item of its
+class shard, seats moving between items).
 Each order takes one seat of each of two classes of the pool; each class alone has seats for every
 order, only the pool bounds them. Every order is its own container, sent (and redelivered, as SQS
 would) until answered, then sent again: the answer stays the one it got. DynamoDB Local's
@@ -18,7 +20,7 @@ import pytest
 from seat_inventory.dal.seat_rows import SaleRules
 from seat_inventory.logic.reserve_seats import QueueMessage
 from seat_inventory.logic.seat_map import load_json
-from seat_inventory.models import Outcome, ReservationOutcome, SeatKey, SeatState
+from seat_inventory.models import Outcome, ReservationOutcome, SeatKey, SeatState, ShardSeats, split_pool_ref
 from seat_inventory.settings import Settings
 from seat_tools.local.stack import LocalStack
 from seat_tools.operator_commands import OperatorTable
@@ -31,13 +33,20 @@ ORDERS_THAT_FIT = sized("SEATS_ORDER_FIT", ci=3, deep=20)  # the pool holds this
 SENDERS = sized("SEATS_ORDER_SENDERS", ci=10, deep=48)
 
 
-def test_orders_racing_for_a_shared_pool_sell_it_exactly_all_lines_or_none(local_stack: LocalStack) -> None:
+@pytest.mark.parametrize("pool_shards", [1, 4], ids=["one-item-pool", "sharded-pool"])
+def test_orders_racing_for_a_shared_pool_sell_it_exactly_all_lines_or_none(
+    local_stack: LocalStack, pool_shards: int
+) -> None:
+    # Sharded: the pool over 4 items (its seats spread 1 or 2 each) and SEATED over 4 shards, so
+    # each order's SEATED line takes from the pool item of its class shard (mod 4) and STANDING's
+    # from item 0: items run dry while the pool has seats, and seats move into them.
     event_id = f"order-{uuid.uuid4().hex[:8]}"
     table = OperatorTable(local_stack.client("dynamodb"), local_stack.table_name)
-    table.create_pool(event_id, "hall", 2 * ORDERS_THAT_FIT)
+    table.create_pool(event_id, "hall", 2 * ORDERS_THAT_FIT, shards=pool_shards)
     classes = [SeatKey(event_id, "SEATED"), SeatKey(event_id, "STANDING")]
-    for key in classes:
-        table.create_seat_class(key, SENDERS, pools=["hall"])  # each class alone could serve all
+    for key, shards in zip(classes, [pool_shards, 1], strict=True):
+        # each class alone could serve all
+        table.create_seat_class(key, SENDERS, pools=["hall"], shards=shards)
     settings = Settings(table_name=local_stack.table_name, outcomes_topic_arn="unused")
     messages = [
         QueueMessage(
@@ -90,11 +99,27 @@ def test_orders_racing_for_a_shared_pool_sell_it_exactly_all_lines_or_none(local
     # No order half-taken: each class moved exactly once per order taken, the pool twice.
     pool = table.get_pool(event_id, "hall")
     assert pool is not None and (pool.available, pool.held + pool.sold) == (0, 2 * ORDERS_THAT_FIT)
+    assert pool.capacity == 2 * ORDERS_THAT_FIT  # moves between items never change it
     for view in table.get_event(event_id):
         assert (view.held, view.sold) == (outcomes[Outcome.HELD], outcomes[Outcome.CONFIRMED]), view
+    per_item: Counter[int] = Counter()
     for answer in answers.values():
         record = table.get_reservation_record(answer.reservation_id)
         assert record is not None and record.status is answer.outcome
+        for take in record.takes():
+            for ref in take.pools:  # each line names the pool item its seat came off
+                name, item = split_pool_ref(ref)
+                assert name == "hall" and item == take.shard % pool_shards, (take, ref)
+                per_item[item] += take.quantity
+    # Each pool item's held and sold are exactly the seats the records' lines name it for.
+    items = pool.shards or (ShardSeats(0, pool.capacity, pool.available, pool.held, pool.sold),)
+    assert {s.shard: s.held + s.sold for s in items if s.held + s.sold} == dict(per_item)
+    for item in items:
+        assert item.available + item.held + item.sold == item.capacity and item.available >= 0
+    if pool_shards > 1:
+        # Every STANDING line took from item 0, which started with a share of the pool: seats
+        # moved into it from the others.
+        assert items[0].capacity >= ORDERS_THAT_FIT > -(-2 * ORDERS_THAT_FIT // pool_shards)
 
     # An order taken is cancelled: both its lines go back to their classes and the pool, once.
     winner = next(a for a in answers.values() if a.outcome in (Outcome.CONFIRMED, Outcome.HELD))

@@ -27,7 +27,10 @@ from seat_inventory.models import (
     ReservationOutcome,
     ReservationRequest,
     SaleStatus,
+    SeatClassInventory,
     SeatKey,
+    pool_ref,
+    split_pool_ref,
 )
 from seat_inventory.parsing import parse_reservation
 from seat_inventory.publishing.sns_publisher import outcome_document
@@ -524,12 +527,239 @@ def test_an_order_on_a_sharded_class_takes_from_the_containers_own_shard(store) 
     assert store.inventory[SeatKey("e-1", "FLOOR")].sold == 2
 
 
+# ------------------------------------------------------------------ sharded pools
+
+
+def hall_store(pool_shards: int, capacity: int = 8) -> InMemoryInventoryStore:
+    """A hall of `capacity` seats over `pool_shards` items, shared by FLOOR (8 shard items) and
+    BALCONY (one item: it always writes pool item 0)."""
+    store = InMemoryInventoryStore()
+    store.add_pool("e-1", "hall", capacity, shards=pool_shards)
+    store.add_event("e-1", 40, "FLOOR", shards=8, pools=["hall"])
+    store.add_event("e-1", 20, "BALCONY", pools=["hall"])
+    return store
+
+
+def hall_items(store: InMemoryInventoryStore) -> list[tuple[int, int, int, int]]:
+    """Each hall item's (capacity, available, held, sold)."""
+    whole = store.pool("e-1", "hall")
+    assert whole is not None
+    return [(s.capacity, s.available, s.held, s.sold) for s in whole.shards]
+
+
+def counting_pool_refusals(store: InMemoryInventoryStore) -> list[object]:
+    refusals: list[object] = []
+    commit = store.commit_outcomes
+
+    def counting(write):
+        refused = commit(write)
+        if refused is not None and refused.pools_refused:
+            refusals.append(refused)
+        return refused
+
+    store.commit_outcomes = counting  # type: ignore[method-assign]
+    return refusals
+
+
+def test_an_order_line_takes_from_pool_item_shard_mod_k_and_gives_back_there() -> None:
+    # Given a hall of 16 over 4 items; the container owns FLOOR's shard 7 (pool item 7 mod 4 = 3)
+    store = hall_store(4, capacity=16)
+    refusals = counting_pool_refusals(store)
+    container = Container(store, FakeClock(time=NOW))
+    container.hints.settle_on(SeatKey("e-1", "FLOOR"), 7, None)
+
+    # When an order holds 2 FLOOR and 1 BALCONY
+    container.run(order(1, ("FLOOR", 2), ("BALCONY", 1), hold=60))
+
+    # Then FLOOR's seats came off item 3 and BALCONY's off item 0, each line's record names its
+    # item, and no write was refused
+    assert container.answer("m-1").outcome is Outcome.HELD
+    assert hall_items(store) == [(4, 3, 1, 0), (4, 4, 0, 0), (4, 4, 0, 0), (4, 2, 2, 0)]
+    record = store.record("o-1")
+    assert record is not None
+    assert [(t.key.seat_class, t.shard, t.pools) for t in record.takes()] == [
+        ("FLOOR", 7, ("hall#3",)),
+        ("BALCONY", 0, ("hall",)),
+    ]
+    assert refusals == []
+
+    # When it is confirmed, then cancelled: each line's seats go back to its item
+    container.run(change(2, "confirm", "o-1"))
+    assert hall_items(store) == [(4, 3, 0, 1), (4, 4, 0, 0), (4, 4, 0, 0), (4, 2, 0, 2)]
+    container.run(change(3, "cancel", "o-1"))
+    assert hall_items(store) == [(4, 4, 0, 0)] * 4
+    check_counts(store)
+
+
+def test_seats_move_into_short_pool_items_and_only_the_whole_pool_refuses_an_order() -> None:
+    # Given a hall of 8 over 4 items (2 each); FLOOR on shard 5 writes item 1, BALCONY item 0
+    store = hall_store(4)
+    container = Container(store, FakeClock(time=NOW))
+    container.hints.settle_on(SeatKey("e-1", "FLOOR"), 5, None)
+
+    # When an order wants 3 FLOOR and 2 BALCONY (item 1 has 2, item 0 has 2; the hall has 8)
+    container.run(order(1, ("FLOOR", 3), ("BALCONY", 2)))
+
+    # Then it is taken: 1 seat moved into item 1 from the fullest other item; the hall keeps 8
+    assert container.answer("m-1").outcome is Outcome.CONFIRMED
+    assert hall_items(store) == [(2, 0, 0, 2), (3, 0, 0, 3), (1, 1, 0, 0), (2, 2, 0, 0)]
+
+    # When an order wants 2 + 2 of the 3 left, then 1 + 2
+    container.run(order(2, ("FLOOR", 2), ("BALCONY", 2)))
+    second = container.answer("m-2")
+    container.run(order(3, ("FLOOR", 1), ("BALCONY", 2)))
+    third = container.answer("m-3")
+
+    # Then the first is refused by the hall as a whole, naming the line; the second is taken
+    assert second.outcome is Outcome.SOLD_OUT and second.seat_class == "BALCONY"
+    assert second.reason == "line 2 (BALCONY): requested 2 seat(s), 1 left in pool hall"
+    assert third.outcome is Outcome.CONFIRMED
+    whole = store.pool("e-1", "hall")
+    assert whole is not None and (whole.capacity, whole.available, whole.sold) == (8, 0, 8)
+    check_counts(store)
+
+
+def test_two_lines_on_one_pool_item_are_one_update_guarded_on_their_sum() -> None:
+    # Given a hall of 8 over 2 items (4 each); FLOOR on shard 2 writes item 0, as BALCONY does
+    store = hall_store(2)
+    container = Container(store, FakeClock(time=NOW))
+    container.hints.settle_on(SeatKey("e-1", "FLOOR"), 2, None)
+    writes: list[object] = []
+    commit = store.commit_outcomes
+    store.commit_outcomes = lambda w: writes.append(w) or commit(w)  # type: ignore[method-assign]
+
+    # When an order wants 3 FLOOR and 3 BALCONY: 6 off item 0, which has 4
+    container.run(order(1, ("FLOOR", 3), ("BALCONY", 3)))
+
+    # Then 2 seats moved into item 0 from item 1, in the one transaction of the order
+    assert container.answer("m-1").outcome is Outcome.CONFIRMED
+    assert hall_items(store) == [(6, 0, 0, 6), (2, 2, 0, 0)]
+    [lines] = [w for w in writes if not isinstance(w, GroupWrite)]
+    assert sum(sum(w.pool_donors("hall").values()) for w in lines) == 2
+    check_counts(store)
+
+
+def test_a_line_s_pool_item_with_seats_to_spare_gives_them_to_another_line_s_item() -> None:
+    # Given a hall of 8 over 2 items (4 each); FLOOR on shard 1 writes item 1, BALCONY item 0
+    store = hall_store(2)
+    container = Container(store, FakeClock(time=NOW))
+    container.hints.settle_on(SeatKey("e-1", "FLOOR"), 1, None)
+
+    # When an order wants 1 FLOOR and 6 BALCONY: item 0 is 2 short, item 1 has 3 to spare
+    container.run(order(1, ("FLOOR", 1), ("BALCONY", 6)))
+
+    # Then item 1 takes its line's seat and gives 2 seats (and capacity) to item 0, one update
+    assert container.answer("m-1").outcome is Outcome.CONFIRMED
+    assert hall_items(store) == [(6, 0, 0, 6), (2, 1, 0, 1)]
+    check_counts(store)
+
+
+def test_one_pool_item_refusing_an_order_is_never_a_sold_out_the_pool_is_read_whole() -> None:
+    # Given a hall of 8 over 4 items; the container owns FLOOR's shard 4: both lines write item 0
+    store = hall_store(4)
+    refusals = counting_pool_refusals(store)
+    container = Container(store, FakeClock(time=NOW))
+    container.hints.settle_on(SeatKey("e-1", "FLOOR"), 4, None)
+    container.run(order(1, ("FLOOR", 1), ("BALCONY", 1)))  # item 0's 2 seats; it read the hall
+    assert refusals == [] and hall_items(store)[0] == (2, 0, 0, 2)
+
+    # When it sends the same order again (its hints say the hall has seats: it writes at once)
+    container.run(order(2, ("FLOOR", 1), ("BALCONY", 1)))
+
+    # Then item 0 alone refused (0 left there); the hall was read whole, 2 seats moved in from
+    # other items, and the order is taken, not SOLD_OUT
+    assert len(refusals) == 1
+    assert refusals[0].pools_refused["hall"].complete is False  # type: ignore[attr-defined]
+    assert container.answer("m-2").outcome is Outcome.CONFIRMED
+    assert hall_items(store)[0] == (4, 0, 0, 4)
+    check_counts(store)
+
+
+def test_a_pool_item_emptied_after_the_whole_read_is_read_whole_again_not_sold_out() -> None:
+    # Given a hall of 8 over 4 items (2 each); a container that has never seen the classes (it
+    # reads BALCONY, a class of one item, and the hall whole) and owns FLOOR's shard 4: both
+    # lines write item 0
+    store = hall_store(4)
+    container, other = Container(store, FakeClock(time=NOW)), Container(store, FakeClock(time=NOW))
+    container.hints.settle_on(SeatKey("e-1", "FLOOR"), 4, None)
+    # Another container takes item 0's 2 seats between that read and the order's write.
+    store.before_commit = lambda: race(other, order(9, ("BALCONY", 2)))
+
+    # When the order wants 1 BALCONY and 1 FLOOR
+    container.run(order(1, ("BALCONY", 1), ("FLOOR", 1)))
+
+    # Then item 0 refused it (0 left there, 6 in the hall): the hall is read whole again and 2
+    # seats move into item 0: CONFIRMED, not SOLD_OUT
+    assert container.answer("m-1").outcome is Outcome.CONFIRMED
+    assert hall_items(store)[0] == (4, 0, 0, 4)
+    check_counts(store)
+
+
+def test_a_sharded_class_never_seen_is_first_read_as_its_shard_0_alone() -> None:
+    # Given a container that has never seen FLOOR (8 shard items) nor the hall (4 items)
+    store = hall_store(4, capacity=16)
+    reads: list[tuple[str, bool]] = []
+    read = store.read_inventory
+
+    def recording(key, *, whole=True, customers=()):
+        reads.append((key.seat_class, whole))
+        return read(key, whole=whole, customers=customers)
+
+    store.read_inventory = recording  # type: ignore[method-assign]
+    container = Container(store, FakeClock(time=NOW))
+
+    # When it takes an order of 2 FLOOR
+    container.run(order(1, ("FLOOR", 2)))
+
+    # Then it read FLOOR's shard 0 alone (with each pool's first item: the hall has 4), not
+    # every item of FLOOR and the hall, and its line took from the item of its class shard
+    assert container.answer("m-1").outcome is Outcome.CONFIRMED
+    assert reads == [("FLOOR", False)]
+    record = store.record("o-1")
+    assert record is not None
+    [take] = record.takes()
+    assert take.pools == (pool_ref("hall", take.shard % 4),)
+    check_counts(store)
+
+
+def test_order_pool_routes_sums_the_lines_per_item_and_moves_only_what_items_can_spare() -> None:
+    from seat_inventory.logic.settle_order import PoolDemand, order_pool_routes
+    from seat_inventory.models import PoolInventory, ShardSeats
+
+    items = (ShardSeats(0, 4, 4, 0, 0), ShardSeats(1, 3, 3, 0, 0), ShardSeats(2, 1, 1, 0, 0))
+    whole = PoolInventory("e-1", "hall", 8, 8, shard_count=3, shards=items)
+    lines = [PoolDemand(("hall",), 3, 3), PoolDemand(("hall",), 0, 3), PoolDemand(("hall",), 1, 2)]
+
+    # Lines 1 and 2 on item 0 (class shards 3 and 0) want 6 of its 4; line 3 leaves item 1 one
+    # seat to spare, item 2 has 1: the 2 missing come from them, on the first line of item 0
+    assert order_pool_routes(lines, {"hall": whole}) == [
+        ({"hall": 0}, {"hall": {1: 1, 2: 1}}),
+        ({"hall": 0}, {}),
+        ({"hall": 1}, {}),
+    ]
+    # One item's view (K known, not the seats): the items, no moves; a pool of one item: nothing
+    head = PoolInventory("e-1", "hall", 4, 4, shard_count=3)
+    assert order_pool_routes(lines, {"hall": head}) == [
+        ({"hall": 0}, {}),
+        ({"hall": 0}, {}),
+        ({"hall": 1}, {}),
+    ]
+    single = PoolInventory("e-1", "hall", 8, 8)
+    assert order_pool_routes(lines, {"hall": single}) == [({}, {})] * 3
+
+
+def race(racer: Container, message: QueueMessage) -> None:
+    assert racer.run(message).failed_message_ids == []
+
+
 # ------------------------------------------------------------------ the model
 
 
-def check_counts(store: InMemoryInventoryStore) -> None:
-    """Every class's and pool's held and sold equal its live records' lines; no pool over its
-    capacity; every order record either took all its lines or none."""
+def check_counts(store: InMemoryInventoryStore, pools: dict[str, tuple[int, set[int]]] | None = None) -> None:
+    """Every class's and pool item's held and sold equal its live records' lines; no pool over its
+    capacity; every order record either took all its lines or none. `pools` (a pool's capacity,
+    and every item count it had): each pool as a whole keeps its capacity, and each line names
+    the item its class shard routes to (shard mod K, for a K the pool had)."""
     held: dict[object, int] = {}
     sold: dict[object, int] = {}
     seat_states: dict[tuple[SeatKey, str], str] = {}
@@ -542,8 +772,12 @@ def check_counts(store: InMemoryInventoryStore) -> None:
         if record.answer.lines is not None:
             assert sum(t.quantity for t in record.takes()) == record.quantity  # every line, not some
         for take in record.takes():
+            # Each line names the pool item its seats came off (`P#n` for item n of a sharded pool).
             for owner in (take.key, *(("pool", p) for p in take.pools)):
                 tally[owner] = tally.get(owner, 0) + take.quantity
+            for ref in take.pools:
+                name, item = split_pool_ref(ref)
+                assert pools is None or item in {take.shard % k for k in pools[name][1]}, (rid, ref)
             for seat in take.seats:  # a mapped line: each of its seats once, in its state
                 assert (take.key, seat) not in seat_states, seat
                 seat_states[(take.key, seat)] = "H" if record.status is Outcome.HELD else "S"
@@ -559,17 +793,67 @@ def check_counts(store: InMemoryInventoryStore) -> None:
     for key, item in store.inventory.items():
         assert (item.held, item.sold) == (held.get(key, 0), sold.get(key, 0)), key
         assert item.available + item.held + item.sold == item.capacity and item.available >= 0
-    for (_, name), found in store.pools.items():
-        owner = ("pool", name)
-        assert (found.held, found.sold) == (held.get(owner, 0), sold.get(owner, 0)), name
+    for (_, ref), found in store.pools.items():
+        owner = ("pool", ref)
+        assert (found.held, found.sold) == (held.get(owner, 0), sold.get(owner, 0)), ref
+        assert found.available + found.held + found.sold == found.capacity
         assert 0 <= found.available <= found.capacity
+    for name, (capacity, _) in (pools or {}).items():
+        # A pool as a whole (the sum of its items) keeps its capacity: moves only shift seats.
+        whole = store.pool("e-1", name)
+        assert whole is not None and whole.capacity == capacity, name
+        assert whole.held + whole.sold <= capacity
 
 
-def random_event(rng: random.Random) -> tuple[InMemoryInventoryStore, list[str]]:
+def check_refusals_on_whole_views(store: InMemoryInventoryStore) -> None:
+    """Wraps the store's commit: every order refused SOLD_OUT (or SALE_CLOSED) for a pool must be
+    right about the pool as a whole when its refusal is recorded (the containers run one after
+    another, so nothing changed since the planner read it), and a counted line's SOLD_OUT about
+    its whole class: one pool item or shard item never decides a refusal."""
+    commit = store.commit_outcomes
+
+    def checked(write):
+        for answer in write.outcomes if isinstance(write, GroupWrite) and write.records_only else ():
+            if not answer.lines or answer.outcome not in (Outcome.SOLD_OUT, Outcome.SALE_CLOSED):
+                continue
+            index = int(answer.reason.split()[1]) - 1
+            line = answer.lines[index]
+            if " in pool " in answer.reason:
+                name = answer.reason.rsplit(" ", 1)[1]
+                whole = store.pool("e-1", name)
+                assert whole is not None
+                before = sum(
+                    earlier.quantity
+                    for earlier in answer.lines[:index]
+                    if name in store.inventory.get(SeatKey("e-1", earlier.seat_class), _NO_CLASS).pools
+                )
+                assert whole.available < before + line.quantity, answer.reason
+                assert answer.remaining == max(0, whole.available - before), answer.reason
+            elif answer.outcome is Outcome.SALE_CLOSED and " pool " in answer.reason:
+                name = answer.reason.split(" pool ")[1].split()[0]
+                whole = store.pool("e-1", name)
+                assert whole is not None and whole.sale_status is SaleStatus.CLOSED, answer.reason
+            elif answer.outcome is Outcome.SOLD_OUT and SeatKey("e-1", line.seat_class) in store.inventory:
+                item = store.inventory[SeatKey("e-1", line.seat_class)]
+                assert item.available < line.quantity, answer.reason
+        return commit(write)
+
+    store.commit_outcomes = checked  # type: ignore[method-assign]
+
+
+_NO_CLASS = SeatClassInventory("e-1", "-", 0, 0, 0)
+
+
+def random_event(
+    rng: random.Random, *, sharded: bool = False
+) -> tuple[InMemoryInventoryStore, list[str], dict[str, tuple[int, set[int]]]]:
     store = InMemoryInventoryStore()
     pools = [f"p{n}" for n in range(rng.randint(1, 3))]
+    capacities: dict[str, tuple[int, set[int]]] = {}
     for name in pools:
-        store.add_pool("e-1", name, rng.randint(4, 16))
+        shards = rng.choice([1, 2, 4]) if sharded else 1
+        capacities[name] = (rng.randint(4, 16), {shards})
+        store.add_pool("e-1", name, capacities[name][0], shards=shards)
     classes = [f"C{n}" for n in range(rng.randint(3, 5))]
     for name in classes:
         store.add_event(
@@ -578,7 +862,7 @@ def random_event(rng: random.Random) -> tuple[InMemoryInventoryStore, list[str]]
             name,
             pools=rng.sample(pools, rng.randint(0, len(pools))),
             max_per_customer=rng.choice([None, None, 4]),
-            shards=rng.choice([1, 1, 2]),
+            shards=rng.choice([1, 2, 4]) if sharded else rng.choice([1, 1, 2]),
         )
     if rng.random() < 0.5:  # a mapped class: one row of 8 seats (docs/seating.md)
         seat_map = {
@@ -587,12 +871,20 @@ def random_event(rng: random.Random) -> tuple[InMemoryInventoryStore, list[str]]
         }
         store.add_seat_map("e-1", load_json(json.dumps(seat_map)), max_per_customer=rng.choice([None, 3]))
         classes.append("FLOOR")
-    return store, classes
+    return store, classes, capacities
 
 
-def random_message(rng: random.Random, n: int, store: InMemoryInventoryStore, classes: list[str], sent: list):
+def random_message(
+    rng: random.Random,
+    n: int,
+    store: InMemoryInventoryStore,
+    classes: list[str],
+    sent: list,
+    *,
+    takes_only: bool = False,
+):
     live = [r for r in store.records if store.status[r] in (Outcome.HELD, Outcome.CONFIRMED)]
-    roll = rng.random()
+    roll = rng.random() * (0.55 if takes_only else 1)
     hold = rng.choice([None, rng.randint(5, 60)])
     customer = f"c-{rng.randint(1, 4)}"
     if roll < 0.45 or not live:
@@ -617,12 +909,35 @@ def random_message(rng: random.Random, n: int, store: InMemoryInventoryStore, cl
     return rng.choice(sent) if sent else change(n, "cancel", rng.choice(live))  # a redelivery
 
 
+def racing_before_orders(store: InMemoryInventoryStore) -> list[tuple[Container, QueueMessage]]:
+    """Wraps the store's commit: before each order's write (several writes at once), the next
+    race in the returned list runs (another container's message, settled to the end)."""
+    races: list[tuple[Container, QueueMessage]] = []
+    commit = store.commit_outcomes
+
+    def racing(write):
+        if races and not isinstance(write, GroupWrite):
+            race(*races.pop())
+        return commit(write)
+
+    store.commit_outcomes = racing  # type: ignore[method-assign]
+    return races
+
+
+@pytest.mark.parametrize("sharded", [False, True], ids=["one-item", "sharded"])
 @pytest.mark.parametrize("seed", range(12))
-def test_random_orders_pools_and_lifecycles_keep_every_count_equal_to_the_records(seed: int) -> None:
+def test_random_orders_pools_and_lifecycles_keep_every_count_equal_to_the_records(
+    seed: int, sharded: bool
+) -> None:
+    # Sharded: every pool over 1, 2 or 4 items and every counted class over 1, 2 or 4, with four
+    # containers, so that an order's lines land on different pool items (or the same one) and
+    # seats move between them; an operator reshards a pool to twice its items now and then.
     rng = random.Random(seed)
-    store, classes = random_event(rng)
+    store, classes, pools = random_event(rng, sharded=sharded)
+    check_refusals_on_whole_views(store)
+    races = racing_before_orders(store)
     clock = FakeClock(time=NOW)
-    containers = [Container(store, clock) for _ in range(3)]
+    containers = [Container(store, clock) for _ in range(4 if sharded else 3)]
     sent: list[QueueMessage] = []
     answered: dict[str, set[Outcome]] = {}
     n = 0
@@ -633,7 +948,15 @@ def test_random_orders_pools_and_lifecycles_keep_every_count_equal_to_the_record
             batch.append(random_message(rng, n, store, classes, sent))
         sent.extend(batch)
         container = rng.choice(containers)
+        for _ in range(rng.randint(0, 2) if sharded else 0):
+            # Races: another container takes seats just before one of this batch's order writes
+            # (between its settlement's whole read and its write), so a pool item may refuse a
+            # write planned on a whole read made in the same settlement.
+            n += 1
+            rival = random_message(rng, n, store, classes, sent, takes_only=True)
+            races.append((rng.choice([c for c in containers if c is not container]), rival))
         result = container.run(*batch)
+        races.clear()
         assert result.failed_message_ids == []
         for published in container.published:
             if published.request_type in (None,) or published.lines is None or published.duplicate:
@@ -644,9 +967,15 @@ def test_random_orders_pools_and_lifecycles_keep_every_count_equal_to_the_record
         if rng.random() < 0.3:
             release_expired_holds(store, RecordingPublisher(), clock, limit=100, rejection_ttl_seconds=TTL)
         if rng.random() < 0.1:
-            name = rng.choice(sorted({p for (_, p) in store.pools}))
+            name = rng.choice(sorted(pools))
             store.change_pool("e-1", name, sale_status=rng.choice([SaleStatus.OPEN, SaleStatus.CLOSED]))
-        check_counts(store)
+        if sharded and rng.random() < 0.1:
+            # An operator spreads a pool over more items during the sale (held and sold stay).
+            name = rng.choice(sorted(pools))
+            shards = min(8, 2 * store.pools[("e-1", name)].shard_count)
+            store.reshard_pool("e-1", name, shards)
+            pools[name][1].add(shards)
+        check_counts(store, pools)
     # Each order got one final answer (redeliveries are duplicates of it)
     assert all(len(outcomes) == 1 for outcomes in answered.values())
     assert any(store.status.get(r) is not None and store.records[r].lines for r in store.records)

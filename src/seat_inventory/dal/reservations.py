@@ -49,6 +49,7 @@ from seat_inventory.models import (
     SeatKey,
     StoreInconsistency,
     TokenUse,
+    pool_item_changes,
 )
 
 # Concurrent PutItem calls for a group of rejections: the client's whole connection pool
@@ -156,7 +157,9 @@ class Reservations(TableAccess):
         self, event_id: str, pool: str, item: int, writes: Sequence[GroupWrite], *, moved: int = 0
     ) -> dict[str, Any]:
         """Takes the seats of `writes` (each a class of the pool; several for an order's lines)
-        off item `item` of the pool in one update, after `moved` seats moved into it."""
+        off item `item` of the pool in one update, after `moved` seats (and as much capacity)
+        moved into it; negative: moved out of it into another line's item of the pool. Guarded
+        `available >=` the seats taken less those moved in (or plus those moved out)."""
         held = sum(w.seats_held for w in writes)
         sold = sum(w.seats_taken for w in writes) - held
         stamps = [w.now for w in writes if w.now is not None]
@@ -189,8 +192,10 @@ class Reservations(TableAccess):
     def _commit_together(self, writes: Sequence[GroupWrite]) -> WriteRefused | None:
         """Several writes of one event in ONE transaction (an order's lines, docs/orders.md): each
         write's inventory item (and donor moves), records, counters and token uses, then one
-        update per pool any of them takes from, guarded on the seats of all of them. At most
-        100 actions (the planner counts them); nothing is written when any guard fails."""
+        update per pool item any of them touches (`models.pool_item_changes`): the item each
+        line's class shard routes to, guarded on the seats of all lines taking from it, and the
+        items seats move from. At most 100 actions (the planner counts them); nothing is written
+        when any guard fails."""
         if not writes:
             return None
         keys = [w.key for w in writes]
@@ -225,15 +230,22 @@ class Reservations(TableAccess):
             )
             actions.extend(self._use_token_action(use) for use in write.token_uses)
             sizes.append((len(taking), len(write.outcomes), len(write.counters), len(write.token_uses)))
-        # One update per pool item the lines take from (summed over them); an order moves no
-        # seats between a pool's items.
-        if any(w.pool_moves for w in writes):
-            raise ValueError("writes committed together move no seats between a pool's items")
-        pools = sorted({(pool, w.pool_shards.get(pool, 0)) for w in writes for pool in w.pools})
+        # One update per pool item the lines touch (docs/orders.md): the seats of every line
+        # that takes from it, guarded on their sum, after the seats moved into it (or less those
+        # it gives another line's item); an item only giving is a donor's move.
+        for write in writes:
+            _pool_items(write)  # each write's moves fit its seats
+        changes = pool_item_changes(writes)
+        pools = list(changes)
         event_id = keys[0].event_id
-        for pool, item in pools:
-            takers = [w for w in writes if pool in w.pools and w.pool_shards.get(pool, 0) == item]
-            actions.append(self._take_from_pool_item_action(event_id, pool, item, takers))
+        for (pool, item), change in changes.items():
+            actions.append(
+                self._take_from_pool_item_action(
+                    event_id, pool, item, change.takers, moved=change.moved_in - change.moved_out
+                )
+                if change.takers
+                else self._move_pool_seats_action(event_id, pool, item, change.moved_out)
+            )
         cancelled = call_expecting(
             TRANSACTION_CANCELED, self._client.transact_write_items, TransactItems=actions
         )

@@ -44,6 +44,8 @@ from seat_inventory.models import (
     TokenUse,
     TransactionConflict,
     iso_utc,
+    pool_item_changes,
+    pool_ref,
 )
 
 
@@ -72,10 +74,14 @@ class _Refusal:
 
 @dataclass(frozen=True, slots=True)
 class _LineTake:
-    """Where one line takes its seats: shard item `shard`, after `moves` from other items."""
+    """Where one line takes its seats: shard item `shard`, after `moves` from other items; and
+    off each sharded pool of its class, item `pool_shards[pool]` (class shard mod K), after
+    `pool_moves[pool]` (donor item -> seats) moved into it (docs/pools.md)."""
 
     shard: int
     moves: dict[int, int] = field(default_factory=dict)
+    pool_shards: dict[str, int] = field(default_factory=dict)
+    pool_moves: dict[str, dict[int, int]] = field(default_factory=dict)
 
 
 def settle_order(request: ReservationRequest, context: OrderContext) -> ReservationOutcome:
@@ -118,7 +124,12 @@ class _OrderSettler:
         for key, line in zip(self.keys, self.lines, strict=True):
             if key in self.class_maps:
                 self._read_rows(key, line)
-            elif hints.assumed(key) is None or hints.should_read_first(key, line.quantity, self.now):
+            elif hints.assumed(key) is None:
+                # A class never seen: its item alone, or a sharded class's shard 0 (its rules,
+                # items and each pool's first item, to route by), as a single line's first group
+                # reads it; not every item while others write to them.
+                self._read(key, whole=False)
+            elif hints.should_read_first(key, line.quantity, self.now):
                 self._read(key)
         rounds = 0
         while rounds < MAX_SETTLE_ROUNDS:
@@ -129,6 +140,7 @@ class _OrderSettler:
             if takes is None:
                 rounds += 1
                 continue
+            takes = self._route_pools(takes)
             try:
                 refused = self.context.store.commit_outcomes(self._writes(takes))
             except (TransactionConflict, Throttled) as exc:
@@ -190,14 +202,19 @@ class _OrderSettler:
             return self.verified[key]
         return self.context.hints.assumed(key)
 
-    def _read(self, key: SeatKey) -> SeatClassInventory | None:
-        """A consistent read of the whole class (and its pools), waited out on conflicts."""
+    def _read(self, key: SeatKey, *, whole: bool = True) -> SeatClassInventory | None:
+        """A consistent read of the whole class (and its pools), waited out on conflicts; with
+        `whole` False, a sharded class's shard 0 alone, which the hints take in: a view to route
+        by that decides nothing (a refusal on it reads the class whole first)."""
         context = self.context
         view = context.deadline.patiently(
             context.clock,
-            lambda: context.store.read_inventory(key),
+            lambda: context.store.read_inventory(key, whole=whole),
             f"reading {key.event_id} {key.seat_class}",
         )
+        if view is not None and not view.complete:
+            context.hints.learn_item(key, view)
+            return view
         self.verified[key] = view
         context.hints.observe(key, view)
         for pool in (view.pool_items or ()) if view is not None else ():
@@ -259,7 +276,7 @@ class _OrderSettler:
                 view.available,
             )
         for pool in view.pools:
-            seen = self.pools_seen.get(pool)
+            seen = self._whole_pool(pool)
             if seen is not None and seen.available < wanted.get(pool, 0) + line.quantity:
                 left = max(0, seen.available - wanted.get(pool, 0))
                 reason = f"requested {line.quantity} seat(s), {left} left in pool {pool}"
@@ -284,10 +301,16 @@ class _OrderSettler:
 
     def _pool_closed(self, view: SeatClassInventory) -> str | None:
         for pool in view.pools:
-            seen = self.pools_seen.get(pool)
+            seen = self._whole_pool(pool)
             if seen is not None and seen.closed_reason() is not None:
                 return seen.closed_reason()
         return None
+
+    def _whole_pool(self, pool: str) -> PoolInventory | None:
+        """The pool as seen in this settlement, if the view is the whole pool's (one item, or every
+        item read at once): one item of a sharded pool never decides a refusal (docs/pools.md)."""
+        seen = self.pools_seen.get(pool)
+        return seen if seen is not None and seen.complete else None
 
     def _admission_refusal(self) -> str | None:
         check = self.request.admission
@@ -336,6 +359,37 @@ class _OrderSettler:
         self._read(key)  # no item alone has the seats: the whole class says whether seats move
         return None
 
+    def _route_pools(self, takes: Sequence[_LineTake]) -> list[_LineTake]:
+        """Each counted line's item of each sharded pool of its class (its class shard mod K, as
+        a single line's) and, where this settlement read the pool whole, the seats moved into
+        items the lines need more of than they have (`order_pool_routes`)."""
+        demands = [
+            PoolDemand(
+                view.pools if view is not None and key not in self.class_maps else (),
+                take.shard,
+                line.quantity,
+            )
+            for key, line, take, view in zip(
+                self.keys, self.lines, takes, (self._view(key) for key in self.keys), strict=True
+            )
+        ]
+        routes = order_pool_routes(demands, self._pool_views())
+        return [
+            dataclasses.replace(take, pool_shards=shards, pool_moves=moves)
+            for take, (shards, moves) in zip(takes, routes, strict=True)
+        ]
+
+    def _pool_views(self) -> dict[str, PoolInventory]:
+        """What is known of each pool to route by: its items as seen in this settlement, else
+        how many items it has as the hints last saw it (not their seats now)."""
+        views: dict[str, PoolInventory] = {}
+        for key in self.keys:
+            assumed = self.context.hints.assumed(key)
+            for pool in (assumed.pool_items or ()) if assumed is not None else ():
+                views.setdefault(pool.pool, dataclasses.replace(pool, shards=()))
+        views.update(self.pools_seen)
+        return views
+
     def _writes(self, takes: Sequence[_LineTake]) -> list[GroupWrite]:
         """One `GroupWrite` per line, the order's record (its lines and where they take from) and
         its token use on the first; committed together (`InventoryStore.commit_outcomes`)."""
@@ -374,6 +428,8 @@ class _OrderSettler:
                     admission_required=view.admission_required if view is not None else False,
                     token_uses=token_uses if index == spender else (),
                     pools=view.pools if view is not None else (),
+                    pool_shards=take.pool_shards,
+                    pool_moves=take.pool_moves,
                     order_line_held=self.request.is_hold,
                 )
             )
@@ -381,7 +437,7 @@ class _OrderSettler:
             max(1, len(w.rows)) + len(w.donors) + len(w.outcomes) + len(w.counters) + len(w.token_uses)
             for w in writes
         )
-        actions += len({pool for w in writes for pool in w.pools})
+        actions += len(pool_item_changes(writes))
         if actions > MAX_ACTIONS_PER_TRANSACTION:
             raise RetryableError(
                 f"order {self.request.reservation_id} needs {actions} actions in one transaction"
@@ -419,7 +475,10 @@ class _OrderSettler:
             else dataclasses.replace(
                 line,
                 shard=take.shard,
-                pools=view.pools if view is not None else (),
+                # Each pool item its seats come off (`pool#n` for item n of a sharded pool).
+                pools=tuple(sorted(pool_ref(p, take.pool_shards.get(p, 0)) for p in view.pools))
+                if view is not None
+                else (),
                 customer_counted=view is not None and view.max_per_customer is not None,
             )
             for key, line, take, view in zip(self.keys, self.lines, takes, views, strict=True)
@@ -529,10 +588,24 @@ class _OrderSettler:
                     self.context.hints.observe(key, seen)
                 else:
                     self._read(key)
+        for pool in refused.pools_refused:
+            if not self.pools_seen[pool].complete:
+                # One item of a sharded pool refused: a view of that item alone. The pool is read
+                # whole (with a class of the order in it) before anything is decided on it.
+                self._read_pool_whole(pool)
         if not (refused.tokens_used or refused.pools_refused or any(p is not None for p in refused.parts)):
             raise RetryableError(
                 f"order {self.request.reservation_id} refused without a reason the planner knows"
             )
+
+    def _read_pool_whole(self, pool: str) -> None:
+        """Reads whole the first counted line's class that takes from `pool`, and with it the pool
+        (`InventoryStore.read_inventory` reads each sharded pool of a class read whole)."""
+        for key in self.keys:
+            view = self._view(key)
+            if key not in self.class_maps and view is not None and pool in view.pools:
+                self._read(key)
+                return
 
     def _learn_rows(self, key: SeatKey, rows: Mapping[str, SeatRow | None]) -> None:
         """A mapped line's row items refused, as they are: the next round places on them."""
@@ -551,3 +624,54 @@ class _OrderSettler:
                 f"order {self.request.reservation_id}: {self.conflicts} transactions in a row refused by"
                 f" conflicts or throttling (last: {exc})"
             ) from exc
+
+
+@dataclass(frozen=True, slots=True)
+class PoolDemand:
+    """One line as its pools see it: the pools of its class, its class shard, its seats."""
+
+    pools: tuple[str, ...]
+    shard: int
+    seats: int
+
+
+def order_pool_routes(
+    demands: Sequence[PoolDemand], views: Mapping[str, PoolInventory]
+) -> list[tuple[dict[str, int], dict[str, dict[int, int]]]]:
+    """Per line, where its seats come off each sharded pool: item `shard mod K` (as a single
+    line's, `settle_group._PoolRoute`), and the seats moved into that item from others.
+
+    Moves need a whole view of the pool (`shards`): lines on one item are summed, and each item
+    the lines need more of than it has gets the difference from the items with seats to spare,
+    most spare first (an item another line takes from gives only what that line leaves). The
+    moves into an item are the first lines' on it, each at most its seats. With a view of one
+    item only (K known, not the seats), the lines go to their items and the guards decide.
+    """
+    shards: list[dict[str, int]] = [{} for _ in demands]
+    moves: list[dict[str, dict[int, int]]] = [{} for _ in demands]
+    for name, view in views.items():
+        takers = [
+            (index, view.shard_for(d.shard), d.seats) for index, d in enumerate(demands) if name in d.pools
+        ]
+        if view.shard_count <= 1 or not takers:
+            continue
+        for index, item, _ in takers:
+            shards[index][name] = item
+        if not view.shards:
+            continue
+        wanted: dict[int, int] = {}
+        for _, item, seats in takers:
+            wanted[item] = wanted.get(item, 0) + seats
+        spare = {s.shard: s.available - wanted.get(s.shard, 0) for s in view.shards}
+        short = {item: max(0, -spare.get(item, -seats)) for item, seats in wanted.items()}
+        for index, item, seats in takers:
+            need = min(seats, short[item])
+            short[item] -= need
+            for donor in sorted(spare, key=lambda n: (-spare[n], n)):
+                if need <= 0 or spare[donor] <= 0:
+                    break
+                given = min(need, spare[donor])
+                moves[index].setdefault(name, {})[donor] = given
+                spare[donor] -= given
+                need -= given
+    return list(zip(shards, moves, strict=True))

@@ -70,6 +70,7 @@ from seat_inventory.models import (
     Throttled,
     TransactionConflict,
     Transition,
+    pool_item_changes,
 )
 from seat_tools.contention.model import (
     CONDITIONAL_CHECK_FAILED,
@@ -298,7 +299,7 @@ class SimulatedDynamoStore:
 
     def _commit_together(self, writes: Sequence[GroupWrite]) -> WriteRefused | None:
         """An order's lines in one transaction (docs/orders.md): each line's shard item (and
-        donors), records, counters and token uses, and each pool once."""
+        donors), records, counters and token uses, and each pool item once."""
         items: list[ItemWrite] = []
         for w in writes:
             if w.rows:  # a mapped class's line: its row items (dal.seat_rows)
@@ -309,9 +310,12 @@ class SimulatedDynamoStore:
             items += [_write(reservation_key(o.reservation_id), record_item_bytes(o)) for o in w.outcomes]
             items += [_write(customer_key(w.key, c), COUNTER_ITEM_BYTES) for c in w.counters]
             items += [_write(admission_key(u.token_id), TOKEN_USE_ITEM_BYTES) for u in w.token_uses]
-        pools = sorted({(pool, w.pool_shards.get(pool, 0)) for w in writes for pool in w.pools})
+        # Each pool item once: the items the lines take from and those seats move from.
         event_id = writes[0].key.event_id if writes else ""
-        items += [_write(pool_key(event_id, pool, item), INVENTORY_ITEM_BYTES) for pool, item in pools]
+        items += [
+            _write(pool_key(event_id, pool, item), INVENTORY_ITEM_BYTES)
+            for pool, item in pool_item_changes(writes)
+        ]
         sold = sum(1 for w in writes for o in w.outcomes if o.outcome is Outcome.CONFIRMED)
         return self._transact(items, lambda: self._table.data.commit_outcomes(writes), index_writes=sold)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from seat_inventory.logic.ports import TransitionsRefused, WriteRefused
@@ -23,6 +23,7 @@ from seat_inventory.models import (
     NumbersRefused,
     Outcome,
     PoolInventory,
+    PoolItemChange,
     ReservationOutcome,
     ReservationRecord,
     SaleStatus,
@@ -38,6 +39,7 @@ from seat_inventory.models import (
     TicketSeries,
     Transition,
     UnnumberedSale,
+    pool_item_changes,
     pool_ref,
 )
 
@@ -461,16 +463,24 @@ class InMemoryInventoryStore:
             raise ValueError("writes committed together must each take seats")
         if any(w.rows and (w.token_uses or w.pools or w.donors) for w in writes):
             raise ValueError("a mapped class's write takes no pools, moves or tokens")
-        parts = tuple(self._rows_part(w) if w.rows else self._refusal(w, check_pools=False) for w in writes)
-        event_id = keys[0].event_id
-        wanted: dict[str, int] = {}
         for w in writes:
             for name in w.pools:
-                wanted[name] = wanted.get(name, 0) + w.seats_taken
+                donors = w.pool_donors(name)
+                if w.pool_shards.get(name, 0) in donors or sum(donors.values()) > w.seats_taken:
+                    raise ValueError(f"moves {donors} of pool {name} do not fit {w.seats_taken} seat(s)")
+        parts = tuple(self._rows_part(w) if w.rows else self._refusal(w, check_pools=False) for w in writes)
+        event_id = keys[0].event_id
+        # One update per pool item (`models.pool_item_changes`), guarded on what all lines need
+        # of it; the first refusing item of a pool is handed back (a view of that item alone).
+        changes = pool_item_changes(writes)
         pools_refused: dict[str, PoolInventory | None] = {}
-        for name, seats in sorted(wanted.items()):
-            pool = self.pools.get((event_id, name))
-            if pool is None or pool.available < seats or pool.sale_status is SaleStatus.CLOSED:
+        for (name, shard), change in changes.items():
+            pool = self.pools.get((event_id, pool_ref(name, shard)))
+            if name not in pools_refused and (
+                pool is None
+                or pool.available < change.needs
+                or (change.takers and pool.sale_status is SaleStatus.CLOSED)
+            ):
                 pools_refused[name] = pool
         found = [p for p in parts if p is not None]
         if not found and not pools_refused:
@@ -479,7 +489,8 @@ class InMemoryInventoryStore:
                     self._take_rows(w)
                     self._write_records(w)
                 else:
-                    self._apply_write(w)
+                    self._apply_write(w, pools=False)
+            self._change_pool_items(event_id, changes)
             return None
         first_item = next((p for p in found if p.inventory_refused), None)
         return WriteRefused(
@@ -492,11 +503,13 @@ class InMemoryInventoryStore:
             parts=parts,
         )
 
-    def _apply_write(self, write: GroupWrite) -> None:
-        """Writes what a write whose guards all held takes and records."""
+    def _apply_write(self, write: GroupWrite, *, pools: bool = True) -> None:
+        """Writes what a write whose guards all held takes and records (without `pools`, not
+        its pools: writes committed together change each pool item once)."""
         if write.seats_taken > 0:
             self._take_seats(write)
-            self._take_from_pools(write)
+            if pools:
+                self._take_from_pools(write)
         for outcome in write.outcomes:
             takes_seats = outcome.outcome in (Outcome.CONFIRMED, Outcome.HELD)
             self.records[outcome.reservation_id] = outcome
@@ -560,6 +573,21 @@ class InMemoryInventoryStore:
                 sold=pool.sold + write.seats_taken - held,
             )
             self.inventory_writes += 1 + len(donors)
+
+    def _change_pool_items(self, event_id: str, changes: Mapping[tuple[str, int], PoolItemChange]) -> None:
+        """Each pool item's change of writes committed together, once (`dal.reservations`)."""
+        for (name, shard), change in changes.items():
+            ref = pool_ref(name, shard)
+            pool = self.pools[(event_id, ref)]
+            moved = change.moved_in - change.moved_out
+            self.pools[(event_id, ref)] = dataclasses.replace(
+                pool,
+                capacity=pool.capacity + moved,
+                available=pool.available + moved - change.taken,
+                held=pool.held + change.held,
+                sold=pool.sold + change.taken - change.held,
+            )
+            self.inventory_writes += 1
 
     def _refusal(self, write: GroupWrite, *, check_pools: bool = True) -> WriteRefused | None:
         """What the write's conditions refuse (as DynamoDB's cancellation reasons tell), or None;
