@@ -208,7 +208,7 @@ const MAX_LINES = 4;
 let basket = []; // [{seat_class, quantity} or {seat_class, seats}]
 
 function describeLine(line) {
-  return line.seats ? `${line.seat_class}: ${line.seats.join(", ")}` : `${line.seat_class} × ${line.quantity}`;
+  return line.seats ? `${line.seat_class}: ${line.seats.join(", ")}` : `${line.seat_class} x ${line.quantity}`;
 }
 
 function showBasket() {

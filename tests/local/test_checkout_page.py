@@ -228,7 +228,7 @@ def test_the_checkout_page_buys_a_basket_as_one_order_all_or_nothing(
         add_line(driver, "CHILD", 1)
         add_line(driver, "PARKING", 1)
         basket = [li.text for li in driver.find_elements(By.CSS_SELECTOR, "#basket li")]
-        assert basket == ["ADULT × 2", "CHILD × 1", "PARKING × 1"]
+        assert basket == ["ADULT x 2", "CHILD x 1", "PARKING x 1"]
         driver.find_element(By.ID, "buy-basket").click()
         # Then the answer is one order with its lines, and the page shows every class's seats left
         wait.until(expected_conditions.text_to_be_present_in_element((By.ID, "outcome"), "CONFIRMED:"))
@@ -249,9 +249,9 @@ def test_the_checkout_page_buys_a_basket_as_one_order_all_or_nothing(
         kept = [li.text for li in driver.find_elements(By.CSS_SELECTOR, "#basket li")]
 
     assert "4 seat(s) in 3 line(s) confirmed" in bought
-    assert "lines ADULT × 2, CHILD × 1, PARKING × 1" in bought
+    assert "lines ADULT x 2, CHILD x 1, PARKING x 1" in bought
     assert "line 2 (PARKING): requested 3 seat(s), 2 left" in refused
-    assert kept == ["ADULT × 1", "PARKING × 3"]
+    assert kept == ["ADULT x 1", "PARKING x 3"]
     # and the table took the first order's every line and nothing of the second
     for seat_class, sold in (("ADULT", 2), ("CHILD", 1), ("PARKING", 1)):
         item = table.read_inventory(SeatKey(event_id, seat_class))

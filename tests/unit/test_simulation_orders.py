@@ -132,3 +132,23 @@ def test_bad_order_lines_are_one_line_errors(value: str, message: str) -> None:
 def test_order_lines_refuse_a_seat_map() -> None:
     with pytest.raises(ValueError, match="order lines take no --seat-map"):
         SimulationConfig(order_lines=(1, 2), seat_map="map.json")
+
+
+def test_the_checks_name_an_order_refused_while_its_class_and_pool_had_the_seats() -> None:
+    data, orders = _store_after_one_order()
+    data.records["r-0"] = ReservationOutcome(
+        reservation_id="r-0",
+        outcome=Outcome.SOLD_OUT,
+        reason="line 2 (CHILD): requested 1 seat(s), 0 left in pool hall",
+        event_id=EVENT_ID,
+        seat_class="CHILD",
+        quantity=2,
+        customer_id="c-0",
+        lines=(OrderLine("ADULT", 1), OrderLine("CHILD", 1)),
+    )
+
+    problems = order_figures(data, EVENT_ID, orders, "hall", 1.0)["invariants"]
+
+    assert problems == [
+        "1 order(s) SOLD_OUT while their failing line's class and the pool have its seats left"
+    ]

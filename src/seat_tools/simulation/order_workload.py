@@ -4,7 +4,8 @@ The event has `ORDER_CLASSES` counted classes, each sharded like the single clas
 and all in one capacity pool when the run has one (`--pool-shards`). Request i is an order of
 LO to HI lines (drawn with the seed), each line `seats_per_request` seats of a different class
 (drawn too). The checks compare every class's items and every pool's items with the records'
-lines, and every order's record with the lines it asked for (all taken or none).
+lines, every order's record with the lines it asked for (all taken or none), and count the
+orders refused SOLD_OUT while their failing line's class and the pool had the seats.
 """
 
 from __future__ import annotations
@@ -80,6 +81,11 @@ def order_figures(
         _check_class(data, SeatKey(event_id, seat_class), class_sold, shard_sold, problems)
     if pool is not None:
         _check_pool(data, event_id, pool, pool_sold, sum(class_sold.values()), problems)
+    wrong = _refused_with_seats_left(data, event_id, orders, pool)
+    if wrong:
+        problems.append(
+            f"{wrong:,} order(s) SOLD_OUT while their failing line's class and the pool have its seats left"
+        )
     seats = sum(class_sold.values())
     return {
         "orders": {
@@ -92,6 +98,25 @@ def order_figures(
         },
         "invariants": problems[:10] or "ok",
     }
+
+
+def _refused_with_seats_left(
+    data: InMemoryInventoryStore, event_id: str, orders: OrderRequests, pool: str | None
+) -> int:
+    """SOLD_OUT orders whose failing line's class and pool still have its seats at the end: seats
+    only go in this workload (no holds, no cancels), so they had them at the refusal too."""
+    whole = data.pool(event_id, pool) if pool is not None else None
+    pool_left = whole.available if whole is not None else None
+    wrong = 0
+    for outcome in data.records.values():
+        if outcome.outcome is not Outcome.SOLD_OUT or outcome.seat_class is None:
+            continue
+        asked = dict(orders.lines[int(outcome.reservation_id.removeprefix("r-"))])
+        seats = asked.get(outcome.seat_class, 0)
+        left = data.inventory[SeatKey(event_id, outcome.seat_class)].available
+        if left >= seats and (pool_left is None or pool_left >= seats):
+            wrong += 1
+    return wrong
 
 
 def _taken_lines(outcome: ReservationOutcome) -> tuple[Any, ...]:
