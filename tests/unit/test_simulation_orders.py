@@ -129,6 +129,15 @@ def test_bad_order_lines_are_one_line_errors(value: str, message: str) -> None:
     assert message in result.output
 
 
+def test_orders_above_the_seats_per_reservation_are_a_one_line_error() -> None:
+    result = CliRunner().invoke(
+        cli, ["simulate", "--order-lines", "1-4", "--seats-per-request", "3", "--requests", "10"]
+    )
+
+    assert result.exit_code == 2
+    assert "orders of 4 lines of 3 seat(s) pass the maximum of 10 seats per reservation" in result.output
+
+
 def test_order_lines_refuse_a_seat_map() -> None:
     with pytest.raises(ValueError, match="order lines take no --seat-map"):
         SimulationConfig(order_lines=(1, 2), seat_map="map.json")

@@ -464,6 +464,11 @@ def simulate(
         )
         if seat_map is not None:
             _check_seat_map_options(config)
+        if order_lines and order_lines[1] * seats_per_request > settings.max_seats_per_reservation:
+            raise ValueError(
+                f"orders of {order_lines[1]} lines of {seats_per_request} seat(s) pass the maximum of"
+                f" {settings.max_seats_per_reservation} seats per reservation (MaxSeatsPerReservation)"
+            )
     except (LocalStackError, ValueError) as exc:
         raise click.UsageError(str(exc)) from exc
     started = time.monotonic()
