@@ -236,16 +236,13 @@ def _run(config: SimulationConfig, settings: Settings) -> SimulationResult:
     customers = config.customers or config.requests
 
     def body_of(message: Message) -> str:
-        request: dict[str, object] = {
-            "reservation_id": f"r-{message.request}",
-            "event_id": EVENT_ID,
-            "customer_id": f"c-{message.request % customers}",
-        }
+        request: dict[str, object] = {"reservation_id": f"r-{message.request}", "event_id": EVENT_ID}
         if orders is not None:
             request["lines"] = orders.line_objects(message.request)
         else:
             request["seat_class"] = mapped.classes[message.request] if mapped else key.seat_class
             request["quantity"] = mapped.quantities[message.request] if mapped else config.seats_per_request
+        request["customer_id"] = f"c-{message.request % customers}"
         return message_body(request)
 
     timing = FunctionTiming(
