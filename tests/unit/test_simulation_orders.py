@@ -53,6 +53,7 @@ def test_a_scarce_class_refuses_whole_orders_and_leaves_the_other_lines_untaken(
     assert figures["invariants"] == "ok"
     assert figures["orders"]["sold_by_class"] == dict.fromkeys(sorted(ORDER_CLASSES), 40)
     assert figures["outcomes"]["SOLD_OUT"] > 0
+    assert sum(figures["orders"]["recorded"].values()) == 200
 
 
 def _store_after_one_order() -> tuple[InMemoryInventoryStore, OrderRequests]:

@@ -62,6 +62,7 @@ def order_figures(
     shard_sold: Counter[tuple[str, int]] = Counter()
     pool_sold: Counter[str] = Counter()
     lines_confirmed = 0
+    recorded: Counter[str] = Counter(outcome.outcome.value for outcome in data.records.values())
     for outcome in data.records.values():
         request = int(outcome.reservation_id.removeprefix("r-"))
         taken = _taken_lines(outcome)
@@ -94,6 +95,9 @@ def order_figures(
             "lines_confirmed": lines_confirmed,
             "lines_confirmed_per_s": lines_confirmed / sale_seconds if sale_seconds > 0 else 0.0,
             "seats_sold": seats,
+            # One record per order answered (`outcomes` counts first publications only: an order
+            # whose first answer was lost with its batch is answered again as a duplicate).
+            "recorded": dict(sorted(recorded.items())),
             "sold_by_class": dict(sorted(class_sold.items())),
         },
         "invariants": problems[:10] or "ok",

@@ -160,6 +160,7 @@ def order_rows(result: SimulationResult) -> list[tuple[str, str]]:
             f" {o['lines_per_order']:.2f} per order)",
         ),
         ("seats confirmed / s", f"{_n(f['seats_confirmed_per_s'])} ({f['seats_confirmed']:,} seats)"),
+        ("orders recorded", ", ".join(f"{k} {v:,}" for k, v in o["recorded"].items()) or "-"),
     ]
 
 
