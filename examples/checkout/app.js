@@ -203,32 +203,80 @@ function request() {
   return { ...body, quantity: Number($("quantity").value), ...($("split").checked ? { split: true } : {}) };
 }
 
-async function reserve(submit) {
-  submit.preventDefault();
-  $("reserve").disabled = true;
+// The basket (docs/orders.md): up to 4 lines, one per class, sent as one order's `lines`.
+const MAX_LINES = 4;
+let basket = []; // [{seat_class, quantity} or {seat_class, seats}]
+
+function describeLine(line) {
+  return line.seats ? `${line.seat_class}: ${line.seats.join(", ")}` : `${line.seat_class} x ${line.quantity}`;
+}
+
+function showBasket() {
+  const list = $("basket");
+  list.replaceChildren();
+  for (const line of basket) {
+    const item = document.createElement("li");
+    item.dataset.seatClass = line.seat_class;
+    item.textContent = describeLine(line);
+    list.append(item);
+  }
+  $("buy-basket").disabled = basket.length === 0;
+  $("add-line").disabled = basket.length >= MAX_LINES && !basket.some((l) => l.seat_class === $("seat-class").value);
+}
+
+// The form's class and quantity (or chosen seats) as a line; a class already in the basket is
+// replaced (the service refuses two lines of one class).
+function addLine() {
+  const { seat_class, quantity, seats } = request();
+  const line = seats ? { seat_class, seats } : { seat_class, quantity };
+  const index = basket.findIndex((l) => l.seat_class === seat_class);
+  if (index >= 0) basket[index] = line;
+  else if (basket.length < MAX_LINES) basket.push(line);
+  chosen.clear();
+  drawMap();
+  showBasket();
+}
+
+// POST /reservations, then the answer when it is recorded (its status returned, null on an
+// error); the buttons stay off meanwhile.
+async function send(body, buttons) {
+  for (const button of buttons) button.disabled = true;
   try {
     // One key per checkout attempt: a retried POST with the same key never takes seats twice.
     const key = crypto.randomUUID ? crypto.randomUUID() : `r-${Date.now()}-${Math.random().toString(16).slice(2)}`;
-    const sent = await call(
-      "POST",
-      "/reservations",
-      request(),
-      { "Idempotency-Key": key },
-    );
+    const sent = await call("POST", "/reservations", body, { "Idempotency-Key": key });
     if (sent.status !== 202) {
       say(sent.body?.message || `HTTP ${sent.status}`, "error");
-      return;
+      return null;
     }
     say(`Reservation ${sent.body.reservation_id} queued; waiting for the answer...`, "pending");
     const answer = await waitForAnswer(sent.body.reservation_id);
     const seats = answer.seats ? `; seats ${answer.seats.join(", ")}` : "";
-    say(`${answer.status}: ${answer.answer.reason} (reservation ${answer.reservation_id}${seats})`, answer.status);
+    const lines = answer.lines ? `; lines ${answer.lines.map(describeLine).join(", ")}` : "";
+    say(`${answer.status}: ${answer.answer.reason} (reservation ${answer.reservation_id}${seats}${lines})`, answer.status);
     chosen.clear();
     await showSeats();
+    return answer.status;
   } catch (error) {
     say(String(error), "error");
+    return null;
   } finally {
-    $("reserve").disabled = false;
+    for (const button of buttons) button.disabled = false;
+    showBasket();
+  }
+}
+
+async function reserve(submit) {
+  submit.preventDefault();
+  await send(request(), [$("reserve")]);
+}
+
+async function buyBasket() {
+  const body = { event_id: $("event").value.trim(), customer_id: $("customer").value.trim(), lines: basket };
+  // A refused order took nothing: its basket stays, to change and buy again.
+  if (["CONFIRMED", "HELD"].includes(await send(body, [$("buy-basket"), $("add-line")]))) {
+    basket = [];
+    showBasket();
   }
 }
 
@@ -237,6 +285,8 @@ $("customer").value = `c-${Math.random().toString(16).slice(2, 8)}`;
 $("event").value = params.get("event") || "";
 $("show-seats").addEventListener("click", showSeats);
 $("checkout").addEventListener("submit", reserve);
+$("add-line").addEventListener("click", addLine);
+$("buy-basket").addEventListener("click", buyBasket);
 $("seat-class").addEventListener("change", drawMap);
 $("accessible").addEventListener("change", drawMap);
 if ($("event").value) showSeats();

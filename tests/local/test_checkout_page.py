@@ -196,3 +196,63 @@ def test_the_checkout_page_draws_a_seat_map_and_reserves_chosen_and_best_seats(
     assert shot.stat().st_size > 10_000
     if os.environ.get("SEATS_UPDATE_SCREENSHOT") == "1":
         shutil.copyfile(shot, SCREENSHOT)
+
+
+def add_line(driver: Any, seat_class: str, quantity: int) -> None:
+    Select(driver.find_element(By.ID, "seat-class")).select_by_value(seat_class)
+    field = driver.find_element(By.ID, "quantity")
+    field.clear()
+    field.send_keys(str(quantity))
+    driver.find_element(By.ID, "add-line").click()
+
+
+def test_the_checkout_page_buys_a_basket_as_one_order_all_or_nothing(
+    local_stack: LocalStack, browser: object
+) -> None:
+    driver: Any = browser
+    assert local_stack.checkout_page_url is not None
+    # Given an event with three classes (CHILD kept in 2 shards), and the function's workers running
+    event_id = f"page-{uuid.uuid4().hex[:6]}"
+    table = OperatorTable(local_stack.client("dynamodb"), local_stack.table_name)
+    table.create_seat_class(SeatKey(event_id, "ADULT"), 20)
+    table.create_seat_class(SeatKey(event_id, "CHILD"), 10, shards=2)
+    table.create_seat_class(SeatKey(event_id, "PARKING"), 3)
+    with LocalRunner(runner_config(local_stack, workers=1)):
+        driver.get(f"{local_stack.checkout_page_url}?event={event_id}")
+        wait = WebDriverWait(driver, 60)
+        wait.until(
+            expected_conditions.presence_of_element_located((By.CSS_SELECTOR, "tr[data-seat-class=PARKING]"))
+        )
+        # When a buyer puts 2 ADULT, 1 CHILD and 1 PARKING in the basket and buys it
+        add_line(driver, "ADULT", 2)
+        add_line(driver, "CHILD", 1)
+        add_line(driver, "PARKING", 1)
+        basket = [li.text for li in driver.find_elements(By.CSS_SELECTOR, "#basket li")]
+        assert basket == ["ADULT x 2", "CHILD x 1", "PARKING x 1"]
+        driver.find_element(By.ID, "buy-basket").click()
+        # Then the answer is one order with its lines, and the page shows every class's seats left
+        wait.until(expected_conditions.text_to_be_present_in_element((By.ID, "outcome"), "CONFIRMED:"))
+        bought = driver.find_element(By.ID, "outcome").text
+        wait.until(
+            expected_conditions.text_to_be_present_in_element(
+                (By.CSS_SELECTOR, "tr[data-seat-class=PARKING] td:nth-child(2)"), "2"
+            )
+        )
+        assert driver.find_elements(By.CSS_SELECTOR, "#basket li") == []
+        # When they then buy a basket of 1 ADULT and 3 PARKING (2 left)
+        add_line(driver, "ADULT", 1)
+        add_line(driver, "PARKING", 3)
+        driver.find_element(By.ID, "buy-basket").click()
+        # Then the whole order is refused, naming the line, and the basket stays to change
+        wait.until(expected_conditions.text_to_be_present_in_element((By.ID, "outcome"), "SOLD_OUT:"))
+        refused = driver.find_element(By.ID, "outcome").text
+        kept = [li.text for li in driver.find_elements(By.CSS_SELECTOR, "#basket li")]
+
+    assert "4 seat(s) in 3 line(s) confirmed" in bought
+    assert "lines ADULT x 2, CHILD x 1, PARKING x 1" in bought
+    assert "line 2 (PARKING): requested 3 seat(s), 2 left" in refused
+    assert kept == ["ADULT x 1", "PARKING x 3"]
+    # and the table took the first order's every line and nothing of the second
+    for seat_class, sold in (("ADULT", 2), ("CHILD", 1), ("PARKING", 1)):
+        item = table.read_inventory(SeatKey(event_id, seat_class))
+        assert item is not None and item.sold == sold and item.held == 0

@@ -655,11 +655,25 @@ def markdown(
         "",
         requests_table(results),
         "",
+        "## Orders",
+        "",
+        ORDERS_NOTE,
+        "",
     ]
     if cold:
         sections += ["## Cold start", "", cold_start_table(cold), ""]
     sections += peer_section(everything, redis, redis_skipped)
     return "\n".join(sections)
+
+
+# Multi-line orders run on their own (`seats bench --orders`), not in this report's run.
+ORDERS_NOTE = (
+    "Multi-line orders (docs/orders.md) are not in this run: `seats bench --orders N` runs N orders"
+    " of 1-4 lines over four classes sharing a pool through the service on a local stack of its own,"
+    " prints orders, lines and seats per second, answers and records by outcome and the transactions,"
+    " and checks every class and pool item against the records (`src/seat_tools/bench/orders.py`)."
+    ' Its figures, with their commands: docs/orders.md, "On the local stack".'
+)
 
 
 # ---------------------------------------------------------------- the Redis peer

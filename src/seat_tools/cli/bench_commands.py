@@ -12,6 +12,7 @@ import click
 
 from seat_inventory.models import MAX_SHARDS
 from seat_tools.cli.local_commands import aws_contention_options, aws_contention_settings
+from seat_tools.contention.model import ContentionSettings
 from seat_tools.local.engines import LocalStackError
 
 QUICK_SCALE = 0.1
@@ -126,6 +127,33 @@ def shown_path(argument: str) -> str:
     help="Leave out the Redis peer (run by default when redis-server is on PATH, skipped with a"
     " message when it is not).",
 )
+@click.option(
+    "--orders",
+    type=click.IntRange(1, 100_000),
+    help="Instead of the benchmark: N multi-line orders (docs/orders.md) of 1-4 lines of one seat"
+    " over 4 classes in one pool, through the service with --workers; prints orders, lines and"
+    " seats per second, answers and records by outcome, transactions, and checks every class and"
+    " pool item against the records (exit status 1 if not); writes no report.",
+)
+@click.option(
+    "--order-capacity",
+    type=click.IntRange(min=1),
+    help="With --orders: seats of each class [default: one per order, nothing sells out].",
+)
+@click.option(
+    "--order-shards",
+    type=click.IntRange(1, MAX_SHARDS),
+    default=1,
+    show_default=True,
+    help="With --orders: shard items of each class.",
+)
+@click.option(
+    "--order-pool-shards",
+    type=click.IntRange(1, MAX_SHARDS),
+    default=1,
+    show_default=True,
+    help="With --orders: items of the classes' pool.",
+)
 @aws_contention_options
 def bench(
     quick: bool,
@@ -140,6 +168,10 @@ def bench(
     cold_start_rounds: int,
     profile_path: Path | None,
     no_redis: bool,
+    orders: int | None,
+    order_capacity: int | None,
+    order_shards: int,
+    order_pool_shards: int,
     no_aws_contention: bool,
     contention_time_scale: float,
 ) -> None:
@@ -165,6 +197,16 @@ def bench(
 
     if profile_path:
         _profile(profile_path)
+        return
+    if orders:
+        _orders(
+            orders,
+            capacity=order_capacity,
+            shards=order_shards,
+            pool_shards=order_pool_shards,
+            workers=workers,
+            aws_contention=aws_contention_settings(no_aws_contention, contention_time_scale),
+        )
         return
     size = scale if scale is not None else (QUICK_SCALE if quick else 1.0)
     started_at = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
@@ -229,6 +271,43 @@ def bench(
     sell_out = [p for r in results for p in r.sell_out_problems]
     if sell_out:
         raise click.ClickException("a seat class did not sell exactly its capacity: " + "; ".join(sell_out))
+
+
+def _orders(
+    orders: int,
+    *,
+    capacity: int | None,
+    shards: int,
+    pool_shards: int,
+    workers: int,
+    aws_contention: ContentionSettings | None,
+) -> None:
+    """`--orders`: the orders workload alone on a local stack of its own (seat_tools.bench.orders)."""
+    from seat_tools.bench.orders import run_orders_bench
+    from seat_tools.local.stack import LocalStack
+
+    stack = LocalStack(aws_contention=aws_contention)
+    try:
+        click.echo("starting the local stack (DynamoDB Local + moto)", err=True)
+        stack.start()
+        result = run_orders_bench(
+            stack,
+            orders=orders,
+            capacity=capacity,
+            shards=shards,
+            pool_shards=pool_shards,
+            workers=workers,
+            progress=lambda line: click.echo(line, err=True),
+        )
+    except LocalStackError as exc:
+        raise click.ClickException(str(exc)) from exc
+    finally:
+        stack.stop()
+    width = max(len(name) for name, _ in result.rows())
+    for name, value in result.rows():
+        click.echo(f"{name:<{width}}  {value}")
+    if result.problems:
+        raise click.ClickException("order counts do not match the records: " + "; ".join(result.problems))
 
 
 def _profile(path: Path) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from seat_inventory.logic.seat_map import load_file as load_seat_map
-from seat_inventory.models import MAX_SHARDS, MAX_TICKET_SERIES
+from seat_inventory.models import MAX_ORDER_LINES, MAX_SHARDS, MAX_TICKET_SERIES
 from seat_inventory.settings import DEFAULT_ISSUE_LIMIT, Settings
 from seat_tools.cli.output import OutputFormat, output_option, print_json, print_text
 from seat_tools.contention.model import (
@@ -82,6 +82,26 @@ class _Partitions(click.ParamType):
 
 
 NO_LIMIT = -1.0  # what `_Limit` makes of none / -1
+
+
+class _LineRange(click.ParamType):
+    """Lines per order: `LO-HI` (or one number N, for N-N)."""
+
+    name = "LO-HI"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> tuple[int, int]:
+        if isinstance(value, tuple):
+            return value
+        low, _, high = str(value).strip().partition("-")
+        try:
+            bounds = (int(low), int(high or low))
+        except ValueError:
+            self.fail(f"{value!r} is not a range of lines like 1-4", param, ctx)
+        if not 1 <= bounds[0] <= bounds[1] <= MAX_ORDER_LINES:
+            self.fail(f"{value!r}: lines per order are 1 to {MAX_ORDER_LINES}, low to high", param, ctx)
+        return bounds
 
 
 def _template_defaults() -> tuple[SimulationConfig, Settings]:
@@ -337,6 +357,14 @@ def _check_seat_map_options(config: SimulationConfig) -> None:
     " of 1 to --seats-per-request seats of one class (drawn with the seed); the figures add the"
     " seats sold once each, the singles left and the rank by arrival.",
 )
+@click.option(
+    "--order-lines",
+    type=_LineRange(),
+    help="Every request is a multi-line order (docs/orders.md) of LO to HI lines (e.g. 1-4), each"
+    " line --seats-per-request seats of its own class of 4 (ADULT, CHILD, SENIOR, PARKING; drawn"
+    " with the seed), each class --capacity seats sharded over --shards items, all in one pool of"
+    " their seats together with --pool-shards; the figures add orders, lines and seats per second.",
+)
 @output_option
 def simulate(
     containers: int | None,
@@ -375,6 +403,7 @@ def simulate(
     issuer_phase: float,
     sold_per_s: float,
     seat_map: str | None,
+    order_lines: tuple[int, int] | None,
     output: OutputFormat,
 ) -> None:
     """Simulate one event's on-sale on AWS: the service's own logic in 1-1,000 containers against
@@ -431,9 +460,15 @@ def simulate(
             ),
             sold_per_s=sold_per_s,
             seat_map=seat_map,
+            order_lines=order_lines,
         )
         if seat_map is not None:
             _check_seat_map_options(config)
+        if order_lines and order_lines[1] * seats_per_request > settings.max_seats_per_reservation:
+            raise ValueError(
+                f"orders of {order_lines[1]} lines of {seats_per_request} seat(s) pass the maximum of"
+                f" {settings.max_seats_per_reservation} seats per reservation (MaxSeatsPerReservation)"
+            )
     except (LocalStackError, ValueError) as exc:
         raise click.UsageError(str(exc)) from exc
     started = time.monotonic()

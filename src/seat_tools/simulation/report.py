@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from seat_tools.simulation.order_workload import ORDER_CLASSES
 from seat_tools.simulation.run import SimulationResult
 
 
@@ -103,6 +104,13 @@ def ticket_rows(result: SimulationResult) -> list[tuple[str, str]]:
 
 
 def _asked(c: Any) -> str:
+    if c.order_lines:
+        low, high = c.order_lines
+        return (
+            f"each an order of {low}-{high} line(s) of {c.seats_per_request} seat(s), each line its own"
+            f" class of {len(ORDER_CLASSES)} (each class {c.seats:,} seats"
+            + (f", all in one pool over {c.pool_shards} item(s))" if c.pool_shards else ")")
+        )
     if c.seat_map:
         return f"1-{c.seats_per_request} seats best available each on {c.seat_map}"
     return f"{c.seats_per_request} seat(s) each"
@@ -133,6 +141,29 @@ def seat_map_rows(result: SimulationResult) -> list[tuple[str, str]]:
     ]
 
 
+def order_rows(result: SimulationResult) -> list[tuple[str, str]]:
+    """An orders run's own figures (docs/orders.md, "Scale"); none for single-line requests."""
+    f = result.figures
+    if result.config.order_lines is None:
+        return []
+    o = f["orders"]
+    cost = f["cost_per_million_requests"]["total"]
+    return [
+        (
+            "orders confirmed / s",
+            f"{_n(f['confirmed_per_s'])} ({f['confirmed_reservations']:,} orders; cost / million orders"
+            f" ${cost:.2f})",
+        ),
+        (
+            "lines confirmed / s",
+            f"{_n(o['lines_confirmed_per_s'])} ({o['lines_confirmed']:,} lines of {o['lines_asked']:,} asked,"
+            f" {o['lines_per_order']:.2f} per order)",
+        ),
+        ("seats confirmed / s", f"{_n(f['seats_confirmed_per_s'])} ({f['seats_confirmed']:,} seats)"),
+        ("orders recorded", ", ".join(f"{k} {v:,}" for k, v in o["recorded"].items()) or "-"),
+    ]
+
+
 def _aligned(rows: list[tuple[str, str]]) -> str:
     width = max(len(name) for name, _ in rows)
     return "\n".join(f"{name:<{width}}  {value}".rstrip() for name, value in rows)
@@ -153,7 +184,9 @@ def format_table(result: SimulationResult) -> str:
     rows: list[tuple[str, str]] = [
         (
             "workload",
-            f"{c.requests:,} requests for {f['seats']:,} seats of one event, "
+            f"{c.requests:,} requests"
+            + ("" if c.order_lines else f" for {f['seats']:,} seats")
+            + " of one event, "
             + _asked(c)
             + f", {c.duplicates:.0%} sent twice, "
             + (f"{c.arrival_rate:,.0f} sent/s" if c.arrival_rate else "all sent at once")
@@ -213,6 +246,7 @@ def format_table(result: SimulationResult) -> str:
         ),
         ("invariants", f["invariants"] if isinstance(f["invariants"], str) else "; ".join(f["invariants"])),
         *seat_map_rows(result),
+        *order_rows(result),
         ("", ""),
         *ticket_rows(result),
     ]

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from seat_inventory.logic.seat_map import SeatMap, load_file
-from seat_inventory.models import Outcome, ReservationOutcome, SeatKey
+from seat_inventory.models import MAX_ORDER_LINES, Outcome, ReservationOutcome, SeatKey
 from seat_inventory.settings import Settings
 from seat_tools.bench.pricing import cost_per_million
 from seat_tools.contention.model import ContentionModel, ContentionSettings
@@ -28,6 +28,7 @@ from seat_tools.simulation.event_source import (
 )
 from seat_tools.simulation.issuer import IssuerConfig, issuer_figures, simulate_issuer
 from seat_tools.simulation.memory_store import InMemoryInventoryStore
+from seat_tools.simulation.order_workload import ORDER_CLASSES, OrderRequests, order_figures
 from seat_tools.simulation.scheduler import VirtualScheduler
 from seat_tools.simulation.seat_map_workload import MappedRequests, seat_map_figures
 
@@ -95,6 +96,9 @@ class SimulationConfig:
     # A seat map file (JSON or CSV): the event's classes are mapped, and each request asks for 1 to
     # `seats_per_request` seats best available of one of its classes (seat_map_workload).
     seat_map: str | None = None
+    # (LO, HI): every request is an order of LO to HI lines over `ORDER_CLASSES`, each line
+    # `seats_per_request` seats of its own class (order_workload; docs/orders.md, "Scale").
+    order_lines: tuple[int, int] | None = None
 
     def __post_init__(self) -> None:
         if not 1 <= self.containers <= 1000:
@@ -109,6 +113,17 @@ class SimulationConfig:
             raise ValueError("the simulation runs on AWS's own time: contention time_scale must be 1")
         if self.local_stack_time_scale is not None and not self.local_stack_time_scale > 0:
             raise ValueError("local_stack_time_scale must be positive")
+        if self.order_lines is not None:
+            self._check_order_lines(self.order_lines)
+
+    def _check_order_lines(self, order_lines: tuple[int, int]) -> None:
+        low, high = order_lines
+        if not 1 <= low <= high <= MAX_ORDER_LINES:
+            raise ValueError(
+                f"order lines must be LO-HI with 1 <= LO <= HI <= {MAX_ORDER_LINES}, not {low}-{high}"
+            )
+        if self.seat_map is not None or self.sold_per_s > 0:
+            raise ValueError("order lines take no --seat-map or --sold-per-s")
 
     @property
     def client_time_factor(self) -> float:
@@ -185,21 +200,29 @@ def _run(config: SimulationConfig, settings: Settings) -> SimulationResult:
     key = SeatKey(EVENT_ID, settings.default_seat_class)
     seat_map = load_file(config.seat_map) if config.seat_map else None
     mapped: MappedRequests | None = None
+    orders: OrderRequests | None = None
     if seat_map is not None:
         data.add_seat_map(EVENT_ID, seat_map, max_per_customer=config.max_per_customer)
         draws = random.Random(rng.random())
         mapped = MappedRequests.draw(seat_map, config.requests, config.seats_per_request, draws)
     else:
-        data.add_event(
-            EVENT_ID,
-            config.seats,
-            key.seat_class,
-            max_per_customer=config.max_per_customer,
-            shards=config.shards,
-            pools=[POOL_NAME] if config.pool_shards else (),
-        )
+        classes = ORDER_CLASSES if config.order_lines else (key.seat_class,)
+        for seat_class in classes:
+            data.add_event(
+                EVENT_ID,
+                config.seats,
+                seat_class,
+                max_per_customer=config.max_per_customer,
+                shards=config.shards,
+                pools=[POOL_NAME] if config.pool_shards else (),
+            )
         if config.pool_shards:
-            data.add_pool(EVENT_ID, POOL_NAME, config.seats, shards=config.pool_shards)
+            # The pool holds what its classes hold together: it limits nothing unless --capacity
+            # makes the classes sell out (and then they do first); what it costs is its writes.
+            data.add_pool(EVENT_ID, POOL_NAME, config.seats * len(classes), shards=config.pool_shards)
+        if config.order_lines:
+            draws = random.Random(rng.random())
+            orders = OrderRequests.draw(config.requests, config.order_lines, config.seats_per_request, draws)
     model = ContentionModel(config.contention, clock=scheduler.now, rng=random.Random(rng.random()))
     table = SimulatedTable(data, model, seed=rng.randrange(2**32))
     tally = Tally()
@@ -213,15 +236,14 @@ def _run(config: SimulationConfig, settings: Settings) -> SimulationResult:
     customers = config.customers or config.requests
 
     def body_of(message: Message) -> str:
-        return message_body(
-            {
-                "reservation_id": f"r-{message.request}",
-                "event_id": EVENT_ID,
-                "seat_class": mapped.classes[message.request] if mapped else key.seat_class,
-                "quantity": mapped.quantities[message.request] if mapped else config.seats_per_request,
-                "customer_id": f"c-{message.request % customers}",
-            }
-        )
+        request: dict[str, object] = {"reservation_id": f"r-{message.request}", "event_id": EVENT_ID}
+        if orders is not None:
+            request["lines"] = orders.line_objects(message.request)
+        else:
+            request["seat_class"] = mapped.classes[message.request] if mapped else key.seat_class
+            request["quantity"] = mapped.quantities[message.request] if mapped else config.seats_per_request
+        request["customer_id"] = f"c-{message.request % customers}"
+        return message_body(request)
 
     timing = FunctionTiming(
         timeout_s=config.timeout_s,
@@ -257,7 +279,11 @@ def _run(config: SimulationConfig, settings: Settings) -> SimulationResult:
     source.start()
     scheduler.run()
     figures = _figures(config, arrivals, tally, table, data)
-    figures.update(_checks(config, arrivals, data, key, seat_map))
+    if orders is not None:
+        pool = POOL_NAME if config.pool_shards else None
+        figures.update(order_figures(data, EVENT_ID, orders, pool, figures["sale_seconds"]))
+    else:
+        figures.update(_checks(config, arrivals, data, key, seat_map))
     figures["tickets"] = _tickets(config, data, publish_latency, rng)
     return SimulationResult(config, figures)
 
