@@ -207,7 +207,7 @@ def _place(
 
 
 def _slice_order(
-    slices: tuple[Slice, ...], rows: dict[str, SeatRow], quantity: int, own: int | None, rng: Draws
+    slices: tuple[Slice, ...], available: dict[int, int], quantity: int, own: int | None, rng: Draws
 ) -> list[int]:
     """The slices to try: the container's own, then those the view shows with `quantity` seats,
     those at least as full as the median first (as `logic.shards.pick_shard` picks a shard item:
@@ -216,7 +216,6 @@ def _slice_order(
     the ring at about the same pace stay apart, so two rarely aim at the same slice; trying every
     slice before the whole class spreads the last seats' buyers instead of sending every
     container to the same best block left."""
-    available = {s.index: s.available(rows) for s in slices}
     fits = [index for index, seats in available.items() if seats >= quantity and index != own]
     median = sorted(available[i] for i in fits)[len(fits) // 2] if fits else 0
     start = own + 1 if own is not None else rng.randrange(len(slices))
@@ -227,16 +226,24 @@ def _slice_order(
 
 
 def _place_spread(
-    key: SeatKey, class_map: ClassMap, quantity: int, rows: dict[str, SeatRow], context: MappedContext
+    key: SeatKey,
+    class_map: ClassMap,
+    quantity: int,
+    rows: dict[str, SeatRow],
+    context: MappedContext,
+    available: dict[int, int] | None = None,
 ) -> Placement | Refusal:
     """Best available in the container's slice (`seat_slices`), then in the others its view shows
-    with enough seats, then on the whole class; NO_BLOCK only when no block fits the view."""
+    with enough seats, then on the whole class; NO_BLOCK only when no block fits the view.
+    `available`: each slice's free seats on `rows`, when the caller keeps them (`_fill`)."""
     maps = context.maps
     if maps.no_fit.get(key, quantity + 1) <= quantity:
         return Refusal(Refused.NO_BLOCK)
     slices = maps.slices_of(key, class_map)
     if len(slices) > 1:
-        for index in _slice_order(slices, rows, quantity, maps.own_slice.get(key), context.rng):
+        if available is None:
+            available = {s.index: s.available(rows) for s in slices}
+        for index in _slice_order(slices, available, quantity, maps.own_slice.get(key), context.rng):
             piece = slices[index]
             taken = taken_seats(piece.rows_of(rows))
             placement = place_best(piece.class_map, taken, quantity)
@@ -380,6 +387,7 @@ def _settle_together(
             pending = [r for r in pending if r.reservation_id not in taking]
             continue
         refusals += 1
+        fresh.discard(home)  # a slice refusing a take is read again before the next take there
         pending = _learn_refusal(key, refused, pending, answers, context, now)
     return answers, failed, pending
 
@@ -437,8 +445,10 @@ def _fill(
     outcomes: list[ReservationOutcome] = []
     merged: dict[str, list[int]] = {}
     home = context.maps.own_slice.get(key)
+    slices = context.maps.slices_of(key, class_map)
+    available = {s.index: s.available(local) for s in slices}
     for request in pending:
-        placement = _place_spread(key, class_map, request.quantity, local, context)
+        placement = _place_spread(key, class_map, request.quantity, local, context, available)
         if isinstance(placement, Refusal):
             break
         where = context.maps.own_slice.get(key)
@@ -454,7 +464,23 @@ def _fill(
             row = local[row_id]
             states = {**row.states, **dict.fromkeys(positions, SeatState.SOLD)}
             local[row_id] = dataclasses.replace(row, states=states, available=row.available - len(positions))
+        _count_taken(slices, available, by_row, home)
     return outcomes, merged, home
+
+
+def _count_taken(
+    slices: tuple[Slice, ...], available: dict[int, int], by_row: dict[str, tuple[int, ...]], home: int | None
+) -> None:
+    """Each slice's free seats after a placement: in `home` (its slice), or where its rows are (a
+    placement on the whole class)."""
+    for row_id, positions in by_row.items():
+        if home is not None and row_id in slices[home].items:
+            available[home] -= len(positions)
+            continue
+        for piece in slices:
+            if row_id in piece.items:
+                available[piece.index] -= len(positions)
+                break
 
 
 def _learn_refusal(
