@@ -97,3 +97,75 @@ def test_slices_deal_the_rows_best_first_round_robin() -> None:
         r.row_id for r in class_map.rows
     )
     assert slices[0].items[:2] == ("S0-R0#0", "S0-R0#1")  # a row of 45 is two row items
+
+
+SLICED = {
+    "classes": {"STALLS": {"orphans": "allow"}},
+    "sections": [
+        {
+            "id": "A",
+            "class": "STALLS",
+            "rank": 0,
+            "rows": [{"id": f"R{r}", "seats": 10} for r in range(1, 33)],
+        }
+    ],
+}
+
+
+def _sliced_harness() -> CountingHarness:
+    h = CountingHarness()
+    h.store = type(h.store)()
+    h.store.add_seat_map("e-1", load_json(json.dumps(SLICED)))
+    takes = h.takes
+    commit = h.store.commit_outcomes
+
+    def counted(write: GroupWrite) -> WriteRefused | None:
+        refused = commit(write)
+        if write.rows:
+            takes.append(write)
+            if refused is not None:
+                h.refused.append(write)
+        return refused
+
+    h.store.commit_outcomes = counted  # type: ignore[method-assign]
+    h.refused = []  # type: ignore[attr-defined]
+    return h
+
+
+def _slice_of(row_item: str, class_rows: list[str], slices: int) -> int:
+    return class_rows.index(row_item.split("#")[0]) % slices
+
+
+def test_a_transaction_takes_in_one_slice_only() -> None:
+    # Given 32 rows of 10 in 4 slices of 8 rows (80 seats each)
+    h = _sliced_harness()
+    rows = [f"A-R{r}" for r in range(1, 33)]
+    # When one batch asks for 96 seats: more than a slice holds
+    answers = h.send(*(body(n, quantity=8) for n in range(12)))
+    # Then all are sold, in several transactions, each within one slice
+    assert {a.outcome for a in answers} == {Outcome.CONFIRMED}
+    assert len(h.takes) >= 2
+    for take in h.takes:
+        assert len({_slice_of(row, rows, 4) for row in take.rows}) == 1, take.rows
+
+
+def test_a_container_reads_its_slice_before_taking_and_moves_where_another_sold() -> None:
+    # Given a container that has sold in its slice (its view is now that slice as it was)
+    h = _sliced_harness()
+    rows = [f"A-R{r}" for r in range(1, 33)]
+    [first] = h.send(body(1, quantity=2))
+    own = _slice_of(f"{first.seats[0].rsplit('-', 1)[0]}#0", rows, 4)  # type: ignore[index]
+    # When another container takes the rest of that slice's best row (chosen seats: a fresh read)
+    row = first.seats[0].rsplit("-", 1)[0]  # type: ignore[index]
+    rest = [f"{row}-{p}" for p in (1, 2, 3, 4, 7, 8, 9, 10)]
+    taken = h.send(body(2, seats=rest), hints=InventoryHints())
+    assert taken[0].outcome is Outcome.CONFIRMED
+    h.refused.clear()  # type: ignore[attr-defined]
+    # and the first container, its view still fresh (not 2 s old), takes again
+    [again] = h.send(body(3, quantity=4))
+    # Then it read its slice first, saw the other's seats and moved: no take of it was refused
+    assert again.outcome is Outcome.CONFIRMED
+    assert h.refused == []  # type: ignore[attr-defined]
+    assert _slice_of(f"{again.seats[0].rsplit('-', 1)[0]}#0", rows, 4) != own  # type: ignore[index]
+    sold = [s for s, state in h.states().items() if state is SeatState.SOLD]
+    assert len(sold) == len(set(sold)) == 2 + 8 + 4

@@ -12,8 +12,8 @@ from seat_inventory.logic.reserve_seats import QueueMessage, reserve_seats
 from seat_inventory.logic.seat_map import load_json
 from seat_inventory.models import Outcome, ReservationOutcome, SeatKey
 from seat_inventory.settings import Settings
-from seat_tools.contention.model import ContentionModel, ContentionSettings
-from seat_tools.simulation.dynamodb import SimulatedTable
+from seat_tools.contention.model import ContentionModel, ContentionSettings, read_units
+from seat_tools.simulation.dynamodb import ROW_ITEM_BYTES, SimulatedTable, section_query
 from seat_tools.simulation.memory_store import InMemoryInventoryStore
 from seat_tools.simulation.scheduler import VirtualScheduler
 from tests.fakes import RecordingPublisher
@@ -77,3 +77,53 @@ def test_containers_on_the_contention_model_take_each_seat_once() -> None:
     # placed on stale views (guards refused, the rows learned and the request placed again).
     cancelled = table.model.counters().transactions_cancelled
     assert cancelled.get("TransactionConflict", 0) > 0 and cancelled.get("ConditionalCheckFailed", 0) > 0
+
+
+def test_a_view_of_the_class_is_one_query_per_section_billed_by_the_bytes_it_returns() -> None:
+    # Given a class of two sections: 3 row items and 12 row items (ROW_ITEM_BYTES each)
+    two_sections = {
+        "classes": {"A": {"orphans": "allow"}},
+        "sections": [
+            {"id": "S", "class": "A", "rows": [{"id": f"R{r}", "seats": 10} for r in range(1, 4)]},
+            {"id": "T", "class": "A", "rows": [{"id": f"R{r}", "seats": 10} for r in range(1, 13)]},
+        ],
+    }
+    scheduler = VirtualScheduler(start=1_800_000_000.0)
+    data = InMemoryInventoryStore()
+    data.add_seat_map("e", load_json(json.dumps(two_sections)))
+    model = ContentionModel(ContentionSettings(), clock=scheduler.now, rng=random.Random(1))
+    table = SimulatedTable(data, model, seed=1)
+    seen: list[int] = []
+
+    def container() -> None:
+        rows = table.client(_Clock(scheduler)).read_seat_rows(SeatKey("e", "A"))
+        seen.append(len(rows))
+
+    # When a container reads the whole class
+    scheduler.spawn("container", container)
+    scheduler.run()
+
+    # Then: one Query per section, each billed as its items' bytes rounded up to 4 KB, eventually
+    # consistent (half): 3 x 400 bytes -> 0.5 units, 12 x 400 = 4,800 bytes -> 1 unit
+    assert seen == [15]
+    assert table.requests["Query"] == 2
+    assert 3 * ROW_ITEM_BYTES <= 4096 < 12 * ROW_ITEM_BYTES <= 8192
+    assert model.counters().read_units_consumed == 0.5 + 1.0
+    assert section_query(SeatKey("e", "A"), "T", 12).read_units == read_units(4800, consistent=False) == 1.0
+
+
+def test_named_rows_are_one_consistent_batch_get_each_item_its_own_units() -> None:
+    scheduler = VirtualScheduler(start=1_800_000_000.0)
+    data = InMemoryInventoryStore()
+    data.add_seat_map("e", load_json(json.dumps(MAP)))
+    model = ContentionModel(ContentionSettings(), clock=scheduler.now, rng=random.Random(1))
+    table = SimulatedTable(data, model, seed=1)
+
+    def container() -> None:
+        table.client(_Clock(scheduler)).read_seat_rows(SeatKey("e", "A"), ["S-R1#0", "S-R2#0"])
+
+    scheduler.spawn("container", container)
+    scheduler.run()
+
+    assert table.requests["BatchGetItem"] == 1
+    assert model.counters().read_units_consumed == 2.0  # 1 unit each: strongly consistent, under 4 KB

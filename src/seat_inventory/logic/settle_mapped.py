@@ -57,6 +57,8 @@ REFUSED_VIEW_SECONDS = 0.5
 MAX_PLACEMENTS = 8
 # TransactWriteItems' limit: a batch's row items and records together.
 MAX_ACTIONS = 100
+# Slices a batch reads consistently before taking in them (`_read_slice`), at most.
+MAX_SLICE_READS = 16
 
 
 @dataclass(slots=True)
@@ -205,39 +207,43 @@ def _place(
 
 
 def _slice_order(
-    slices: tuple[Slice, ...], rows: dict[str, SeatRow], quantity: int, own: int | None, rng: Draws
+    slices: tuple[Slice, ...], available: dict[int, int], quantity: int, own: int | None, rng: Draws
 ) -> list[int]:
     """The slices to try: the container's own, then those the view shows with `quantity` seats,
-    at random, those at least as full as the median first (as `logic.shards.pick_shard` picks a
-    shard item: away from where others sold; any of them while none has sold). Trying every
+    those at least as full as the median first (as `logic.shards.pick_shard` picks a shard item:
+    away from where others sold), each group in ring order from the slice after the container's
+    own (from a slice drawn at random when it has none). Containers that start apart and go round
+    the ring at about the same pace stay apart, so two rarely aim at the same slice; trying every
     slice before the whole class spreads the last seats' buyers instead of sending every
     container to the same best block left."""
-    available = {s.index: s.available(rows) for s in slices}
     fits = [index for index, seats in available.items() if seats >= quantity and index != own]
     median = sorted(available[i] for i in fits)[len(fits) // 2] if fits else 0
-    fuller = _shuffled([i for i in fits if available[i] >= median], rng)
-    rest = _shuffled([i for i in fits if available[i] < median], rng)
+    start = own + 1 if own is not None else rng.randrange(len(slices))
+    ring = sorted(fits, key=lambda index: (index - start) % len(slices))
+    fuller = [i for i in ring if available[i] >= median]
+    rest = [i for i in ring if available[i] < median]
     return ([own] if own is not None else []) + fuller + rest
 
 
-def _shuffled(items: list[int], rng: Draws) -> list[int]:
-    for i in range(len(items) - 1, 0, -1):
-        j = rng.randrange(i + 1)
-        items[i], items[j] = items[j], items[i]
-    return items
-
-
 def _place_spread(
-    key: SeatKey, class_map: ClassMap, quantity: int, rows: dict[str, SeatRow], context: MappedContext
+    key: SeatKey,
+    class_map: ClassMap,
+    quantity: int,
+    rows: dict[str, SeatRow],
+    context: MappedContext,
+    available: dict[int, int] | None = None,
 ) -> Placement | Refusal:
     """Best available in the container's slice (`seat_slices`), then in the others its view shows
-    with enough seats, then on the whole class; NO_BLOCK only when no block fits the view."""
+    with enough seats, then on the whole class; NO_BLOCK only when no block fits the view.
+    `available`: each slice's free seats on `rows`, when the caller keeps them (`_fill`)."""
     maps = context.maps
     if maps.no_fit.get(key, quantity + 1) <= quantity:
         return Refusal(Refused.NO_BLOCK)
     slices = maps.slices_of(key, class_map)
     if len(slices) > 1:
-        for index in _slice_order(slices, rows, quantity, maps.own_slice.get(key), context.rng):
+        if available is None:
+            available = {s.index: s.available(rows) for s in slices}
+        for index in _slice_order(slices, available, quantity, maps.own_slice.get(key), context.rng):
             piece = slices[index]
             taken = taken_seats(piece.rows_of(rows))
             placement = place_best(piece.class_map, taken, quantity)
@@ -335,6 +341,7 @@ def _settle_together(
     failed: dict[str, str] = {}
     pending = list(requests)
     refusals = 0
+    fresh: set[int] = set()  # slices read consistently in this batch
     while pending and refusals < MAX_PLACEMENTS:
         now = context.clock.now()
         try:
@@ -345,7 +352,11 @@ def _settle_together(
             return answers, failed, []
         if any(row.max_per_customer is not None for row in rows.values()):
             break  # the counters' guards and answers are the one-by-one path's
-        outcomes, merged = _fill(key, class_map, pending, rows, context, now)
+        outcomes, merged, home = _fill(key, class_map, pending, rows, context, now)
+        if outcomes and home is not None and home not in fresh and len(fresh) < MAX_SLICE_READS:
+            fresh.add(home)
+            if _read_slice(key, class_map, home, context):
+                continue  # placed again on the slice as it is now
         if not outcomes:
             context.maps.no_fit[key] = pending[0].quantity
             sold_out = [r for r in pending if r.quantity >= pending[0].quantity]
@@ -376,8 +387,38 @@ def _settle_together(
             pending = [r for r in pending if r.reservation_id not in taking]
             continue
         refusals += 1
+        fresh.discard(home)  # a slice refusing a take is read again before the next take there
         pending = _learn_refusal(key, refused, pending, answers, context, now)
     return answers, failed, pending
+
+
+def _read_slice(key: SeatKey, class_map: ClassMap, index: int, context: MappedContext) -> bool:
+    """Before a batch first takes in a slice: its row items read consistently (one BatchGetItem of
+    a few items; the view of the whole class may be 2 s old). Whether they differ from the view
+    (learned: the requests are placed again). Seats taken there that the view did not show mean
+    another container sells in this slice: this one moves to another (`_slice_order`), so the
+    two stop meeting on the same row items. A read refused (throttled) changes nothing: the take
+    goes ahead on the view, guarded as always."""
+    maps = context.maps
+    piece = maps.slices_of(key, class_map)[index]
+    try:
+        rows = context.store.read_seat_rows(key, list(piece.items))
+    except RetryableError:
+        return False
+    view = maps.views.get(key, {})
+    changed = {
+        row_id: row
+        for row_id, row in rows.items()
+        if row_id not in view or view[row_id].states != row.states or view[row_id].available != row.available
+    }
+    if not changed:
+        return False
+    if any(
+        row.states.keys() - view[row_id].states.keys() for row_id, row in changed.items() if row_id in view
+    ):
+        maps.own_slice.pop(key, None)
+    maps.learn(key, changed)
+    return True
 
 
 def _read_view(key: SeatKey, context: MappedContext, now: float) -> dict[str, SeatRow]:
@@ -394,16 +435,26 @@ def _fill(
     rows: dict[str, SeatRow],
     context: MappedContext,
     now: float,
-) -> tuple[list[ReservationOutcome], dict[str, list[int]]]:
-    """The answers of the requests that fit in one transaction, in order, and their seats merged
-    per row item; it stops at the first request no block fits (placed again after the commit)."""
+) -> tuple[list[ReservationOutcome], dict[str, list[int]], int | None]:
+    """The answers of the requests that fit in one transaction, in order, their seats merged per
+    row item, and the slice they are in (None: placed on the whole class). It stops at the first
+    request no block fits, and at the first placed in another slice than the one before it (both
+    placed again after the commit): a transaction stays in one slice, so a container that meets
+    another in a slice loses only that slice's takes."""
     local = dict(rows)
     outcomes: list[ReservationOutcome] = []
     merged: dict[str, list[int]] = {}
+    home = context.maps.own_slice.get(key)
+    slices = context.maps.slices_of(key, class_map)
+    available = {s.index: s.available(local) for s in slices}
     for request in pending:
-        placement = _place_spread(key, class_map, request.quantity, local, context)
+        placement = _place_spread(key, class_map, request.quantity, local, context, available)
         if isinstance(placement, Refusal):
             break
+        where = context.maps.own_slice.get(key)
+        if outcomes and where != home:
+            break
+        home = where
         by_row = _rows_of(placement.seats)
         if len(merged.keys() | by_row.keys()) + len(outcomes) + 1 > MAX_ACTIONS:
             break
@@ -413,7 +464,23 @@ def _fill(
             row = local[row_id]
             states = {**row.states, **dict.fromkeys(positions, SeatState.SOLD)}
             local[row_id] = dataclasses.replace(row, states=states, available=row.available - len(positions))
-    return outcomes, merged
+        _count_taken(slices, available, by_row, home)
+    return outcomes, merged, home
+
+
+def _count_taken(
+    slices: tuple[Slice, ...], available: dict[int, int], by_row: dict[str, tuple[int, ...]], home: int | None
+) -> None:
+    """Each slice's free seats after a placement: in `home` (its slice), or where its rows are (a
+    placement on the whole class)."""
+    for row_id, positions in by_row.items():
+        if home is not None and row_id in slices[home].items:
+            available[home] -= len(positions)
+            continue
+        for piece in slices:
+            if row_id in piece.items:
+                available[piece.index] -= len(positions)
+                break
 
 
 def _learn_refusal(

@@ -120,8 +120,8 @@ def run_orders_bench(
         for n in range(orders)
     ]
     progress(f"orders: {orders} orders ({drawn.line_count} lines) on {event_id}, {workers} workers")
-    bench._send(bodies)
-    stats, elapsed = bench._drain(SERVICE, counted=True)
+    bench.send(bodies)
+    stats, elapsed = bench.drain(SERVICE, counted=True)
     counts = add_snapshots(stats.worker_reports)
     result = OrdersBenchResult(
         orders=orders,

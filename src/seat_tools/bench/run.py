@@ -537,8 +537,8 @@ class Bench:
             keys = self._keys(spec, design)
             for key in keys:
                 self._store(design).create_seat_class(key, spec.capacity)
-            self._send(self._bodies(keys, spec.requests, f"{design}-warm-{self.run_id}"))
-            self._drain(design, counted=False)
+            self.send(self._bodies(keys, spec.requests, f"{design}-warm-{self.run_id}"))
+            self.drain(design, counted=False)
 
     def _create_idempotency_table(self) -> None:
         """The Powertools idempotency utility's table, for the idempotent design: in this local
@@ -580,7 +580,7 @@ class Bench:
         order = sorted(range(count), key=lambda n: (n * 2654435761) % 4294967296)
         return [bodies[n] for n in order]
 
-    def _drain(self, design: str, *, counted: bool, workers: int | None = None) -> tuple[RunnerStats, float]:
+    def drain(self, design: str, *, counted: bool, workers: int | None = None) -> tuple[RunnerStats, float]:
         config = runner_config(self.stack, workers=workers or self.workers, handler=DESIGNS[design])
         environment = dict(config.environment)
         if design == IDEMPOTENT:
@@ -610,12 +610,12 @@ class Bench:
         )
         return stats, elapsed
 
-    def _send(self, bodies: Sequence[Mapping[str, Any]]) -> None:
+    def send(self, bodies: Sequence[Mapping[str, Any]]) -> None:
         report = send_messages(self.sqs, self.stack.queue_url, bodies, concurrency=SEND_CONCURRENCY)
         if report.failed:
             raise LocalStackError(f"{report.failed} message(s) could not be sent: {report.first_error}")
 
-    def _dead_letters(self) -> int:
+    def dead_letters(self) -> int:
         visible, in_flight = self.stack.queue_depth(self.stack.dead_letter_queue_url)
         return visible + in_flight
 
@@ -630,19 +630,19 @@ class Bench:
             # The code path of `seats event create --shards K`.
             store.create_seat_class(key, spec.capacity, shards=spec.shards)
         if spec.warmup:
-            self._send(self._bodies(keys, spec.warmup, f"{design}-{spec.id_part}-warmup-{self.run_id}"))
-            self._drain(design, counted=False, workers=workers)
+            self.send(self._bodies(keys, spec.warmup, f"{design}-{spec.id_part}-warmup-{self.run_id}"))
+            self.drain(design, counted=False, workers=workers)
         before = [store.read_inventory(key) for key in keys]
         producer_before = self.producer.snapshot()
-        self._send(self._bodies(keys, spec.requests, f"{design}-{spec.id_part}-{self.run_id}"))
+        self.send(self._bodies(keys, spec.requests, f"{design}-{spec.id_part}-{self.run_id}"))
         producer_after = self.producer.snapshot()
         cpu_before = cpu_seconds_by_process(self.stack, engines)
-        dead_letters_before = self._dead_letters()
+        dead_letters_before = self.dead_letters()
         layer_before = self.stack.contention_status()
-        stats, elapsed = self._drain(design, counted=True, workers=workers)
+        stats, elapsed = self.drain(design, counted=True, workers=workers)
         layer_after = self.stack.contention_status()
         cpu_after = cpu_seconds_by_process(self.stack, engines)
-        dead_lettered = self._dead_letters() - dead_letters_before
+        dead_lettered = self.dead_letters() - dead_letters_before
         after = [store.read_inventory(key) for key in keys]
         counts = add_snapshots(stats.worker_reports)
         if len(stats.worker_reports) != workers:

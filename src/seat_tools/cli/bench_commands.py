@@ -7,6 +7,7 @@ import shlex
 import sys
 import time
 from pathlib import Path, PurePath
+from typing import TYPE_CHECKING
 
 import click
 
@@ -14,6 +15,9 @@ from seat_inventory.models import MAX_SHARDS
 from seat_tools.cli.local_commands import aws_contention_options, aws_contention_settings
 from seat_tools.contention.model import ContentionSettings
 from seat_tools.local.engines import LocalStackError
+
+if TYPE_CHECKING:
+    from seat_tools.bench.seat_map_bench import SeatMapWorkload
 
 QUICK_SCALE = 0.1
 DEFAULT_WORKERS = 4
@@ -154,6 +158,29 @@ def shown_path(argument: str) -> str:
     show_default=True,
     help="With --orders: items of the classes' pool.",
 )
+@click.option(
+    "--seat-map",
+    "seat_map_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Instead of the three workloads, run a seat map's on-sale through the service on the local"
+    " stack (e.g. examples/seat_maps/theatre.json): best-available requests of 1 to 8 seats and"
+    " chosen-seat requests, then check every seat sold at most once and the rows' states and counts"
+    " against the records; prints its figures (writes no report).",
+)
+@click.option(
+    "--seat-map-requests",
+    type=click.IntRange(min=1, max=1_000_000),
+    default=2000,
+    show_default=True,
+    help="Requests sent on --seat-map.",
+)
+@click.option(
+    "--chosen-share",
+    type=click.FloatRange(min=0.0, max=1.0),
+    default=0.2,
+    show_default=True,
+    help="Share of the --seat-map requests that choose their seats (a run of 1 to 4 in a row).",
+)
 @aws_contention_options
 def bench(
     quick: bool,
@@ -172,6 +199,9 @@ def bench(
     order_capacity: int | None,
     order_shards: int,
     order_pool_shards: int,
+    seat_map_path: Path | None,
+    seat_map_requests: int,
+    chosen_share: float,
     no_aws_contention: bool,
     contention_time_scale: float,
 ) -> None:
@@ -207,6 +237,13 @@ def bench(
             workers=workers,
             aws_contention=aws_contention_settings(no_aws_contention, contention_time_scale),
         )
+        return
+    if seat_map_path is not None:
+        from seat_tools.bench.seat_map_bench import SeatMapWorkload
+
+        workload = SeatMapWorkload(seat_map_path, seat_map_requests, chosen_share)
+        contention = aws_contention_settings(no_aws_contention, contention_time_scale)
+        _seat_map(workload, workers, contention, json_path)
         return
     size = scale if scale is not None else (QUICK_SCALE if quick else 1.0)
     started_at = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
@@ -308,6 +345,29 @@ def _orders(
         click.echo(f"{name:<{width}}  {value}")
     if result.problems:
         raise click.ClickException("order counts do not match the records: " + "; ".join(result.problems))
+
+
+def _seat_map(
+    workload: SeatMapWorkload, workers: int, contention: ContentionSettings | None, json_path: Path | None
+) -> None:
+    """`--seat-map`: the seat-map workload alone on a fresh local stack; exit status 1 when a seat
+    was sold twice or a row's states or counts are not its records'."""
+    from seat_tools.bench.run import Bench
+    from seat_tools.bench.seat_map_bench import printed, run_seat_map_bench
+    from seat_tools.local.stack import LocalStack
+
+    click.echo("starting the local stack (DynamoDB Local + moto)", err=True)
+    try:
+        with LocalStack(aws_contention=contention) as stack:
+            bench = Bench(stack, workers=workers)
+            run = run_seat_map_bench(bench, workload, progress=lambda line: click.echo(line, err=True))
+    except LocalStackError as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(printed(run))
+    if json_path:
+        json_path.write_text(json.dumps(run.as_dict(), indent=2, default=str))
+    if run.problems:
+        raise click.ClickException("the seat map's sale is not consistent: " + "; ".join(run.problems[:10]))
 
 
 def _profile(path: Path) -> None:

@@ -52,7 +52,7 @@ from seat_inventory.dal.items import (
     reservation_key,
 )
 from seat_inventory.dal.reservations import MAX_CONCURRENT_PUTS
-from seat_inventory.dal.seat_rows import row_key, seat_map_key
+from seat_inventory.dal.seat_rows import row_key, seat_map_key, section_pk
 from seat_inventory.logic.ports import TransitionsRefused, WriteRefused
 from seat_inventory.logic.seat_map import SeatMap, row_item_of
 from seat_inventory.models import (
@@ -137,6 +137,13 @@ def record_item_bytes(outcome: ReservationOutcome) -> int:
 def _item_key(key: Mapping[str, Any]) -> tuple[str, str]:
     pk = key["pk"]["S"]
     return pk, f"{pk}|{key['sk']['S']}"
+
+
+def section_query(key: SeatKey, section: str, items: int) -> ItemRead:
+    """One `Query` of a section's row items (one partition key): DynamoDB sums the sizes of the
+    items it returns and rounds up to 4 KB; eventually consistent, half a unit per 4 KB."""
+    pk = section_pk(key, section)
+    return ItemRead(pk, f"{pk}|query", read_units(items * ROW_ITEM_BYTES, consistent=False))
 
 
 def _write(key: Mapping[str, Any], size_bytes: int) -> ItemWrite:
@@ -245,14 +252,23 @@ class SimulatedDynamoStore:
         return self._table.data.read_seat_map(event_id)
 
     def read_seat_rows(self, key: SeatKey, row_ids: Sequence[str] | None = None) -> dict[str, SeatRow]:
-        """Named rows: a consistent `BatchGetItem`. All rows: the DAL's `Query` per section,
-        modelled as reads of each row item (eventually consistent reads cost half: an upper bound)."""
+        """Named rows: a consistent `BatchGetItem` (each item its own read units). All rows: the
+        DAL's `Query` per section, one after the other, eventually consistent (no `ConsistentRead`)
+        and billed as DynamoDB bills a Query: the total size of the items it returns, rounded up to
+        4 KB, half for an eventually consistent read (`section_query`)."""
         rows = self._table.data.read_seat_rows(key, row_ids)
-        wanted = list(row_ids) if row_ids is not None else list(rows)
-        for start in range(0, len(wanted), BATCH_GET_LIMIT):
-            chunk = wanted[start : start + BATCH_GET_LIMIT]
-            operation = "BatchGetItem" if row_ids is not None else "Query"
-            self._read(operation, [_read(row_key(key, r), ROW_ITEM_BYTES) for r in chunk])
+        if row_ids is not None:
+            wanted = list(row_ids)
+            for start in range(0, len(wanted), BATCH_GET_LIMIT):
+                chunk = wanted[start : start + BATCH_GET_LIMIT]
+                self._read("BatchGetItem", [_read(row_key(key, r), ROW_ITEM_BYTES) for r in chunk])
+            return rows
+        by_section: dict[str, int] = {}
+        for row_id in rows:
+            section = row_id.split("-", 1)[0]
+            by_section[section] = by_section.get(section, 0) + 1
+        for section, count in by_section.items():
+            self._read("Query", [section_query(key, section, count)])
         return rows
 
     def survey_shards(self, key: SeatKey, shard_items: int) -> list[ShardSurvey]:
