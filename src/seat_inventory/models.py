@@ -594,6 +594,11 @@ class SeatRow:
     sale_status: SaleStatus = SaleStatus.OPEN
     sale_starts_at: int | None = None
     sale_ends_at: int | None = None
+    # The class's capacity pools and whether it requires admission tokens (docs/pools.md,
+    # docs/admission.md), copied on every row item like the sale rules: each take is guarded on
+    # them, as a counted class's take is on its inventory item.
+    pools: tuple[str, ...] = ()
+    admission_required: bool = False
 
     def sale_closed_reason(self, now: float) -> str | None:
         return SeatClassInventory(
