@@ -49,7 +49,9 @@ def answer(rid: str, seats: tuple[str, ...], outcome: Outcome = Outcome.CONFIRME
     )
 
 
-def take(rid: str, *seats: str, pools=("hall",), required: bool = False, token: str | None = None) -> GroupWrite:
+def take(
+    rid: str, *seats: str, pools=("hall",), required: bool = False, token: str | None = None
+) -> GroupWrite:
     rows: dict[str, list[int]] = {}
     for seat in seats:
         row, position = row_item_of(seat)
