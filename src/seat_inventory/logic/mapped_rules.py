@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from seat_inventory.logic.admission_tokens import replay_refusal, use_expires_at
 from seat_inventory.models import (
+    AdmissionCheck,
     Outcome,
     PoolInventory,
     ReservationRequest,
@@ -44,11 +45,11 @@ def admission(request: ReservationRequest, rules: MappedRules) -> tuple[tuple[To
     token does not admit it (a final ADMISSION_REFUSED)."""
     if not rules.admission_required:
         return (), None
-    check = request.admission
-    if check is None or check.token_id is None:
-        return (), (check.refusal if check is not None and check.refusal else "admission token not verified")
+    check = request.admission or AdmissionCheck()  # as the counted classes' planner reads it
     if check.refusal is not None:
         return (), check.refusal
+    if check.token_id is None:
+        return (), "admission token not verified"
     return (TokenUse(check.token_id, request.reservation_id, use_expires_at(check)),), None
 
 
