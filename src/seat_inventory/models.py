@@ -133,6 +133,21 @@ class PoolInventory:
             return f"the sale of pool {self.pool} of {self.event_id} is closed"
         return None
 
+    def moves_into(self, target: int, seats: int) -> dict[int, int]:
+        """The seats to move into item `target` of a pool read whole (`shards`), fullest donors
+        first, so that it has `seats` available (as far as the others have them)."""
+        have = {s.shard: s.available for s in self.shards}
+        short = seats - have.get(target, 0)
+        moves: dict[int, int] = {}
+        for donor, available in sorted(have.items(), key=lambda item: (-item[1], item[0])):
+            if short <= 0:
+                break
+            if donor == target or available <= 0:
+                continue
+            moves[donor] = min(available, short)
+            short -= moves[donor]
+        return moves
+
 
 # A record names each pool item its seats came from: the pool's name, and `#<n>` after it for
 # shard n > 0 of a sharded pool (pool names are identifiers, which cannot contain `#`).

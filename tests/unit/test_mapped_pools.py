@@ -18,7 +18,7 @@ from seat_inventory.logic.inventory_hints import InventoryHints
 from seat_inventory.logic.reserve_seats import QueueMessage, reserve_seats
 from seat_inventory.logic.seat_map import load_json
 from seat_inventory.logic.sweep_holds import release_expired_holds
-from seat_inventory.models import Outcome, ReservationOutcome, SaleStatus, SeatKey
+from seat_inventory.models import Outcome, ReservationOutcome, SaleStatus, SeatKey, split_pool_ref
 from seat_inventory.settings import Settings
 from tests.fakes import FakeClock, InMemoryInventoryStore, RecordingPublisher
 
@@ -139,6 +139,31 @@ def test_a_closed_pool_closes_the_mapped_class_sale() -> None:
     assert "pool hall" in answers["m-1"].reason and hall(store) == (5, 0, 0)
 
 
+def test_a_sharded_pool_moves_seats_into_item_0_and_only_the_whole_pool_refuses() -> None:
+    # Given a hall of 8 over 4 items (2 each) shared by the mapped STALLS and GA over 4 shards
+    store = InMemoryInventoryStore()
+    store.add_pool("e-1", "hall", 8, shards=4)
+    store.add_seat_map("e-1", load_json(json.dumps(MAP)), pools=["hall"])
+    store.add_event("e-1", 8, "GA", pools=["hall"], shards=4)
+    container = Container(store, FakeClock(time=NOW))
+
+    # When STALLS takes 3 (item 0 has 2), then 4, then GA takes what is left, then STALLS 1
+    first = container.run(take(1, "STALLS", 3))
+    second = container.run(take(2, "STALLS", 4))
+    third = container.run(take(3, "GA", 1))
+    last = container.run(take(4, "STALLS", 1))
+
+    # Then seats moved into item 0 for both mapped takes, which name it; the last is SOLD_OUT
+    # from the whole pool (no seat left), never from one item
+    assert [first["m-1"].outcome, second["m-2"].outcome] == [Outcome.CONFIRMED, Outcome.CONFIRMED]
+    assert store.record("r-1").pools == ("hall",)  # type: ignore[union-attr]
+    assert third["m-3"].outcome is Outcome.CONFIRMED
+    assert last["m-4"].outcome is Outcome.SOLD_OUT
+    assert last["m-4"].reason == "requested 1 seat(s), 0 left in pool hall"
+    whole = store.pool("e-1", "hall")
+    assert whole is not None and (whole.capacity, whole.available, whole.sold) == (8, 0, 8)
+
+
 def token(customer: str, jti: str) -> str:
     return issue_token(RING, event_id="e-1", customer_id=customer, expires_at=NOW + 600, token_id=jti)
 
@@ -195,26 +220,35 @@ def check_counts(store: InMemoryInventoryStore, capacity: int) -> None:
         tally = held if record.status is Outcome.HELD else sold
         for owner in (record.seat_key, *record.pools):
             tally[owner] = tally.get(owner, 0) + record.quantity
-        assert record.pools == ("hall",), rid  # every class here belongs to the hall
+        [ref] = record.pools  # every class here belongs to the hall (`hall#n`: its item n)
+        assert split_pool_ref(ref)[0] == "hall", rid
+        if record.answer.seats:
+            assert ref == "hall", rid  # a mapped class takes from item 0
     for key, rows in store.seat_rows.items():
         assert sum(r.held for r in rows.values()) == held.get(key, 0), key
         assert sum(r.sold for r in rows.values()) == sold.get(key, 0), key
     for key, item in store.inventory.items():
         assert (item.held, item.sold) == (held.get(key, 0), sold.get(key, 0)), key
+    for (_, ref), item in store.pools.items():
+        assert (item.held, item.sold) == (held.get(ref, 0), sold.get(ref, 0)), ref
+        assert item.available >= 0 and item.available + item.held + item.sold == item.capacity
     pool = store.pool("e-1", "hall")
     assert pool is not None and pool.capacity == capacity
-    assert (pool.held, pool.sold) == (held.get("hall", 0), sold.get("hall", 0))
     assert pool.available >= 0 and pool.held + pool.sold <= capacity
 
 
+@pytest.mark.parametrize("sharded", [False, True], ids=["one-item", "sharded"])
 @pytest.mark.parametrize("seed", range(12))
-def test_random_lifecycles_on_a_pool_shared_by_mapped_and_counted_classes(seed: int) -> None:
+def test_random_lifecycles_on_a_pool_shared_by_mapped_and_counted_classes(seed: int, sharded: bool) -> None:
+    # Sharded: the hall over 2 or 4 items and GA over 1 to 4 shards: GA's takes land on item
+    # s mod K, the mapped classes' on item 0, with seats moved into it from a whole read.
     rng = random.Random(seed)
-    capacity = rng.randint(4, 14)
+    capacity = rng.randint(4, 14) * (2 if sharded else 1)
     store = InMemoryInventoryStore()
-    store.add_pool("e-1", "hall", capacity)
+    store.add_pool("e-1", "hall", capacity, shards=rng.choice([2, 4]) if sharded else 1)
     store.add_seat_map("e-1", load_json(json.dumps(MAP)), pools=["hall"])
-    store.add_event("e-1", rng.randint(3, 10), "GA", pools=["hall"])
+    shards = rng.choice([1, 2, 4]) if sharded else 1
+    store.add_event("e-1", rng.randint(3, 10) * shards, "GA", pools=["hall"], shards=shards)
     classes = ["STALLS", "BALCONY", "GA"]
     clock = FakeClock(time=NOW)
     containers = [Container(store, clock) for _ in range(2)]

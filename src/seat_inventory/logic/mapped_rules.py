@@ -4,21 +4,22 @@ A mapped class's pools and whether it requires admission tokens are copied on ea
 items, like its sale rules; each take's row updates are guarded on them (the planner's
 assumption), so a stale view is refused and learned. The take writes the class's pools in the
 same transaction (a mapped class is one item: it routes to item 0 of a sharded pool, as a counted
-class of one item does) and the token use, as a counted class's take does.
+class of one item does, with seats moved into it from the pool's other items when a whole read
+shows them) and the token use, as a counted class's take does.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from seat_inventory.logic.admission_tokens import replay_refusal, use_expires_at
+from seat_inventory.logic.ports import InventoryStore
 from seat_inventory.models import (
     AdmissionCheck,
     Outcome,
     PoolInventory,
     ReservationRequest,
-    RetryableError,
     SeatKey,
     SeatRow,
     StoreInconsistency,
@@ -61,23 +62,50 @@ def token_refusal(request: ReservationRequest, tokens_used: Mapping[str, str]) -
     return replay_refusal(tokens_used[check.token_id])
 
 
-def pool_refusal(
-    key: SeatKey, request: ReservationRequest, refused: Mapping[str, PoolInventory | None]
-) -> tuple[Outcome, str, int | None]:
-    """The final answer to a take a pool refused: SALE_CLOSED for a closed pool, SOLD_OUT naming
-    the pool from a whole view of it (a pool of one item, as the refusal handed it back).
+@dataclass(frozen=True, slots=True)
+class PoolRefusal:
+    """A take a pool refused: a final answer (`outcome`, `reason`, the seats `left` in the pool),
+    or, when the pool read whole has the seats but its item 0 had not, the seats to move into
+    item 0 from the pool's other items for the next attempt (`moves`: pool -> donor -> seats)."""
 
-    One item of a sharded pool never decides a SOLD_OUT (docs/pools.md): the request is handed
-    back (`RetryableError`) and tried again when redelivered."""
+    outcome: Outcome | None = None
+    reason: str = ""
+    left: int | None = None
+    moves: Mapping[str, Mapping[int, int]] = field(default_factory=dict)
+
+
+def pool_refusal(
+    store: InventoryStore,
+    key: SeatKey,
+    request: ReservationRequest,
+    refused: Mapping[str, PoolInventory | None],
+) -> PoolRefusal:
+    """What a pool's refusal of a take means: SALE_CLOSED for a closed pool, SOLD_OUT naming the
+    pool only from a whole view of it (a pool of one item, as the refusal handed it back; a
+    sharded one read whole first: one item never decides a SOLD_OUT, docs/pools.md), otherwise
+    moves into item 0, which a mapped class's take writes (as a counted class of one item)."""
+    views: dict[str, PoolInventory] = {}
     for name, pool in sorted(refused.items()):
         if pool is None:
             raise StoreInconsistency(f"{key}: capacity pool {name} of its row items does not exist")
         closed = pool.closed_reason()
         if closed is not None:
-            return Outcome.SALE_CLOSED, closed, None
-    for name, pool in sorted(refused.items()):
-        assert pool is not None
-        if pool.complete and pool.available < request.quantity:
+            return PoolRefusal(Outcome.SALE_CLOSED, closed)
+        views[name] = pool
+    partial = [name for name, pool in views.items() if not pool.complete]
+    if partial:
+        whole = store.read_pools(key.event_id, partial)
+        missing = sorted(set(partial) - set(whole))
+        if missing:
+            raise StoreInconsistency(f"{key}: capacity pool(s) {missing} of its row items do not exist")
+        views.update(whole)
+    moves: dict[str, dict[int, int]] = {}
+    for name, pool in sorted(views.items()):
+        if pool.closed_reason() is not None:
+            return PoolRefusal(Outcome.SALE_CLOSED, pool.closed_reason() or "")
+        if pool.available < request.quantity:
             reason = f"requested {request.quantity} seat(s), {pool.available} left in pool {name}"
-            return Outcome.SOLD_OUT, reason, pool.available
-    raise RetryableError(f"{key}: an item of a sharded pool refused the take ({sorted(refused)})")
+            return PoolRefusal(Outcome.SOLD_OUT, reason, pool.available)
+        if pool.shards:
+            moves[name] = pool.moves_into(0, request.quantity)
+    return PoolRefusal(moves={name: m for name, m in moves.items() if m})

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from seat_inventory.logic.mapped_rules import MappedRules, admission, pool_refusal, token_refusal
@@ -271,6 +271,7 @@ def _settle_one(
         rows = maps.view(store, key, now)
     limit = next((row.max_per_customer for row in rows.values()), None)
     rules = MappedRules.of(rows)  # pools and admission (docs/pools.md, docs/admission.md)
+    moves: Mapping[str, Mapping[int, int]] = {}
     for _ in range(MAX_PLACEMENTS):
         if limit is not None and request.quantity > limit:
             # More than any customer may take: no counter can hold it (the DAL refuses to write it).
@@ -296,6 +297,7 @@ def _settle_one(
             now=int(now),
             rows=_rows_of(placement.seats),
             pools=rules.pools,
+            pool_moves=moves,
             admission_required=rules.admission_required,
             token_uses=token_uses,
         )
@@ -323,8 +325,12 @@ def _settle_one(
         if refused.tokens_used and (replayed := token_refusal(request, refused.tokens_used)):
             return _reject(request, Outcome.ADMISSION_REFUSED, replayed, None, context, now)
         if refused.pools_refused:
-            outcome, reason, left = pool_refusal(key, request, refused.pools_refused)
-            return _reject(request, outcome, reason, None, context, now, remaining=left)
+            decided = pool_refusal(store, key, request, refused.pools_refused)
+            if decided.outcome is not None:
+                left = decided.left
+                return _reject(request, decided.outcome, decided.reason, None, context, now, remaining=left)
+            moves = decided.moves  # a sharded pool with the seats elsewhere: moved into item 0
+            continue
         if refused.customer_seats:
             counted = refused.customer_seats[request.customer_id]
             reason = (

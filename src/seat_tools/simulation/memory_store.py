@@ -452,6 +452,13 @@ class InMemoryInventoryStore:
             else view
         )
 
+    def read_pools(self, event_id: str, pools: Sequence[str]) -> dict[str, PoolInventory]:
+        """`dal.access.TableAccess.read_pools`: each pool whole, missing ones absent."""
+        self.reads += 1
+        self._maybe_fail()
+        found = {name: self.pool(event_id, name) for name in pools}
+        return {name: pool for name, pool in found.items() if pool is not None}
+
     def commit_outcomes(self, write: GroupWrite | Sequence[GroupWrite]) -> WriteRefused | None:
         self._begin_commit()
         if not isinstance(write, GroupWrite):
