@@ -213,3 +213,75 @@ def test_the_cli_puts_a_mapped_class_in_a_pool_and_the_handler_sells_it_exactly(
     assert outcomes["t-2"]["reason"] == "requested 1 seat(s), 0 left in pool hall"
     table = OperatorTable(stack.dynamodb, stack.table_name)
     assert hall(table) == (0, 0, 3)
+
+
+# --- a sharded pool: the take writes item 0, seats moved into it; the pools read whole ----------
+
+
+def sharded_table(stack: Stack) -> OperatorTable:
+    table = OperatorTable(stack.dynamodb, stack.table_name)
+    table.create_pool("club", "hall", 8, shards=4)  # 2 seats on each item
+    table.create_seat_map("club", load_file(str(EXAMPLES / "club.csv")), SaleRules(pools=("hall",)))
+    return table
+
+
+def item_seats(table: OperatorTable) -> dict[int, int]:
+    whole = table.read_pools("club", ["hall"])["hall"]
+    return {s.shard: s.available for s in whole.shards}
+
+
+def test_a_mapped_take_moves_seats_into_pool_item_0_from_donors(stack: Stack) -> None:
+    table = sharded_table(stack)
+    write = take("r-1", "A-R2-1", "A-R2-2", "A-R2-3")
+    moved = GroupWrite(**{**_fields(write), "pool_moves": {"hall": {1: 1}}})
+
+    assert table.commit_outcomes(write) is not None  # item 0 alone has 2 of the 3
+    assert table.commit_outcomes(moved) is None
+
+    assert item_seats(table) == {0: 0, 1: 1, 2: 2, 3: 2}
+    whole = table.read_pools("club", ["hall"])["hall"]
+    assert whole.complete and (whole.capacity, whole.available, whole.sold) == (8, 5, 3)
+    assert table.read_reservations(["r-1"])["r-1"].pools == ("hall",)
+
+
+def test_a_donor_without_the_seats_or_missing_refuses_the_mapped_take(stack: Stack) -> None:
+    table = sharded_table(stack)
+    write = take("r-1", "A-R2-1", "A-R2-2", "A-R2-3", "A-R2-4", "A-R2-5")
+    short = GroupWrite(**{**_fields(write), "pool_moves": {"hall": {1: 3}}})
+    missing = GroupWrite(**{**_fields(write), "pool_moves": {"hall": {7: 3}}})
+
+    refused = table.commit_outcomes(short)
+    assert refused is not None and set(refused.pools_refused) == {"hall"}
+    refused = table.commit_outcomes(missing)
+    assert refused is not None and set(refused.pools_refused) == {"hall"}
+    assert item_seats(table) == {0: 2, 1: 2, 2: 2, 3: 2} and free(table, "A-R2-1")
+
+
+def test_read_pools_reads_each_pool_whole_and_leaves_a_missing_one_out(stack: Stack) -> None:
+    table = sharded_table(stack)
+    table.create_pool("club", "bar", 3)
+
+    found = table.read_pools("club", ["hall", "bar", "nope"])
+
+    assert sorted(found) == ["bar", "hall"]
+    assert found["hall"].complete and found["hall"].available == 8 and len(found["hall"].shards) == 4
+    assert found["bar"].complete and found["bar"].available == 3
+
+
+def _fields(write: GroupWrite) -> dict:
+    return {name: getattr(write, name) for name in write.__dataclass_fields__}
+
+
+def test_the_handler_moves_seats_into_item_0_then_answers_sold_out_from_the_whole_pool(stack: Stack) -> None:
+    table = sharded_table(stack)
+    body = {"event_id": "club", "seat_class": "TABLES", "customer_id": "c"}
+
+    stack.invoke(sqs_event({**body, "reservation_id": "t-1", "quantity": 5}))
+    stack.invoke(sqs_event({**body, "reservation_id": "t-2", "quantity": 4}))
+
+    outcomes = {o["reservation_id"]: o for o in stack.outcomes()}
+    assert outcomes["t-1"]["outcome"] == "CONFIRMED"
+    assert outcomes["t-2"]["outcome"] == "SOLD_OUT"
+    assert outcomes["t-2"]["reason"] == "requested 4 seat(s), 3 left in pool hall"
+    whole = table.read_pools("club", ["hall"])["hall"]
+    assert (whole.capacity, whole.available, whole.sold) == (8, 3, 5)
