@@ -194,6 +194,10 @@ def test_the_cli_puts_a_mapped_class_in_a_pool_and_the_handler_sells_it_exactly(
     assert created.exit_code == 0, created.output
     counted = runner.invoke(cli, ["event", "create", "club", "--capacity", "5", "--pools", "hall"])
     assert counted.exit_code == 0, counted.output
+    shown = runner.invoke(cli, ["event", "show", "club"])
+    assert [line.split()[-1] for line in shown.output.splitlines() if line.startswith("hall ")] == [
+        "GA,TABLES"
+    ]
 
     body = {"event_id": "club", "customer_id": "c"}
     stack.invoke(

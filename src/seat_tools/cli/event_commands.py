@@ -452,6 +452,7 @@ def show(obj: CliContext, event_id: str, output: OutputFormat, per_shard: bool, 
     if seat_map is not None:
         _show_mapped(table, event_id, seat_map, per_seat, output)
         if not classes:
+            _show_pools(table.get_pools(event_id), _pool_members(table, event_id, classes, seat_map))
             return
     now = time.time()
     documents = [
@@ -494,16 +495,28 @@ def show(obj: CliContext, event_id: str, output: OutputFormat, per_shard: bool, 
         window = _window(c)
         if window:
             click.echo(f"sale window {c.seat_class}: {window}")
-    _show_pools(obj.inventory_table().get_pools(event_id), classes)
+    _show_pools(obj.inventory_table().get_pools(event_id), _pool_members(table, event_id, classes, seat_map))
 
 
-def _show_pools(pools: list[PoolInventory], classes: list[SeatClassInventory]) -> None:
+def _pool_members(
+    table: OperatorTable, event_id: str, classes: list[SeatClassInventory], seat_map: SeatMap | None
+) -> dict[str, tuple[str, ...]]:
+    """Each class's pools: a counted class's from its item, a mapped class's from its row items
+    (each carries them; docs/pools.md)."""
+    members = {c.seat_class: c.pools for c in classes}
+    for name in seat_map.classes if seat_map is not None else {}:
+        row = next(iter(table.read_seat_rows(SeatKey(event_id, name)).values()), None)
+        members[name] = row.pools if row is not None else ()
+    return members
+
+
+def _show_pools(pools: list[PoolInventory], members_of: dict[str, tuple[str, ...]]) -> None:
     """The event's capacity pools, and the classes that take from each (docs/pools.md)."""
     if not pools:
         return
     click.echo(f"{'POOL':<16}{'CAPACITY':>10}{'AVAILABLE':>11}{'HELD':>10}{'SOLD':>10}  {'SALE':<10}CLASSES")
     for p in pools:
-        members = ",".join(c.seat_class for c in classes if p.pool in c.pools) or "-"
+        members = ",".join(sorted(c for c, pools in members_of.items() if p.pool in pools)) or "-"
         click.echo(
             f"{p.pool:<16}{p.capacity:>10}{p.available:>11}{p.held:>10}{p.sold:>10}"
             f"  {p.sale_status.value:<10}{members}"
