@@ -281,3 +281,24 @@ def test_random_lifecycles_on_a_pool_shared_by_mapped_and_counted_classes(seed: 
             status = rng.choice([SaleStatus.OPEN, SaleStatus.CLOSED])
             store.change_pool("e-1", "hall", sale_status=status)
         check_counts(store, capacity)
+
+
+def test_an_order_with_a_line_on_a_mapped_class_in_a_pool_is_refused_as_not_built_yet() -> None:
+    # Orders' mapped lines take no pools or tokens yet (docs/orders.md): a clear refusal, not a
+    # write that its rows would refuse again and again.
+    store = store_with()
+    body = {
+        "reservation_id": "o-1",
+        "event_id": "e-1",
+        "customer_id": "c-1",
+        "lines": [{"seat_class": "GA", "quantity": 1}, {"seat_class": "STALLS", "quantity": 2}],
+    }
+
+    answers = Container(store, FakeClock(time=NOW)).run(QueueMessage("m-1", json.dumps(body)))
+
+    assert answers["m-1"].outcome is Outcome.INVALID
+    assert answers["m-1"].reason == (
+        "line 2 (STALLS): a mapped class in capacity pools or requiring admission tokens"
+        " is not sold in orders yet"
+    )
+    assert hall(store) == (5, 0, 0)
