@@ -660,7 +660,8 @@ def admission(
     """Make reserve and hold of EVENT_ID need an admission token (docs/admission.md), or no longer.
 
     Messages without a valid, unused token for the event and customer are answered
-    ADMISSION_REFUSED. Confirm and cancel need none.
+    ADMISSION_REFUSED. Confirm and cancel need none. A mapped class's rule is set on each of its
+    row items (run the command again to finish one that failed half-way).
     """
     if required is None:
         raise click.UsageError("give --required or --not-required")
