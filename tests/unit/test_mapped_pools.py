@@ -218,12 +218,13 @@ def check_counts(store: InMemoryInventoryStore, capacity: int) -> None:
         if record is None or record.status not in (Outcome.HELD, Outcome.CONFIRMED):
             continue
         tally = held if record.status is Outcome.HELD else sold
-        for owner in (record.seat_key, *record.pools):
-            tally[owner] = tally.get(owner, 0) + record.quantity
-        [ref] = record.pools  # every class here belongs to the hall (`hall#n`: its item n)
-        assert split_pool_ref(ref)[0] == "hall", rid
-        if record.answer.seats:
-            assert ref == "hall", rid  # a mapped class takes from item 0
+        for take in record.takes():  # an order's lines, or the record itself
+            for owner in (take.key, *take.pools):
+                tally[owner] = tally.get(owner, 0) + take.quantity
+            [ref] = take.pools  # every class here belongs to the hall (`hall#n`: its item n)
+            assert split_pool_ref(ref)[0] == "hall", rid
+            if take.seats:
+                assert ref == "hall", rid  # a mapped class takes from item 0
     for key, rows in store.seat_rows.items():
         assert sum(r.held for r in rows.values()) == held.get(key, 0), key
         assert sum(r.sold for r in rows.values()) == sold.get(key, 0), key
@@ -256,9 +257,14 @@ def test_random_lifecycles_on_a_pool_shared_by_mapped_and_counted_classes(seed: 
     for n in range(1, 200):
         roll = rng.random()
         live = [r for r in store.records if store.status[r] in (Outcome.HELD, Outcome.CONFIRMED)]
-        if roll < 0.5 or not live:
+        if roll < 0.4 or not live:
             hold = rng.choice([None, rng.randint(60, 90)])
             msg = take(n, rng.choice(classes), rng.randint(1, 3), hold=hold)
+        elif roll < 0.5:
+            # An order of 1 to 3 lines, each of another class, all or nothing.
+            picked = rng.sample(classes, rng.randint(1, 3))
+            hold = rng.choice([None, rng.randint(60, 90)])
+            msg = order(n, *((c, rng.randint(1, 2)) for c in picked), hold=hold)
         elif roll < 0.65:
             msg = message(n, type="confirm", reservation_id=rng.choice(live))
         elif roll < 0.8:
@@ -278,27 +284,76 @@ def test_random_lifecycles_on_a_pool_shared_by_mapped_and_counted_classes(seed: 
                 hints=InventoryHints(),
             )
         if rng.random() < 0.05:
-            status = rng.choice([SaleStatus.OPEN, SaleStatus.CLOSED])
+            status = rng.choice([SaleStatus.OPEN, SaleStatus.OPEN, SaleStatus.OPEN, SaleStatus.CLOSED])
             store.change_pool("e-1", "hall", sale_status=status)
         check_counts(store, capacity)
 
 
-def test_an_order_with_a_line_on_a_mapped_class_in_a_pool_is_refused_as_not_built_yet() -> None:
-    # Orders' mapped lines take no pools or tokens yet (docs/orders.md): a clear refusal, not a
-    # write that its rows would refuse again and again.
-    store = store_with()
-    body = {
-        "reservation_id": "o-1",
+def order(n: int, *lines: tuple[str, int], hold: int | None = None, **extra: object) -> QueueMessage:
+    body: dict[str, object] = {
+        "reservation_id": f"o-{n}",
         "event_id": "e-1",
-        "customer_id": "c-1",
-        "lines": [{"seat_class": "GA", "quantity": 1}, {"seat_class": "STALLS", "quantity": 2}],
+        "customer_id": f"c-{n}",
+        "lines": [{"seat_class": c, "quantity": q} for c, q in lines],
+        **extra,
     }
+    if hold is not None:
+        body.update(type="hold", hold_seconds=hold)
+    return QueueMessage(f"m-{n}", json.dumps(body))
 
-    answers = Container(store, FakeClock(time=NOW)).run(QueueMessage("m-1", json.dumps(body)))
 
-    assert answers["m-1"].outcome is Outcome.INVALID
-    assert answers["m-1"].reason == (
-        "line 2 (STALLS): a mapped class in capacity pools or requiring admission tokens"
-        " is not sold in orders yet"
-    )
-    assert hall(store) == (5, 0, 0)
+def test_an_order_with_a_mapped_and_a_counted_line_takes_their_shared_pool_all_or_nothing() -> None:
+    # Given a hall of 5 shared by STALLS (mapped) and GA (counted)
+    store = store_with()
+    container = Container(store, FakeClock(time=NOW))
+
+    # When an order takes 1 GA + 2 STALLS, and another 1 GA + 2 STALLS (only 2 left in the hall)
+    first = container.run(order(1, ("GA", 1), ("STALLS", 2)))
+    second = container.run(order(2, ("GA", 1), ("STALLS", 2)))
+
+    # Then the first takes 3 of the hall, its mapped line naming it; the second nothing
+    assert first["m-1"].outcome is Outcome.CONFIRMED and hall(store) == (2, 0, 3)
+    mapped_line = first["m-1"].lines[1]  # type: ignore[index]
+    assert mapped_line.pools == ("hall",) and len(mapped_line.seats or ()) == 2
+    assert second["m-2"].outcome is Outcome.SOLD_OUT
+    assert second["m-2"].reason == "line 2 (STALLS): requested 2 seat(s), 1 left in pool hall"
+    assert sum(r.sold for r in store.seat_rows[STALLS].values()) == 2
+
+    # And a cancel of the first order (sent twice) gives all its seats back to the hall once
+    for n in (3, 4):
+        container.run(message(n, type="cancel", reservation_id="o-1"))
+    assert hall(store) == (5, 0, 0) and sum(r.sold for r in store.seat_rows[STALLS].values()) == 0
+
+
+def test_an_order_of_mapped_lines_only_reads_a_sharded_pool_whole_and_moves_seats_into_item_0() -> None:
+    store = InMemoryInventoryStore()
+    store.add_pool("e-1", "hall", 8, shards=4)  # 2 seats on each item
+    store.add_seat_map("e-1", load_json(json.dumps(MAP)), pools=["hall"])
+    container = Container(store, FakeClock(time=NOW))
+
+    answers = container.run(order(1, ("STALLS", 2), ("BALCONY", 3)))
+    refused = container.run(order(2, ("STALLS", 2), ("BALCONY", 2)))
+
+    assert answers["m-1"].outcome is Outcome.CONFIRMED
+    whole = store.pool("e-1", "hall")
+    assert whole is not None and (whole.capacity, whole.available, whole.sold) == (8, 3, 5)
+    assert store.pools[("e-1", "hall")].sold == 5  # every mapped line on item 0
+    assert refused["m-2"].outcome is Outcome.SOLD_OUT
+    assert refused["m-2"].reason == "line 2 (BALCONY): requested 2 seat(s), 1 left in pool hall"
+
+
+def test_an_order_with_a_mapped_line_requiring_admission_spends_the_token_once() -> None:
+    store = store_with(stalls_pools=(), required=True)
+    container = Container(store, FakeClock(time=NOW))
+    good = token("c-1", "t-1")
+
+    missing = container.run(order(1, ("GA", 1), ("STALLS", 1), customer_id="c-1"))
+    bought = container.run(order(2, ("GA", 1), ("STALLS", 1), customer_id="c-1", admission_token=good))
+    replay = container.run(order(3, ("STALLS", 1), customer_id="c-1", admission_token=good))
+
+    assert missing["m-1"].outcome is Outcome.ADMISSION_REFUSED
+    assert missing["m-1"].reason.startswith("line 2 (STALLS): " + MISSING)
+    assert bought["m-2"].outcome is Outcome.CONFIRMED and store.token_uses == {"t-1": "o-2"}
+    assert replay["m-3"].outcome is Outcome.ADMISSION_REFUSED
+    assert replay["m-3"].reason.endswith("admission token replayed: already used by reservation o-2")
+    assert sum(r.sold for r in store.seat_rows[STALLS].values()) == 1

@@ -203,8 +203,8 @@ class Reservations(TableAccess):
             raise ValueError(f"writes committed together must be of distinct classes of one event: {keys}")
         if any(w.records_only or w.seats_taken <= 0 for w in writes):
             raise ValueError("writes committed together must each take seats")
-        if any(w.rows and (w.token_uses or w.pools or w.donors) for w in writes):
-            raise ValueError("a mapped class's write takes no pools, moves or tokens")
+        if any(w.rows and w.donors for w in writes):
+            raise ValueError("a mapped class's write moves no seats between shard items")
         for w in writes:
             if w.shard in w.donors or sum(w.donors.values()) > w.seats_taken:
                 raise ValueError(f"moves {w.donors} into shard {w.shard} do not fit {w.seats_taken} seat(s)")
@@ -258,7 +258,12 @@ class Reservations(TableAccess):
             end = start + inventory + records + counters + tokens
             part = (
                 rows_refusal(
-                    cancelled, reasons[start:end], list(write.rows), write.outcomes, list(write.counters)
+                    cancelled,
+                    reasons[start:end],
+                    list(write.rows),
+                    write.outcomes,
+                    list(write.counters),
+                    write.token_uses,
                 )
                 if write.rows
                 else self._refusal_of(

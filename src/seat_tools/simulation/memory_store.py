@@ -484,8 +484,8 @@ class InMemoryInventoryStore:
             raise ValueError(f"writes committed together must be of distinct classes of one event: {keys}")
         if any(w.records_only or w.seats_taken <= 0 for w in writes):
             raise ValueError("writes committed together must each take seats")
-        if any(w.rows and (w.token_uses or w.pools or w.donors) for w in writes):
-            raise ValueError("a mapped class's write takes no pools, moves or tokens")
+        if any(w.rows and w.donors for w in writes):
+            raise ValueError("a mapped class's write moves no seats between shard items")
         for w in writes:
             for name in w.pools:
                 donors = w.pool_donors(name)
