@@ -289,3 +289,69 @@ def test_the_handler_moves_seats_into_item_0_then_answers_sold_out_from_the_whol
     assert outcomes["t-2"]["reason"] == "requested 4 seat(s), 3 left in pool hall"
     whole = table.read_pools("club", ["hall"])["hall"]
     assert (whole.capacity, whole.available, whole.sold) == (8, 3, 5)
+
+
+# --- orders (docs/orders.md): a mapped line's pools and token in the order's one transaction ----
+
+
+def counted_take(quantity: int) -> GroupWrite:
+    """An order's counted line (GA, in the hall); the order's record is on its mapped line."""
+    ga = SeatKey("club", "GA")
+    return GroupWrite(ga, [], seats_taken=quantity, rejection_expires_at=0, now=NOW, pools=("hall",))
+
+
+def test_an_orders_mapped_and_counted_lines_take_their_shared_pool_once_with_the_token(stack: Stack) -> None:
+    table = table_with(stack, hall=5, required=True)
+    table.create_seat_class(SeatKey("club", "GA"), 5, pools=["hall"])
+    mapped = take("o-1", "A-R2-3", "A-R2-4", required=True, token="t-1")
+
+    assert table.commit_outcomes([mapped, counted_take(2)]) is None
+
+    assert hall(table) == (1, 0, 4) and not free(table, "A-R2-3")
+    stored = stack.dynamodb.get_item(
+        TableName=stack.table_name, Key={"pk": {"S": "ADMISSION#t-1"}, "sk": {"S": "TOKEN"}}
+    )["Item"]
+    assert stored["reservation_id"] == {"S": "o-1"}
+
+
+def test_an_order_is_refused_whole_by_its_pool_by_a_replayed_token_and_by_a_missing_pool(
+    stack: Stack,
+) -> None:
+    table = table_with(stack, hall=3, required=True)
+    table.create_seat_class(SeatKey("club", "GA"), 5, pools=["hall"])
+    table.commit_outcomes(take("o-0", "B-R1-1", required=True, token="t-1"))
+
+    short = table.commit_outcomes(
+        [take("o-1", "A-R2-3", "A-R2-4", required=True, token="t-2"), counted_take(1)]
+    )
+    replay = table.commit_outcomes([take("o-2", "A-R2-3", required=True, token="t-1"), counted_take(1)])
+
+    assert short is not None and set(short.pools_refused) == {"hall"}
+    assert replay is not None and replay.tokens_used == {"t-1": "o-0"}
+    assert replay.parts[0] is not None and replay.parts[0].tokens_used == {"t-1": "o-0"}
+    assert hall(table) == (2, 0, 1) and free(table, "A-R2-3")
+
+
+def test_an_order_whose_mapped_line_names_a_missing_pool_reports_it_as_none(stack: Stack) -> None:
+    table = table_with(stack, pools=("ghost",))
+    table.create_seat_class(SeatKey("club", "GA"), 5, pools=["hall"])
+
+    refused = table.commit_outcomes([take("o-1", "A-R2-3", pools=("ghost",)), counted_take(1)])
+
+    assert refused is not None and refused.pools_refused == {"ghost": None} and free(table, "A-R2-3")
+
+
+def test_the_handler_sells_an_order_of_a_mapped_and_a_counted_line_from_their_pool(stack: Stack) -> None:
+    table = table_with(stack, hall=4)
+    table.create_seat_class(SeatKey("club", "GA"), 5, pools=["hall"])
+    lines = [{"seat_class": "GA", "quantity": 1}, {"seat_class": "TABLES", "quantity": 2}]
+    body = {"event_id": "club", "customer_id": "c", "lines": lines}
+
+    stack.invoke(sqs_event({**body, "reservation_id": "o-1"}))
+    stack.invoke(sqs_event({**body, "reservation_id": "o-2"}))
+
+    outcomes = {o["reservation_id"]: o for o in stack.outcomes()}
+    assert outcomes["o-1"]["outcome"] == "CONFIRMED"
+    assert outcomes["o-2"]["outcome"] == "SOLD_OUT"
+    assert outcomes["o-2"]["reason"] == "line 2 (TABLES): requested 2 seat(s), 0 left in pool hall"
+    assert hall(table) == (1, 0, 3)
