@@ -209,3 +209,43 @@ def test_one_token_sent_by_many_concurrent_requests_buys_mapped_seats_exactly_on
     }
     rows = table.read_seat_rows(SeatKey(event_id, "STALLS")).values()
     assert sum(r.held + r.sold for r in rows) == TOKENS
+
+
+def test_orders_of_a_mapped_and_a_counted_line_racing_for_a_shared_pool_sell_it_exactly(
+    local_stack: LocalStack,
+) -> None:
+    # Every order takes one STALLS seat (mapped) and one GA seat (counted) from the hall: with an
+    # even number of seats in it, exactly half as many orders win, all or nothing each.
+    seats = POOL_SEATS - POOL_SEATS % 2
+    event_id = f"mord-{uuid.uuid4().hex[:8]}"
+    table = OperatorTable(local_stack.client("dynamodb"), local_stack.table_name)
+    table.create_pool(event_id, "hall", seats)
+    table.create_seat_map(event_id, load_json(_map(SENDERS)), SaleRules(pools=("hall",)))
+    table.create_seat_class(SeatKey(event_id, "GA"), SENDERS, pools=["hall"])
+    settings = Settings(table_name=local_stack.table_name, outcomes_topic_arn="unused")
+    lines = [{"seat_class": "STALLS", "quantity": 1}, {"seat_class": "GA", "quantity": 1}]
+    messages = [
+        QueueMessage(
+            f"m-{n}",
+            json.dumps(
+                {
+                    "reservation_id": f"{event_id}-o{n}",
+                    "event_id": event_id,
+                    "customer_id": f"c-{n}",
+                    "lines": lines,
+                }
+            ),
+        )
+        for n in range(SENDERS)
+    ]
+
+    answers = _race(local_stack, messages, settings)
+
+    outcomes = Counter(a.outcome for a in answers.values())
+    assert outcomes[Outcome.CONFIRMED] == seats // 2, outcomes
+    assert outcomes[Outcome.SOLD_OUT] == SENDERS - seats // 2, outcomes
+    pool = table.get_pool(event_id, "hall")
+    assert pool is not None and (pool.available, pool.sold) == (0, seats)
+    rows = table.read_seat_rows(SeatKey(event_id, "STALLS")).values()
+    [ga] = table.get_event(event_id)
+    assert sum(r.sold for r in rows) == ga.sold == seats // 2
