@@ -280,12 +280,12 @@ def _settle_one(
                 f" {key.event_id} {key.seat_class}; {request.quantity} requested"
             )
             return _reject(request, Outcome.LIMIT_EXCEEDED, reason, None, context, now)
+        token_uses, token_refused = admission(request, rules)  # before placing, as counted classes
+        if token_refused is not None:
+            return _reject(request, Outcome.ADMISSION_REFUSED, token_refused, None, context, now)
         placement = _place(key, class_map, request, rows, context)
         if isinstance(placement, Refusal):
             return _refused(request, placement, rows, context, now)
-        token_uses, token_refused = admission(request, rules)
-        if token_refused is not None:
-            return _reject(request, Outcome.ADMISSION_REFUSED, token_refused, None, context, now)
         answer = _taken_answer(request, placement.seats, now)
         write = GroupWrite(
             key=key,
