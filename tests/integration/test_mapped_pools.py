@@ -7,6 +7,7 @@ counted class exactly."""
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -194,6 +195,8 @@ def test_the_cli_puts_a_mapped_class_in_a_pool_and_the_handler_sells_it_exactly(
     assert created.exit_code == 0, created.output
     counted = runner.invoke(cli, ["event", "create", "club", "--capacity", "5", "--pools", "hall"])
     assert counted.exit_code == 0, counted.output
+    shown_json = json.loads(runner.invoke(cli, ["event", "show", "club", "--output", "json"]).output)
+    assert [c.get("pools") for c in shown_json["mapped_classes"]] == [["hall"]]
     shown = runner.invoke(cli, ["event", "show", "club"])
     assert [line.split()[-1] for line in shown.output.splitlines() if line.startswith("hall ")] == [
         "GA,TABLES"

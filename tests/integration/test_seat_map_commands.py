@@ -131,7 +131,7 @@ def test_admission_is_set_on_mapped_classes_and_on_the_counted_ones(run) -> None
     assert "club-3 TABLES: needs an admission token (3 row items)" in whole.output
     shown = json.loads(run("event", "show", "club-3", "--output", "json").output)
     assert [(c["seat_class"], c["admission_required"]) for c in shown["seat_classes"]] == [("GA", True)]
-    assert [c["seat_class"] for c in shown["mapped_classes"]] == ["TABLES"]
+    assert [(c["seat_class"], c["admission_required"]) for c in shown["mapped_classes"]] == [("TABLES", True)]
 
 
 def test_block_and_unblock_seats_from_the_command_line(run, stack: Stack) -> None:

@@ -351,6 +351,14 @@ def _show_mapped(
             # The rows' copies of the sale status (CLOSED/OPEN while `seats event close/open` runs).
             "sale_status": "/".join(sorted({r.sale_status.value for r in rows.values()})) or "-",
         }
+        # Its pools and admission rule, on each row item (docs/pools.md, docs/admission.md): shown
+        # only when set, so other events print as before.
+        pools = sorted({p for r in rows.values() for p in r.pools})
+        if pools:
+            document["pools"] = pools
+        required = {r.admission_required for r in rows.values()}
+        if True in required:
+            document["admission_required"] = True if required == {True} else "partly (run the switch again)"
         if seats:
             document["rows"] = {f"{r.section}-{r.name}": _row_picture(r, rows) for r in class_map.rows}
         documents.append(document)
