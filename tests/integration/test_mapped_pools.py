@@ -7,6 +7,7 @@ counted class exactly."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -22,6 +23,7 @@ from seat_inventory.models import (
     ReservationOutcome,
     SaleStatus,
     SeatKey,
+    StoreInconsistency,
     TokenUse,
     Transition,
     UnknownSeatClass,
@@ -180,6 +182,23 @@ def test_the_admission_switch_sets_every_row_item_and_refuses_a_missing_class(st
     assert not any(row.admission_required for row in table.read_seat_rows(TABLES).values())
     with pytest.raises(UnknownSeatClass):
         table.set_rows_admission(SeatKey("club", "NONE"), True)
+
+
+def test_the_admission_switch_on_a_row_item_that_vanished_is_a_store_inconsistency(
+    stack: Stack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The condition `attribute_exists(pk)` fails on a row item listed but gone (never created).
+    table = table_with(stack, pools=())
+    rows = table.read_seat_rows(TABLES)
+    ghost = dataclasses.replace(next(iter(rows.values())), row_id="Z-R9#0")
+    monkeypatch.setattr(table, "read_seat_rows", lambda key, row_ids=None: {**rows, "Z-R9#0": ghost})
+
+    with pytest.raises(StoreInconsistency, match="Z-R9#0 vanished while its admission_required was set"):
+        table.set_rows_admission(TABLES, True)
+    stored = stack.dynamodb.get_item(
+        TableName=stack.table_name, Key={"pk": {"S": "SEATROW#club#TABLES#Z"}, "sk": {"S": "ROW#Z-R9#0"}}
+    )
+    assert "Item" not in stored
 
 
 def test_the_cli_puts_a_mapped_class_in_a_pool_and_the_handler_sells_it_exactly(
