@@ -133,6 +133,21 @@ class PoolInventory:
             return f"the sale of pool {self.pool} of {self.event_id} is closed"
         return None
 
+    def moves_into(self, target: int, seats: int) -> dict[int, int]:
+        """The seats to move into item `target` of a pool read whole (`shards`), fullest donors
+        first, so that it has `seats` available (as far as the others have them)."""
+        have = {s.shard: s.available for s in self.shards}
+        short = seats - have.get(target, 0)
+        moves: dict[int, int] = {}
+        for donor, available in sorted(have.items(), key=lambda item: (-item[1], item[0])):
+            if short <= 0:
+                break
+            if donor == target or available <= 0:
+                continue
+            moves[donor] = min(available, short)
+            short -= moves[donor]
+        return moves
+
 
 # A record names each pool item its seats came from: the pool's name, and `#<n>` after it for
 # shard n > 0 of a sharded pool (pool names are identifiers, which cannot contain `#`).
@@ -594,6 +609,11 @@ class SeatRow:
     sale_status: SaleStatus = SaleStatus.OPEN
     sale_starts_at: int | None = None
     sale_ends_at: int | None = None
+    # The class's capacity pools and whether it requires admission tokens (docs/pools.md,
+    # docs/admission.md), copied on every row item like the sale rules: each take is guarded on
+    # them, as a counted class's take is on its inventory item.
+    pools: tuple[str, ...] = ()
+    admission_required: bool = False
 
     def sale_closed_reason(self, now: float) -> str | None:
         return SeatClassInventory(

@@ -257,6 +257,10 @@ class OperatorCommands(PoolCommands):
             raise RetryableError(f"{key} was created but could not be read back")
         return created
 
+    def check_pools_exist(self, event_id: str, pools: Sequence[str]) -> None:
+        """A mapped class joins only pools that exist, as a counted class does (ValueError otherwise)."""
+        self._check_pools_exist(event_id, pools)
+
     def _check_pools_exist(self, event_id: str, pools: Sequence[str]) -> None:
         """A class joins only pools that exist (`seats event pool create`); ValueError otherwise."""
         check_pool_names(pools)

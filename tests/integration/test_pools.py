@@ -299,11 +299,14 @@ def test_the_sweeper_gives_an_expired_holds_seats_back_to_its_pool_once(table: O
     assert [(o.reservation_id, o.outcome) for o in publisher.published] == [("r-1", Outcome.EXPIRED)]
 
 
-def test_cli_refuses_pools_for_a_mapped_class(stack: Stack, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_puts_a_mapped_class_in_a_pool(stack: Stack, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Mapped classes join pools as counted ones do (tests/integration/test_mapped_pools.py).
     monkeypatch.setenv("TABLE_NAME", stack.table_name)
     runner = CliRunner()
     runner.invoke(cli, ["event", "pool", "create", "club", "hall", "--capacity", "7"])
     mapped = runner.invoke(
         cli, ["event", "create", "club", "--seat-map", "examples/seat_maps/club.csv", "--pools", "hall"]
     )
-    assert mapped.exit_code == 2 and "mapped classes do not take from capacity pools" in mapped.output
+    assert mapped.exit_code == 0, mapped.output
+    rows = OperatorTable(stack.dynamodb, stack.table_name).read_seat_rows(SeatKey("club", "TABLES"))
+    assert rows and all(row.pools == ("hall",) for row in rows.values())

@@ -117,23 +117,21 @@ def test_close_and_open_reach_mapped_and_counted_classes(run, stack: Stack) -> N
     }
 
 
-def test_admission_is_refused_on_mapped_classes_and_set_on_the_counted_ones(run) -> None:
-    # Mapped classes do not check admission tokens (docs/admission.md): asking for it is an error,
-    # never a switch that silently does nothing.
+def test_admission_is_set_on_mapped_classes_and_on_the_counted_ones(run) -> None:
+    # Mapped classes check admission tokens (docs/admission.md): the rule is on each row item.
     gated_map = run(
         "event", "create", "club-3", "--seat-map", str(EXAMPLES / "club.csv"), "--require-admission"
     )
-    assert gated_map.exit_code != 0 and "mapped classes do not check admission tokens" in gated_map.output
-    assert run("event", "create", "club-3", "--seat-map", str(EXAMPLES / "club.csv")).exit_code == 0
+    assert gated_map.exit_code == 0, gated_map.output
     assert run("event", "create", "club-3", "--capacity", "50").exit_code == 0
-    named = run("event", "admission", "club-3", "--seat-class", "TABLES", "--required")
-    assert named.exit_code != 0 and "TABLES is a mapped class" in named.output
+    named = run("event", "admission", "club-3", "--seat-class", "TABLES", "--not-required")
+    assert named.exit_code == 0 and "club-3 TABLES: no longer needs an admission token" in named.output
     whole = run("event", "admission", "club-3", "--required")
     assert whole.exit_code == 0, whole.output
-    assert "mapped classes TABLES do not check admission tokens" in whole.output
+    assert "club-3 TABLES: needs an admission token (3 row items)" in whole.output
     shown = json.loads(run("event", "show", "club-3", "--output", "json").output)
     assert [(c["seat_class"], c["admission_required"]) for c in shown["seat_classes"]] == [("GA", True)]
-    assert [c["seat_class"] for c in shown["mapped_classes"]] == ["TABLES"]
+    assert [(c["seat_class"], c["admission_required"]) for c in shown["mapped_classes"]] == [("TABLES", True)]
 
 
 def test_block_and_unblock_seats_from_the_command_line(run, stack: Stack) -> None:

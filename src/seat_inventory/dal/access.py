@@ -152,9 +152,20 @@ class TableAccess:
         stays that item alone (not `complete`: it routes, and never decides a refusal)."""
         if not view.pools:
             return view
+        pools = self._read_pools(view.event_id, view.pools, whole=whole)
+        return dataclasses.replace(view, pool_items=tuple(pools))
+
+    def read_pools(self, event_id: str, pools: Sequence[str]) -> dict[str, PoolInventory]:
+        """`InventoryStore.read_pools`: each pool read whole (docs/pools.md), as `_with_pools`
+        reads a class's pools; a missing pool is absent."""
+        return {p.pool: p for p in self._read_pools(event_id, pools, whole=True)}
+
+    def _read_pools(self, event_id: str, names: Sequence[str], *, whole: bool) -> list[PoolInventory]:
+        """The pools' first items in one consistent `BatchGetItem`; `whole`, each sharded one
+        then read whole (`_whole_pool`). Sorted by name; missing pools absent."""
         request: dict[str, Any] = {
             self._table_name: {
-                "Keys": [pool_key(view.event_id, name) for name in view.pools],
+                "Keys": [pool_key(event_id, name) for name in names],
                 "ConsistentRead": True,
             }
         }
@@ -165,11 +176,9 @@ class TableAccess:
             request = response.get("UnprocessedKeys") or {}
             if not request:
                 pools = sorted((pool_from_item(item) for item in found), key=lambda p: p.pool)
-                if whole:
-                    pools = [self._whole_pool(p) for p in pools]
-                return dataclasses.replace(view, pool_items=tuple(pools))
+                return [self._whole_pool(p) for p in pools] if whole else pools
             self._sleep(SHARDED_READ_BACKOFF_SECONDS * 2**attempt)
-        raise RetryableError(f"the pools of {view.key} stayed unprocessed")
+        raise RetryableError(f"the pools {list(names)} of {event_id} stayed unprocessed")
 
     def _whole_pool(self, head: PoolInventory) -> PoolInventory:
         """A sharded pool read in one `TransactGetItems` of all its items (a snapshot: seats moving

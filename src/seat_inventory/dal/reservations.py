@@ -203,8 +203,8 @@ class Reservations(TableAccess):
             raise ValueError(f"writes committed together must be of distinct classes of one event: {keys}")
         if any(w.records_only or w.seats_taken <= 0 for w in writes):
             raise ValueError("writes committed together must each take seats")
-        if any(w.rows and (w.token_uses or w.pools or w.donors) for w in writes):
-            raise ValueError("a mapped class's write takes no pools, moves or tokens")
+        if any(w.rows and w.donors for w in writes):
+            raise ValueError("a mapped class's write moves no seats between shard items")
         for w in writes:
             if w.shard in w.donors or sum(w.donors.values()) > w.seats_taken:
                 raise ValueError(f"moves {w.donors} into shard {w.shard} do not fit {w.seats_taken} seat(s)")
@@ -258,7 +258,12 @@ class Reservations(TableAccess):
             end = start + inventory + records + counters + tokens
             part = (
                 rows_refusal(
-                    cancelled, reasons[start:end], list(write.rows), write.outcomes, list(write.counters)
+                    cancelled,
+                    reasons[start:end],
+                    list(write.rows),
+                    write.outcomes,
+                    list(write.counters),
+                    write.token_uses,
                 )
                 if write.rows
                 else self._refusal_of(
@@ -309,7 +314,9 @@ class Reservations(TableAccess):
 
     def _commit_rows(self, write: GroupWrite, recorded_at: str) -> WriteRefused | None:
         """A mapped class's take (docs/seating.md): one guarded update per row item instead of the
-        class's inventory item, then the records and counters as for a counted class."""
+        class's inventory item, then the records, counters and token uses as for a counted class,
+        then the take off each of the class's pools (the item `pool_shards` names, after its
+        donors' moves: `_pool_action`, as a counted class's take)."""
         actions = take_rows_actions(self._table_name, write)
         rows = list(write.rows)
         actions.extend(self._record_action(write, outcome, recorded_at) for outcome in write.outcomes)
@@ -317,13 +324,20 @@ class Reservations(TableAccess):
         for customer_id, seats in counters.items():
             assert write.max_per_customer is not None
             actions.append(self._count_customer_action(write.key, customer_id, seats, write.max_per_customer))
+        actions.extend(self._use_token_action(use) for use in write.token_uses)
+        pool_items = _pool_items(write)
+        actions.extend(self._pool_action(write, pool, shard) for pool, shard in pool_items)
         cancelled = call_expecting(
             TRANSACTION_CANCELED, self._client.transact_write_items, TransactItems=actions
         )
         if not isinstance(cancelled, ClientError):
             return None
-        reasons = cancellation_reasons(cancelled, len(rows) + len(write.outcomes) + len(counters))
-        return rows_refusal(cancelled, reasons, rows, write.outcomes, list(counters))
+        reasons = cancellation_reasons(cancelled, len(actions))
+        own = len(actions) - len(pool_items)
+        refusal = rows_refusal(
+            cancelled, reasons[:own], rows, write.outcomes, list(counters), write.token_uses
+        )
+        return dataclasses.replace(refusal, pools_refused=_pools_refused(pool_items, reasons[own:]))
 
     def _record_action(
         self, write: GroupWrite, outcome: ReservationOutcome, recorded_at: str

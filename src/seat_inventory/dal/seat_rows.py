@@ -8,7 +8,8 @@ that take and give back exactly the seats of a reservation.
 
 A row item (`row_id` = `<section>-<row>#<block>`, at most `ROW_BLOCK` seats) has `first` and
 `size`, the counts `available`, `held`, `sold`, the class's sale rules (`sale_status`,
-`sale_starts_at`, `sale_ends_at`, `max_per_customer`, copied on every row item) and one
+`sale_starts_at`, `sale_ends_at`, `max_per_customer`, and the class's `pool_names` and
+`admission_required` (docs/pools.md, docs/admission.md), copied on every row item) and one
 attribute `p<position>` per seat that is not free: `H` held, `S` sold, `B` blocked. A take is
 one update per row item guarded by `attribute_not_exists(p<n>)` on exactly its seats (and the
 sale rules); a release is guarded by each seat's state being the one the record says. No item
@@ -27,7 +28,15 @@ from botocore.exceptions import ClientError
 
 from seat_inventory.dal.access import TableAccess
 from seat_inventory.dal.errors import CONDITION_FAILED, call, call_expecting, failed_condition
-from seat_inventory.dal.items import SALE_OPEN_CONDITION, number, outcome_from_item
+from seat_inventory.dal.items import (
+    ADMISSION_REQUIRED,
+    POOL_NAMES,
+    SALE_OPEN_CONDITION,
+    number,
+    outcome_from_item,
+    pool_names,
+    pool_names_value,
+)
 from seat_inventory.dal.seat_layout import layout_items
 from seat_inventory.logic.ports import WriteRefused
 from seat_inventory.logic.seat_map import SeatMap, dump_json, load_json, row_item_of, row_items
@@ -42,6 +51,7 @@ from seat_inventory.models import (
     SeatRow,
     SeatState,
     StoreInconsistency,
+    TokenUse,
     Transition,
     UnknownSeatClass,
 )
@@ -63,6 +73,9 @@ class SaleRules:
     sale_starts_at: int | None = None
     sale_ends_at: int | None = None
     closed: bool = False
+    # The capacity pools the class takes from as well, and whether it requires admission tokens.
+    pools: tuple[str, ...] = ()
+    admission_required: bool = False
 
 
 def seat_map_key(event_id: str) -> dict[str, Any]:
@@ -105,12 +118,15 @@ def row_from_item(item: Mapping[str, Any]) -> SeatRow:
         sale_status=SaleStatus(item["sale_status"]["S"]) if "sale_status" in item else SaleStatus.OPEN,
         sale_starts_at=optional("sale_starts_at"),
         sale_ends_at=optional("sale_ends_at"),
+        pools=pool_names(item),
+        admission_required=bool(item.get(ADMISSION_REQUIRED, {}).get("BOOL", False)),
     )
 
 
 def take_rows_actions(table_name: str, write: GroupWrite) -> list[dict[str, Any]]:
-    """One guarded update per row item: its seats must be free, the sale open at `now`, the limit
-    the one assumed; the seats become held or sold and the counts move with them."""
+    """One guarded update per row item: its seats must be free, the sale open at `now`, the limit,
+    the pools and the admission rule the ones assumed (a stale assumption is refused, ALL_OLD hands
+    back the row to plan again from); the seats become held or sold and the counts move with them."""
     now = int(time.time()) if write.now is None else write.now
     state = SeatState.HELD if write.seats_held else SeatState.SOLD
     counter = "held" if state is SeatState.HELD else "sold"
@@ -132,6 +148,7 @@ def take_rows_actions(table_name: str, write: GroupWrite) -> list[dict[str, Any]
         else:
             condition += " AND max_per_customer = :limit"
             values[":limit"] = number(write.max_per_customer)
+        condition += _rules_condition(write, values)
         actions.append(
             {
                 "Update": {
@@ -148,14 +165,32 @@ def take_rows_actions(table_name: str, write: GroupWrite) -> list[dict[str, Any]
     return actions
 
 
+def _rules_condition(write: GroupWrite, values: dict[str, Any]) -> str:
+    """The guard that the class belongs to exactly the pools the planner assumed and requires an
+    admission token exactly when it assumed so (docs/pools.md, docs/admission.md)."""
+    if write.pools:
+        condition = f" AND {POOL_NAMES} = :pools"
+        values[":pools"] = pool_names_value(write.pools)
+    else:
+        condition = f" AND attribute_not_exists({POOL_NAMES})"
+    if write.admission_required:
+        values[":required"] = {"BOOL": True}
+        return condition + f" AND {ADMISSION_REQUIRED} = :required"
+    values[":not_required"] = {"BOOL": False}
+    not_required = f"(attribute_not_exists({ADMISSION_REQUIRED}) OR {ADMISSION_REQUIRED} = :not_required)"
+    return condition + f" AND {not_required}"
+
+
 def rows_refusal(
     exc: ClientError,
     reasons: Sequence[Mapping[str, Any]],
     rows: Sequence[str],
     outcomes: Sequence[ReservationOutcome],
     customers: Sequence[str],
+    token_uses: Sequence[TokenUse] = (),
 ) -> WriteRefused:
-    """A mapped take's cancellation reasons (rows, then records, then counters, in order)."""
+    """A mapped take's cancellation reasons (rows, then records, counters and token uses, in
+    order; any pools after them are the caller's)."""
     refused_rows = {
         row_id: (row_from_item(reason["Item"]) if reason.get("Item") else None)
         for row_id, reason in zip(rows, reasons[: len(rows)], strict=True)
@@ -169,16 +204,25 @@ def rows_refusal(
                 raise RuntimeError("record condition failed without ALL_OLD item") from exc
             already_recorded[outcome.reservation_id] = outcome_from_item(reason["Item"])
     customer_seats: dict[str, int] = {}
-    for customer_id, reason in zip(customers, reasons[len(rows) + len(outcomes) :], strict=True):
+    start = len(rows) + len(outcomes)
+    for customer_id, reason in zip(customers, reasons[start : start + len(customers)], strict=True):
         if failed_condition(reason):
             if not reason.get("Item"):
                 raise RuntimeError("counter condition failed without ALL_OLD item") from exc
             customer_seats[customer_id] = int(reason["Item"]["seats"]["N"])
+    start += len(customers)
+    tokens_used: dict[str, str] = {}
+    for use, reason in zip(token_uses, reasons[start : start + len(token_uses)], strict=True):
+        if failed_condition(reason):
+            if not reason.get("Item"):
+                raise RuntimeError("token condition failed without ALL_OLD item") from exc
+            tokens_used[use.token_id] = reason["Item"]["reservation_id"]["S"]
     return WriteRefused(
         inventory_refused=bool(refused_rows),
         inventory=None,
         already_recorded=already_recorded,
         customer_seats=customer_seats,
+        tokens_used=tokens_used,
         rows=refused_rows,
     )
 
@@ -295,6 +339,16 @@ class SeatRows(TableAccess):
         items): while it runs some rows sell and others do not; once it returns, none (closed) or
         all (open) do. Running it again finishes one that failed half-way. Returns the rows updated.
         """
+        return self._set_on_rows(key, "sale_status", {"S": status.value})
+
+    def set_rows_admission(self, key: SeatKey, required: bool) -> int:
+        """Makes reserve and hold of a mapped class need an admission token, or no longer
+        (docs/admission.md): `admission_required` on each row item, as `set_rows_sale_status` sets
+        the status (row by row; a take is guarded on it, so a planner that assumed the other rule
+        is refused and plans again). Returns the rows updated."""
+        return self._set_on_rows(key, ADMISSION_REQUIRED, {"BOOL": required})
+
+    def _set_on_rows(self, key: SeatKey, name: str, value: dict[str, Any]) -> int:
         rows = self.read_seat_rows(key)
         if not rows:
             raise UnknownSeatClass(f"event {key.event_id!r} has no mapped seat class {key.seat_class!r}")
@@ -304,12 +358,13 @@ class SeatRows(TableAccess):
                 self._client.update_item,
                 TableName=self._table_name,
                 Key=row_key(key, row_id),
-                UpdateExpression="SET sale_status = :status",
+                UpdateExpression="SET #rule = :value",
                 ConditionExpression="attribute_exists(pk)",
-                ExpressionAttributeValues={":status": {"S": status.value}},
+                ExpressionAttributeNames={"#rule": name},
+                ExpressionAttributeValues={":value": value},
             )
             if isinstance(refused, ClientError):
-                raise StoreInconsistency(f"{key}: row item {row_id} vanished while its sale status was set")
+                raise StoreInconsistency(f"{key}: row item {row_id} vanished while its {name} was set")
         return len(rows)
 
     def _get_rows(self, key: SeatKey, row_ids: Sequence[str]) -> dict[str, SeatRow]:
@@ -395,4 +450,8 @@ class SeatRows(TableAccess):
             value = getattr(rules, name)
             if value is not None:
                 item[name] = number(value)
+        if rules.pools:
+            item[POOL_NAMES] = pool_names_value(rules.pools)
+        if rules.admission_required:
+            item[ADMISSION_REQUIRED] = {"BOOL": True}
         return item

@@ -130,6 +130,15 @@ class InventoryStore(Protocol):
         """
         ...
 
+    def read_pools(self, event_id: str, pools: Sequence[str]) -> dict[str, PoolInventory]:
+        """The event's capacity pools by name, each read whole (docs/pools.md): a pool of one
+        item strongly consistently, a sharded one in one snapshot of all its items (which a take in
+        flight on one of them refuses: read again a few times, then `TransactionConflict`); a
+        missing pool is absent. For a class without an inventory item to bring its pools along
+        (`read_inventory`): a mapped class (docs/seating.md), before it refuses a request because
+        of a pool."""
+        ...
+
     def survey_shards(self, key: SeatKey, shard_items: int) -> list[ShardSurvey]:
         """The first `shard_items` shard items of a sharded class, each read strongly consistently
         (one `BatchGetItem`, never refused by a transaction in flight, a read unit per item), in

@@ -716,23 +716,8 @@ class _PoolRoute:
             target = view.shard_for(shard)
             shards[name] = target
             if view.shards and seats:
-                moves[name] = _pool_moves(view, target, seats)
+                moves[name] = view.moves_into(target, seats)
         return cls(shards, {name: m for name, m in moves.items() if m})
-
-
-def _pool_moves(view: PoolInventory, target: int, seats: int) -> dict[int, int]:
-    """The seats to move into item `target` of a pool read whole, fullest donors first."""
-    have = {s.shard: s.available for s in view.shards}
-    short = seats - have.get(target, 0)
-    moves: dict[int, int] = {}
-    for donor, available in sorted(have.items(), key=lambda item: (-item[1], item[0])):
-        if short <= 0:
-            break
-        if donor == target or available <= 0:
-            continue
-        moves[donor] = min(available, short)
-        short -= moves[donor]
-    return moves
 
 
 @dataclass(slots=True)

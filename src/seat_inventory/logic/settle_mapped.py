@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from seat_inventory.logic.mapped_rules import MappedRules, admission, pool_refusal, token_refusal
 from seat_inventory.logic.ports import Clock, InventoryStore, WriteRefused
 from seat_inventory.logic.retry_deadline import ConflictDeadline
 from seat_inventory.logic.seat_map import ClassMap, SeatMap, row_item_of
@@ -275,6 +276,8 @@ def _settle_one(
     else:
         rows = maps.view(store, key, now)
     limit = next((row.max_per_customer for row in rows.values()), None)
+    rules = MappedRules.of(rows)  # pools and admission (docs/pools.md, docs/admission.md)
+    moves: Mapping[str, Mapping[int, int]] = {}
     for _ in range(MAX_PLACEMENTS):
         if limit is not None and request.quantity > limit:
             # More than any customer may take: no counter can hold it (the DAL refuses to write it).
@@ -283,6 +286,9 @@ def _settle_one(
                 f" {key.event_id} {key.seat_class}; {request.quantity} requested"
             )
             return _reject(request, Outcome.LIMIT_EXCEEDED, reason, None, context, now)
+        token_uses, token_refused = admission(request, rules)  # before placing, as counted classes
+        if token_refused is not None:
+            return _reject(request, Outcome.ADMISSION_REFUSED, token_refused, None, context, now)
         placement = _place(key, class_map, request, rows, context)
         if isinstance(placement, Refusal):
             return _refused(request, placement, rows, context, now)
@@ -296,6 +302,10 @@ def _settle_one(
             customer_seats={request.customer_id: request.quantity},
             now=int(now),
             rows=_rows_of(placement.seats),
+            pools=rules.pools,
+            pool_moves=moves,
+            admission_required=rules.admission_required,
+            token_uses=token_uses,
         )
         refused = _commit(store, write, context)
         if refused is None:
@@ -316,6 +326,16 @@ def _settle_one(
             if closed and closed[0]:
                 return _reject(request, Outcome.SALE_CLOSED, closed[0], None, context, now)
             limit = next(iter(learned.values())).max_per_customer
+            rules = MappedRules.of(learned)
+            continue
+        if refused.tokens_used and (replayed := token_refusal(request, refused.tokens_used)):
+            return _reject(request, Outcome.ADMISSION_REFUSED, replayed, None, context, now)
+        if refused.pools_refused:
+            decided = pool_refusal(store, key, request, refused.pools_refused)
+            if decided.outcome is not None:
+                left = decided.left
+                return _reject(request, decided.outcome, decided.reason, None, context, now, remaining=left)
+            moves = decided.moves  # a sharded pool with the seats elsewhere: moved into item 0
             continue
         if refused.customer_seats:
             counted = refused.customer_seats[request.customer_id]
@@ -350,8 +370,8 @@ def _settle_together(
             reason = f"{key.event_id} {key.seat_class}: {type(exc).__name__}: {exc}"
             failed.update((r.message_id, reason) for r in pending)
             return answers, failed, []
-        if any(row.max_per_customer is not None for row in rows.values()):
-            break  # the counters' guards and answers are the one-by-one path's
+        if any(r.max_per_customer is not None or r.pools or r.admission_required for r in rows.values()):
+            break  # the counters', pools' and tokens' guards and answers are the one-by-one path's
         outcomes, merged, home = _fill(key, class_map, pending, rows, context, now)
         if outcomes and home is not None and home not in fresh and len(fresh) < MAX_SLICE_READS:
             fresh.add(home)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from seat_inventory.logic.admission_tokens import replay_refusal, use_expires_at
 from seat_inventory.logic.inventory_hints import InventoryHints
 from seat_inventory.logic.limits import MAX_ACTIONS_PER_TRANSACTION, MAX_SETTLE_ROUNDS
+from seat_inventory.logic.mapped_rules import MappedRules
 from seat_inventory.logic.order_mapped import LineRefusal, chosen_rows, place_line, row_limit, rows_of
 from seat_inventory.logic.ports import Clock, InventoryStore, WriteRefused
 from seat_inventory.logic.retry_deadline import ConflictDeadline
@@ -229,9 +230,11 @@ class _OrderSettler:
         wanted: dict[str, int] = {}
         for index, (key, line) in enumerate(zip(self.keys, self.lines, strict=True)):
             if key in self.class_maps:
-                mapped = self._place(index, key, line)
+                mapped = self._mapped_refusal(index, key, line, wanted) or self._place(index, key, line)
                 if mapped is not None:
                     return mapped
+                for pool in self._rules(key).pools:
+                    wanted[pool] = wanted.get(pool, 0) + line.quantity
                 continue
             refusal = self._line_refusal(index, key, line, wanted)
             if refusal is not None and key not in self.verified:
@@ -297,6 +300,33 @@ class _OrderSettler:
         if isinstance(placed, LineRefusal):
             return _Refusal(index, placed.outcome, placed.reason, placed.remaining, placed.seats)
         self.placed[key] = placed
+        return None
+
+    def _rules(self, key: SeatKey) -> MappedRules:
+        """A mapped line's pools and admission rule, as its rows say (`logic.mapped_rules`)."""
+        return MappedRules.of(self.rows[key])
+
+    def _mapped_refusal(
+        self, index: int, key: SeatKey, line: OrderLine, wanted: dict[str, int]
+    ) -> _Refusal | None:
+        """Why a mapped line cannot be taken for its admission rule or pools (a closed one, or
+        one the lines before it fill, seen whole), or None; its seats are `_place`'s."""
+        rules = self._rules(key)
+        if rules.admission_required:
+            refused = self._admission_refusal()
+            if refused is not None:
+                return _Refusal(index, Outcome.ADMISSION_REFUSED, refused)
+        for pool in rules.pools:
+            seen = self._whole_pool(pool)
+            if seen is None:
+                continue
+            closed = seen.closed_reason()
+            if closed is not None:
+                return _Refusal(index, Outcome.SALE_CLOSED, closed)
+            if seen.available < wanted.get(pool, 0) + line.quantity:
+                left = max(0, seen.available - wanted.get(pool, 0))
+                reason = f"requested {line.quantity} seat(s), {left} left in pool {pool}"
+                return _Refusal(index, Outcome.SOLD_OUT, reason, left)
         return None
 
     def _pool_closed(self, view: SeatClassInventory) -> str | None:
@@ -365,7 +395,9 @@ class _OrderSettler:
         items the lines need more of than they have (`order_pool_routes`)."""
         demands = [
             PoolDemand(
-                view.pools if view is not None and key not in self.class_maps else (),
+                self._rules(key).pools
+                if key in self.class_maps
+                else (view.pools if view is not None else ()),
                 take.shard,
                 line.quantity,
             )
@@ -397,20 +429,25 @@ class _OrderSettler:
         answer = self._answer_taken(takes, views)
         token_uses: list[TokenUse] = []
         check = self.request.admission
-        if any(v is not None and v.admission_required for v in views) and check is not None:
+        needs = [
+            self._rules(key).admission_required
+            if key in self.class_maps
+            else view is not None and view.admission_required
+            for key, view in zip(self.keys, views, strict=True)
+        ]
+        if any(needs) and check is not None:
             assert check.token_id is not None
             token_uses.append(TokenUse(check.token_id, self.request.reservation_id, use_expires_at(check)))
-        # The token is spent by the first counted line's write (a mapped class requires none).
-        spender = (
-            next(i for i, key in enumerate(self.keys) if key not in self.class_maps) if token_uses else -1
-        )
+        # The token is spent by the first line's write whose class requires it.
+        spender = needs.index(True) if token_uses else -1
         writes = []
         taken_at = self.context.clock.now()
         for index, (key, line, take, view) in enumerate(
             zip(self.keys, self.lines, takes, views, strict=True)
         ):
             if key in self.class_maps:
-                writes.append(self._mapped_write(key, line, [answer] if index == 0 else []))
+                uses = token_uses if index == spender else []
+                writes.append(self._mapped_write(key, line, take, [answer] if index == 0 else [], uses))
                 continue
             limit = view.max_per_customer if view is not None else None
             writes.append(
@@ -444,9 +481,19 @@ class _OrderSettler:
             )
         return writes
 
-    def _mapped_write(self, key: SeatKey, line: OrderLine, outcomes: list[ReservationOutcome]) -> GroupWrite:
-        """A mapped line's write: its placed seats' row items (`GroupWrite.rows`)."""
+    def _mapped_write(
+        self,
+        key: SeatKey,
+        line: OrderLine,
+        take: _LineTake,
+        outcomes: list[ReservationOutcome],
+        token_uses: list[TokenUse],
+    ) -> GroupWrite:
+        """A mapped line's write: its placed seats' row items (`GroupWrite.rows`), its pools
+        (item 0 of a sharded one, as a single mapped take, and the moves routed into it) and
+        the order's token use when it is the first line requiring one."""
         limit = row_limit(self.rows[key])
+        rules = self._rules(key)
         return GroupWrite(
             key,
             outcomes,
@@ -457,6 +504,11 @@ class _OrderSettler:
             now=self.now,
             rows=rows_of(self.placed[key]),
             order_line_held=self.request.is_hold,
+            pools=rules.pools,
+            pool_shards=take.pool_shards,
+            pool_moves=take.pool_moves,
+            admission_required=rules.admission_required,
+            token_uses=token_uses,
         )
 
     def _answer_taken(
@@ -469,6 +521,7 @@ class _OrderSettler:
             dataclasses.replace(
                 line,
                 seats=self.placed[key],
+                pools=tuple(sorted(pool_ref(p, take.pool_shards.get(p, 0)) for p in self._rules(key).pools)),
                 customer_counted=row_limit(self.rows[key]) is not None,
             )
             if key in self.class_maps
@@ -606,6 +659,16 @@ class _OrderSettler:
             if key not in self.class_maps and view is not None and pool in view.pools:
                 self._read(key)
                 return
+        # Only mapped lines take from it (no class item to bring it along): the pool alone.
+        context = self.context
+        found = context.deadline.patiently(
+            context.clock,
+            lambda: context.store.read_pools(self.request.event_id or "", [pool]),
+            f"reading pool {pool}",
+        )
+        if pool not in found:
+            raise StoreInconsistency(f"capacity pool {pool} of {self.request.event_id} does not exist")
+        self.pools_seen[pool] = found[pool]
 
     def _learn_rows(self, key: SeatKey, rows: Mapping[str, SeatRow | None]) -> None:
         """A mapped line's row items refused, as they are: the next round places on them."""

@@ -222,28 +222,15 @@ def create(
     its row items.
     """
     if seat_map_path is not None:
-        if require_admission:
-            raise click.UsageError(
-                "--require-admission applies to counted classes: mapped classes do not check"
-                " admission tokens yet (docs/admission.md)"
-            )
-        if pools:
-            raise click.UsageError(
-                "--pools applies to counted classes: mapped classes do not take from capacity"
-                " pools yet (docs/pools.md)"
-            )
-        _create_mapped(
-            obj,
-            event_id,
-            seat_map_path,
-            capacity,
-            seat_class,
-            shards,
+        rules = SaleRules(
             max_per_customer,
             _epoch(starts_at, "--starts-at"),
             _epoch(ends_at, "--ends-at"),
             closed,
+            pools=tuple(sorted(p for p in pools.split(",") if p)) if pools else (),
+            admission_required=require_admission,
         )
+        _create_mapped(obj, event_id, seat_map_path, capacity, seat_class, shards, rules)
         return
     if capacity is None:
         raise click.UsageError("give --capacity (a counted class) or --seat-map (mapped classes)")
@@ -291,12 +278,10 @@ def _create_mapped(
     capacity: int | None,
     seat_class: str,
     shards: int,
-    max_per_customer: int | None,
-    starts_at: int | None,
-    ends_at: int | None,
-    closed: bool,
+    rules: SaleRules,
 ) -> None:
-    """`seats event create EVENT --seat-map FILE`: the map's classes, their row items, the map."""
+    """`seats event create EVENT --seat-map FILE`: the map's classes, their row items, the map;
+    the sale rules, pools (which must exist) and admission rule copied on each row item."""
     if capacity is not None or shards != 1 or seat_class != DEFAULT_SEAT_CLASS:
         raise click.UsageError(
             "--seat-map takes its classes and seats from the map: no --capacity, --seat-class or --shards"
@@ -313,7 +298,11 @@ def _create_mapped(
             f"event {event_id!r} already has counted seat class(es) {sorted(counted)}; nothing was changed"
         )
     try:
-        table.create_seat_map(event_id, seat_map, SaleRules(max_per_customer, starts_at, ends_at, closed))
+        table.check_pools_exist(event_id, rules.pools)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--pools") from exc
+    try:
+        table.create_seat_map(event_id, seat_map, rules)
     except EventAlreadyExists as exc:
         raise click.ClickException(f"{exc}; nothing was changed") from exc
     except RetryableError as exc:
@@ -362,6 +351,14 @@ def _show_mapped(
             # The rows' copies of the sale status (CLOSED/OPEN while `seats event close/open` runs).
             "sale_status": "/".join(sorted({r.sale_status.value for r in rows.values()})) or "-",
         }
+        # Its pools and admission rule, on each row item (docs/pools.md, docs/admission.md): shown
+        # only when set, so other events print as before.
+        pools = sorted({p for r in rows.values() for p in r.pools})
+        if pools:
+            document["pools"] = pools
+        required = {r.admission_required for r in rows.values()}
+        if True in required:
+            document["admission_required"] = True if required == {True} else "partly (run the switch again)"
         if seats:
             document["rows"] = {f"{r.section}-{r.name}": _row_picture(r, rows) for r in class_map.rows}
         documents.append(document)
@@ -463,6 +460,7 @@ def show(obj: CliContext, event_id: str, output: OutputFormat, per_shard: bool, 
     if seat_map is not None:
         _show_mapped(table, event_id, seat_map, per_seat, output)
         if not classes:
+            _show_pools(table.get_pools(event_id), _pool_members(table, event_id, classes, seat_map))
             return
     now = time.time()
     documents = [
@@ -505,16 +503,28 @@ def show(obj: CliContext, event_id: str, output: OutputFormat, per_shard: bool, 
         window = _window(c)
         if window:
             click.echo(f"sale window {c.seat_class}: {window}")
-    _show_pools(obj.inventory_table().get_pools(event_id), classes)
+    _show_pools(obj.inventory_table().get_pools(event_id), _pool_members(table, event_id, classes, seat_map))
 
 
-def _show_pools(pools: list[PoolInventory], classes: list[SeatClassInventory]) -> None:
+def _pool_members(
+    table: OperatorTable, event_id: str, classes: list[SeatClassInventory], seat_map: SeatMap | None
+) -> dict[str, tuple[str, ...]]:
+    """Each class's pools: a counted class's from its item, a mapped class's from its row items
+    (each carries them; docs/pools.md)."""
+    members = {c.seat_class: c.pools for c in classes}
+    for name in seat_map.classes if seat_map is not None else {}:
+        row = next(iter(table.read_seat_rows(SeatKey(event_id, name)).values()), None)
+        members[name] = row.pools if row is not None else ()
+    return members
+
+
+def _show_pools(pools: list[PoolInventory], members_of: dict[str, tuple[str, ...]]) -> None:
     """The event's capacity pools, and the classes that take from each (docs/pools.md)."""
     if not pools:
         return
     click.echo(f"{'POOL':<16}{'CAPACITY':>10}{'AVAILABLE':>11}{'HELD':>10}{'SOLD':>10}  {'SALE':<10}CLASSES")
     for p in pools:
-        members = ",".join(c.seat_class for c in classes if p.pool in c.pools) or "-"
+        members = ",".join(sorted(c for c, pools in members_of.items() if p.pool in pools)) or "-"
         click.echo(
             f"{p.pool:<16}{p.capacity:>10}{p.available:>11}{p.held:>10}{p.sold:>10}"
             f"  {p.sale_status.value:<10}{members}"
@@ -658,19 +668,28 @@ def admission(
     """Make reserve and hold of EVENT_ID need an admission token (docs/admission.md), or no longer.
 
     Messages without a valid, unused token for the event and customer are answered
-    ADMISSION_REFUSED. Confirm and cancel need none.
+    ADMISSION_REFUSED. Confirm and cancel need none. A mapped class's rule is set on each of its
+    row items (run the command again to finish one that failed half-way).
     """
     if required is None:
         raise click.UsageError("give --required or --not-required")
-    seat_map = obj.inventory_table().read_seat_map(_checked_id("event_id", event_id, MAX_ID_LENGTH))
+    table = obj.inventory_table()
+    seat_map = table.read_seat_map(_checked_id("event_id", event_id, MAX_ID_LENGTH))
     mapped = sorted(name for name in (seat_map.classes if seat_map else {}) if seat_class in (None, name))
-    if mapped and seat_class is not None:
-        raise click.UsageError(
-            f"{seat_class} is a mapped class: mapped classes do not check admission tokens yet"
-            " (docs/admission.md)"
-        )
-    if mapped:
-        click.echo(f"{event_id}: mapped classes {', '.join(mapped)} do not check admission tokens", err=True)
+    for name in mapped:
+        # A mapped class's rule is on each of its row items (docs/admission.md).
+        try:
+            count = table.set_rows_admission(SeatKey(event_id, name), required)
+        except RetryableError as exc:
+            explained = explain(exc, doing=f"{name} was not changed (run the command again)")
+            raise (explained or click.ClickException(str(exc))) from exc
+        needs = "needs" if required else "no longer needs"
+        click.echo(f"{event_id} {name}: {needs} an admission token ({count} row items)")
+    if seat_class is not None and mapped:
+        return
+    counted = [c.seat_class for c in table.get_event(event_id)]
+    if mapped and not counted:
+        return
     _apply(obj, event_id, seat_class, lambda t, k: t.set_admission_required(k, required), output)
 
 

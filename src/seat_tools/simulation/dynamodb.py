@@ -246,6 +246,15 @@ class SimulatedDynamoStore:
             self._clock.sleep(SHARDED_READ_BACKOFF_SECONDS * 2**attempt)
         raise TransactionConflict(f"the items of pool {pool.pool} of {pool.event_id} stayed in use")
 
+    def read_pools(self, event_id: str, pools: Sequence[str]) -> dict[str, PoolInventory]:
+        """`dal.access.TableAccess.read_pools`: the pools' first items in one BatchGetItem, each
+        sharded one then whole in one TransactGetItems."""
+        self._read("BatchGetItem", [_read(pool_key(event_id, name), INVENTORY_ITEM_BYTES) for name in pools])
+        found = self._table.data.read_pools(event_id, pools)
+        for pool in found.values():
+            self._read_pool_whole(pool)
+        return found
+
     def read_seat_map(self, event_id: str) -> SeatMap | None:
         """Whether the event has a seat map (a GetItem, once per container and event)."""
         self._read("GetItem", [_read(seat_map_key(event_id), SEAT_MAP_ITEM_BYTES)])
@@ -299,7 +308,8 @@ class SimulatedDynamoStore:
         elif write.seats_taken > 0:
             items.append(_write(inventory_key(key, write.shard), INVENTORY_ITEM_BYTES))
             items += [_write(inventory_key(key, donor), INVENTORY_ITEM_BYTES) for donor in write.moves]
-            # Each capacity pool of the class is one more item (docs/pools.md).
+        if write.seats_taken > 0:
+            # Each capacity pool of the class (mapped or counted) is one more item (docs/pools.md).
             for pool in write.pools:
                 shard = write.pool_shards.get(pool, 0)
                 items.append(_write(pool_key(key.event_id, pool, shard), INVENTORY_ITEM_BYTES))

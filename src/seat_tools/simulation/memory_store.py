@@ -204,6 +204,8 @@ class InMemoryInventoryStore:
         sale_status: SaleStatus = SaleStatus.OPEN,
         sale_starts_at: int | None = None,
         sale_ends_at: int | None = None,
+        pools: Sequence[str] = (),
+        admission_required: bool = False,
     ) -> None:
         """`SeatRows.create_seat_map`: the map and its row items, the sale rules on each."""
         self.seat_maps[event_id] = seat_map
@@ -223,6 +225,8 @@ class InMemoryInventoryStore:
                     sale_status,
                     sale_starts_at,
                     sale_ends_at,
+                    tuple(sorted(pools)),
+                    admission_required,
                 )
                 for item in row_items(class_map)
             }
@@ -248,11 +252,16 @@ class InMemoryInventoryStore:
 
     def _commit_rows(self, write: GroupWrite) -> WriteRefused | None:
         """A mapped take (`dal.seat_rows.take_rows_actions`): every seat free on its row item, the
-        sale open, the limit the one assumed; the record new; the counters under the limit."""
+        sale open, the limit, pools and admission rule the ones assumed; the record new; the
+        counters under the limit; the tokens unused; each pool's item with the seats, open."""
         refused = self._rows_part(write)
-        if refused is not None:
-            return refused
+        pools_refused = self._pools_refused(write, 0)
+        if refused is not None or pools_refused:
+            return dataclasses.replace(
+                refused or WriteRefused(inventory_refused=False, inventory=None), pools_refused=pools_refused
+            )
         self._take_rows(write)
+        self._take_from_pools(write)
         self._write_records(write)
         return None
 
@@ -268,9 +277,11 @@ class InMemoryInventoryStore:
                 or any(p in row.states for p in positions)
                 or row.sale_closed_reason(now) is not None
                 or row.max_per_customer != write.max_per_customer
+                or row.pools != tuple(sorted(write.pools))
+                or row.admission_required != write.admission_required
             ):
                 refused_rows[row_id] = row
-        refused = self._refusal(dataclasses.replace(write, seats_taken=0))
+        refused = self._refusal(dataclasses.replace(write, seats_taken=0), check_pools=False)
         if not refused_rows and refused is None:
             return None
         return WriteRefused(
@@ -278,6 +289,7 @@ class InMemoryInventoryStore:
             inventory=None,
             already_recorded=refused.already_recorded if refused else {},
             customer_seats=refused.customer_seats if refused else {},
+            tokens_used=refused.tokens_used if refused else {},
             rows=refused_rows,
         )
 
@@ -306,10 +318,14 @@ class InMemoryInventoryStore:
             self.expiry[outcome.reservation_id] = None if takes_seats else write.rejection_expires_at
             if takes_seats and write.max_per_customer is not None:
                 self.counted.add(outcome.reservation_id)
+            if takes_seats and write.pools:
+                self.pools_of[outcome.reservation_id] = write.pool_refs
             if outcome.outcome is Outcome.CONFIRMED:
                 self.awaiting_tickets[outcome.reservation_id] = self.clock_ms()
         for customer, seats in write.counters.items():
             self.counters[(write.key, customer)] = self.counters.get((write.key, customer), 0) + seats
+        for use in write.token_uses:
+            self.token_uses[use.token_id] = use.reservation_id
 
     def _rows_refuse(self, changes: dict[tuple[SeatKey, str], list[tuple[int, SeatState, bool]]]) -> bool:
         """Whether a seat given back or sold is not in the state its record says (or its row item
@@ -436,6 +452,13 @@ class InMemoryInventoryStore:
             else view
         )
 
+    def read_pools(self, event_id: str, pools: Sequence[str]) -> dict[str, PoolInventory]:
+        """`dal.access.TableAccess.read_pools`: each pool whole, missing ones absent."""
+        self.reads += 1
+        self._maybe_fail()
+        found = {name: self.pool(event_id, name) for name in pools}
+        return {name: pool for name, pool in found.items() if pool is not None}
+
     def commit_outcomes(self, write: GroupWrite | Sequence[GroupWrite]) -> WriteRefused | None:
         self._begin_commit()
         if not isinstance(write, GroupWrite):
@@ -461,8 +484,8 @@ class InMemoryInventoryStore:
             raise ValueError(f"writes committed together must be of distinct classes of one event: {keys}")
         if any(w.records_only or w.seats_taken <= 0 for w in writes):
             raise ValueError("writes committed together must each take seats")
-        if any(w.rows and (w.token_uses or w.pools or w.donors) for w in writes):
-            raise ValueError("a mapped class's write takes no pools, moves or tokens")
+        if any(w.rows and w.donors for w in writes):
+            raise ValueError("a mapped class's write moves no seats between shard items")
         for w in writes:
             for name in w.pools:
                 donors = w.pool_donors(name)
