@@ -561,7 +561,7 @@ def counting_pool_refusals(store: InMemoryInventoryStore) -> list[object]:
     return refusals
 
 
-def test_an_order_line_takes_from_pool_item_shard_mod_k_and_gives_back_there() -> None:
+def test_an_order_takes_every_line_from_one_pool_item_and_gives_back_there() -> None:
     # Given a hall of 16 over 4 items; the container owns FLOOR's shard 7 (pool item 7 mod 4 = 3)
     store = hall_store(4, capacity=16)
     refusals = counting_pool_refusals(store)
@@ -571,28 +571,56 @@ def test_an_order_line_takes_from_pool_item_shard_mod_k_and_gives_back_there() -
     # When an order holds 2 FLOOR and 1 BALCONY
     container.run(order(1, ("FLOOR", 2), ("BALCONY", 1), hold=60))
 
-    # Then FLOOR's seats came off item 3 and BALCONY's off item 0, each line's record names its
-    # item, and no write was refused
+    # Then both lines' seats came off item 3 (the first line's class shard mod K): the order
+    # writes one pool item, each line's record names it, and no write was refused
     assert container.answer("m-1").outcome is Outcome.HELD
-    assert hall_items(store) == [(4, 3, 1, 0), (4, 4, 0, 0), (4, 4, 0, 0), (4, 2, 2, 0)]
+    assert hall_items(store) == [(4, 4, 0, 0), (4, 4, 0, 0), (4, 4, 0, 0), (4, 1, 3, 0)]
     record = store.record("o-1")
     assert record is not None
     assert [(t.key.seat_class, t.shard, t.pools) for t in record.takes()] == [
         ("FLOOR", 7, ("hall#3",)),
-        ("BALCONY", 0, ("hall",)),
+        ("BALCONY", 0, ("hall#3",)),
     ]
     assert refusals == []
 
-    # When it is confirmed, then cancelled: each line's seats go back to its item
+    # When it is confirmed, then cancelled: the seats go back to the item the record names
     container.run(change(2, "confirm", "o-1"))
-    assert hall_items(store) == [(4, 3, 0, 1), (4, 4, 0, 0), (4, 4, 0, 0), (4, 2, 0, 2)]
+    assert hall_items(store) == [(4, 4, 0, 0), (4, 4, 0, 0), (4, 4, 0, 0), (4, 1, 0, 3)]
     container.run(change(3, "cancel", "o-1"))
     assert hall_items(store) == [(4, 4, 0, 0)] * 4
     check_counts(store)
 
 
+def test_the_containers_orders_keep_to_its_pool_item_until_a_conflict() -> None:
+    # Given a hall of 16 over 4 items; an order of 1 FLOOR from FLOOR's shard 7 settled the
+    # container on pool item 3
+    store = hall_store(4, capacity=16)
+    container = Container(store, FakeClock(time=NOW))
+    container.hints.settle_on(SeatKey("e-1", "FLOOR"), 7, None)
+    container.run(order(1, ("FLOOR", 1)))
+    assert container.hints.own_pool_item("e-1", "hall") == 3
+
+    # When the next order has BALCONY first (its class shard 0: item 0 by shard mod K)
+    container.run(order(2, ("BALCONY", 1), ("FLOOR", 1)))
+
+    # Then it still takes from item 3, the container's, both lines
+    assert container.answer("m-2").outcome is Outcome.CONFIRMED
+    assert hall_items(store) == [(4, 4, 0, 0), (4, 4, 0, 0), (4, 4, 0, 0), (4, 1, 0, 3)]
+    record = store.record("o-2")
+    assert record is not None
+    assert [t.pools for t in record.takes()] == [("hall#3",), ("hall#3",)]
+
+    # When a transaction on it conflicts, the next order routes afresh (its first line's item)
+    container.hints.leave_pool_items("e-1", ["hall"])
+    assert container.hints.own_pool_item("e-1", "hall") is None
+    container.run(order(3, ("BALCONY", 1)))
+    assert hall_items(store) == [(4, 3, 0, 1), (4, 4, 0, 0), (4, 4, 0, 0), (4, 1, 0, 3)]
+    assert container.hints.own_pool_item("e-1", "hall") == 0
+    check_counts(store)
+
+
 def test_seats_move_into_short_pool_items_and_only_the_whole_pool_refuses_an_order() -> None:
-    # Given a hall of 8 over 4 items (2 each); FLOOR on shard 5 writes item 1, BALCONY item 0
+    # Given a hall of 8 over 4 items (2 each); FLOOR on shard 5: the order's item is 1
     store = hall_store(4)
     container = Container(store, FakeClock(time=NOW))
     container.hints.settle_on(SeatKey("e-1", "FLOOR"), 5, None)
@@ -600,9 +628,9 @@ def test_seats_move_into_short_pool_items_and_only_the_whole_pool_refuses_an_ord
     # When an order wants 3 FLOOR and 2 BALCONY (item 1 has 2, item 0 has 2; the hall has 8)
     container.run(order(1, ("FLOOR", 3), ("BALCONY", 2)))
 
-    # Then it is taken: 1 seat moved into item 1 from the fullest other item; the hall keeps 8
+    # Then it is taken on item 1: 3 seats moved in from the fullest other items; the hall keeps 8
     assert container.answer("m-1").outcome is Outcome.CONFIRMED
-    assert hall_items(store) == [(2, 0, 0, 2), (3, 0, 0, 3), (1, 1, 0, 0), (2, 2, 0, 0)]
+    assert hall_items(store) == [(0, 0, 0, 0), (5, 0, 0, 5), (1, 1, 0, 0), (2, 2, 0, 0)]
 
     # When an order wants 2 + 2 of the 3 left, then 1 + 2
     container.run(order(2, ("FLOOR", 2), ("BALCONY", 2)))
@@ -639,18 +667,18 @@ def test_two_lines_on_one_pool_item_are_one_update_guarded_on_their_sum() -> Non
     check_counts(store)
 
 
-def test_a_line_s_pool_item_with_seats_to_spare_gives_them_to_another_line_s_item() -> None:
-    # Given a hall of 8 over 2 items (4 each); FLOOR on shard 1 writes item 1, BALCONY item 0
+def test_the_order_s_pool_item_gets_what_its_lines_lack_from_the_other_item() -> None:
+    # Given a hall of 8 over 2 items (4 each); FLOOR on shard 1: the order's item is 1
     store = hall_store(2)
     container = Container(store, FakeClock(time=NOW))
     container.hints.settle_on(SeatKey("e-1", "FLOOR"), 1, None)
 
-    # When an order wants 1 FLOOR and 6 BALCONY: item 0 is 2 short, item 1 has 3 to spare
+    # When an order wants 1 FLOOR and 6 BALCONY: item 1 is 3 short, item 0 has 4
     container.run(order(1, ("FLOOR", 1), ("BALCONY", 6)))
 
-    # Then item 1 takes its line's seat and gives 2 seats (and capacity) to item 0, one update
+    # Then item 0 gives 3 seats (and capacity) to item 1, which takes both lines' 7
     assert container.answer("m-1").outcome is Outcome.CONFIRMED
-    assert hall_items(store) == [(6, 0, 0, 6), (2, 1, 0, 1)]
+    assert hall_items(store) == [(1, 1, 0, 0), (7, 0, 0, 7)]
     check_counts(store)
 
 
@@ -722,7 +750,7 @@ def test_a_sharded_class_never_seen_is_first_read_as_its_shard_0_alone() -> None
     check_counts(store)
 
 
-def test_order_pool_routes_sums_the_lines_per_item_and_moves_only_what_items_can_spare() -> None:
+def test_order_pool_routes_puts_every_counted_line_on_one_item_and_moves_what_it_lacks() -> None:
     from seat_inventory.logic.settle_order import PoolDemand, order_pool_routes
     from seat_inventory.models import PoolInventory, ShardSeats
 
@@ -730,20 +758,22 @@ def test_order_pool_routes_sums_the_lines_per_item_and_moves_only_what_items_can
     whole = PoolInventory("e-1", "hall", 8, 8, shard_count=3, shards=items)
     lines = [PoolDemand(("hall",), 3, 3), PoolDemand(("hall",), 0, 3), PoolDemand(("hall",), 1, 2)]
 
-    # Lines 1 and 2 on item 0 (class shards 3 and 0) want 6 of its 4; line 3 leaves item 1 one
-    # seat to spare, item 2 has 1: the 2 missing come from them, on the first line of item 0
+    # No item of the container's yet: every line on item 0 (the first line's class shard 3 mod
+    # 3), wanting 8 of its 4; the 4 missing come from the fullest others, each line at most its
+    # seats: line 1 gets item 1's 3, line 2 item 2's 1
     assert order_pool_routes(lines, {"hall": whole}) == [
-        ({"hall": 0}, {"hall": {1: 1, 2: 1}}),
+        ({"hall": 0}, {"hall": {1: 3}}),
+        ({"hall": 0}, {"hall": {2: 1}}),
         ({"hall": 0}, {}),
-        ({"hall": 1}, {}),
     ]
-    # One item's view (K known, not the seats): the items, no moves; a pool of one item: nothing
+    # The container's item (1) takes every counted line; a mapped line stays on item 0
+    mixed = [PoolDemand(("hall",), 3, 3), PoolDemand(("hall",), 0, 2, routed=False)]
+    assert order_pool_routes(mixed, {"hall": whole}, {"hall": 1}) == [({"hall": 1}, {}), ({"hall": 0}, {})]
+    # An item the pool does not have (hints from before a change) is ignored: shard mod K again
+    assert order_pool_routes(lines[:1], {"hall": whole}, {"hall": 5}) == [({"hall": 0}, {})]
+    # One item's view (K known, not the seats): the item, no moves; a pool of one item: nothing
     head = PoolInventory("e-1", "hall", 4, 4, shard_count=3)
-    assert order_pool_routes(lines, {"hall": head}) == [
-        ({"hall": 0}, {}),
-        ({"hall": 0}, {}),
-        ({"hall": 1}, {}),
-    ]
+    assert order_pool_routes(lines, {"hall": head}) == [({"hall": 0}, {})] * 3
     single = PoolInventory("e-1", "hall", 8, 8)
     assert order_pool_routes(lines, {"hall": single}) == [({}, {})] * 3
 
@@ -771,16 +801,24 @@ def check_counts(store: InMemoryInventoryStore, pools: dict[str, tuple[int, set[
         tally = held if record.status is Outcome.HELD else sold
         if record.answer.lines is not None:
             assert sum(t.quantity for t in record.takes()) == record.quantity  # every line, not some
+        order_items: dict[str, set[int]] = {}
         for take in record.takes():
             # Each line names the pool item its seats came off (`P#n` for item n of a sharded pool).
             for owner in (take.key, *(("pool", p) for p in take.pools)):
                 tally[owner] = tally.get(owner, 0) + take.quantity
             for ref in take.pools:
                 name, item = split_pool_ref(ref)
-                assert pools is None or item in {take.shard % k for k in pools[name][1]}, (rid, ref)
+                if pools is None:
+                    continue
+                if take.seats:  # a mapped line: item 0, as a single mapped take
+                    assert item == 0, (rid, ref)
+                else:  # a counted line: the order's one item of the pool
+                    assert item < max(pools[name][1]), (rid, ref)
+                    order_items.setdefault(name, set()).add(item)
             for seat in take.seats:  # a mapped line: each of its seats once, in its state
                 assert (take.key, seat) not in seat_states, seat
                 seat_states[(take.key, seat)] = "H" if record.status is Outcome.HELD else "S"
+        assert all(len(items) == 1 for items in order_items.values()), (rid, order_items)
     for key, rows in store.seat_rows.items():
         found_states = {
             (key, f"{row_id.split('#')[0]}-{p}"): state.value

@@ -52,6 +52,8 @@ class InventoryHints:
         self._seats_left: dict[SeatKey, int] = {}
         self._items: dict[SeatKey, SeatClassInventory | None] = {}
         self._shards: dict[SeatKey, OwnShard] = {}
+        # Per (event, pool): the item of a sharded pool this container's orders take from.
+        self._pool_items: dict[tuple[str, str], int] = {}
         # The most reservations this container writes in one transaction (`logic.write_window`).
         self.write_limit = AdaptiveWriteLimit()
         # Seat maps and the last view of each mapped class's rows (docs/seating.md).
@@ -128,6 +130,20 @@ class InventoryHints:
     def leave_shard(self, key: SeatKey) -> None:
         """A transaction conflicted on this container's shard: the next one looks for another."""
         self._shards.pop(key, None)
+
+    def own_pool_item(self, event_id: str, pool: str) -> int | None:
+        """The item of a sharded pool this container's orders take from (docs/orders.md), None
+        until an order committed on one."""
+        return self._pool_items.get((event_id, pool))
+
+    def settle_on_pool_item(self, event_id: str, pool: str, item: int) -> None:
+        """An order committed on item `item` of the pool: the next orders take from it too."""
+        self._pool_items[(event_id, pool)] = item
+
+    def leave_pool_items(self, event_id: str, pools: Iterable[str]) -> None:
+        """An order's transaction conflicted: the next one routes its pools afresh."""
+        for pool in pools:
+            self._pool_items.pop((event_id, pool), None)
 
     def assumed(self, key: SeatKey) -> SeatClassInventory | None:
         """The item as last seen, for the assumptions of an optimistic write; None when never seen."""

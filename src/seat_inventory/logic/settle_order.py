@@ -147,6 +147,7 @@ class _OrderSettler:
             except (TransactionConflict, Throttled) as exc:
                 for key in self.keys:
                     hints.leave_shard(key)
+                hints.leave_pool_items(self.request.event_id or "", self._pools_taken(takes))
                 self._back_off_or_raise(exc)
                 continue
             if refused is None:
@@ -390,9 +391,11 @@ class _OrderSettler:
         return None
 
     def _route_pools(self, takes: Sequence[_LineTake]) -> list[_LineTake]:
-        """Each counted line's item of each sharded pool of its class (its class shard mod K, as
-        a single line's) and, where this settlement read the pool whole, the seats moved into
-        items the lines need more of than they have (`order_pool_routes`)."""
+        """Each counted line's item of each sharded pool of its class: the one item the
+        container's orders take from (`InventoryHints.own_pool_item`, else the first counted
+        line's class shard mod K), the same for every counted line, and, where this settlement
+        read the pool whole, the seats moved into it (`order_pool_routes`). A mapped line takes
+        from item 0, as a single mapped take."""
         demands = [
             PoolDemand(
                 self._rules(key).pools
@@ -400,16 +403,28 @@ class _OrderSettler:
                 else (view.pools if view is not None else ()),
                 take.shard,
                 line.quantity,
+                routed=key not in self.class_maps,
             )
             for key, line, take, view in zip(
                 self.keys, self.lines, takes, (self._view(key) for key in self.keys), strict=True
             )
         ]
-        routes = order_pool_routes(demands, self._pool_views())
+        event_id = self.request.event_id or ""
+        own = {
+            pool: item
+            for pool in {p for d in demands for p in d.pools}
+            if (item := self.context.hints.own_pool_item(event_id, pool)) is not None
+        }
+        routes = order_pool_routes(demands, self._pool_views(), own)
         return [
             dataclasses.replace(take, pool_shards=shards, pool_moves=moves)
             for take, (shards, moves) in zip(takes, routes, strict=True)
         ]
+
+    @staticmethod
+    def _pools_taken(takes: Sequence[_LineTake]) -> set[str]:
+        """The sharded pools the takes route to an item of."""
+        return {pool for take in takes for pool in take.pool_shards}
 
     def _pool_views(self) -> dict[str, PoolInventory]:
         """What is known of each pool to route by: its items as seen in this settlement, else
@@ -589,6 +604,10 @@ class _OrderSettler:
                 hints.settle_on(key, take.shard, None if left is None else left - line.quantity)
             elif key in self.verified and view is not None:
                 hints.learn(key, view.seats_to_sell - line.quantity)
+        for key, take in zip(self.keys, takes, strict=True):
+            if key not in self.class_maps:  # a counted line: on the order's item of each pool
+                for pool, item in take.pool_shards.items():
+                    hints.settle_on_pool_item(self.request.event_id or "", pool, item)
         return self._answer_taken(takes, [self._view(key) for key in self.keys])
 
     def _reject(self, refusal: _Refusal) -> ReservationOutcome:
@@ -696,13 +715,21 @@ class PoolDemand:
     pools: tuple[str, ...]
     shard: int
     seats: int
+    routed: bool = True  # a counted line, routed to the order's item; False: a mapped line (item 0)
 
 
 def order_pool_routes(
-    demands: Sequence[PoolDemand], views: Mapping[str, PoolInventory]
+    demands: Sequence[PoolDemand], views: Mapping[str, PoolInventory], own: Mapping[str, int] | None = None
 ) -> list[tuple[dict[str, int], dict[str, dict[int, int]]]]:
-    """Per line, where its seats come off each sharded pool: item `shard mod K` (as a single
-    line's, `settle_group._PoolRoute`), and the seats moved into that item from others.
+    """Per line, where its seats come off each sharded pool, and the seats moved into that item
+    from others.
+
+    Every counted (`routed`) line of the order takes from **one** item of the pool: `own[pool]`,
+    the item the container's orders take from, when it is one of the pool's items; else the
+    first counted line's class shard mod K (as a single line's, `settle_group._PoolRoute`). So an
+    order writes one item of each pool, and one its container keeps using: the lines of one
+    order never spread over items other containers' lines use too (docs/orders.md, "Scale").
+    A mapped line (not `routed`, shard 0) takes from item 0, as a single mapped take.
 
     Moves need a whole view of the pool (`shards`): lines on one item are summed, and each item
     the lines need more of than it has gets the difference from the items with seats to spare,
@@ -710,14 +737,21 @@ def order_pool_routes(
     moves into an item are the first lines' on it, each at most its seats. With a view of one
     item only (K known, not the seats), the lines go to their items and the guards decide.
     """
+    own = own or {}
     shards: list[dict[str, int]] = [{} for _ in demands]
     moves: list[dict[str, dict[int, int]]] = [{} for _ in demands]
     for name, view in views.items():
-        takers = [
-            (index, view.shard_for(d.shard), d.seats) for index, d in enumerate(demands) if name in d.pools
-        ]
-        if view.shard_count <= 1 or not takers:
+        on_pool = [(index, d) for index, d in enumerate(demands) if name in d.pools]
+        if view.shard_count <= 1 or not on_pool:
             continue
+        routed = [d for _, d in on_pool if d.routed]
+        order_item = own.get(name)
+        if routed and (order_item is None or not 0 <= order_item < view.shard_count):
+            order_item = view.shard_for(routed[0].shard)
+        takers = [
+            (index, order_item if d.routed and order_item is not None else view.shard_for(d.shard), d.seats)
+            for index, d in on_pool
+        ]
         for index, item, _ in takers:
             shards[index][name] = item
         if not view.shards:
