@@ -727,8 +727,9 @@ def order_pool_routes(
     Every counted (`routed`) line of the order takes from **one** item of the pool: `own[pool]`,
     the item the container's orders take from, when it is one of the pool's items; else the
     first counted line's class shard mod K (as a single line's, `settle_group._PoolRoute`). So an
-    order writes one item of each pool, and one its container keeps using: the lines of one
-    order never spread over items other containers' lines use too (docs/orders.md, "Scale").
+    order writes one item of each pool, and one its container keeps using, not one item per
+    line that the other classes' containers write too (docs/orders.md, "Scale"). Two containers
+    may still meet on an item: the conflict makes both route afresh.
     A mapped line (not `routed`, shard 0) takes from item 0, as a single mapped take.
 
     Moves need a whole view of the pool (`shards`): lines on one item are summed, and each item
