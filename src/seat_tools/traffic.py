@@ -640,3 +640,33 @@ def redrive_dead_letters(
             error = f"{failures[0].get('Code', 'Error')}: {failures[0].get('Message', '')}"
             raise RedriveIncomplete(moved, len(refused), error)
     return moved
+
+
+# The event's classes: one per line an order may have (MAX_ORDER_LINES), so an order of 4 lines
+# takes from every class.
+ORDER_CLASSES = ("ADULT", "CHILD", "SENIOR", "PARKING")
+
+
+@dataclass(frozen=True)
+class OrderRequests:
+    """The lines of every order of the run: `lines[i]` is request i's (class, seats) pairs."""
+
+    lines: list[tuple[tuple[str, int], ...]]
+
+    @classmethod
+    def draw(
+        cls, requests: int, order_lines: tuple[int, int], seats_per_line: int, rng: random.Random
+    ) -> OrderRequests:
+        low, high = order_lines
+        drawn = []
+        for _ in range(requests):
+            classes = rng.sample(ORDER_CLASSES, rng.randint(low, high))
+            drawn.append(tuple((seat_class, seats_per_line) for seat_class in classes))
+        return cls(drawn)
+
+    def line_objects(self, request: int) -> list[dict[str, object]]:
+        return [{"seat_class": c, "quantity": q} for c, q in self.lines[request]]
+
+    @property
+    def line_count(self) -> int:
+        return sum(len(lines) for lines in self.lines)

@@ -12,7 +12,7 @@ import pytest
 from seat_tools.bench.counting import COMMITTED
 from seat_tools.bench.orders import run_orders_bench
 from seat_tools.local.stack import LocalStack
-from seat_tools.simulation.order_workload import ORDER_CLASSES
+from seat_tools.traffic import ORDER_CLASSES
 from tests.depth import sized
 
 pytestmark = [pytest.mark.local_stack, pytest.mark.bounded]

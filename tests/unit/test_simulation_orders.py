@@ -14,8 +14,9 @@ from seat_inventory.models import OrderLine, Outcome, ReservationOutcome, SeatKe
 from seat_inventory.settings import Settings
 from seat_tools.cli.main import cli
 from seat_tools.simulation.memory_store import InMemoryInventoryStore
-from seat_tools.simulation.order_workload import ORDER_CLASSES, OrderRequests, order_figures
+from seat_tools.simulation.order_workload import order_figures
 from seat_tools.simulation.run import EVENT_ID, SimulationConfig, run_simulation
+from seat_tools.traffic import ORDER_CLASSES, OrderRequests
 
 SETTINGS = Settings(table_name="t", outcomes_topic_arn="arn:aws:sns:us-east-1:123456789012:t")
 

@@ -23,7 +23,7 @@ from seat_inventory.models import Outcome, SeatKey, split_pool_ref
 from seat_tools.bench.counting import COMMITTED, add_snapshots
 from seat_tools.bench.run import SERVICE, Bench
 from seat_tools.local.stack import LocalStack
-from seat_tools.simulation.order_workload import ORDER_CLASSES, OrderRequests
+from seat_tools.traffic import ORDER_CLASSES, OrderRequests
 
 POOL = "hall"
 

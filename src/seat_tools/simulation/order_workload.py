@@ -10,42 +10,12 @@ orders refused SOLD_OUT while their failing line's class and the pool had the se
 
 from __future__ import annotations
 
-import random
 from collections import Counter
-from dataclasses import dataclass
 from typing import Any
 
 from seat_inventory.models import Outcome, ReservationOutcome, SeatKey, split_pool_ref
 from seat_tools.simulation.memory_store import InMemoryInventoryStore
-
-# The event's classes: one per line an order may have (MAX_ORDER_LINES), so an order of 4 lines
-# takes from every class.
-ORDER_CLASSES = ("ADULT", "CHILD", "SENIOR", "PARKING")
-
-
-@dataclass(frozen=True)
-class OrderRequests:
-    """The lines of every order of the run: `lines[i]` is request i's (class, seats) pairs."""
-
-    lines: list[tuple[tuple[str, int], ...]]
-
-    @classmethod
-    def draw(
-        cls, requests: int, order_lines: tuple[int, int], seats_per_line: int, rng: random.Random
-    ) -> OrderRequests:
-        low, high = order_lines
-        drawn = []
-        for _ in range(requests):
-            classes = rng.sample(ORDER_CLASSES, rng.randint(low, high))
-            drawn.append(tuple((seat_class, seats_per_line) for seat_class in classes))
-        return cls(drawn)
-
-    def line_objects(self, request: int) -> list[dict[str, object]]:
-        return [{"seat_class": c, "quantity": q} for c, q in self.lines[request]]
-
-    @property
-    def line_count(self) -> int:
-        return sum(len(lines) for lines in self.lines)
+from seat_tools.traffic import ORDER_CLASSES, OrderRequests
 
 
 def order_figures(

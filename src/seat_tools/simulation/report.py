@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from seat_tools.simulation.order_workload import ORDER_CLASSES
 from seat_tools.simulation.run import SimulationResult
+from seat_tools.traffic import ORDER_CLASSES
 
 
 def _n(value: float) -> str:

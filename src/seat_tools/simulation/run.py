@@ -28,9 +28,10 @@ from seat_tools.simulation.event_source import (
 )
 from seat_tools.simulation.issuer import IssuerConfig, issuer_figures, simulate_issuer
 from seat_tools.simulation.memory_store import InMemoryInventoryStore
-from seat_tools.simulation.order_workload import ORDER_CLASSES, OrderRequests, order_figures
+from seat_tools.simulation.order_workload import order_figures
 from seat_tools.simulation.scheduler import VirtualScheduler
 from seat_tools.simulation.seat_map_workload import MappedRequests, seat_map_figures
+from seat_tools.traffic import ORDER_CLASSES, OrderRequests
 
 # Virtual time starts at a fixed epoch (the service stamps records and checks sale windows with it).
 EPOCH = 1_800_000_000.0
