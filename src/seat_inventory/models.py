@@ -450,6 +450,22 @@ class PoolItemChange:
         return self.taken - self.moved_in + self.moved_out
 
 
+def check_writes_together(writes: Sequence[GroupWrite]) -> None:
+    """Raises ValueError unless `writes` can be committed in one transaction (an order's lines,
+    docs/orders.md): distinct classes of one event, each taking seats, a mapped class's write
+    moving no seats between shard items, and each write's moves fitting its seats."""
+    keys = [w.key for w in writes]
+    if len(set(keys)) != len(keys) or len({k.event_id for k in keys}) != 1:
+        raise ValueError(f"writes committed together must be of distinct classes of one event: {keys}")
+    if any(w.records_only or w.seats_taken <= 0 for w in writes):
+        raise ValueError("writes committed together must each take seats")
+    if any(w.rows and w.donors for w in writes):
+        raise ValueError("a mapped class's write moves no seats between shard items")
+    for w in writes:
+        if w.shard in w.donors or sum(w.donors.values()) > w.seats_taken:
+            raise ValueError(f"moves {w.donors} into shard {w.shard} do not fit {w.seats_taken} seat(s)")
+
+
 def pool_item_changes(writes: Sequence[GroupWrite]) -> dict[tuple[str, int], PoolItemChange]:
     """Per pool item (pool, shard) the writes touch, in key order, what they do to it together:
     each write's seats go to its item `pool_shards[pool]`, its `pool_moves` come out of the donors

@@ -49,6 +49,7 @@ from seat_inventory.models import (
     SeatKey,
     StoreInconsistency,
     TokenUse,
+    check_writes_together,
     pool_item_changes,
 )
 
@@ -198,16 +199,8 @@ class Reservations(TableAccess):
         when any guard fails."""
         if not writes:
             return None
+        check_writes_together(writes)
         keys = [w.key for w in writes]
-        if len(set(keys)) != len(keys) or len({k.event_id for k in keys}) != 1:
-            raise ValueError(f"writes committed together must be of distinct classes of one event: {keys}")
-        if any(w.records_only or w.seats_taken <= 0 for w in writes):
-            raise ValueError("writes committed together must each take seats")
-        if any(w.rows and w.donors for w in writes):
-            raise ValueError("a mapped class's write moves no seats between shard items")
-        for w in writes:
-            if w.shard in w.donors or sum(w.donors.values()) > w.seats_taken:
-                raise ValueError(f"moves {w.donors} into shard {w.shard} do not fit {w.seats_taken} seat(s)")
         recorded_at = timestamp()
         actions: list[dict[str, Any]] = []
         sizes: list[tuple[int, int, int, int]] = []  # per write: inventory, records, counters, tokens

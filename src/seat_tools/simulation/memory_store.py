@@ -39,6 +39,7 @@ from seat_inventory.models import (
     TicketSeries,
     Transition,
     UnnumberedSale,
+    check_writes_together,
     pool_item_changes,
     pool_ref,
 )
@@ -479,20 +480,14 @@ class InMemoryInventoryStore:
         are checked first, and nothing is written when any refuses."""
         if not writes:
             return None
-        keys = [w.key for w in writes]
-        if len(set(keys)) != len(keys) or len({k.event_id for k in keys}) != 1:
-            raise ValueError(f"writes committed together must be of distinct classes of one event: {keys}")
-        if any(w.records_only or w.seats_taken <= 0 for w in writes):
-            raise ValueError("writes committed together must each take seats")
-        if any(w.rows and w.donors for w in writes):
-            raise ValueError("a mapped class's write moves no seats between shard items")
+        check_writes_together(writes)
         for w in writes:
             for name in w.pools:
                 donors = w.pool_donors(name)
                 if w.pool_shards.get(name, 0) in donors or sum(donors.values()) > w.seats_taken:
                     raise ValueError(f"moves {donors} of pool {name} do not fit {w.seats_taken} seat(s)")
         parts = tuple(self._rows_part(w) if w.rows else self._refusal(w, check_pools=False) for w in writes)
-        event_id = keys[0].event_id
+        event_id = writes[0].key.event_id
         # One update per pool item (`models.pool_item_changes`), guarded on what all lines need
         # of it; the first refusing item of a pool is handed back (a view of that item alone).
         changes = pool_item_changes(writes)
