@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -10,7 +11,8 @@ from click.testing import CliRunner
 from seat_inventory.models import MAX_SHARDS, SeatClassInventory
 from seat_tools.cli.local_commands import _print_summary, explain
 from seat_tools.cli.main import cli
-from seat_tools.local.demo import checks_passed, recommended_shards, summarize
+from seat_tools.local.demo import _AnsweredTracker, checks_passed, recommended_shards, summarize
+from seat_tools.traffic import reservation_body
 
 
 def summary(workers: int, shards: int) -> dict[str, Any]:
@@ -107,3 +109,19 @@ def test_ticketed_outcomes_are_not_answers_and_a_tickets_defect_fails_the_checks
     assert out.splitlines()[-1].startswith("CHECKS FAILED")
     _print_summary({**summary(workers=2, shards=2), "tickets_defects": 0, "tickets_audit": "ok"})
     assert "tickets audit: ticket numbers sound" in capsys.readouterr().out
+
+
+def test_the_wait_for_answers_does_not_count_the_issuers_ticketed_news() -> None:
+    # Given two messages for one reservation (a re-send) and a collector's growing list
+    bodies = [reservation_body("r-1", "e", 1, "c"), reservation_body("r-1", "e", 1, "c")]
+    done = _AnsweredTracker(bodies, threading.Event())
+    first = {"reservation_id": "r-1", "outcome": "CONFIRMED", "duplicate": False}
+    ticketed = {"reservation_id": "r-1", "outcome": "TICKETED"}
+
+    # When the first answer and the issuer's news have arrived, the re-send's answer has not
+    documents = [first, ticketed]
+
+    # Then the wait goes on, and ends once the re-send is answered
+    assert not done(documents)
+    documents.append({**first, "duplicate": True})
+    assert done(documents)

@@ -183,20 +183,26 @@ def checks_passed(summary: Mapping[str, Any]) -> bool:
 class _AnsweredTracker:
     """The `until` predicate of the collector: every message answered (or asked to stop).
 
-    Incremental, because the collector calls it with the whole list after every poll.
+    Incremental, because the collector calls it with the whole list after every poll. The
+    issuer's TICKETED news shares the topic but answers no message, so it is not counted: counting
+    it ended the wait while re-sends were still unanswered.
     """
 
     def __init__(self, bodies: Sequence[Mapping[str, Any]], stop: threading.Event) -> None:
         self._waiting = {str(body["reservation_id"]) for body in bodies}
         self._messages = len(bodies)
         self._seen = 0
+        self._answers = 0
         self._stop = stop
 
     def __call__(self, documents: list[dict[str, Any]]) -> bool:
         for document in documents[self._seen :]:
+            if document.get("outcome") == TICKETED:
+                continue
+            self._answers += 1
             self._waiting.discard(str(document.get("reservation_id")))
         self._seen = len(documents)
-        return self._stop.is_set() or (not self._waiting and self._seen >= self._messages)
+        return self._stop.is_set() or (not self._waiting and self._answers >= self._messages)
 
 
 def _dlq_depth(stack: LocalStack) -> int:
