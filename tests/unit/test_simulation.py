@@ -512,12 +512,16 @@ def test_a_sharded_read_refused_on_every_attempt_raises_the_dals_conflict() -> N
 
 def test_a_sharded_sale_reads_the_class_whole_only_once_its_items_run_dry() -> None:
     # Containers take from shard items of their own found by surveys (BatchGetItem, never
-    # refused); the whole-class TransactGetItems, which a write in flight refuses, comes only
-    # when no item alone has the seats: at the sell-out, when nobody writes any more.
+    # refused), and with seats moved between items planned from a survey when no item alone has
+    # them; the whole-class TransactGetItems, which a write in flight refuses, comes only when
+    # the items together have too few: at the sell-out, when at most a last take is in flight
+    # (seed 2: 15 reads, 1 refused once and read again; 0 of 14 before takes with moves were
+    # planned from surveys, when each of them read the class whole first).
     figures = simulate(containers=8, requests=3000, capacity=2000, shards=4, seed=2)
 
     assert figures["transactional_reads"] > 0
-    assert figures["transactional_reads_refused"].get("TransactionConflict", 0) == 0
+    refused = figures["transactional_reads_refused"].get("TransactionConflict", 0)
+    assert refused * 10 <= figures["transactional_reads"]
     assert figures["dynamodb_requests"]["TransactGetItems"] == figures["transactional_reads"]
     assert figures["dynamodb_requests"]["BatchGetItem"] > 0
     assert figures["invariants"] == "ok"

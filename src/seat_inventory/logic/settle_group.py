@@ -18,7 +18,14 @@ from seat_inventory.logic.inventory_hints import InventoryHints, OwnShard
 from seat_inventory.logic.limits import MAX_ACTIONS_PER_TRANSACTION, MAX_SETTLE_ROUNDS
 from seat_inventory.logic.ports import Clock, InventoryStore, WriteRefused
 from seat_inventory.logic.retry_deadline import ConflictDeadline
-from seat_inventory.logic.shards import pick_shard, route, routed_shards, shards_with
+from seat_inventory.logic.shards import (
+    gather_moves,
+    gather_target,
+    pick_shard,
+    route,
+    routed_shards,
+    shards_with,
+)
 from seat_inventory.logic.write_window import back_off_step
 from seat_inventory.models import (
     TAKES_SEATS,
@@ -31,6 +38,7 @@ from seat_inventory.models import (
     RetryableError,
     SeatClassInventory,
     SeatKey,
+    ShardSurvey,
     StoreInconsistency,
     Throttled,
     TokenUse,
@@ -343,8 +351,9 @@ class _Settlement:
         decides); settles on another one first when it has none or too few for the first request."""
         own = self.hints.own_shard(self.key)
         if own is None or (own.left is not None and own.left < plan.first_seats):
-            if not self._settle_on_a_shard(plan.first_seats, seen.shard_items):
-                return None
+            short_of = self._settle_on_a_shard(plan.first_seats, seen.shard_items)
+            if short_of is not None:
+                return self._take_with_moves(plan, short_of)
             own = self.hints.own_shard(self.key)
             assert own is not None
         pool_moves = self._pool_route(own.shard, plan.seats_taken).move_count
@@ -353,6 +362,26 @@ class _Settlement:
         )
         plan = self._trim(plan, fits)
         return _Take(plan, own.shard, {}, own, True, self._pool_route(own.shard, plan.seats_taken))
+
+    def _take_with_moves(self, plan: GroupPlan, survey: Sequence[ShardSurvey]) -> _Take | None:
+        """No shard item alone has the seats of the first request, but the survey shows enough
+        over several: the seats move into one item in the same transaction, each move guarded by
+        its donor's `available >=` (a survey is no snapshot: the guards decide). None when the
+        survey shows too few: only a consistent read of the whole class can say SOLD_OUT."""
+        total = sum(s.available for s in survey)
+        if total < plan.first_seats:
+            return None
+        plan = self._trim(plan, min(_prefix_within_seats(plan, total), self._window(plan)))
+        now = self.clock.now()
+        target = gather_target(survey, now, self.hints.rng)
+        moves = gather_moves(survey, target, plan.seats_taken, now)
+        pool_moves = self._pool_route(target.shard, plan.seats_taken).move_count
+        fits = _prefix_that_fits(plan, len(moves) + pool_moves)
+        if fits < len(self.pending):
+            plan = self._trim(plan, fits)
+            moves = gather_moves(survey, target, plan.seats_taken, now)  # fewer seats, no more donors
+        own = OwnShard(target.shard, target.available)
+        return _Take(plan, target.shard, moves, own, False, self._pool_route(target.shard, plan.seats_taken))
 
     def _take_routed(self, plan: GroupPlan, seen: SeatClassInventory | None, *, read_whole: bool) -> _Take:
         """A class of one item, or a sharded one read whole: the seats may have to move into one
@@ -395,22 +424,22 @@ class _Settlement:
         self.pending = self.pending[:fits]
         return plan_group(self.key, self.pending, self.knowledge, now=self.now)
 
-    def _settle_on_a_shard(self, seats: int, shard_items: int) -> bool:
+    def _settle_on_a_shard(self, seats: int, shard_items: int) -> list[ShardSurvey] | None:
         """Surveys the class's shard items and settles on one that has `seats` and no other
         container; while every such item is in use, waits (like a conflict, until the deadline)
-        and surveys again. False when no item alone has the seats."""
+        and surveys again. None once settled; the survey when no item alone has the seats."""
         for wait in range(MAX_SHARD_WAITS + 1):
             survey = self.deadline.patiently(
                 self.clock, lambda: self.store.survey_shards(self.key, shard_items), f"survey of {self.key}"
             )
             if not shards_with(survey, seats):
-                return False
+                return survey
             # After the last wait, items in use count too (more containers than items with seats).
             share = wait == MAX_SHARD_WAITS
             picked = pick_shard(survey, seats, self.clock.now(), self.hints.rng, share=share)
             if picked is not None:
                 self.hints.settle_on(self.key, picked.shard, picked.available)
-                return True
+                return None
             self.conflicts += 1
             if not self.deadline.back_off(self.clock, self.conflicts):
                 raise TransactionConflict(
@@ -890,7 +919,7 @@ def _left_on_shard(
         seen = next((s for s in view.shard_seats() if s.shard == shard), None)
         return None if seen is None else seen.available + sum(moves.values()) - seats_taken
     if own is not None and own.shard == shard and own.left is not None:
-        return own.left - seats_taken
+        return own.left + sum(moves.values()) - seats_taken
     return None
 
 

@@ -32,21 +32,34 @@ def pick_shard(
 ) -> ShardSurvey | None:
     """The shard a container settles on when it has none yet, its transaction conflicted, or its
     shard ran short: among the items that showed at least `seats` and that nobody took from
-    within `SHARD_IN_USE_SECONDS`, one of the fuller half, at random. None when every item that
-    has the seats is in use (`shards_with`: then wait for one, rather than conflict with its
-    container). With `share` (there are more containers than items with seats) items in use
-    count too: the containers left over spread over them rather than all on the fullest.
+    within `SHARD_IN_USE_SECONDS`, one drawn at random with a chance in proportion to its seats.
+    None when every item that has the seats is in use (`shards_with`: then wait for one, rather
+    than conflict with its container). With `share` (there are more containers than items with
+    seats) items in use count too, drawn the same way.
 
     Containers that need a shard thus go where no other container is, so with K at least the
-    number of containers each one settles on an item of its own and conflicts stay rare; taking
-    the fuller items first drains them evenly, so that they run dry at about the same time.
+    number of containers each one settles on an item of its own and conflicts stay rare; the
+    fuller items are drawn more often, so that they run dry at about the same time. The draw
+    spreads over every candidate: containers that survey at the same moment (a sale's start, its
+    drain) cannot see where the others are going (a transaction in flight has not yet written its
+    `taken_at`), and drawing from a few fullest items alone sent them onto the same ones
+    (docs/simulation.md, "Repeated customers on a pre-warmed table").
     """
-    candidates = sorted(
-        (s for s in shards_with(survey, seats) if share or not _in_use(s, now)),
-        key=lambda s: -s.available,
-    )
-    fuller = candidates[: max(1, (len(candidates) + 1) // 2)]
-    return fuller[rng.randrange(len(fuller))] if candidates else None
+    candidates = [s for s in shards_with(survey, seats) if share or not _in_use(s, now)]
+    return _draw_by_seats(candidates, rng)
+
+
+def _draw_by_seats(candidates: Sequence[ShardSurvey], rng: Draws) -> ShardSurvey | None:
+    """One of `candidates`, each with a chance in proportion to its available seats."""
+    total = sum(s.available for s in candidates)
+    if total <= 0:
+        return candidates[rng.randrange(len(candidates))] if candidates else None
+    ticket = rng.randrange(total)
+    for shard in candidates:
+        ticket -= shard.available
+        if ticket < 0:
+            return shard
+    raise AssertionError("unreachable: the tickets add up to the seats")
 
 
 def _in_use(shard: ShardSurvey, now: float) -> bool:
@@ -57,6 +70,38 @@ def shards_with(survey: Sequence[ShardSurvey], seats: int) -> list[ShardSurvey]:
     """The items that showed at least `seats`; when none did, only a consistent read of the whole
     class can tell whether seats must move between items, or the class has too few."""
     return [s for s in survey if s.available >= seats]
+
+
+def gather_target(survey: Sequence[ShardSurvey], now: float, rng: Draws) -> ShardSurvey:
+    """The item that seats move into when no item alone has a group's first request (but the
+    survey shows enough over several): drawn like a shard to settle on (`pick_shard`) among the
+    items with seats that nobody took from lately (among all items with seats when every one is
+    in use), so that containers at the sell-out spread out rather than all meet on the fullest."""
+    with_seats = [s for s in survey if s.available > 0] or list(survey)
+    idle = [s for s in with_seats if not _in_use(s, now)] or with_seats
+    target = _draw_by_seats(idle, rng)
+    assert target is not None, "a survey of a sharded class lists its items"
+    return target
+
+
+def gather_moves(
+    survey: Sequence[ShardSurvey], target: ShardSurvey, seats: int, now: float
+) -> dict[int, int]:
+    """The seats that move into `target` from the other items so that it holds `seats`: from the
+    items nobody took from lately first (a donor in another container's transaction would cancel
+    this one), the fullest first; fewer seats take from no more donors."""
+    short = seats - target.available
+    moves: dict[int, int] = {}
+    donors = sorted(
+        (s for s in survey if s.shard != target.shard and s.available > 0),
+        key=lambda s: (_in_use(s, now), -s.available, s.shard),
+    )
+    for donor in donors:
+        if short <= 0:
+            break
+        moves[donor.shard] = min(donor.available, short)
+        short -= moves[donor.shard]
+    return moves
 
 
 def check_shard_count(shards: int) -> None:
