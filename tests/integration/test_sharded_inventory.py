@@ -374,11 +374,35 @@ def test_a_consistent_read_cancelled_by_writes_in_flight_is_retried_not_handed_b
         return type("Http", (), {"status_code": 400, "headers": {}})(), response
 
     stack.dynamodb.meta.events.register("before-call.dynamodb.TransactGetItems", conflict)
-    # 3 seats: more than any shard holds (2 each), so the class is read whole.
-    answers = service.send(body("r-big", 3))
-    assert answers["r-big"].outcome is Outcome.CONFIRMED
+    # 9 seats: more than the 4 shard items hold together (2 each), as their survey shows, so only
+    # a consistent read of the class can answer SOLD_OUT (a take the items could serve together
+    # moves seats planned from the survey instead, without that read).
+    answers = service.send(body("r-big", 9))
+    assert answers["r-big"].outcome is Outcome.SOLD_OUT
     assert cancelled_reads["left"] == 0
-    assert assert_consistent(table.read_inventory(KEY)).sold == 3
+    assert assert_consistent(table.read_inventory(KEY)).sold == 0
+
+
+def test_a_take_no_item_alone_can_serve_moves_seats_planned_from_the_survey_without_a_whole_read(
+    stack: Stack, table: OperatorTable
+) -> None:
+    """3 seats over 4 shard items of 2: the survey (`BatchGetItem`) shows enough over two items,
+    so the seats move into one in the take's transaction, each move guarded by its donor's
+    `available`, with no `TransactGetItems` (which a write in flight on any item refuses)."""
+    table.create_seat_class(KEY, 8, shards=4)
+    service = Service(table)
+    whole_reads: list[str] = []
+    stack.dynamodb.meta.events.register(
+        "before-call.dynamodb.TransactGetItems", lambda **_: whole_reads.append("read")
+    )
+
+    answers = service.send(body("r-big", 3))
+
+    assert answers["r-big"].outcome is Outcome.CONFIRMED
+    assert whole_reads == []
+    inventory = assert_consistent(table.read_inventory(KEY))
+    assert (inventory.sold, inventory.available) == (3, 5)
+    assert sorted(s.available for s in inventory.shard_seats()) == [0, 1, 2, 2]
 
 
 def test_operator_commands_read_a_sharded_class_again_while_a_sale_cancels_their_reads(
