@@ -26,18 +26,22 @@ def simulate(customers: int | None) -> dict:
 
 def test_repeated_customers_keep_the_ground_gained_on_the_same_sale_without_repeats() -> None:
     """500 customers sending ten requests of 2 seats each (a limit of 4) against 5,000 distinct
-    customers, 2,000 seats on 16 shard items, seed 1. Before the change each group left with only
-    LIMIT_EXCEEDED answers read the 16 items in a `TransactGetItems` that writes in flight refuse:
-    392 of them against 73 without repeats, 237 confirmed per second against 821, and 1.52 times
-    the cost. Now 93 reads, 353 per second and 1.31 times the cost: issue 21's goal (within 25%
-    of the rate and cost) is not met at this size either; the bounds keep what was gained."""
+    customers, 2,000 seats on 16 shard items, seed 1. Before the first change each group left
+    with only LIMIT_EXCEEDED answers read the 16 items in a `TransactGetItems` that writes in
+    flight refuse: 392 of them against 73 without repeats, 237 confirmed per second against 821,
+    and 1.52 times the cost. After it (branch `repeats`): 93 reads, 353 per second (43%) and 1.31
+    times the cost. Now, with seats moved between items planned from surveys and shard items
+    drawn in proportion to their seats (branch `repeats2`): 18 reads against 59, 419 per second
+    against 762 (55%), $2.71 against $2.01 (1.35 times: both sales cost less, the one without
+    repeats more so). Issue 21's goal (within 25% of the rate and cost) is not met at this size;
+    the bounds keep what was gained."""
     repeats, distinct = simulate(customers=500), simulate(customers=None)
 
     for figures in (repeats, distinct):
         assert figures["invariants"] == "ok" and figures["confirmed_reservations"] == 1000
         assert figures["messages_handed_back"] == 0 and figures["messages_dead_lettered"] == 0
     assert repeats["outcomes"]["LIMIT_EXCEEDED"] > 2000
-    assert repeats["transactional_reads"] <= 2 * distinct["transactional_reads"]
-    assert repeats["confirmed_per_s"] >= 0.4 * distinct["confirmed_per_s"]
+    assert repeats["transactional_reads"] <= distinct["transactional_reads"]
+    assert repeats["confirmed_per_s"] >= 0.5 * distinct["confirmed_per_s"]
     cost = repeats["cost_per_million_requests"]["total"]
     assert cost <= 1.4 * distinct["cost_per_million_requests"]["total"]

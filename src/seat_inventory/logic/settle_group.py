@@ -51,6 +51,14 @@ from seat_inventory.models import (
 # `seats simulate --requests 1000000 --containers 100 --shards 64` cancels 9.8% of transactions
 # and hands back no message (docs/sharding.md, "How to size K": main at the end of issue 13).
 MAX_SHARD_WAITS = 3
+# A group taking seats for at most this many reservations does not wait: it shares an item in
+# use at once. Waiting spares a conflict that would cancel a transaction of up to 100 actions,
+# charged its write units; a small one risks little, and waiting only delays it while the items
+# with seats are all in use (a repeated-customer sale's drain, where most customers of a group
+# are at their limit and the few left take a few seats each). 24 is about half the reservations
+# a transaction holds with a per-customer limit (49, each with its counter); docs/simulation.md,
+# "Repeated customers on a pre-warmed table", has the runs.
+SHARE_AT_ONCE_TAKES = 24
 
 
 def settle_group(
@@ -351,7 +359,9 @@ class _Settlement:
         decides); settles on another one first when it has none or too few for the first request."""
         own = self.hints.own_shard(self.key)
         if own is None or (own.left is not None and own.left < plan.first_seats):
-            short_of = self._settle_on_a_shard(plan.first_seats, seen.shard_items)
+            takes = sum(1 for o in plan.outcomes if o.outcome in TAKES_SEATS)
+            waits = 0 if takes <= SHARE_AT_ONCE_TAKES else MAX_SHARD_WAITS
+            short_of = self._settle_on_a_shard(plan.first_seats, seen.shard_items, waits)
             if short_of is not None:
                 return self._take_with_moves(plan, short_of)
             own = self.hints.own_shard(self.key)
@@ -424,18 +434,19 @@ class _Settlement:
         self.pending = self.pending[:fits]
         return plan_group(self.key, self.pending, self.knowledge, now=self.now)
 
-    def _settle_on_a_shard(self, seats: int, shard_items: int) -> list[ShardSurvey] | None:
+    def _settle_on_a_shard(self, seats: int, shard_items: int, waits: int) -> list[ShardSurvey] | None:
         """Surveys the class's shard items and settles on one that has `seats` and no other
         container; while every such item is in use, waits (like a conflict, until the deadline)
-        and surveys again. None once settled; the survey when no item alone has the seats."""
-        for wait in range(MAX_SHARD_WAITS + 1):
+        and surveys again, at most `waits` times, then shares one. None once settled; the survey
+        when no item alone has the seats."""
+        for wait in range(waits + 1):
             survey = self.deadline.patiently(
                 self.clock, lambda: self.store.survey_shards(self.key, shard_items), f"survey of {self.key}"
             )
             if not shards_with(survey, seats):
                 return survey
             # After the last wait, items in use count too (more containers than items with seats).
-            share = wait == MAX_SHARD_WAITS
+            share = wait == waits
             picked = pick_shard(survey, seats, self.clock.now(), self.hints.rng, share=share)
             if picked is not None:
                 self.hints.settle_on(self.key, picked.shard, picked.available)
