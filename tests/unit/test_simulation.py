@@ -319,6 +319,19 @@ def test_the_event_source_scales_as_lambda_documents() -> None:
     assert scale_up_delay_s(304) == pytest.approx(60.0)
 
 
+def test_a_sale_runs_on_the_containers_lambdas_scale_up_has_started() -> None:
+    # Given 20 containers and a sale on a new table (4,000 write units a second) long enough to
+    # need them all: Lambda starts 5 batches at once, then 5 more a second.
+    scaled = simulate(containers=20, shards=20, requests=10_000)
+    at_once = simulate(containers=20, shards=20, requests=10_000, containers_at_once=True)
+
+    # Then the 20th container runs no sooner than its place in the scale-up allows (3 s) ...
+    assert scaled["peak_concurrency"] == 20
+    assert scaled["peak_concurrency_after_s"] >= scale_up_delay_s(19) == pytest.approx(3.0)
+    # ... while the model of the figures before the scale-up applied runs all 20 at once
+    assert at_once["peak_concurrency"] == 20 and at_once["peak_concurrency_after_s"] < 1.0
+
+
 def test_the_local_stack_mode_stretches_only_dynamodb_time() -> None:
     # At time scale 20 the visibility timeout (wall time on the local stack) is 20 times shorter
     # in the model's time, while a transaction still takes its modelled latency.

@@ -33,8 +33,12 @@ def test_repeated_customers_keep_the_ground_gained_on_the_same_sale_without_repe
     times the cost. Now, with seats moved between items planned from surveys and shard items
     drawn in proportion to their seats (branch `repeats2`): 18 reads against 59, 419 per second
     against 762 (55%), $2.71 against $2.01 (1.35 times: both sales cost less, the one without
-    repeats more so). Issue 21's goal (within 25% of the rate and cost) is not met at this size;
-    the bounds keep what was gained."""
+    repeats more so). All of these had every container start at once (a bug in the model's
+    event source). With Lambda's scale-up applied (5 containers at once, then 5 more a second),
+    this short sale (1 to 2.5 s) runs on 10 to 16 containers: 25 reads against 49, 406 per second
+    against 852 (48%), $2.08 against $1.51 (1.38 times); the code before branch `repeats2` gives
+    61% and 1.17 times here, but 68% against 78% on the issue's sale (docs/simulation.md,
+    "Lambda's scale-up"). The bounds keep the reads and what the rate and cost are now."""
     repeats, distinct = simulate(customers=500), simulate(customers=None)
 
     for figures in (repeats, distinct):
@@ -42,6 +46,6 @@ def test_repeated_customers_keep_the_ground_gained_on_the_same_sale_without_repe
         assert figures["messages_handed_back"] == 0 and figures["messages_dead_lettered"] == 0
     assert repeats["outcomes"]["LIMIT_EXCEEDED"] > 2000
     assert repeats["transactional_reads"] <= distinct["transactional_reads"]
-    assert repeats["confirmed_per_s"] >= 0.5 * distinct["confirmed_per_s"]
+    assert repeats["confirmed_per_s"] >= 0.45 * distinct["confirmed_per_s"]
     cost = repeats["cost_per_million_requests"]["total"]
-    assert cost <= 1.4 * distinct["cost_per_million_requests"]["total"]
+    assert cost <= 1.45 * distinct["cost_per_million_requests"]["total"]

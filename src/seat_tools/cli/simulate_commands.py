@@ -365,6 +365,13 @@ def _check_seat_map_options(config: SimulationConfig) -> None:
     " with the seed), each class --capacity seats sharded over --shards items, all in one pool of"
     " their seats together with --pool-shards; the figures add orders, lines and seats per second.",
 )
+@click.option(
+    "--containers-at-once",
+    is_flag=True,
+    help="Every container takes batches from the first message on, instead of Lambda's scale-up"
+    " (5 batches at once, then 300 more a minute): the model of the figures measured before"
+    ' 2026-11-26 (docs/simulation.md, "Lambda\'s scale-up").',
+)
 @output_option
 def simulate(
     containers: int | None,
@@ -404,6 +411,7 @@ def simulate(
     sold_per_s: float,
     seat_map: str | None,
     order_lines: tuple[int, int] | None,
+    containers_at_once: bool,
     output: OutputFormat,
 ) -> None:
     """Simulate one event's on-sale on AWS: the service's own logic in 1-1,000 containers against
@@ -449,6 +457,7 @@ def simulate(
                 growth_window_s=growth_minutes * 60 if growth_minutes > 0 else NO_LIMIT,
             ),
             local_stack_time_scale=local_stack_scale,
+            containers_at_once=containers_at_once,
             tickets=IssuerConfig(
                 series=ticket_series,
                 series_at_once=issuer_series_at_once,

@@ -357,6 +357,9 @@ class EventSource:
     ) -> None:
         self._scheduler = scheduler
         self._gradual = gradual_scaling
+        # The scale-up counts from the mapping's first poll: the simulation's start, when the
+        # sale's first messages are sent (the scheduler's clock runs from an epoch, not from 0).
+        self._origin = scheduler.now()
         self._queue = queue
         self._containers = containers
         self._batch_size = batch_size
@@ -425,7 +428,7 @@ class EventSource:
             self._schedule(wake)
 
     def _may_start(self, container: Container, now: float) -> bool:
-        if self.available_at(container.index, 0.0) <= now:
+        if self.available_at(container.index, self._origin) <= now:
             self._started = max(self._started, container.index + 1)
             return True
         return False
@@ -435,7 +438,7 @@ class EventSource:
         candidates: list[float] = []
         not_started = [c for c in self._idle if c.index >= self._started]
         if not_started:
-            candidates.append(self.available_at(min(c.index for c in not_started), 0.0))
+            candidates.append(self.available_at(min(c.index for c in not_started), self._origin))
         if has_idle or not_started:
             if queue.visible:
                 gathered_since = max(queue.oldest_visible_since(), self._last_dispatch)

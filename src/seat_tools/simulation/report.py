@@ -41,6 +41,18 @@ def _contention(result: SimulationResult) -> str:
     )
 
 
+def _scale_up(result: SimulationResult) -> str:
+    c, f = result.config, result.figures
+    if c.local_stack_time_scale:
+        how = "every container at once (the local runner)"
+    elif c.containers_at_once:
+        how = "every container at once (--containers-at-once)"
+    else:
+        how = "Lambda's: 5 batches at once, then up to 300 more a minute"
+    peak, after = f["peak_concurrency"], _n(f["peak_concurrency_after_s"])
+    return f"{how}; at most {peak:,} running, first after {after} s"
+
+
 def _throttled(figures: dict[str, Any]) -> str:
     by = figures["throttled_by"]
     parts = "".join(f", {limit} {count:,}" for limit, count in by.items())
@@ -198,6 +210,7 @@ def format_table(result: SimulationResult) -> str:
             f" {c.batching_window_s:g} s, timeout {c.timeout_s:g} s, {c.memory_mb} MB; visibility"
             f" {c.visibility_timeout_s:g} s, maxReceiveCount {c.max_receive_count}",
         ),
+        ("scale-up", _scale_up(result)),
         ("DynamoDB model", _contention(result)),
         ("", ""),
         ("confirmed reservations", f"{f['confirmed_reservations']:,}"),

@@ -89,6 +89,11 @@ class SimulationConfig:
     # at wall speed, S times shorter in the model's time, and the local runner starts every
     # container at once. Used to check the simulation against the layer (docs/simulation.md).
     local_stack_time_scale: float | None = None
+    # True: every container takes a batch from the first message on, instead of Lambda's
+    # scale-up (5 batches at once, then 300 more a minute). Until 2026-11-26 a bug kept the
+    # scale-up from applying, so this is the model every earlier figure was measured on
+    # (docs/simulation.md, "Lambda's scale-up").
+    containers_at_once: bool = False
     # The ticket issuer, run on the sale's sales (docs/tickets.md; its figures under "tickets").
     tickets: IssuerConfig = field(default_factory=IssuerConfig)
     # > 0: no sale is simulated; the issuer is fed `requests` sales of `seats_per_request` seats,
@@ -178,6 +183,18 @@ def _busy_seconds(spans: list[tuple[float, float]]) -> float:
             busy += stop - max(start, end)
             end = stop
     return busy
+
+
+def _peak_concurrency(spans: list[tuple[float, float]]) -> tuple[int, float]:
+    """The most invocations running at once, and when that many first ran together."""
+    events = sorted([(start, 1) for start, _ in spans] + [(stop, -1) for _, stop in spans])
+    running = peak = 0
+    peak_at = 0.0
+    for at, change in events:  # at one instant, ends (-1) sort before starts
+        running += change
+        if running > peak:
+            peak, peak_at = running, at
+    return peak, peak_at
 
 
 def run_simulation(config: SimulationConfig, settings: Settings) -> SimulationResult:
@@ -275,7 +292,7 @@ def _run(config: SimulationConfig, settings: Settings) -> SimulationResult:
         containers,
         batch_size=config.batch_size,
         batching_window_s=config.batching_window_s * config.client_time_factor,
-        gradual_scaling=config.local_stack_time_scale is None,
+        gradual_scaling=config.local_stack_time_scale is None and not config.containers_at_once,
     )
     source.start()
     scheduler.run()
@@ -384,6 +401,7 @@ def _figures(
     )
     sale_s = last_confirmed - first_sent
     busy_s = _busy_seconds(tally.invocation_spans)
+    peak, peak_at = _peak_concurrency(tally.invocation_spans)
     answer_s = last_answer - first_sent
     return {
         "requests": config.requests,
@@ -399,6 +417,8 @@ def _figures(
         "seats_confirmed_per_s": seats_confirmed / sale_s if sale_s > 0 else 0.0,
         "answered_per_s": len(answered) / answer_s if answer_s > 0 else 0.0,
         "busy_seconds": busy_s,
+        "peak_concurrency": peak,
+        "peak_concurrency_after_s": peak_at - first_sent if peak else 0.0,
         "confirmed_per_busy_s": confirmed / busy_s if busy_s > 0 else 0.0,
         "transactions": transactions,
         "transactions_committed": counters.transactions_committed,
