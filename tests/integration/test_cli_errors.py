@@ -192,6 +192,7 @@ def test_every_command_says_one_line_for_each_condition(
     with clean_env.context() as env:
         with_credentials(env)
         outcomes["bad endpoint URL"] = run("--endpoint-url", "notaurl", *args)
+        retry_pauses.pauses.clear()
         outcomes["endpoint down"] = run("--endpoint-url", f"http://127.0.0.1:{closed_port()}", *args)
         # (botocore retried the refused connection: it asked for a pause before its next attempt)
         assert retry_pauses.pauses, f"seats {' '.join(args)}: the unreachable endpoint was not retried"
