@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import botocore.endpoint
 import click
 import pytest
 from click.testing import CliRunner, Result
@@ -131,6 +132,28 @@ def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.MonkeyP
     return monkeypatch
 
 
+class RetryPauses:
+    """Stands in for botocore.endpoint's `time`: records each pause between retries, sleeps none.
+
+    An unreachable endpoint is retried as configured (every attempt is still made); only the
+    back-off between attempts is skipped, which was most of this file's minutes in CI.
+    `test_an_unreachable_endpoint_is_reported_within_seconds` keeps the real pauses and times them.
+    """
+
+    def __init__(self) -> None:
+        self.pauses: list[float] = []
+
+    def sleep(self, seconds: float) -> None:
+        self.pauses.append(seconds)
+
+
+@pytest.fixture
+def retry_pauses(monkeypatch: pytest.MonkeyPatch) -> RetryPauses:
+    pauses = RetryPauses()
+    monkeypatch.setattr(botocore.endpoint, "time", pauses)
+    return pauses
+
+
 def with_credentials(monkeypatch: pytest.MonkeyPatch, *, region: bool = True) -> None:
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
@@ -158,7 +181,7 @@ def assert_one_line(result: Result, expected: ExitCode, what: str) -> None:
 
 @pytest.mark.parametrize("path,command", COMMANDS, ids=[" ".join(p) for p, _ in COMMANDS])
 def test_every_command_says_one_line_for_each_condition(
-    path: tuple[str, ...], command: click.Command, clean_env: pytest.MonkeyPatch
+    path: tuple[str, ...], command: click.Command, clean_env: pytest.MonkeyPatch, retry_pauses: RetryPauses
 ) -> None:
     args = [*path, *made_up_args(path, command)]
     # Given no profile, no region, no credentials (each run below adds what its condition needs)
@@ -169,7 +192,10 @@ def test_every_command_says_one_line_for_each_condition(
     with clean_env.context() as env:
         with_credentials(env)
         outcomes["bad endpoint URL"] = run("--endpoint-url", "notaurl", *args)
+        retry_pauses.pauses.clear()
         outcomes["endpoint down"] = run("--endpoint-url", f"http://127.0.0.1:{closed_port()}", *args)
+        # (botocore retried the refused connection: it asked for a pause before its next attempt)
+        assert retry_pauses.pauses, f"seats {' '.join(args)}: the unreachable endpoint was not retried"
         with mock_aws():
             outcomes["missing resources"] = run(*args)
     with clean_env.context() as env:

@@ -11,26 +11,20 @@ under concurrency (moto's are not, so no race is judged on moto).
 from __future__ import annotations
 
 import json
-import threading
-import time
 import uuid
 from collections import Counter
 
 import pytest
 
 from seat_inventory.dal.seat_rows import SaleRules
-from seat_inventory.logic.admission_tokens import TokenVerifier, fixed_keys, issue_token, parse_key_ring
-from seat_inventory.logic.admission_tokens import new_key_ring_text as ring_text
-from seat_inventory.logic.inventory_hints import InventoryHints
-from seat_inventory.logic.reserve_seats import QueueMessage, reserve_seats
+from seat_inventory.logic.reserve_seats import QueueMessage
 from seat_inventory.logic.seat_map import load_json
-from seat_inventory.models import Outcome, ReservationOutcome, SeatKey
+from seat_inventory.models import Outcome, SeatKey
 from seat_inventory.settings import Settings
-from seat_inventory.wiring import SystemClock
 from seat_tools.local.stack import LocalStack
 from seat_tools.operator_commands import OperatorTable
 from tests.depth import sized
-from tests.fakes import RecordingPublisher
+from tests.local.crowd import admission_verifier, race, send_until_answered, token_messages
 
 pytestmark = [pytest.mark.local_stack, pytest.mark.bounded]
 
@@ -38,8 +32,6 @@ POOL_SEATS = sized("SEATS_MAPPED_POOL_SEATS", ci=6, deep=40)
 SENDERS = sized("SEATS_MAPPED_POOL_SENDERS", ci=8, deep=48)  # per class
 TOKENS = sized("SEATS_MAPPED_ADMISSION_TOKENS", ci=2, deep=10)
 TOKEN_SENDERS = sized("SEATS_MAPPED_ADMISSION_SENDERS", ci=6, deep=24)
-RING = parse_key_ring(ring_text("k1", b"local-test-key-".ljust(32, b"x")))
-MAX_ATTEMPTS = 40
 
 
 def _map(seats: int) -> str:
@@ -51,51 +43,6 @@ def _map(seats: int) -> str:
             "sections": [{"id": "A", "class": "STALLS", "rank": 0, "rows": rows}],
         }
     )
-
-
-def _send_until_answered(
-    table: OperatorTable, settings: Settings, message: QueueMessage, verifier: TokenVerifier | None = None
-) -> ReservationOutcome:
-    hints, clock = InventoryHints(), SystemClock()
-    for _ in range(MAX_ATTEMPTS):
-        publisher = RecordingPublisher()
-        result = reserve_seats(
-            [message],
-            store=table,
-            publisher=publisher,
-            settings=settings,
-            clock=clock,
-            hints=hints,
-            **({"admission": verifier} if verifier is not None else {}),
-        )
-        if publisher.published:
-            return publisher.published[0]
-        assert result.failed_message_ids == [message.message_id]
-        time.sleep(0.05)
-    raise AssertionError(f"{message.message_id} not answered after {MAX_ATTEMPTS} deliveries")
-
-
-def _race(local_stack: LocalStack, messages: list[QueueMessage], settings: Settings, verifier=None):
-    answers: dict[str, ReservationOutcome] = {}
-    errors: list[BaseException] = []
-    start = threading.Barrier(len(messages))
-
-    def sender(message: QueueMessage) -> None:
-        try:
-            start.wait()
-            own = OperatorTable(local_stack.client("dynamodb"), local_stack.table_name)
-            answers[message.message_id] = _send_until_answered(own, settings, message, verifier)
-        except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=sender, args=(m,)) for m in messages]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=300)
-    assert not errors, errors[:3]
-    assert len(answers) == len(messages)
-    return answers
 
 
 @pytest.mark.parametrize(
@@ -130,7 +77,7 @@ def test_a_mapped_and_a_counted_class_racing_for_a_shared_pool_sell_it_exactly(
         for n in range(SENDERS)
     ]
 
-    answers = _race(local_stack, messages, settings)
+    answers = race(local_stack, settings, messages)[0]
 
     outcomes = Counter(a.outcome for a in answers.values())
     assert outcomes[Outcome.CONFIRMED] + outcomes[Outcome.HELD] == POOL_SEATS, outcomes
@@ -156,7 +103,7 @@ def test_a_mapped_and_a_counted_class_racing_for_a_shared_pool_sell_it_exactly(
     winner = mapped[0]
     cancel = QueueMessage("m-cancel", json.dumps({"type": "cancel", "reservation_id": winner.reservation_id}))
     for _ in range(2):
-        _send_until_answered(table, settings, cancel)
+        send_until_answered(table, settings, cancel)
     after = table.get_pool(event_id, "hall")
     assert after is not None and after.available == 1
     assert after.held + after.sold == POOL_SEATS - 1
@@ -169,27 +116,10 @@ def test_one_token_sent_by_many_concurrent_requests_buys_mapped_seats_exactly_on
     table = OperatorTable(local_stack.client("dynamodb"), local_stack.table_name)
     table.create_seat_map(event_id, load_json(_map(TOKENS * 2)), SaleRules(admission_required=True))
     settings = Settings(table_name=local_stack.table_name, outcomes_topic_arn="unused")
-    verifier = TokenVerifier(fixed_keys(RING))
-    expires = int(time.time()) + 600
-    messages: list[QueueMessage] = []
-    for t in range(TOKENS):
-        token = issue_token(
-            RING, event_id=event_id, customer_id=f"c-{t}", expires_at=expires, token_id=f"{event_id}-t{t}"
-        )
-        for s in range(TOKEN_SENDERS):
-            body = {
-                "type": "hold" if s % 2 else "reserve",
-                "reservation_id": f"{event_id}-t{t}-r{s}",
-                "event_id": event_id,
-                "seat_class": "STALLS",
-                "quantity": 1,
-                "customer_id": f"c-{t}",
-                "admission_token": token,
-                **({"hold_seconds": 600} if s % 2 else {}),
-            }
-            messages.append(QueueMessage(f"m-{t}-{s}", json.dumps(body)))
+    verifier = admission_verifier()
+    messages = token_messages(event_id, TOKENS, TOKEN_SENDERS, seat_class="STALLS")
 
-    answers = _race(local_stack, messages, settings, verifier)
+    answers = race(local_stack, settings, messages, verifier=verifier)[0]
 
     for t in range(TOKENS):
         mine = [a for mid, a in answers.items() if mid.startswith(f"m-{t}-")]
@@ -202,7 +132,7 @@ def test_one_token_sent_by_many_concurrent_requests_buys_mapped_seats_exactly_on
     assert sum(r.held + r.sold for r in rows) == TOKENS
 
     # Every request redelivered once more: the same answers, as duplicates; no seat moves.
-    again = {m.message_id: _send_until_answered(table, settings, m, verifier) for m in messages}
+    again = {m.message_id: send_until_answered(table, settings, m, verifier) for m in messages}
     assert all(a.duplicate for a in again.values())
     assert {m: (a.outcome, a.reason) for m, a in again.items()} == {
         m: (a.outcome, a.reason) for m, a in answers.items()
@@ -239,7 +169,7 @@ def test_orders_of_a_mapped_and_a_counted_line_racing_for_a_shared_pool_sell_it_
         for n in range(SENDERS)
     ]
 
-    answers = _race(local_stack, messages, settings)
+    answers = race(local_stack, settings, messages)[0]
 
     outcomes = Counter(a.outcome for a in answers.values())
     assert outcomes[Outcome.CONFIRMED] == seats // 2, outcomes

@@ -11,7 +11,6 @@ transactions are atomic under concurrency (moto's are not, so no race is judged 
 from __future__ import annotations
 
 import json
-import threading
 import uuid
 from collections import Counter
 
@@ -20,12 +19,12 @@ import pytest
 from seat_inventory.dal.seat_rows import SaleRules
 from seat_inventory.logic.reserve_seats import QueueMessage
 from seat_inventory.logic.seat_map import load_json
-from seat_inventory.models import Outcome, ReservationOutcome, SeatKey, SeatState, ShardSeats, split_pool_ref
+from seat_inventory.models import Outcome, SeatKey, SeatState, ShardSeats, split_pool_ref
 from seat_inventory.settings import Settings
 from seat_tools.local.stack import LocalStack
 from seat_tools.operator_commands import OperatorTable
 from tests.depth import sized
-from tests.local.test_pools_concurrency import _send_until_answered
+from tests.local.crowd import race, send_until_answered
 
 pytestmark = [pytest.mark.local_stack, pytest.mark.bounded]
 
@@ -64,27 +63,8 @@ def test_orders_racing_for_a_shared_pool_sell_it_exactly_all_lines_or_none(
         )
         for n in range(SENDERS)
     ]
-    answers: dict[str, ReservationOutcome] = {}
-    again: dict[str, ReservationOutcome] = {}
-    errors: list[BaseException] = []
-    start = threading.Barrier(len(messages))
-
-    def sender(message: QueueMessage) -> None:
-        try:
-            start.wait()
-            own = OperatorTable(local_stack.client("dynamodb"), local_stack.table_name)
-            answers[message.message_id] = _send_until_answered(own, settings, message)
-            again[message.message_id] = _send_until_answered(own, settings, message)  # a redelivery
-        except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=sender, args=(m,)) for m in messages]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=300)
-    assert not errors, errors[:3]
-    assert len(answers) == len(messages)
+    # each order sent until answered, then sent again (a redelivery)
+    answers, again = race(local_stack, settings, messages, redeliver=True)
 
     # Exactly the orders the pool holds were taken, whole; the rest is SOLD_OUT naming the pool.
     outcomes = Counter(a.outcome for a in answers.values())
@@ -122,7 +102,7 @@ def test_orders_racing_for_a_shared_pool_sell_it_exactly_all_lines_or_none(
     winner = next(a for a in answers.values() if a.outcome in (Outcome.CONFIRMED, Outcome.HELD))
     cancel = QueueMessage("m-cancel", json.dumps({"type": "cancel", "reservation_id": winner.reservation_id}))
     for _ in range(2):
-        _send_until_answered(table, settings, cancel)
+        send_until_answered(table, settings, cancel)
     after = table.get_pool(event_id, "hall")
     assert after is not None and after.available == 2
     assert sum(v.available for v in table.get_event(event_id)) == 2 * SENDERS - 2 * ORDERS_THAT_FIT + 2
@@ -157,24 +137,7 @@ def test_orders_racing_for_the_same_chosen_seats_take_them_once_with_their_other
         )
         for n in range(SENDERS)
     ]
-    answers: dict[str, ReservationOutcome] = {}
-    errors: list[BaseException] = []
-    start = threading.Barrier(len(messages))
-
-    def sender(message: QueueMessage) -> None:
-        try:
-            start.wait()
-            own = OperatorTable(local_stack.client("dynamodb"), local_stack.table_name)
-            answers[message.message_id] = _send_until_answered(own, settings, message)
-        except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=sender, args=(m,)) for m in messages]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=300)
-    assert not errors, errors[:3]
+    answers, _ = race(local_stack, settings, messages)
 
     outcomes = Counter(a.outcome for a in answers.values())
     assert outcomes == {Outcome.CONFIRMED: 1, Outcome.SEATS_TAKEN: SENDERS - 1}, outcomes

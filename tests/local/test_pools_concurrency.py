@@ -9,45 +9,24 @@ concurrency (moto's are not, so no race is judged on moto).
 from __future__ import annotations
 
 import json
-import threading
-import time
 import uuid
 from collections import Counter
 from typing import NoReturn
 
 import pytest
 
-from seat_inventory.logic.inventory_hints import InventoryHints
-from seat_inventory.logic.reserve_seats import QueueMessage, reserve_seats
-from seat_inventory.models import Outcome, ReservationOutcome, SeatKey
+from seat_inventory.logic.reserve_seats import QueueMessage
+from seat_inventory.models import Outcome, SeatKey
 from seat_inventory.settings import Settings
-from seat_inventory.wiring import SystemClock
 from seat_tools.local.stack import LocalStack
 from seat_tools.operator_commands import OperatorTable
 from tests.depth import sized
-from tests.fakes import RecordingPublisher
+from tests.local.crowd import race, send_until_answered
 
 pytestmark = [pytest.mark.local_stack, pytest.mark.bounded]
 
 POOL_SEATS = sized("SEATS_POOL_SEATS", ci=6, deep=40)
 SENDERS = sized("SEATS_POOL_SENDERS", ci=8, deep=48)  # per class
-MAX_ATTEMPTS = 40
-
-
-def _send_until_answered(
-    table: OperatorTable, settings: Settings, message: QueueMessage
-) -> ReservationOutcome:
-    hints, clock = InventoryHints(), SystemClock()
-    for _ in range(MAX_ATTEMPTS):
-        publisher = RecordingPublisher()
-        result = reserve_seats(
-            [message], store=table, publisher=publisher, settings=settings, clock=clock, hints=hints
-        )
-        if publisher.published:
-            return publisher.published[0]
-        assert result.failed_message_ids == [message.message_id]
-        time.sleep(0.05)
-    raise AssertionError(f"{message.message_id} not answered after {MAX_ATTEMPTS} deliveries")
 
 
 def _missing() -> NoReturn:
@@ -89,38 +68,15 @@ def test_two_classes_racing_for_a_shared_pool_sell_it_exactly(
         for key in classes
         for n in range(SENDERS)
     ]
-    answers: dict[str, ReservationOutcome] = {}
-    errors: list[BaseException] = []
     resharding = pool_shards > 1
-    start = threading.Barrier(len(messages) + (1 if resharding else 0))
-
-    def sender(message: QueueMessage) -> None:
-        try:
-            start.wait()
-            own = OperatorTable(local_stack.client("dynamodb"), local_stack.table_name)
-            answers[message.message_id] = _send_until_answered(own, settings, message)
-        except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
-            errors.append(exc)
 
     def resharder() -> None:
         # Sharded: an operator spreads the pool over 8 items while the race runs.
-        try:
-            start.wait()
-            OperatorTable(local_stack.client("dynamodb"), local_stack.table_name).reshard_pool(
-                event_id, "hall", 8
-            )
-        except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
-            errors.append(exc)
+        OperatorTable(local_stack.client("dynamodb"), local_stack.table_name).reshard_pool(
+            event_id, "hall", 8
+        )
 
-    threads = [threading.Thread(target=sender, args=(m,)) for m in messages]
-    if resharding:
-        threads.append(threading.Thread(target=resharder))
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=300)
-    assert not errors, errors[:3]
-    assert len(answers) == len(messages)
+    answers, _ = race(local_stack, settings, messages, beside=[resharder] if resharding else [])
 
     outcomes = Counter(a.outcome for a in answers.values())
     # Exactly the pool's seats were sold or held, over both classes; the rest is SOLD_OUT.
@@ -152,6 +108,6 @@ def test_two_classes_racing_for_a_shared_pool_sell_it_exactly(
     winner = next(a for a in answers.values() if a.outcome is Outcome.CONFIRMED)
     cancel = QueueMessage("m-cancel", json.dumps({"type": "cancel", "reservation_id": winner.reservation_id}))
     for _ in range(2):
-        _send_until_answered(table, settings, cancel)
+        send_until_answered(table, settings, cancel)
     after = table.get_pool(event_id, "hall")
     assert after is not None and (after.available, after.sold) == (1, pool.sold - 1)

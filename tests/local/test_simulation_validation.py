@@ -76,7 +76,8 @@ def _run_local(tmp_path: Path) -> dict[str, Any]:
         runner = LocalRunner(replace(runner_config(stack, workers=WORKERS), sweep_handler=None))
         runner.start()
         try:
-            assert runner.drain(stack.queue_depth, timeout_s=DRAIN_TIMEOUT_S), "the queue did not drain"
+            drained = runner.drain(stack.queue_depth, timeout_s=DRAIN_TIMEOUT_S, deleted=len(bodies))
+            assert drained, "the queue did not drain"
         finally:
             runner.stop()
         after = stack.contention_status()

@@ -362,7 +362,9 @@ def test_a_soak_with_a_slow_consumer_and_a_crash_keeps_every_invariant(  # noqa:
         with LocalRunner(config) as runner:
             started = time.monotonic()
             send_failed = _send_in_waves(stack, traffic.bodies)
-            drained = runner.drain(stack.queue_depth, quiet_s=3, timeout_s=300 + SOAK_REQUESTS / 20)
+            drained = runner.drain(
+                stack.queue_depth, quiet_s=3, timeout_s=300 + SOAK_REQUESTS / 20, deleted=len(traffic.bodies)
+            )
             elapsed = time.monotonic() - started
         stats = runner.stats
         documents = outcomes.finish()

@@ -13,19 +13,16 @@ import random
 
 import pytest
 
-from seat_inventory.logic.admission_tokens import MISSING, KeyRing, TokenVerifier, fixed_keys, issue_token
+from seat_inventory.logic.admission_tokens import MISSING, issue_token
 from seat_inventory.logic.inventory_hints import InventoryHints
-from seat_inventory.logic.reserve_seats import QueueMessage, reserve_seats
+from seat_inventory.logic.reserve_seats import QueueMessage
 from seat_inventory.logic.seat_map import load_json
 from seat_inventory.logic.sweep_holds import release_expired_holds
 from seat_inventory.models import Outcome, ReservationOutcome, SaleStatus, SeatKey, split_pool_ref
-from seat_inventory.settings import Settings
+from tests import containers
+from tests.containers import NOW, RING, TTL, message, order, take
 from tests.fakes import FakeClock, InMemoryInventoryStore, RecordingPublisher
 
-SETTINGS = Settings(table_name="t", outcomes_topic_arn="arn:aws:sns:us-east-1:1:t", max_hold_seconds=3600)
-NOW = 1_800_000_000
-TTL = 15 * 86_400
-RING = KeyRing("k1", {"k1": b"k" * 32})
 STALLS = SeatKey("e-1", "STALLS")
 MAP = {
     "classes": {"STALLS": {"orphans": "allow"}, "BALCONY": {"orphans": "allow"}},
@@ -41,41 +38,14 @@ MAP = {
 }
 
 
-def message(n: int, **body: object) -> QueueMessage:
-    return QueueMessage(f"m-{n}", json.dumps(body))
+class Container(containers.Container):
+    """Checks admission tokens with RING; `run` answers by message id, every message answered."""
 
-
-def take(n: int, seat_class: str, quantity: int = 1, *, hold: int | None = None, **extra: object):
-    body: dict[str, object] = {
-        "reservation_id": f"r-{n}",
-        "event_id": "e-1",
-        "seat_class": seat_class,
-        "quantity": quantity,
-        "customer_id": f"c-{n}",
-        **extra,
-    }
-    if hold is not None:
-        body.update(type="hold", hold_seconds=hold)
-    return message(n, **body)
-
-
-class Container:
     def __init__(self, store: InMemoryInventoryStore, clock: FakeClock) -> None:
-        self.store, self.clock, self.hints = store, clock, InventoryHints()
+        super().__init__(store, clock, ring=RING)
 
     def run(self, *messages: QueueMessage) -> dict[str, ReservationOutcome]:
-        publisher = RecordingPublisher()
-        result = reserve_seats(
-            list(messages),
-            store=self.store,
-            publisher=publisher,
-            settings=SETTINGS,
-            clock=self.clock,
-            hints=self.hints,
-            admission=TokenVerifier(fixed_keys(RING)),
-        )
-        assert result.failed_message_ids == []
-        return {o.message_id or "": o for o in publisher.published}
+        return self.answered(*messages)
 
 
 def store_with(*, hall: int = 5, stalls_pools=("hall",), required: bool = False) -> InMemoryInventoryStore:
@@ -218,12 +188,12 @@ def check_counts(store: InMemoryInventoryStore, capacity: int) -> None:
         if record is None or record.status not in (Outcome.HELD, Outcome.CONFIRMED):
             continue
         tally = held if record.status is Outcome.HELD else sold
-        for take in record.takes():  # an order's lines, or the record itself
-            for owner in (take.key, *take.pools):
-                tally[owner] = tally.get(owner, 0) + take.quantity
-            [ref] = take.pools  # every class here belongs to the hall (`hall#n`: its item n)
+        for taken in record.takes():  # an order's lines, or the record itself
+            for owner in (taken.key, *taken.pools):
+                tally[owner] = tally.get(owner, 0) + taken.quantity
+            [ref] = taken.pools  # every class here belongs to the hall (`hall#n`: its item n)
             assert split_pool_ref(ref)[0] == "hall", rid
-            if take.seats:
+            if taken.seats:
                 assert ref == "hall", rid  # a mapped class takes from item 0
     for key, rows in store.seat_rows.items():
         assert sum(r.held for r in rows.values()) == held.get(key, 0), key
@@ -287,19 +257,6 @@ def test_random_lifecycles_on_a_pool_shared_by_mapped_and_counted_classes(seed: 
             status = rng.choice([SaleStatus.OPEN, SaleStatus.OPEN, SaleStatus.OPEN, SaleStatus.CLOSED])
             store.change_pool("e-1", "hall", sale_status=status)
         check_counts(store, capacity)
-
-
-def order(n: int, *lines: tuple[str, int], hold: int | None = None, **extra: object) -> QueueMessage:
-    body: dict[str, object] = {
-        "reservation_id": f"o-{n}",
-        "event_id": "e-1",
-        "customer_id": f"c-{n}",
-        "lines": [{"seat_class": c, "quantity": q} for c, q in lines],
-        **extra,
-    }
-    if hold is not None:
-        body.update(type="hold", hold_seconds=hold)
-    return QueueMessage(f"m-{n}", json.dumps(body))
 
 
 def test_an_order_with_a_mapped_and_a_counted_line_takes_their_shared_pool_all_or_nothing() -> None:

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from seat_inventory.logic.admission_tokens import KeyRing, TokenVerifier, fixed_keys, issue_token
+from seat_inventory.logic.admission_tokens import issue_token
 from seat_inventory.logic.inventory_hints import InventoryHints
 from seat_inventory.logic.reserve_seats import QueueMessage, reserve_seats
 from seat_inventory.logic.seat_map import load_json
@@ -34,54 +34,20 @@ from seat_inventory.models import (
 )
 from seat_inventory.parsing import parse_reservation
 from seat_inventory.publishing.sns_publisher import outcome_document
-from seat_inventory.settings import Settings
+from tests import containers
+from tests.containers import NOW, RING, SETTINGS, TTL, StepClock, counting_pool_refusals, order
 from tests.fakes import FakeClock, InMemoryInventoryStore, RecordingPublisher
-
-SETTINGS = Settings(table_name="t", outcomes_topic_arn="arn:aws:sns:us-east-1:1:t", max_hold_seconds=3600)
-NOW = 1_800_000_000
-TTL = 15 * 86_400
-RING = KeyRing("k1", {"k1": b"k" * 32})
-
-
-def order(n: int, *lines: tuple[str, int], rid: str | None = None, hold: int | None = None, **extra: object):
-    body: dict[str, object] = {
-        "reservation_id": rid or f"o-{n}",
-        "event_id": "e-1",
-        "customer_id": extra.pop("customer", f"c-{n}"),
-        "lines": [{"seat_class": c, "quantity": q} for c, q in lines],
-        **extra,
-    }
-    if hold is not None:
-        body.update(type="hold", hold_seconds=hold)
-    return QueueMessage(f"m-{n}", json.dumps(body))
 
 
 def change(n: int, kind: str, rid: str) -> QueueMessage:
     return QueueMessage(f"m-{n}", json.dumps({"type": kind, "reservation_id": rid}))
 
 
-class Container:
+class Container(containers.Container):
+    """Checks admission tokens with RING; its hints draw from a seeded generator."""
+
     def __init__(self, store: InMemoryInventoryStore, clock: FakeClock) -> None:
-        self.store, self.clock, self.hints = store, clock, InventoryHints(rng=random.Random(7))
-        self.published: list[ReservationOutcome] = []
-
-    def run(self, *messages: QueueMessage):
-        publisher = RecordingPublisher()
-        result = reserve_seats(
-            list(messages),
-            store=self.store,
-            publisher=publisher,
-            settings=SETTINGS,
-            clock=self.clock,
-            hints=self.hints,
-            admission=TokenVerifier(fixed_keys(RING)),
-        )
-        self.published = publisher.published
-        return result
-
-    def answer(self, message_id: str) -> ReservationOutcome:
-        [found] = [o for o in self.published if o.message_id == message_id]
-        return found
+        super().__init__(store, clock, ring=RING, hints=InventoryHints(rng=random.Random(7)))
 
 
 @pytest.fixture
@@ -547,20 +513,6 @@ def hall_items(store: InMemoryInventoryStore) -> list[tuple[int, int, int, int]]
     return [(s.capacity, s.available, s.held, s.sold) for s in whole.shards]
 
 
-def counting_pool_refusals(store: InMemoryInventoryStore) -> list[object]:
-    refusals: list[object] = []
-    commit = store.commit_outcomes
-
-    def counting(write):
-        refused = commit(write)
-        if refused is not None and refused.pools_refused:
-            refusals.append(refused)
-        return refused
-
-    store.commit_outcomes = counting  # type: ignore[method-assign]
-    return refusals
-
-
 def test_an_order_takes_every_line_from_one_pool_item_and_gives_back_there() -> None:
     # Given a hall of 16 over 4 items; the container owns FLOOR's shard 7 (pool item 7 mod 4 = 3)
     store = hall_store(4, capacity=16)
@@ -1022,22 +974,6 @@ def test_random_orders_pools_and_lifecycles_keep_every_count_equal_to_the_record
 # ------------------------------------------------------------------ what an order costs
 
 
-class _StepClock:
-    """One container's clock: time passes only while it waits."""
-
-    def __init__(self) -> None:
-        self.time = float(NOW)
-
-    def now(self) -> float:
-        return self.time
-
-    def sleep(self, seconds: float) -> None:
-        self.time += seconds
-
-    def wait_for_aws(self, seconds: float) -> None:
-        self.time += seconds
-
-
 @pytest.mark.parametrize(
     ("lines", "units"),
     [
@@ -1052,7 +988,7 @@ def test_an_order_costs_two_write_units_per_item_and_so_does_its_cancel(store, l
     from seat_tools.contention.model import ContentionModel, ContentionSettings
     from seat_tools.simulation.dynamodb import SimulatedTable
 
-    clock = _StepClock()
+    clock = StepClock()
     model = ContentionModel(ContentionSettings(), clock=clock.now, rng=random.Random(1))
     client = SimulatedTable(store, model, seed=1).client(clock)  # type: ignore[arg-type]
     publisher = RecordingPublisher()

@@ -8,61 +8,16 @@ test drives random pools, classes, reserves, holds, confirms, cancels, expiries 
 from __future__ import annotations
 
 import dataclasses
-import json
 import random
 
 import pytest
 
 from seat_inventory.logic.inventory_hints import InventoryHints
-from seat_inventory.logic.reserve_seats import QueueMessage, reserve_seats
+from seat_inventory.logic.reserve_seats import QueueMessage
 from seat_inventory.logic.sweep_holds import release_expired_holds
 from seat_inventory.models import Outcome, SaleStatus, SeatKey, StoreInconsistency, pool_ref, split_pool_ref
-from seat_inventory.settings import Settings
+from tests.containers import NOW, TTL, Container, StepClock, counting_pool_refusals, message, take
 from tests.fakes import FakeClock, InMemoryInventoryStore, RecordingPublisher
-
-SETTINGS = Settings(table_name="t", outcomes_topic_arn="arn:aws:sns:us-east-1:1:t", max_hold_seconds=3600)
-NOW = 1_800_000_000
-TTL = 15 * 86_400
-
-
-def message(n: int, **body: object) -> QueueMessage:
-    return QueueMessage(f"m-{n}", json.dumps(body))
-
-
-def take(n: int, seat_class: str, quantity: int = 1, *, rid: str | None = None, hold: int | None = None):
-    body: dict[str, object] = {
-        "reservation_id": rid or f"r-{n}",
-        "event_id": "e-1",
-        "seat_class": seat_class,
-        "quantity": quantity,
-        "customer_id": f"c-{n}",
-    }
-    if hold is not None:
-        body.update(type="hold", hold_seconds=hold)
-    return message(n, **body)
-
-
-class Container:
-    def __init__(self, store: InMemoryInventoryStore, clock: FakeClock) -> None:
-        self.store, self.clock, self.hints = store, clock, InventoryHints()
-        self.published: list = []
-
-    def run(self, *messages: QueueMessage):
-        publisher = RecordingPublisher()
-        result = reserve_seats(
-            list(messages),
-            store=self.store,
-            publisher=publisher,
-            settings=SETTINGS,
-            clock=self.clock,
-            hints=self.hints,
-        )
-        self.published = publisher.published
-        return result
-
-    def answer(self, message_id: str):
-        [found] = [o for o in self.published if o.message_id == message_id]
-        return found
 
 
 @pytest.fixture
@@ -304,22 +259,6 @@ def test_a_sharded_class_and_a_plain_one_share_a_pool_exactly_across_containers(
     check_counts(store)
 
 
-class _StepClock:
-    """One container's clock: time passes only while it waits."""
-
-    def __init__(self) -> None:
-        self.time = float(NOW)
-
-    def now(self) -> float:
-        return self.time
-
-    def sleep(self, seconds: float) -> None:
-        self.time += seconds
-
-    def wait_for_aws(self, seconds: float) -> None:
-        self.time += seconds
-
-
 @pytest.mark.parametrize(("pools", "units"), [((), 4), (("a",), 6), (("a", "b"), 8)])
 def test_each_pool_adds_two_write_units_to_a_take_and_to_its_give_back(pools, units) -> None:
     # Units as the simulation's DynamoDB model charges them (AWS's rules: 2 per transactional
@@ -332,7 +271,7 @@ def test_each_pool_adds_two_write_units_to_a_take_and_to_its_give_back(pools, un
     for name in pools:
         data.add_pool("e-1", name, 10)
     data.add_event("e-1", 10, "GA", pools=pools)
-    clock = _StepClock()
+    clock = StepClock()
     model = ContentionModel(ContentionSettings(), clock=clock.now, rng=random.Random(1))
     store = SimulatedTable(data, model, seed=1).client(clock)
     key = SeatKey("e-1", "GA")
@@ -356,16 +295,7 @@ def test_each_pool_adds_two_write_units_to_a_take_and_to_its_give_back(pools, un
 
 def test_after_a_pool_sells_out_the_next_groups_read_it_instead_of_a_doomed_write(store) -> None:
     # Given a container that saw the pool refuse a write (Saturday still has seats of its own)
-    refusals: list[object] = []
-    commit = store.commit_outcomes
-
-    def counting(write):
-        refused = commit(write)
-        if refused is not None and refused.pools_refused:
-            refusals.append(refused)
-        return refused
-
-    store.commit_outcomes = counting  # type: ignore[method-assign]
+    refusals = counting_pool_refusals(store)
     container = Container(store, FakeClock(time=NOW))
     other = Container(store, FakeClock(time=NOW))
     container.run(take(1, "SAT", 2))
@@ -392,26 +322,12 @@ def test_after_a_pool_sells_out_the_next_groups_read_it_instead_of_a_doomed_writ
 # --- sharded pools (docs/pools.md, "Sharded pools") ------------------------------------------------
 
 
-def _counting_refusals(store: InMemoryInventoryStore) -> list[object]:
-    refusals: list[object] = []
-    commit = store.commit_outcomes
-
-    def counting(write):
-        refused = commit(write)
-        if refused is not None and refused.pools_refused:
-            refusals.append(refused)
-        return refused
-
-    store.commit_outcomes = counting  # type: ignore[method-assign]
-    return refusals
-
-
 def test_a_take_from_class_shard_s_writes_pool_item_s_mod_k_from_the_first_write() -> None:
     # Given a hall of 16 seats over 4 items and a class over 8 shards, never seen by the container
     store = InMemoryInventoryStore()
     store.add_pool("e-1", "hall", 16, shards=4)
     store.add_event("e-1", 40, "FLOOR", shards=8, pools=["hall"])
-    refusals = _counting_refusals(store)
+    refusals = counting_pool_refusals(store)
     container = Container(store, FakeClock(time=NOW))
 
     # When it takes seats in three groups
@@ -455,7 +371,7 @@ def test_a_donor_that_sold_meanwhile_refuses_the_move_and_the_group_is_planned_a
     store = InMemoryInventoryStore()
     store.add_pool("e-1", "hall", 8, shards=4)
     store.add_event("e-1", 40, "FLOOR", pools=["hall"])
-    refusals = _counting_refusals(store)
+    refusals = counting_pool_refusals(store)
     container = Container(store, FakeClock(time=NOW))
 
     def another_container_sells_item_1() -> None:
@@ -483,7 +399,7 @@ def test_one_pool_item_refusing_is_never_a_sold_out_the_pool_is_read_whole_first
     store = InMemoryInventoryStore()
     store.add_pool("e-1", "hall", 8, shards=4)
     store.add_event("e-1", 40, "FLOOR", pools=["hall"])
-    refusals = _counting_refusals(store)
+    refusals = counting_pool_refusals(store)
     first, other = Container(store, FakeClock(time=NOW)), Container(store, FakeClock(time=NOW))
     first.run(take(1, "FLOOR", 1))  # it has seen the class and its pool: 7 seats to sell
     other.run(take(2, "FLOOR", 1))  # item 0 is now empty

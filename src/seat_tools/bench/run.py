@@ -495,6 +495,9 @@ class Bench:
         self.producer = RequestCounter()
         self.sqs = self.producer.register(stack.client("sqs"))
         self.idempotency_table: str | None = None
+        # Messages `send` put on the queue since the last drain: the drain ends once the workers
+        # have deleted that many and the queue is empty (no quiet period to wait out).
+        self.sent_since_drain = 0
         # The figures AWS's limits are read from: the layer's settings when it is on.
         self.aws = stack.aws_contention or ContentionSettings()
 
@@ -597,8 +600,9 @@ class Bench:
         )
         runner = LocalRunner(config)
         runner.start()
+        sent, self.sent_since_drain = self.sent_since_drain, 0
         try:
-            if not runner.drain(self.stack.queue_depth, timeout_s=DRAIN_TIMEOUT_S):
+            if not runner.drain(self.stack.queue_depth, timeout_s=DRAIN_TIMEOUT_S, deleted=sent or None):
                 raise LocalStackError(f"the queue did not drain in {DRAIN_TIMEOUT_S:.0f} s")
         finally:
             runner.stop()
@@ -612,6 +616,7 @@ class Bench:
 
     def send(self, bodies: Sequence[Mapping[str, Any]]) -> None:
         report = send_messages(self.sqs, self.stack.queue_url, bodies, concurrency=SEND_CONCURRENCY)
+        self.sent_since_drain += report.sent
         if report.failed:
             raise LocalStackError(f"{report.failed} message(s) could not be sent: {report.first_error}")
 

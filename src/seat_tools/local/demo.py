@@ -325,7 +325,7 @@ def run_onsale(
                 0
             ]
         # Every message was answered; the deletes of the last batches may still be in flight.
-        runner.drain(stack.queue_depth, quiet_s=0.5, timeout_s=30)
+        runner.drain(stack.queue_depth, quiet_s=0.5, timeout_s=30, deleted=report.sent)
         say("waiting for the ticket issuer to number every sale, then auditing the numbers ...")
         defects = _audit_when_numbered(stack, event_id)
     stats = runner.stats

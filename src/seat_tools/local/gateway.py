@@ -524,6 +524,9 @@ class LocalApiServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # TCP_NODELAY: the body, written after the headers, does not wait for their ACK
+            # (Nagle's algorithm with the client's delayed ACK: about 40 ms per answer).
+            disable_nagle_algorithm = True
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass  # the engines' logs are the record; a line per request would flood the terminal

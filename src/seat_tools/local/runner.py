@@ -525,6 +525,9 @@ def _worker_main(config: RunnerConfig, index: int, stop: Any, reports: Any) -> N
 
 # How often a waiting worker looks at the stop flag.
 STOP_POLL_S = 0.1
+# How long the runner's collector waits for a report before it looks whether the workers are gone
+# (stop() waits for the collector to see it).
+REPORTS_POLL_S = 0.1
 
 
 class StopFlag:
@@ -653,7 +656,7 @@ class LocalRunner:
     def _collect_reports(self) -> None:
         while True:
             try:
-                kind, index, payload = self._reports.get(timeout=0.5)
+                kind, index, payload = self._reports.get(timeout=REPORTS_POLL_S)
             except queue.Empty:
                 if self._stop.is_set() and not any(p.is_alive() for p in self._processes):
                     return
@@ -721,12 +724,17 @@ class LocalRunner:
         quiet_s: float = 1.5,
         timeout_s: float = 300.0,
         poll_s: float = 0.25,
+        deleted: int | None = None,
     ) -> bool:
-        """Waits until the queue stays empty (nothing visible, nothing in flight) for `quiet_s`.
+        """Waits until the queue stays empty (nothing visible, nothing in flight) for `quiet_s`,
+        or, given `deleted`, until it is empty and the workers have deleted that many messages.
 
         `depth()` returns (ApproximateNumberOfMessages, ApproximateNumberOfMessagesNotVisible);
         `LocalStack.queue_depth` is one. Returns False if `timeout_s` passed first. A message a
         worker reported as failed counts as in flight until its visibility timeout ends.
+        `deleted` is for a caller that knows how many messages it sent: once the counts say every
+        one was handled, the quiet period is not waited for (a message dead-lettered instead is
+        never counted, and the quiet period decides as without `deleted`).
         """
         deadline = time.monotonic() + timeout_s
         empty_since: float | None = None
@@ -735,6 +743,8 @@ class LocalRunner:
             now = time.monotonic()
             if visible or in_flight:
                 empty_since = None
+            elif deleted is not None and self._deleted() >= deleted:
+                return True
             elif empty_since is None:
                 empty_since = now
             elif now - empty_since >= quiet_s:
@@ -743,6 +753,10 @@ class LocalRunner:
                 raise LocalStackError("every runner worker has exited; see the worker logs")
             time.sleep(poll_s)
         return False
+
+    def _deleted(self) -> int:
+        with self._lock:
+            return self._stats.deleted
 
     def stop(self) -> None:
         """Asks every worker to finish its current invocation and exit; terminates stragglers."""
