@@ -157,8 +157,8 @@ def _check_seat_map_options(config: SimulationConfig) -> None:
     type=click.IntRange(1, MAX_FED_SALES),
     default=10_000,
     show_default=True,
-    help="Reservation requests for the event (at most 1,000,000; with --sold-per-s, sales fed"
-    " to the issuer, at most 10,000,000).",
+    help="Reservation requests for the event (at most 3,000,000, about 1.5 GB a million; with"
+    " --sold-per-s, sales fed to the issuer, at most 10,000,000).",
 )
 @click.option(
     "--capacity", type=click.IntRange(min=0), help="Seats of the event [default: enough for every request]."

@@ -37,8 +37,10 @@ from seat_tools.traffic import ORDER_CLASSES, OrderRequests
 EPOCH = 1_800_000_000.0
 EVENT_ID = "onsale-1"
 # Requests of a simulated sale; sales fed to the issuer alone (`sold_per_s`), which is cheaper per
-# sale, may be more: a sustained sale at 40,000 a second (docs/tickets.md).
-MAX_REQUESTS = 1_000_000
+# sale, may be more: a sustained sale at 40,000 a second (docs/tickets.md). A simulated sale takes
+# about 1.5 GB of memory per million requests; 3,000,000 lasts long enough past Lambda's 12 s
+# scale-up to show a pre-warmed table's rate (docs/simulation.md, "Lambda's scale-up").
+MAX_REQUESTS = 3_000_000
 MAX_FED_SALES = 10_000_000
 # The handler's work per invocation besides AWS calls, on a 512 MB Arm function: not measured
 # on Lambda; assumed (docs/simulation.md).
