@@ -6,12 +6,27 @@ spread containers over the rows."""
 from __future__ import annotations
 
 import json
+import random
+from collections.abc import Sequence
 
 from seat_inventory.logic.inventory_hints import InventoryHints
 from seat_inventory.logic.ports import WriteRefused
+from seat_inventory.logic.retry_deadline import ConflictDeadline
 from seat_inventory.logic.seat_map import load_json
+from seat_inventory.logic.seat_placement import Placement, stranded_by
 from seat_inventory.logic.seat_slices import ROWS_PER_SLICE, deal
-from seat_inventory.models import GroupWrite, Outcome, SeatState
+from seat_inventory.logic.settle_mapped import (
+    REFUSED_VIEW_SECONDS,
+    SLICE_IN_USE_SECONDS,
+    VIEW_SECONDS,
+    MappedContext,
+    SeatMaps,
+    _place_spread,
+    _slice_order,
+    taken_seats,
+)
+from seat_inventory.models import GroupWrite, Outcome, SeatKey, SeatRow, SeatState, TransactionConflict
+from tests.fakes import FakeClock, InMemoryInventoryStore
 from tests.unit.test_mapped_seats import Harness, body
 
 
@@ -169,3 +184,120 @@ def test_a_container_reads_its_slice_before_taking_and_moves_where_another_sold(
     assert _slice_of(f"{again.seats[0].rsplit('-', 1)[0]}#0", rows, 4) != own  # type: ignore[index]
     sold = [s for s, state in h.states().items() if state is SeatState.SOLD]
     assert len(sold) == len(set(sold)) == 2 + 8 + 4
+
+
+def test_slices_in_use_by_other_containers_are_tried_after_every_other_slice() -> None:
+    # Given a class of 4 slices, this container's own slice 2, slice 0 nearly sold, and slice 3
+    # (the next on the ring, full) where it saw another container take
+    slices = deal(load_json(json.dumps(SLICED)).classes["STALLS"])
+    available = {0: 5, 1: 80, 2: 60, 3: 80}
+    # When it orders them for a request of 4 seats
+    alone = _slice_order(slices, available, 4, 2, random.Random(1))
+    order = _slice_order(slices, available, 4, 2, random.Random(1), {3})
+    # Then its own comes first, then the fuller ones on the ring from its own, the one in use last
+    assert alone == [2, 3, 1, 0]
+    assert order == [2, 1, 0, 3]
+
+
+def test_a_slice_left_is_in_use_for_a_while_then_free_again() -> None:
+    maps = SeatMaps()
+    key = SeatKey("e-1", "STALLS")
+    maps.own_slice[key] = 1
+    maps.leave(key, None, 100.0)  # a take of its own slice was refused
+    maps.leave(key, 3, 100.2)  # a read showed another container's seats in slice 3
+    assert key not in maps.own_slice
+    assert maps.in_use(key, 100.3) == {1, 3}
+    assert maps.in_use(key, 100.0 + SLICE_IN_USE_SECONDS) == {3}
+    assert maps.in_use(key, 100.2 + SLICE_IN_USE_SECONDS) == set()
+
+
+def test_a_take_that_conflicts_is_placed_again_in_another_slice_not_retried_in_place() -> None:
+    # Given a store whose first take conflicts (another container's transaction holds its rows)
+    h = _sliced_harness()
+    rows = [f"A-R{r}" for r in range(1, 33)]
+    commit = h.store.commit_outcomes
+    conflicted: list[GroupWrite] = []
+
+    def conflicting(write: GroupWrite) -> WriteRefused | None:
+        if write.rows and not conflicted:
+            conflicted.append(write)
+            raise TransactionConflict("another container's take holds these rows")
+        return commit(write)
+
+    h.store.commit_outcomes = conflicting  # type: ignore[method-assign]
+    # When a batch of best-available requests is settled
+    answers = h.send(*(body(n, quantity=2) for n in range(4)))
+    # Then every request is confirmed (nothing handed back), with no pause, in another slice
+    assert {a.outcome for a in answers} == {Outcome.CONFIRMED}
+    assert h.clock.slept == []
+    first = _slice_of(next(iter(conflicted[0].rows)), rows, 4)
+    assert all(_slice_of(row, rows, 4) != first for take in h.takes for row in take.rows)
+    assert h.hints.seat_maps.in_use(SeatKey("e-1", "STALLS"), h.clock.now()) == {first}
+
+
+def test_a_view_with_few_rows_left_is_read_again_by_those_rows_only() -> None:
+    # Given a container whose view shows one row with free seats (the sale's end)
+    h = _sliced_harness()
+    h.send(*(body(n, quantity=10) for n in range(31)))
+    key = SeatKey("e-1", "STALLS")
+    reads: list[list[str] | None] = []
+    read = h.store.read_seat_rows
+
+    def counted(k: SeatKey, row_ids: Sequence[str] | None = None) -> dict[str, SeatRow]:
+        reads.append(None if row_ids is None else list(row_ids))
+        return read(k, row_ids)
+
+    h.store.read_seat_rows = counted  # type: ignore[method-assign]
+    free = [row.row_id for row in h.store.seat_rows[key].values() if row.available]
+    assert len(free) == 1
+    # When its view is due again (a take of it was refused: read once REFUSED_VIEW_SECONDS old)
+    # and it takes the last seats
+    h.hints.seat_maps.stale_soon(key)
+    h.clock.time += REFUSED_VIEW_SECONDS + 0.1
+    [answer] = h.send(body(40, quantity=10))
+    # Then it read that row item consistently, not the whole class
+    assert answer.outcome is Outcome.CONFIRMED
+    assert reads[0] == free and None not in reads
+    # and the whole class is read again once its last whole read is VIEW_SECONDS old
+    h.clock.time += VIEW_SECONDS + 0.1
+    [late] = h.send(body(41, quantity=1))
+    assert late.outcome is Outcome.SOLD_OUT
+    assert None in reads
+
+
+def test_when_every_block_strands_a_seat_containers_take_them_in_their_own_slices() -> None:
+    # Given 32 rows of 10 in 4 slices, each row with only its first 3 seats free: any 2 adjacent
+    # seats strand one (the fewest possible), so the whole class's best block is in R1 (slice 0)
+    class_map = load_json(json.dumps(SLICED)).classes["STALLS"]
+    key = SeatKey("e-1", "STALLS")
+    rows = {
+        f"A-R{r}#0": SeatRow(key, f"A-R{r}#0", 1, 10, dict.fromkeys(range(4, 11), SeatState.SOLD), 3, 0, 7)
+        for r in range(1, 33)
+    }
+    placed = {}
+    for own in (1, 2):
+        maps = SeatMaps()
+        maps.own_slice[key] = own
+        context = MappedContext(
+            InMemoryInventoryStore(),
+            FakeClock(),
+            maps,
+            60,
+            ConflictDeadline.after(FakeClock()),
+            random.Random(own),
+        )
+        # When a container whose slice is `own` places a request of 2 seats
+        placement = _place_spread(key, class_map, 2, rows, context)
+        assert isinstance(placement, Placement)
+        placed[own] = placement.seats
+        # Then it takes them in its own slice, stranding one seat, as the class's best would
+        taken = taken_seats(rows)
+        assert len(stranded_by(class_map, taken, placement.seats)) == 1
+        assert maps.own_slice[key] == own and key in maps.stranding
+    rows_of = [f"A-R{r}" for r in range(1, 33)]
+    assert {
+        own: _slice_of(f"{seats[0].rsplit('-', 1)[0]}#0", rows_of, 4) for own, seats in placed.items()
+    } == {
+        1: 1,
+        2: 2,
+    }

@@ -16,8 +16,9 @@ rejections. Outside the counted classes' batch planner (`settle_group`) on purpo
 from __future__ import annotations
 
 import dataclasses
+import math
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from seat_inventory.logic.mapped_rules import MappedRules, admission, pool_refusal, token_refusal
@@ -53,13 +54,27 @@ from seat_inventory.models import (
 VIEW_SECONDS = 2.0
 # After a refused take, the view is read again once this old.
 REFUSED_VIEW_SECONDS = 0.5
-# Placements refused by stale rows before the request is handed back (each refusal refreshes
-# the rows it touched, so this is rare).
+# A view showing free seats on at most this many row items (the sale's end) is read again by
+# reading just those, consistently (a BatchGetItem per 100), rather than the whole class (a Query
+# per section, one after the other); the whole class is still read at least every VIEW_SECONDS.
+FEW_FREE_ROWS = 400
+# A block that strands a seat (every block on the view does) is taken only on a view read within
+# this many seconds: seats the view shows free that others took since make blocks look stranding
+# that are not.
+STRANDING_VIEW_SECONDS = 0.05
+# Placements refused by stale rows before a request settled alone is handed back (each refusal
+# refreshes the rows it touched, so this is rare); requests taken together are placed again past
+# it, with a back-off between tries, until the deadline (`_settle_together`).
 MAX_PLACEMENTS = 8
 # TransactWriteItems' limit: a batch's row items and records together.
 MAX_ACTIONS = 100
-# Slices a batch reads consistently before taking in them (`_read_slice`), at most.
-MAX_SLICE_READS = 16
+# A slice is read consistently before a take there (`_read_slice`) unless this container read it
+# within this many seconds: a batch's consecutive takes in one slice read it once.
+SLICE_READ_SECONDS = 0.2
+# A slice where this container saw another take (a refused take, a conflict, seats taken that its
+# view did not show) within this many seconds is taken to be in use: tried only after every
+# other slice with the seats (as `logic.shards.SHARD_IN_USE_SECONDS` does for shard items).
+SLICE_IN_USE_SECONDS = 0.5
 
 
 @dataclass(slots=True)
@@ -74,12 +89,16 @@ class SeatMaps:
     maps: dict[str, SeatMap] = field(default_factory=dict)
     views: dict[SeatKey, dict[str, SeatRow]] = field(default_factory=dict)
     viewed_at: dict[SeatKey, float] = field(default_factory=dict)
+    read_whole_at: dict[SeatKey, float] = field(default_factory=dict)  # the last whole read
     # Each class's slices (`seat_slices`), the one this container places in, and the smallest
     # quantity no block fits on the current view (forgotten whenever the view changes).
     slices: dict[SeatKey, tuple[Slice, ...]] = field(default_factory=dict)
     own_slice: dict[SeatKey, int] = field(default_factory=dict)
     no_fit: dict[SeatKey, int] = field(default_factory=dict)
+    # Per class, the slices where another container was last seen taking, and when (`in_use`).
+    busy: dict[SeatKey, dict[int, float]] = field(default_factory=dict)
     hurried: set[SeatKey] = field(default_factory=set)  # views to read again sooner (`stale_soon`)
+    stranding: set[SeatKey] = field(default_factory=set)  # a block placed strands a seat
 
     def class_map(self, store: InventoryStore, key: SeatKey) -> ClassMap | None:
         """The class's map when it is mapped; None for a counted (or unknown) class."""
@@ -93,9 +112,18 @@ class SeatMaps:
 
     def view(self, store: InventoryStore, key: SeatKey, now: float) -> dict[str, SeatRow]:
         if key not in self.views or now - self.viewed_at.get(key, 0.0) > VIEW_SECONDS:
-            rows = store.read_seat_rows(key)
-            self._forget_no_fit(key, rows)
-            self.views[key] = rows
+            free = [row_id for row_id, row in self.views.get(key, {}).items() if row.available > 0]
+            if (
+                key in self.views
+                and len(free) <= FEW_FREE_ROWS
+                and now - self.read_whole_at.get(key, -math.inf) <= VIEW_SECONDS
+            ):
+                self.learn(key, store.read_seat_rows(key, free) if free else {})
+            else:
+                rows = store.read_seat_rows(key)
+                self._forget_no_fit(key, rows)
+                self.views[key] = rows
+                self.read_whole_at[key] = now
             self.viewed_at[key] = now
             self.hurried.discard(key)
         return self.views[key]
@@ -121,6 +149,25 @@ class SeatMaps:
         if key in self.viewed_at and key not in self.hurried:
             self.viewed_at[key] -= VIEW_SECONDS - REFUSED_VIEW_SECONDS
             self.hurried.add(key)
+
+    def read_again(self, key: SeatKey, now: float, seconds: float) -> bool:
+        """Whether the view is older than `seconds`: then the next `view` reads it again."""
+        if now - self.viewed_at.get(key, now) <= seconds:
+            return False
+        self.viewed_at[key] = now - VIEW_SECONDS - 1.0
+        return True
+
+    def leave(self, key: SeatKey, index: int | None, now: float) -> None:
+        """Another container takes in slice `index` (None: the container's own): this one moves
+        away from it, and keeps away while it is `in_use`."""
+        own = self.own_slice.pop(key, None)
+        index = own if index is None else index
+        if index is not None:
+            self.busy.setdefault(key, {})[index] = now
+
+    def in_use(self, key: SeatKey, now: float) -> set[int]:
+        """The slices another container was seen taking in within SLICE_IN_USE_SECONDS."""
+        return {i for i, at in self.busy.get(key, {}).items() if now - at < SLICE_IN_USE_SECONDS}
 
     def slices_of(self, key: SeatKey, class_map: ClassMap) -> tuple[Slice, ...]:
         if key not in self.slices:
@@ -208,22 +255,31 @@ def _place(
 
 
 def _slice_order(
-    slices: tuple[Slice, ...], available: dict[int, int], quantity: int, own: int | None, rng: Draws
+    slices: tuple[Slice, ...],
+    available: dict[int, int],
+    quantity: int,
+    own: int | None,
+    rng: Draws,
+    in_use: Collection[int] = (),
 ) -> list[int]:
     """The slices to try: the container's own, then those the view shows with `quantity` seats,
     those at least as full as the median first (as `logic.shards.pick_shard` picks a shard item:
     away from where others sold), each group in ring order from the slice after the container's
-    own (from a slice drawn at random when it has none). Containers that start apart and go round
-    the ring at about the same pace stay apart, so two rarely aim at the same slice; trying every
-    slice before the whole class spreads the last seats' buyers instead of sending every
-    container to the same best block left."""
+    own (from a slice drawn at random when it has none); slices `in_use` by other containers come
+    only after all the others. Containers that start apart and go round the ring at about the
+    same pace stay apart, so two rarely aim at the same slice; trying every slice before the
+    whole class spreads the last seats' buyers instead of sending every container to the same
+    best block left."""
     fits = [index for index, seats in available.items() if seats >= quantity and index != own]
     median = sorted(available[i] for i in fits)[len(fits) // 2] if fits else 0
     start = own + 1 if own is not None else rng.randrange(len(slices))
     ring = sorted(fits, key=lambda index: (index - start) % len(slices))
     fuller = [i for i in ring if available[i] >= median]
     rest = [i for i in ring if available[i] < median]
-    return ([own] if own is not None else []) + fuller + rest
+    order = fuller + rest
+    if in_use:
+        order = [i for i in order if i not in in_use] + [i for i in order if i in in_use]
+    return ([own] if own is not None else []) + order
 
 
 def _place_spread(
@@ -236,23 +292,51 @@ def _place_spread(
 ) -> Placement | Refusal:
     """Best available in the container's slice (`seat_slices`), then in the others its view shows
     with enough seats, then on the whole class; NO_BLOCK only when no block fits the view.
-    `available`: each slice's free seats on `rows`, when the caller keeps them (`_fill`)."""
+    `available`: each slice's free seats on `rows`, when the caller keeps them (`_fill`).
+
+    A block that would strand a seat is taken only when every block does (the whole class's
+    rule: fewest orphans, then best ranked); then too it is looked for slice by slice in the
+    same order, among the blocks stranding as few seats as the class's best: at the sale's end
+    every container would otherwise aim at that one best block (`stranding` tells the caller,
+    which places it only on a view read just before: `STRANDING_VIEW_SECONDS`)."""
     maps = context.maps
     if maps.no_fit.get(key, quantity + 1) <= quantity:
         return Refusal(Refused.NO_BLOCK)
     slices = maps.slices_of(key, class_map)
-    if len(slices) > 1:
-        if available is None:
-            available = {s.index: s.available(rows) for s in slices}
-        for index in _slice_order(slices, available, quantity, maps.own_slice.get(key), context.rng):
-            piece = slices[index]
-            taken = taken_seats(piece.rows_of(rows))
-            placement = place_best(piece.class_map, taken, quantity)
-            # A block that would strand a seat is left to the whole class's rule (fewest orphans).
-            if isinstance(placement, Placement) and not stranded_by(piece.class_map, taken, placement.seats):
-                maps.own_slice[key] = index
-                return placement
-    return place_best(class_map, taken_seats(rows), quantity)
+    if len(slices) == 1:
+        return place_best(class_map, taken_seats(rows), quantity)
+    if available is None:
+        available = {s.index: s.available(rows) for s in slices}
+    in_use = maps.in_use(key, context.clock.now())
+    order = _slice_order(slices, available, quantity, maps.own_slice.get(key), context.rng, in_use)
+    found = _in_slices(slices, order, rows, quantity, 0)
+    if found is None:
+        taken = taken_seats(rows)
+        whole = place_best(class_map, taken, quantity)
+        if not isinstance(whole, Placement) or not (least := len(stranded_by(class_map, taken, whole.seats))):
+            return whole
+        maps.stranding.add(key)
+        found = _in_slices(slices, order, rows, quantity, least) or (None, whole)
+    index, placement = found
+    if index is not None:
+        maps.own_slice[key] = index
+    return placement
+
+
+def _in_slices(
+    slices: tuple[Slice, ...], order: list[int], rows: dict[str, SeatRow], quantity: int, strands: int
+) -> tuple[int | None, Placement] | None:
+    """The first slice in `order` whose best block strands exactly `strands` seats, and the block."""
+    for index in order:
+        piece = slices[index]
+        taken = taken_seats(piece.rows_of(rows))
+        placement = place_best(piece.class_map, taken, quantity)
+        if (
+            isinstance(placement, Placement)
+            and len(stranded_by(piece.class_map, taken, placement.seats)) == strands
+        ):
+            return index, placement
+    return None
 
 
 def _rows_of(seats: Sequence[str]) -> dict[str, tuple[int, ...]]:
@@ -319,7 +403,7 @@ def _settle_one(
                 raise StoreInconsistency(f"{key}: the map's row item(s) {missing} do not exist")
             learned = {row_id: row for row_id, row in refused.rows.items() if row is not None}
             maps.learn(key, learned)
-            maps.own_slice.pop(key, None)  # another container sells here too: move
+            maps.leave(key, None, context.clock.now())  # another container sells here too: move
             maps.stale_soon(key)  # others may have sold elsewhere too
             rows = maps.view(store, key, context.clock.now())
             closed = [r.sale_closed_reason(now) for r in learned.values() if r.sale_closed_reason(now)]
@@ -354,15 +438,19 @@ def _settle_together(
     """Takes requests of one kind together: as many as fit in one transaction, placed in order on
     the view (each seeing the seats of those before it); a request no block fits on the view
     (with none before it in the transaction) is SOLD_OUT, and so is every other one asking at
-    least as many seats. A refused row is learned and the requests placed again; a record that
-    exists answers its request as a duplicate. Returns the answers, the failed message ids, and
-    the requests left to settle one by one (a per-customer limit, or refused too often)."""
+    least as many seats. A refused row is learned and the requests placed again; a conflict
+    (another container's take holds the rows) is not retried in place: the slice is left (in use
+    for a while) and the requests placed again elsewhere; past MAX_PLACEMENTS refusals in a row a
+    jittered back-off comes between tries, until the deadline (then they are handed back). A
+    record that exists answers its request as a duplicate. Returns the answers, the failed
+    message ids, and the requests left to settle one by one (a class with a per-customer limit,
+    pools or admission tokens)."""
     answers: dict[str, ReservationOutcome] = {}
     failed: dict[str, str] = {}
     pending = list(requests)
     refusals = 0
-    fresh: set[int] = set()  # slices read consistently in this batch
-    while pending and refusals < MAX_PLACEMENTS:
+    fresh: dict[int | None, float] = {}  # slices read consistently in this batch, and when
+    while pending:
         now = context.clock.now()
         try:
             rows = _read_view(key, context, now)
@@ -372,9 +460,12 @@ def _settle_together(
             return answers, failed, []
         if any(r.max_per_customer is not None or r.pools or r.admission_required for r in rows.values()):
             break  # the counters', pools' and tokens' guards and answers are the one-by-one path's
+        context.maps.stranding.discard(key)
         outcomes, merged, home = _fill(key, class_map, pending, rows, context, now)
-        if outcomes and home is not None and home not in fresh and len(fresh) < MAX_SLICE_READS:
-            fresh.add(home)
+        if key in context.maps.stranding and context.maps.read_again(key, now, STRANDING_VIEW_SECONDS):
+            continue  # placed again on the class as it is now
+        if outcomes and home is not None and now - fresh.get(home, -SLICE_READ_SECONDS) >= SLICE_READ_SECONDS:
+            fresh[home] = now
             if _read_slice(key, class_map, home, context):
                 continue  # placed again on the slice as it is now
         if not outcomes:
@@ -395,7 +486,7 @@ def _settle_together(
         )
         taking = {o.reservation_id for o in outcomes}
         try:
-            refused = _commit(context.store, write, context)
+            refused = _take(context.store, write, context)
         except RetryableError as exc:
             reason = f"{key.event_id} {key.seat_class}: {type(exc).__name__}: {exc}"
             failed.update((r.message_id, reason) for r in pending if r.reservation_id in taking)
@@ -405,10 +496,22 @@ def _settle_together(
             _mark_taken(context.maps, key, write, outcomes[0])
             answers.update((o.reservation_id, o) for o in outcomes)
             pending = [r for r in pending if r.reservation_id not in taking]
+            refusals = 0
             continue
         refusals += 1
-        fresh.discard(home)  # a slice refusing a take is read again before the next take there
-        pending = _learn_refusal(key, refused, pending, answers, context, now)
+        fresh.pop(home, None)  # a slice refusing a take is read again before the next take there
+        if isinstance(refused, TransactionConflict):
+            context.maps.leave(key, home, context.clock.now())  # another container's take is there
+        else:
+            pending = _learn_refusal(key, refused, pending, answers, context, now)
+        if (
+            pending
+            and refusals > MAX_PLACEMENTS
+            and not context.deadline.back_off(context.clock, refusals - MAX_PLACEMENTS)
+        ):
+            reason = f"{key.event_id} {key.seat_class}: {refusals} takes refused in a row until the deadline"
+            failed.update((r.message_id, reason) for r in pending)
+            return answers, failed, []
     return answers, failed, pending
 
 
@@ -436,7 +539,7 @@ def _read_slice(key: SeatKey, class_map: ClassMap, index: int, context: MappedCo
     if any(
         row.states.keys() - view[row_id].states.keys() for row_id, row in changed.items() if row_id in view
     ):
-        maps.own_slice.pop(key, None)
+        maps.leave(key, index, context.clock.now())
     maps.learn(key, changed)
     return True
 
@@ -524,7 +627,7 @@ def _learn_refusal(
             raise StoreInconsistency(f"{key}: the map's row item(s) {missing} do not exist")
         learned = {row_id: row for row_id, row in refused.rows.items() if row is not None}
         context.maps.learn(key, learned)
-        context.maps.own_slice.pop(key, None)
+        context.maps.leave(key, None, context.clock.now())
         context.maps.stale_soon(key)
         closed = [reason for r in learned.values() if (reason := r.sale_closed_reason(now))]
         if closed:
@@ -573,6 +676,24 @@ def _sold_out_together(
         else:
             failed[request.message_id] = f"the record of {rid!r} was not written"
     return done, failed
+
+
+def _take(
+    store: InventoryStore, write: GroupWrite, context: MappedContext
+) -> WriteRefused | TransactionConflict | None:
+    """A batch's take, retried in place while throttled until the deadline; a conflict is returned,
+    not retried: another container's take holds the same row items, so the requests are placed
+    again away from its slice (`_settle_together`)."""
+    throttled = 0
+    while True:
+        try:
+            return store.commit_outcomes(write)
+        except TransactionConflict as exc:
+            return exc
+        except Throttled:
+            throttled += 1
+            if not context.deadline.back_off(context.clock, throttled):
+                raise
 
 
 def _commit(store: InventoryStore, write: GroupWrite, context: MappedContext) -> WriteRefused | None:
