@@ -687,10 +687,7 @@ class Bench:
             runner=stats.as_dict() | {"invocation_s": stats.invocation_s},
             counts=counts,
             producer_counts={
-                "http_requests": {
-                    k: v - producer_before["http_requests"].get(k, 0)
-                    for k, v in producer_after["http_requests"].items()
-                }
+                "http_requests": subtract_snapshots(producer_after, producer_before)["http_requests"]
             },
             inventory_item_bytes=item_size(raw_item),
             memory_mb=self.stack.template.function.memory_mb,

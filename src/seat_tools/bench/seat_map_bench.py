@@ -27,7 +27,7 @@ from typing import Any
 from seat_inventory.dal.seat_rows import SaleRules
 from seat_inventory.logic.seat_map import SeatMap, load_file, row_item_of
 from seat_inventory.models import SeatKey, SeatRow, SeatState
-from seat_tools.bench.counting import add_snapshots
+from seat_tools.bench.counting import add_snapshots, subtract_snapshots
 from seat_tools.bench.run import SERVICE, Bench, DesignResult
 from seat_tools.local.engines import LocalStackError
 
@@ -160,10 +160,7 @@ def run_seat_map_bench(
         runner=stats.as_dict() | {"invocation_s": stats.invocation_s},
         counts=counts,
         producer_counts={
-            "http_requests": {
-                k: v - producer_before["http_requests"].get(k, 0)
-                for k, v in producer_after["http_requests"].items()
-            }
+            "http_requests": subtract_snapshots(producer_after, producer_before)["http_requests"]
         },
         inventory_item_bytes=1024,  # a row item is under 1 KB (test_seat_row_item_size.py)
         memory_mb=bench.stack.template.function.memory_mb,
