@@ -8,10 +8,10 @@ CONSTRAINTS := requirements/constraints.txt
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install system-packages test test-deep test-unit test-integration test-local soak lint format demo bench build validate requirements lock clean security
+.PHONY: help install system-packages test test-deep test-unit test-integration test-local test-e2e soak lint format demo bench build validate requirements lock clean security
 
 help: ## List the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
 
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found; install Python 3.11" >&2; exit 1; }
@@ -25,10 +25,10 @@ install: $(STAMP) ## Create .venv and install the package with its pinned dev de
 system-packages: ## Install the tools the tests drive (Chromium and its driver, redis-server, Java, npm) from apt when absent; fails naming them when it cannot (not root, no apt)
 	@bash scripts/install_system_packages.sh
 
-test: install system-packages lint ## Lint, then run every test tier (unit, integration on moto, local stack on DynamoDB Local); the long-running ones bounded (docs/testing.md)
+test: install system-packages lint ## Lint, then run the unit, integration (moto) and local (DynamoDB Local) tiers; tests/e2e needs a deployed stack: make test-e2e; the long-running ones bounded (docs/testing.md)
 	$(BIN)/pytest $(PYTEST_ARGS)
 
-test-deep: install system-packages ## Every tier with the long-running tests at full size (SEATS_TEST_DEPTH=deep: the model-based search, the soak, ...)
+test-deep: install system-packages ## The tiers of `make test` with the long-running tests at full size (SEATS_TEST_DEPTH=deep: the model-based search, the soak, ...)
 	SEATS_TEST_DEPTH=deep $(BIN)/pytest $(PYTEST_ARGS)
 
 test-unit: install ## Pure logic, no network
@@ -36,6 +36,9 @@ test-unit: install ## Pure logic, no network
 
 test-integration: install ## The real handler and adapters on moto
 	$(BIN)/pytest tests/integration $(PYTEST_ARGS)
+
+test-e2e: install ## Against a deployed stack: SEATS_STACK_NAME=<stack> AWS_REGION=<region> make test-e2e (not in `make test`)
+	$(BIN)/pytest tests/e2e $(PYTEST_ARGS)
 
 test-local: install system-packages ## Concurrency and end-to-end on DynamoDB Local + moto server
 	$(BIN)/pytest tests/local $(PYTEST_ARGS)
