@@ -122,15 +122,8 @@ class TableAccess:
                 "ConsistentRead": True,
             }
         }
-        found: list[dict[str, Any]] = []
-        for attempt in range(SHARDED_READ_ATTEMPTS):
-            response = call(self._client.batch_get_item, RequestItems=request)
-            found.extend(response.get("Responses", {}).get(self._table_name, []))
-            request = response.get("UnprocessedKeys") or {}
-            if not request:
-                break
-            self._sleep(SHARDED_READ_BACKOFF_SECONDS * 2**attempt)
-        else:
+        found, complete = self._batch_get(request)
+        if not complete:
             raise RetryableError(f"the counters of {key} stayed unprocessed")
         head: dict[str, Any] | None = None
         seats = dict.fromkeys(customers, 0)
@@ -141,6 +134,20 @@ class TableAccess:
             elif item_key in wanted:
                 seats[wanted[item_key]] = int(item["seats"]["N"]) if "seats" in item else 0
         return head, tuple(seats.items())
+
+    def _batch_get(self, request: dict[str, Any]) -> tuple[list[dict[str, Any]], bool]:
+        """One `BatchGetItem` of this table, its unprocessed keys asked again with a doubling
+        back-off (SHARDED_READ_ATTEMPTS in all): the items found, and whether every key was
+        processed (the caller decides what a partial answer means)."""
+        found: list[dict[str, Any]] = []
+        for attempt in range(SHARDED_READ_ATTEMPTS):
+            response = call(self._client.batch_get_item, RequestItems=request)
+            found.extend(response.get("Responses", {}).get(self._table_name, []))
+            request = response.get("UnprocessedKeys") or {}
+            if not request:
+                return found, True
+            self._sleep(SHARDED_READ_BACKOFF_SECONDS * 2**attempt)
+        return found, False
 
     def _with_pools(self, view: SeatClassInventory, *, whole: bool = True) -> SeatClassInventory:
         """A class in capacity pools (docs/pools.md) with its pool items, each read strongly
@@ -169,16 +176,11 @@ class TableAccess:
                 "ConsistentRead": True,
             }
         }
-        found: list[dict[str, Any]] = []
-        for attempt in range(SHARDED_READ_ATTEMPTS):
-            response = call(self._client.batch_get_item, RequestItems=request)
-            found.extend(response.get("Responses", {}).get(self._table_name, []))
-            request = response.get("UnprocessedKeys") or {}
-            if not request:
-                pools = sorted((pool_from_item(item) for item in found), key=lambda p: p.pool)
-                return [self._whole_pool(p) for p in pools] if whole else pools
-            self._sleep(SHARDED_READ_BACKOFF_SECONDS * 2**attempt)
-        raise RetryableError(f"the pools {list(names)} of {event_id} stayed unprocessed")
+        found, complete = self._batch_get(request)
+        if not complete:
+            raise RetryableError(f"the pools {list(names)} of {event_id} stayed unprocessed")
+        pools = sorted((pool_from_item(item) for item in found), key=lambda p: p.pool)
+        return [self._whole_pool(p) for p in pools] if whole else pools
 
     def _whole_pool(self, head: PoolInventory) -> PoolInventory:
         """A sharded pool read in one `TransactGetItems` of all its items (a snapshot: seats moving
@@ -213,7 +215,6 @@ class TableAccess:
         """Each shard item read strongly consistently on its own, in one `BatchGetItem`: never
         refused by a transaction in flight (unlike `TransactGetItems`), and no snapshot."""
         keys = [inventory_key(key, shard) for shard in range(shard_items)]
-        found: list[dict[str, Any]] = []
         request: dict[str, Any] = {
             self._table_name: {
                 "Keys": keys,
@@ -222,13 +223,7 @@ class TableAccess:
                 "ExpressionAttributeNames": SURVEY_NAMES,
             }
         }
-        for attempt in range(SHARDED_READ_ATTEMPTS):
-            response = call(self._client.batch_get_item, RequestItems=request)
-            found.extend(response.get("Responses", {}).get(self._table_name, []))
-            request = response.get("UnprocessedKeys") or {}
-            if not request:
-                break
-            self._sleep(SHARDED_READ_BACKOFF_SECONDS * 2**attempt)
+        found, _ = self._batch_get(request)
         # Keys left unprocessed are left out: a survey only routes.
         return sorted((survey_from_item(item) for item in found), key=lambda s: s.shard)
 
