@@ -432,17 +432,13 @@ def with_language_extensions(body: dict[str, Any], overrides: dict[str, str]) ->
     return resolved
 
 
-@pytest.mark.parametrize("stage", ["production", "dev"])
-def test_deleting_the_stack_keeps_the_table_in_production_only(
-    deployed: DeployedStack, template: Template, stage: str
-) -> None:
-    session = boto3.session.Session(region_name=REGION)
-    ops_topic = session.client("sns").create_topic(Name=f"ops-pager-{stage}")["TopicArn"]
-    overrides = {"Stage": stage, "AlarmTopicArn": ops_topic}
+def create_stack_with(
+    deployed: DeployedStack, template: Template, name: str, overrides: dict[str, str]
+) -> dict[str, str]:
+    """Creates stack `name` from the translated template with these parameters; its outputs."""
     body = with_language_extensions(
         sam_translate(template.document, code_uri=f"s3://{CODE_BUCKET}/{CODE_KEY}"), overrides
     )
-    name = f"seat-inventory-{stage}"
     deployed.cloudformation.create_stack(
         StackName=name,
         TemplateBody=json.dumps(body),
@@ -450,7 +446,18 @@ def test_deleting_the_stack_keeps_the_table_in_production_only(
         Capabilities=["CAPABILITY_IAM"],
     )
     [stack] = deployed.cloudformation.describe_stacks(StackName=name)["Stacks"]
-    outputs = {o["OutputKey"]: o["OutputValue"] for o in stack["Outputs"]}
+    assert stack["StackStatus"] == "CREATE_COMPLETE"
+    return {o["OutputKey"]: o["OutputValue"] for o in stack["Outputs"]}
+
+
+@pytest.mark.parametrize("stage", ["production", "dev"])
+def test_deleting_the_stack_keeps_the_table_in_production_only(
+    deployed: DeployedStack, template: Template, stage: str
+) -> None:
+    session = boto3.session.Session(region_name=REGION)
+    ops_topic = session.client("sns").create_topic(Name=f"ops-pager-{stage}")["TopicArn"]
+    name = f"seat-inventory-{stage}"
+    outputs = create_stack_with(deployed, template, name, {"Stage": stage, "AlarmTopicArn": ops_topic})
     dynamodb = session.client("dynamodb")
     table = dynamodb.describe_table(TableName=outputs["InventoryTableName"])["Table"]
     assert table.get("DeletionProtectionEnabled", False) is (stage == "production")
@@ -489,19 +496,26 @@ def test_the_tables_warm_throughput_is_what_the_parameters_ask_for(
     out); it ignores OnDemandThroughput, so the maximum only has to let the stack be created."""
     session = boto3.session.Session(region_name=REGION)
     name = f"seat-inventory-{label}"
-    body = with_language_extensions(
-        sam_translate(template.document, code_uri=f"s3://{CODE_BUCKET}/{CODE_KEY}"), overrides
-    )
-    deployed.cloudformation.create_stack(
-        StackName=name,
-        TemplateBody=json.dumps(body),
-        Parameters=[{"ParameterKey": k, "ParameterValue": v} for k, v in overrides.items()],
-        Capabilities=["CAPABILITY_IAM"],
-    )
-    [stack] = deployed.cloudformation.describe_stacks(StackName=name)["Stacks"]
-    assert stack["StackStatus"] == "CREATE_COMPLETE"
-    outputs = {o["OutputKey"]: o["OutputValue"] for o in stack["Outputs"]}
+    outputs = create_stack_with(deployed, template, name, overrides)
     table = session.client("dynamodb").describe_table(TableName=outputs["InventoryTableName"])["Table"]
     warm = {k: v for k, v in table["WarmThroughput"].items() if k != "Status"}
     assert warm == expected
+    deployed.cloudformation.delete_stack(StackName=name)
+
+
+def test_with_event_pollers_the_mapping_is_created_in_provisioned_mode(
+    deployed: DeployedStack, template: Template
+) -> None:
+    """The mapping CloudFormation creates from the translated template with EventPollers=7: its
+    event pollers, and no MaximumConcurrency (AWS refuses both together). The default (standard
+    mode) is checked on the template's conditions (test_template.py) and not here: moto compares a
+    Number parameter with the string "0" as unequal, so on moto HasEventPollers is always true."""
+    session = boto3.session.Session(region_name=REGION)
+    name = "seat-inventory-provisioned-mapping"
+    outputs = create_stack_with(deployed, template, name, {"EventPollers": "7"})
+    [mapping] = session.client("lambda").list_event_source_mappings(
+        FunctionName=outputs["ReserveSeatsFunctionName"]
+    )["EventSourceMappings"]
+    assert mapping.get("ScalingConfig") is None
+    assert mapping["ProvisionedPollerConfig"] == {"MinimumPollers": 7, "MaximumPollers": 7}
     deployed.cloudformation.delete_stack(StackName=name)

@@ -107,6 +107,7 @@ class OnSaleStack:
         maximum_concurrency: int = 10,
         reserved_concurrency: int | None = None,
         mapping_enabled: bool = True,
+        event_pollers: int | None = None,
     ) -> None:
         """Puts the stack and the event in this state, through the APIs an operator would use."""
         result = seats("event", "reshard", EVENT, "--seat-class", SEAT_CLASS, "--shards", str(shards))
@@ -124,9 +125,15 @@ class OnSaleStack:
             ],
         )
         lambda_client = self.client("lambda")
+        # the two modes are exclusive: the other one's configuration is passed empty (removed)
+        scaling: dict[str, Any] = {"MaximumConcurrency": maximum_concurrency}
+        pollers: dict[str, Any] = {}
+        if event_pollers is not None:
+            scaling, pollers = {}, {"MinimumPollers": event_pollers, "MaximumPollers": event_pollers}
         lambda_client.update_event_source_mapping(
             UUID=self.mapping_uuid,
-            ScalingConfig={"MaximumConcurrency": maximum_concurrency},
+            ScalingConfig=scaling,
+            ProvisionedPollerConfig=pollers,
             Enabled=mapping_enabled,
         )
         function = self.deployed.outputs["ReserveSeatsFunctionName"]
@@ -242,6 +249,24 @@ def test_the_stack_set_as_the_plan_says_is_ready(stack: OnSaleStack) -> None:
     assert found["warm_write_units"]["have"] == "10,000"
     assert found["lambda_concurrency"]["have"] == "1,000 (account limit 1,000)"
     assert found["table_quota"]["have"] == "10,000 / 10,000"  # moto's DescribeLimits
+
+
+def test_in_provisioned_mode_the_event_pollers_are_read_in_place_of_maximum_concurrency(
+    stack: OnSaleStack,
+) -> None:
+    # Given the ready stack whose event source runs in provisioned mode with 2 event pollers
+    stack.configure_ready(event_pollers=2)
+
+    # When it is checked for 1,800 per second (3 containers)
+    result = check("--rate", RATE, "--output", "json")
+
+    # Then the pollers' 20 invocations are read from the mapping and the stack is ready
+    assert result.exit_code == 0, result.output
+    found = {f["item"]: f for f in json.loads(result.output)["findings"]}
+    assert "maximum_concurrency" not in found
+    assert found["event_pollers"]["have"] == "2 event pollers (20 invocations at once, no scale-up)"
+    assert found["event_pollers"]["supports"] == 16_000
+    stack.configure_ready()  # back to standard mode for the other tests
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ from cfnlint.api import lint, lint_file
 from seat_inventory.logic.limits import MAX_RESERVATIONS_PER_TRANSACTION
 from seat_inventory.logic.reserve_seats import QueueMessage, reserve_seats
 from seat_inventory.settings import Settings
-from seat_tools.local.template import Resolver, include_locations, read_template_document
+from seat_tools.local.template import Resolver, include_locations, load_template, read_template_document
 from tests.fakes import FakeClock, InMemoryInventoryStore, RecordingPublisher
 from tests.integration.conftest import REPO
 from tests.template_support import Template
@@ -121,6 +121,42 @@ def test_the_table_is_pre_warmed_only_when_the_parameters_ask_for_more_than_a_ne
     assert _condition(template, "TableIsPrewarmed", {"TableWarmReadUnitsPerSecond": "30000"})
 
 
+def test_the_event_source_runs_in_provisioned_mode_only_when_event_pollers_are_set(
+    template: Template,
+) -> None:
+    # SQS refuses ScalingConfig.MaximumConcurrency and ProvisionedPollerConfig together: one or the other
+    event = template.properties("ReserveSeatsFunction")["Events"]["ReservationsQueueEvent"]["Properties"]
+    assert event["ScalingConfig"] == {
+        "Fn::If": [
+            "HasEventPollers",
+            {"Ref": "AWS::NoValue"},
+            {"MaximumConcurrency": {"Ref": "MaximumConcurrency"}},
+        ]
+    }
+    assert event["ProvisionedPollerConfig"] == {
+        "Fn::If": [
+            "HasEventPollers",
+            {"MinimumPollers": {"Ref": "EventPollers"}, "MaximumPollers": {"Ref": "EventPollers"}},
+            {"Ref": "AWS::NoValue"},
+        ]
+    }
+    assert template.document["Parameters"]["EventPollers"]["Default"] == 0  # pollers are billed by the hour
+    assert not _condition(template, "HasEventPollers", {})
+    assert _condition(template, "HasEventPollers", {"EventPollers": "7"})
+    # what the local stack and the simulation read: MaximumConcurrency, or 10 per poller
+    standard = load_template(REPO / "template.yaml").function.event_source
+    provisioned = load_template(REPO / "template.yaml", parameter_overrides={"EventPollers": "7"})
+    assert (standard.maximum_concurrency, standard.event_pollers, standard.concurrency) == (10, None, 10)
+    source = provisioned.function.event_source
+    assert (source.maximum_concurrency, source.event_pollers, source.concurrency) == (None, 7, 70)
+
+
+def test_one_event_poller_is_refused_before_deployment(template: Template) -> None:
+    [assertion] = template.document["Rules"]["EventPollersAreTwoOrMore"]["Assertions"]
+    assert assertion["Assert"] == {"Fn::Not": [{"Fn::Equals": [{"Ref": "EventPollers"}, "1"]}]}
+    assert template.document["Parameters"]["EventPollers"]["MaxValue"] == 200  # MinimumPollers' maximum
+
+
 def test_the_on_demand_maximum_is_set_only_for_the_sides_given(template: Template) -> None:
     params = template.document["Parameters"]
     for name in ("TableMaxWriteRequestUnits", "TableMaxReadRequestUnits"):
@@ -169,7 +205,8 @@ def test_the_event_source_reports_partial_failures_and_caps_concurrency(template
     props = event["Properties"]
     assert event["Type"] == "SQS"
     assert props["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
-    assert props["ScalingConfig"]["MaximumConcurrency"] == {"Ref": "MaximumConcurrency"}
+    # standard mode's cap (provisioned mode's: test_the_event_source_runs_in_provisioned_mode_...)
+    assert props["ScalingConfig"]["Fn::If"][2] == {"MaximumConcurrency": {"Ref": "MaximumConcurrency"}}
     assert template.resolve(props["BatchSize"]) > 10
     assert template.resolve(props["MaximumBatchingWindowInSeconds"]) >= 1  # required above 10 per batch
 

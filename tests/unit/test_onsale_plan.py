@@ -19,6 +19,7 @@ from click.testing import CliRunner
 from seat_inventory.models import MAX_SHARDS
 from seat_inventory.publishing.sns_publisher import PUBLISH_BATCH_LIMIT
 from seat_tools.cli.main import cli
+from seat_tools.event_source_scaling import event_pollers_for
 from seat_tools.onsale.plan import (
     ClassShards,
     SaleInputs,
@@ -63,6 +64,9 @@ def test_40000_per_second_needs_50_containers_50_shards_and_a_table_warmed_past_
     assert got["lambda_concurrency"] == 50
     # 5 at once, then 300 a minute: 45 more take 9 s
     assert got["scale_up_seconds"] == 9.0
+    # or none in provisioned mode: 50 / 10 invocations per poller = 5 pollers, $0.00925 an hour each
+    assert got["event_pollers"] == 5
+    assert plan.values["event_pollers_usd_per_hour"] == pytest.approx(5 * 0.00925)
     assert plan.problems == ()
 
 
@@ -134,7 +138,10 @@ def test_seats_give_the_sales_length_and_cost_and_keep_a_full_batch_per_shard() 
     assert small.item("shards").value == 3
     assert any("fewer than the 4 containers" in p and "2,400/s" in p for p in small.problems)
     # 40,000/s over 60,000 seats: the sale (1.5 s) ends before Lambda has 50 containers (9 s)
-    assert "the rate is never reached" in plan_sale(SaleInputs(40_000, seats=60_000)).item("sale").rule
+    assert (
+        "the rate is reached only with EventPollers"
+        in plan_sale(SaleInputs(40_000, seats=60_000)).item("sale").rule
+    )
 
 
 def test_every_plan_line_has_a_rule() -> None:
@@ -159,8 +166,7 @@ def test_the_plans_constants_are_the_services_and_the_templates() -> None:
         == 2 * (template["Parameters"]["ApiThrottlingRateLimit"]["Default"])
     )
     assert PUBLISH_BATCH_LIMIT == 10 and event_source.SQS_RECEIVE_LIMIT == 10
-    for containers in (1, 5, 6, 50, 1000):
-        assert scale_up_seconds(containers) == event_source.scale_up_delay_s(containers - 1)
+    assert [scale_up_seconds(c) for c in (1, 5, 6, 50, 1000)] == pytest.approx([0, 0, 0.2, 9, 199])
     assert containers_needed(800) == 1 and containers_needed(800.5) == 2
 
 
@@ -281,6 +287,19 @@ def test_plan_prints_one_line_per_item_value_then_rule_and_exits_1_past_what_the
     assert "75 containers on one seat class" in json.loads(too_fast.output)["problems"][0]
     refused = CliRunner().invoke(cli, ["onsale", "plan", "--rate", "0"])
     assert refused.exit_code == 2 and "--rate" in refused.output
+
+
+def test_in_provisioned_mode_the_event_pollers_cap_the_containers_at_10_each() -> None:
+    # Given the stack in provisioned mode with 2 event pollers (no MaximumConcurrency: exclusive)
+    provisioned = replace(READY_AT_3000, maximum_concurrency=None, event_pollers=2)
+
+    # Then its 20 invocations support 16,000 a second: ready at 3,000, short at 20,000 (25 containers)
+    findings = {f.key: f for f in assess_stack(provisioned, 3_000).findings}
+    assert "maximum_concurrency" not in findings
+    assert findings["event_pollers"].ok and findings["event_pollers"].supports == 16_000
+    assert "event_pollers" in short(provisioned, 20_000)
+    # and at least 2 pollers whatever the containers
+    assert [event_pollers_for(c) for c in (1, 20, 21, 1000)] == [2, 2, 3, 100]
 
 
 def test_check_needs_a_stack(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import shutil
 from pathlib import Path
 
@@ -32,8 +33,8 @@ from seat_tools.contention.model import (
     ContentionSettings,
     ItemWrite,
 )
+from seat_tools.event_source_scaling import scale_up_delay_s
 from seat_tools.simulation.dynamodb import SimulatedTable, record_item_bytes
-from seat_tools.simulation.event_source import scale_up_delay_s
 from seat_tools.simulation.memory_store import InMemoryInventoryStore
 from seat_tools.simulation.run import SimulationConfig, run_simulation
 from seat_tools.simulation.scheduler import SimulationError, VirtualScheduler
@@ -330,6 +331,36 @@ def test_a_sale_runs_on_the_containers_lambdas_scale_up_has_started() -> None:
     assert scaled["peak_concurrency_after_s"] >= scale_up_delay_s(19) == pytest.approx(3.0)
     # ... while the model of the figures before the scale-up applied runs all 20 at once
     assert at_once["peak_concurrency"] == 20 and at_once["peak_concurrency_after_s"] < 1.0
+
+
+def test_in_provisioned_mode_every_pollers_containers_work_from_the_first_message() -> None:
+    # Given the event source in provisioned mode with 2 event pollers (10 containers each)
+    figures = simulate(containers=20, event_pollers=2, shards=20, requests=10_000)
+
+    # Then all 20 containers run at once, as --containers-at-once models them ...
+    assert figures["peak_concurrency"] == 20 and figures["peak_concurrency_after_s"] < 1.0
+    # ... and the pollers are billed for the sale, at least a minute: 2 x $0.00925 an hour
+    billed_h = 2 * max(60.0, figures["answer_seconds"]) / 3600
+    cost = figures["cost_per_million_requests"]
+    assert cost["event_pollers"] == pytest.approx(billed_h * 0.00925 * 1e6 / 10_000)
+    assert cost["total"] == pytest.approx(
+        cost["dynamodb"] + cost["sqs"] + cost["sns"] + cost["lambda"] + cost["event_pollers"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("changes", "error"),
+    [
+        (
+            {"containers": 20, "event_pollers": 1},
+            "event pollers must be 0 (standard mode) or 2 to 200, not 1",
+        ),
+        ({"containers": 25, "event_pollers": 2}, "2 event pollers run 20 containers, not 25"),
+    ],
+)
+def test_event_pollers_are_2_or_more_with_10_containers_each(changes: dict, error: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(error)):
+        SimulationConfig(**changes)
 
 
 def test_the_local_stack_mode_stretches_only_dynamodb_time() -> None:

@@ -58,6 +58,14 @@ PRICES = {
         "GB-second",
         "https://aws.amazon.com/lambda/pricing/",
     ),
+    # Provisioned mode of an SQS event source mapping: one Event Poller Unit per event poller,
+    # billed per second with a minimum of a minute (the page's SQS example: $0.00925 per EPU-hour).
+    "event_poller": Price(
+        "Lambda event poller (provisioned mode, SQS)",
+        0.00925,
+        "EPU-hour (one event poller; per second, at least a minute)",
+        "https://aws.amazon.com/lambda/pricing/",
+    ),
 }
 
 
@@ -104,10 +112,11 @@ class CostBreakdown:
     sqs: float
     sns: float
     lambda_: float
+    event_pollers: float = 0.0  # provisioned mode's pollers (0: standard mode)
 
     @property
     def total(self) -> float:
-        return self.dynamodb + self.sqs + self.sns + self.lambda_
+        return self.dynamodb + self.sqs + self.sns + self.lambda_ + self.event_pollers
 
 
 def cost_per_million(
@@ -119,6 +128,7 @@ def cost_per_million(
     invocations: int,
     gb_seconds: float,
     reservations: int,
+    event_poller_hours: float = 0.0,
 ) -> CostBreakdown:
     """US dollars per million reservations, by service, from what one run used for `reservations`."""
     scale = 1e6 / max(reservations, 1)
@@ -129,4 +139,5 @@ def cost_per_million(
         sns=scale * sns_requests * PRICES["sns_publish"].usd,
         lambda_=scale
         * (invocations * PRICES["lambda_request"].usd + gb_seconds * PRICES["lambda_duration"].usd),
+        event_pollers=scale * event_poller_hours * PRICES["event_poller"].usd,
     )

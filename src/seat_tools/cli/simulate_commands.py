@@ -19,6 +19,7 @@ from seat_tools.contention.model import (
     TABLE_QUOTA_UNITS_PER_S,
     ContentionSettings,
 )
+from seat_tools.event_source_scaling import INVOCATIONS_PER_EVENT_POLLER, MIN_EVENT_POLLERS
 from seat_tools.local.engines import LocalStackError
 from seat_tools.local.stack import table_contention
 from seat_tools.local.template import load_template
@@ -33,6 +34,7 @@ from seat_tools.simulation.report import format_table
 from seat_tools.simulation.run import (
     DEFAULT_COLD_START_MS,
     DEFAULT_PUBLISH_MS,
+    MAX_CONTAINERS,
     MAX_FED_SALES,
     SimulationConfig,
     run_simulation,
@@ -113,7 +115,8 @@ def _template_defaults() -> tuple[SimulationConfig, Settings]:
         environment[name] = _PLACEHOLDERS.get(name) or str(template.resolver.resolve(value))
     source = function.event_source
     config = SimulationConfig(
-        containers=source.maximum_concurrency or 1000,
+        containers=source.concurrency or 1000,
+        event_pollers=source.event_pollers or 0,
         batch_size=source.batch_size,
         batching_window_s=source.maximum_batching_window_s,
         visibility_timeout_s=template.queue.visibility_timeout_s,
@@ -372,6 +375,13 @@ def _check_seat_map_options(config: SimulationConfig) -> None:
     " (5 batches at once, then 300 more a minute): the model of the figures measured before"
     ' 2026-11-26 (docs/simulation.md, "Lambda\'s scale-up").',
 )
+@click.option(
+    "--event-pollers",
+    type=click.IntRange(MIN_EVENT_POLLERS, MAX_CONTAINERS // INVOCATIONS_PER_EVENT_POLLER),
+    help="The event source in provisioned mode with N event pollers (the template's EventPollers):"
+    " 10 containers per poller, all ready from the first message, instead of --containers and"
+    " Lambda's scale-up; the pollers' charge is in the cost (docs/simulation.md).",
+)
 @output_option
 def simulate(
     containers: int | None,
@@ -412,6 +422,7 @@ def simulate(
     seat_map: str | None,
     order_lines: tuple[int, int] | None,
     containers_at_once: bool,
+    event_pollers: int | None,
     output: OutputFormat,
 ) -> None:
     """Simulate one event's on-sale on AWS: the service's own logic in 1-1,000 containers against
@@ -422,8 +433,15 @@ def simulate(
     options not given take template.yaml's defaults; the table's settings are printed."""
     try:
         defaults, settings = _template_defaults()
+        if event_pollers and (containers or containers_at_once):
+            raise ValueError(
+                "--event-pollers sets the containers (10 per poller, all at once):"
+                " give it without --containers or --containers-at-once"
+            )
+        # --containers chooses standard mode even where the template sets EventPollers
+        pollers = 0 if containers else (event_pollers or defaults.event_pollers)
         config = SimulationConfig(
-            containers=containers or defaults.containers,
+            containers=containers or pollers * INVOCATIONS_PER_EVENT_POLLER or defaults.containers,
             requests=requests,
             capacity=capacity,
             seats_per_request=seats_per_request,
@@ -458,6 +476,7 @@ def simulate(
             ),
             local_stack_time_scale=local_stack_scale,
             containers_at_once=containers_at_once,
+            event_pollers=pollers,
             tickets=IssuerConfig(
                 series=ticket_series,
                 series_at_once=issuer_series_at_once,

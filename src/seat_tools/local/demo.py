@@ -261,7 +261,7 @@ def run_onsale(
         check_shard_count(options.shards)
     say = progress or (lambda message: None)
     workers = options.workers or default_workers(
-        stack.template.function.event_source.maximum_concurrency, DEFAULT_MAX_WORKERS
+        stack.template.function.event_source.concurrency, DEFAULT_MAX_WORKERS
     )
     shards = options.shards or recommended_shards(workers)
     environment = stack.environment()

@@ -831,7 +831,7 @@ def runner_config(
         batch_size=source.batch_size,
         batching_window_s=source.maximum_batching_window_s,
         report_batch_item_failures=source.report_batch_item_failures,
-        workers=workers or default_workers(source.maximum_concurrency),
+        workers=workers or default_workers(source.concurrency),
         log_dir=stack.log_dir,
         sweep_handler=scheduled.handler if scheduled else None,
         sweep_interval_s=sweep_interval_s or (scheduled.interval_s if scheduled else 60.0),

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from seat_tools.event_source_scaling import INVOCATIONS_PER_EVENT_POLLER
 from seat_tools.local.engines import LOCAL_REGION, LocalStackError, repository_root
 
 TEMPLATE_ENV = "SEATS_TEMPLATE"
@@ -487,6 +488,14 @@ class SqsEventSource:
     maximum_concurrency: int | None
     report_batch_item_failures: bool
     enabled: bool = True
+    event_pollers: int | None = None  # ProvisionedPollerConfig.MaximumPollers: provisioned mode
+
+    @property
+    def concurrency(self) -> int | None:
+        """Most invocations at once: MaximumConcurrency, or 10 per event poller (None: no cap set)."""
+        if self.event_pollers:
+            return self.event_pollers * INVOCATIONS_PER_EVENT_POLLER
+        return self.maximum_concurrency
 
 
 @dataclass(frozen=True, slots=True)
@@ -593,6 +602,9 @@ def _indexes(value: Any) -> tuple[SecondaryIndex, ...]:
         )
         for index in value or []
     )
+
+
+_NO_VALUE = {"Ref": "AWS::NoValue"}
 
 
 def _optional(resolver: Resolver, value: Any) -> Any:
@@ -710,7 +722,8 @@ def _function(document: Mapping[str, Any], resolver: Resolver) -> FunctionDefini
     if not isinstance(event, dict) or event.get("Type") != "SQS":
         raise TemplateError(f"{FUNCTION_ID} has no SQS event {EVENT_ID!r}")
     event_properties = event.get("Properties") or {}
-    scaling = resolver.resolve(event_properties.get("ScalingConfig") or {})
+    scaling = _optional(resolver, event_properties.get("ScalingConfig", _NO_VALUE)) or {}
+    pollers = _optional(resolver, event_properties.get("ProvisionedPollerConfig", _NO_VALUE)) or {}
     response_types = resolver.resolve(event_properties.get("FunctionResponseTypes") or [])
     maximum_concurrency = scaling.get("MaximumConcurrency")
     event_source = SqsEventSource(
@@ -731,6 +744,11 @@ def _function(document: Mapping[str, Any], resolver: Resolver) -> FunctionDefini
         ),
         report_batch_item_failures="ReportBatchItemFailures" in response_types,
         enabled=str(resolver.resolve(event_properties.get("Enabled", True))).lower() == "true",
+        event_pollers=(
+            _int(pollers["MaximumPollers"], f"{EVENT_ID}.MaximumPollers")
+            if "MaximumPollers" in pollers
+            else None
+        ),
     )
 
     def setting(name: str, default: Any) -> Any:

@@ -47,7 +47,15 @@ from dataclasses import dataclass, field, replace
 from seat_inventory.models import MAX_SHARDS
 from seat_inventory.settings import MAX_ISSUE_SERIES_AT_ONCE
 from seat_tools.bench.ceiling import mean_transaction_latency_s
-from seat_tools.bench.pricing import CostBreakdown, cost_per_million
+from seat_tools.bench.pricing import PRICES, CostBreakdown, cost_per_million
+from seat_tools.event_source_scaling import (
+    INITIAL_CONCURRENT_BATCHES,
+    INVOCATIONS_PER_EVENT_POLLER,
+    MIN_EVENT_POLLERS,
+    SCALE_UP_PER_MINUTE,
+    event_pollers_for,
+    scale_up_seconds,
+)
 
 RESERVATIONS_PER_CONTAINER_S = 800
 MAX_RESERVATIONS_PER_TRANSACTION = 99  # the inventory update and at most 99 records in 100 actions
@@ -79,8 +87,6 @@ TABLE_QUOTA_DEFAULT = 40_000
 TABLE_UTILISATION = 0.8
 MAPPING_MIN_CONCURRENCY = 2
 MAPPING_MAX_CONCURRENCY = 1_000
-INITIAL_CONCURRENT_BATCHES = 5
-SCALE_UP_PER_MINUTE = 300
 LAMBDA_ACCOUNT_CONCURRENCY_DEFAULT = 1_000
 UNRESERVED_CONCURRENCY_MINIMUM = 100
 API_ACCOUNT_RATE_DEFAULT = 10_000
@@ -147,12 +153,6 @@ def rate_for_units(units_per_s: float, units_per_request: float) -> float:
 
 def rate_for_api(rate_limit: float, burst_limit: float) -> float:
     return min(rate_limit, burst_limit / API_BURST_PER_RATE)
-
-
-def scale_up_seconds(containers: int) -> float:
-    """Seconds of backlog before the event source runs `containers` batches at once: 5 at once,
-    then up to 300 more a minute (as `simulation.event_source.scale_up_delay_s`)."""
-    return 60.0 * max(0, containers - INITIAL_CONCURRENT_BATCHES) / SCALE_UP_PER_MINUTE
 
 
 def item_transaction_ceiling(batch_size: int = TEMPLATE_BATCH_SIZE) -> float:
@@ -313,6 +313,8 @@ def plan_sale(inputs: SaleInputs) -> SalePlan:
     raise_quota = "; raise it first" if max(quota_write, quota_read) > TABLE_QUOTA_DEFAULT else ""
     raise_api = "; raise it in Service Quotas" if rate > API_ACCOUNT_RATE_DEFAULT else ""
     ramp = scale_up_seconds(mapping)
+    pollers = event_pollers_for(mapping)
+    pollers_per_hour = pollers * PRICES["event_poller"].usd
     confirmed = cost_per_million_confirmed(batch, inputs.memory_mb, customer_limit=inputs.customer_limit)
     refused = cost_per_million_refused(shards, batch, inputs.memory_mb)
 
@@ -399,8 +401,20 @@ def plan_sale(inputs: SaleInputs) -> SalePlan:
             "scale_up_seconds",
             "scale-up, seconds",
             round(ramp, 1),
-            f"the event source starts {INITIAL_CONCURRENT_BATCHES} batches at once, then up to"
-            f" {SCALE_UP_PER_MINUTE} more a minute while messages wait; until then the rate is lower",
+            f"standard mode: the event source starts {INITIAL_CONCURRENT_BATCHES} batches at once,"
+            f" then up to {SCALE_UP_PER_MINUTE} more a minute while messages wait; until then the"
+            " rate is lower; 0 with EventPollers",
+        ),
+        PlanItem(
+            "event_pollers",
+            "EventPollers (provisioned mode)",
+            pollers,
+            f"parameter EventPollers: containers / {INVOCATIONS_PER_EVENT_POLLER} rounded up, at"
+            f" least {MIN_EVENT_POLLERS} (each poller runs up to {INVOCATIONS_PER_EVENT_POLLER}"
+            f" invocations): all {mapping:,} containers work from the first message, no scale-up;"
+            f" ${pollers_per_hour:.3f} an hour while set ({pollers} x"
+            f" ${PRICES['event_poller'].usd} per poller-hour): set it before the sale, 0 after;"
+            " it takes MaximumConcurrency's place (docs/onsale.md)",
         ),
         PlanItem(
             "ticket_series",
@@ -437,6 +451,7 @@ def plan_sale(inputs: SaleInputs) -> SalePlan:
         "write_units_per_s": write_units,
         "read_units_per_refusal": ru,
         "read_units_per_s": read_units,
+        "event_pollers_usd_per_hour": pollers_per_hour,
     }
     if inputs.seats is not None:
         reservations = math.ceil(inputs.seats / inputs.seats_per_request)
@@ -444,7 +459,7 @@ def plan_sale(inputs: SaleInputs) -> SalePlan:
         values["sale_seconds"] = duration
         values["sale_usd"] = reservations * confirmed.total / 1e6
         short = (
-            f"; shorter than the scale-up ({ramp:.0f} s): the rate is never reached"
+            f"; shorter than the scale-up ({ramp:.0f} s): the rate is reached only with EventPollers"
             if duration < ramp
             else ""
         )
@@ -498,6 +513,7 @@ class StackSettings:
     api_stage: str = ""
     usage_plan_rate_limit: float | None = None  # the tightest usage plan on the stage (API keys)
     usage_plan_burst_limit: float | None = None
+    event_pollers: int | None = None  # ProvisionedPollerConfig.MaximumPollers; None: standard mode
 
 
 @dataclass(frozen=True)
@@ -540,19 +556,24 @@ def stack_findings(settings: StackSettings) -> list[tuple[Finding, Callable[[flo
     ru = read_units_per_refusal(widest, batch)
     out: list[tuple[Finding, Callable[[float], str]]] = []
 
-    mapping = settings.maximum_concurrency or MAPPING_MAX_CONCURRENCY
-    supports = rate_for_containers(mapping) if settings.mapping_enabled else 0.0
     state = "" if settings.mapping_enabled else " (mapping DISABLED: nothing is consumed)"
+    if settings.event_pollers:
+        mapping = settings.event_pollers * INVOCATIONS_PER_EVENT_POLLER
+        key, label = "event_pollers", "event source provisioned mode"
+        have = f"{settings.event_pollers} event pollers ({mapping:,} invocations at once, no scale-up)"
+        rule = (
+            f"containers >= rate / {RESERVATIONS_PER_CONTAINER_S}, {INVOCATIONS_PER_EVENT_POLLER}"
+            " per event poller (MaximumPollers)"
+        )
+    else:
+        mapping = settings.maximum_concurrency or MAPPING_MAX_CONCURRENCY
+        key, label = "maximum_concurrency", "event source MaximumConcurrency"
+        have = str(settings.maximum_concurrency) if settings.maximum_concurrency else "not set (1,000)"
+        rule = f"containers >= rate / {RESERVATIONS_PER_CONTAINER_S}"
+    supports = rate_for_containers(mapping) if settings.mapping_enabled else 0.0
     out.append(
         (
-            Finding(
-                "maximum_concurrency",
-                "event source MaximumConcurrency",
-                (str(settings.maximum_concurrency) if settings.maximum_concurrency else "not set (1,000)")
-                + state,
-                supports,
-                f"containers >= rate / {RESERVATIONS_PER_CONTAINER_S}",
-            ),
+            Finding(key, label, have + state, supports, rule),
             lambda r: f">= {containers_needed(r):,}",
         )
     )

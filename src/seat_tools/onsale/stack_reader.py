@@ -3,8 +3,9 @@
 - DynamoDB: `DescribeTable` (`WarmThroughput`, `OnDemandThroughput`) and `DescribeLimits` (the
   table-level quotas);
 - Lambda: the reservations queue's event source mapping (`State`, `BatchSize`,
-  `ScalingConfig.MaximumConcurrency`), the function's reserved concurrency
-  (`GetFunctionConcurrency`) and the account's (`GetAccountSettings`);
+  `ScalingConfig.MaximumConcurrency`, or `ProvisionedPollerConfig.MaximumPollers` in provisioned
+  mode), the function's reserved concurrency (`GetFunctionConcurrency`) and the account's
+  (`GetAccountSettings`);
 - API Gateway: the checkout API's stage (`GetStage`: its method settings' throttles), the usage
   plans on that stage, and the account's throttle (`GetAccount`).
 
@@ -110,6 +111,7 @@ class StackReader:
             api_stage=resources.api_stage,
             usage_plan_rate_limit=plan_rate,
             usage_plan_burst_limit=plan_burst,
+            event_pollers=(mapping.get("ProvisionedPollerConfig") or {}).get("MaximumPollers"),
         )
 
     @staticmethod

@@ -6,8 +6,9 @@
   received `max_receive_count` times goes to the dead-letter queue instead (the redrive policy).
 - `EventSource`: the mapping. It hands a batch to an idle container when `batch_size` messages
   are visible, or when some are and the batching window has passed since they became visible.
-  It starts with 5 concurrent batches and adds up to 300 containers a minute while messages are
-  waiting, up to `MaximumConcurrency` (https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-scaling.html).
+  In standard mode it starts with 5 concurrent batches and adds up to 300 containers a minute
+  while messages are waiting, up to `MaximumConcurrency`; in provisioned mode (event pollers)
+  every container is there from the first message (`seat_tools.event_source_scaling`).
 - `Container`: one Lambda execution environment, in its own scheduler task. It runs the service's
   `reserve_seats` unchanged with its own `InventoryHints` (the container's lifetime), a store
   client and a clock whose sleep ends the invocation at the function timeout. A new container
@@ -34,20 +35,11 @@ from seat_inventory.logic.reserve_seats import QueueMessage, reserve_seats
 from seat_inventory.models import ReservationOutcome
 from seat_inventory.publishing.sns_publisher import MAX_CONCURRENT_CALLS, PUBLISH_BATCH_LIMIT
 from seat_inventory.settings import Settings
+from seat_tools.event_source_scaling import scale_up_delay_s
 from seat_tools.simulation.dynamodb import SimulatedTable
 from seat_tools.simulation.scheduler import Task, VirtualScheduler
 
 SQS_RECEIVE_LIMIT = 10  # messages per ReceiveMessage / DeleteMessageBatch / SendMessageBatch
-INITIAL_CONCURRENT_BATCHES = 5
-SCALE_UP_PER_MINUTE = 300
-
-
-def scale_up_delay_s(index: int) -> float:
-    """Seconds of backlog before Lambda runs the `index`-th concurrent batch (from 0): 5 at once,
-    then up to 300 more a minute."""
-    if index < INITIAL_CONCURRENT_BATCHES:
-        return 0.0
-    return 60.0 * (index - INITIAL_CONCURRENT_BATCHES + 1) / SCALE_UP_PER_MINUTE
 
 
 class FunctionTimedOut(BaseException):

@@ -45,6 +45,8 @@ def _scale_up(result: SimulationResult) -> str:
     c, f = result.config, result.figures
     if c.local_stack_time_scale:
         how = "every container at once (the local runner)"
+    elif c.event_pollers:
+        how = f"provisioned mode: {c.event_pollers} event pollers, {c.containers} containers ready at once"
     elif c.containers_at_once:
         how = "every container at once (--containers-at-once)"
     else:
@@ -206,7 +208,9 @@ def format_table(result: SimulationResult) -> str:
         ),
         (
             "function",
-            f"{c.containers} containers (MaximumConcurrency), BatchSize {c.batch_size}, window"
+            f"{c.containers} containers"
+            f" ({'10 per event poller' if c.event_pollers else 'MaximumConcurrency'}),"
+            f" BatchSize {c.batch_size}, window"
             f" {c.batching_window_s:g} s, timeout {c.timeout_s:g} s, {c.memory_mb} MB; visibility"
             f" {c.visibility_timeout_s:g} s, maxReceiveCount {c.max_receive_count}",
         ),
@@ -255,7 +259,9 @@ def format_table(result: SimulationResult) -> str:
         (
             "cost / million requests",
             f"${cost['total']:.2f} (DynamoDB ${cost['dynamodb']:.2f}, SQS ${cost['sqs']:.2f},"
-            f" SNS ${cost['sns']:.2f}, Lambda ${cost['lambda']:.2f})",
+            f" SNS ${cost['sns']:.2f}, Lambda ${cost['lambda']:.2f}"
+            + (f", event pollers ${cost['event_pollers']:.4f}" if c.event_pollers else "")
+            + ")",
         ),
         ("invariants", f["invariants"] if isinstance(f["invariants"], str) else "; ".join(f["invariants"])),
         *seat_map_rows(result),

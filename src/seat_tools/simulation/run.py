@@ -14,6 +14,11 @@ from seat_inventory.models import MAX_ORDER_LINES, Outcome, ReservationOutcome, 
 from seat_inventory.settings import Settings
 from seat_tools.bench.pricing import cost_per_million
 from seat_tools.contention.model import ContentionModel, ContentionSettings
+from seat_tools.event_source_scaling import (
+    EVENT_POLLER_BILLED_MINIMUM_S,
+    INVOCATIONS_PER_EVENT_POLLER,
+    check_event_pollers,
+)
 from seat_tools.simulation.dynamodb import SimulatedTable
 from seat_tools.simulation.event_source import (
     SQS_RECEIVE_LIMIT,
@@ -41,6 +46,7 @@ EVENT_ID = "onsale-1"
 # about 1.5 GB of memory per million requests; 3,000,000 lasts long enough past Lambda's 12 s
 # scale-up to show a pre-warmed table's rate (docs/simulation.md, "Lambda's scale-up").
 MAX_REQUESTS = 3_000_000
+MAX_CONTAINERS = 1_000  # an event source mapping's MaximumConcurrency at most
 MAX_FED_SALES = 10_000_000
 # The handler's work per invocation besides AWS calls, on a 512 MB Arm function: not measured
 # on Lambda; assumed (docs/simulation.md).
@@ -96,6 +102,10 @@ class SimulationConfig:
     # scale-up from applying, so this is the model every earlier figure was measured on
     # (docs/simulation.md, "Lambda's scale-up").
     containers_at_once: bool = False
+    # > 0: the event source mapping in provisioned mode with this many event pollers (the
+    # template's EventPollers): `containers` = 10 per poller, every one there from the first
+    # message, and the pollers are billed for the sale (seat_tools.event_source_scaling).
+    event_pollers: int = 0
     # The ticket issuer, run on the sale's sales (docs/tickets.md; its figures under "tickets").
     tickets: IssuerConfig = field(default_factory=IssuerConfig)
     # > 0: no sale is simulated; the issuer is fed `requests` sales of `seats_per_request` seats,
@@ -109,8 +119,14 @@ class SimulationConfig:
     order_lines: tuple[int, int] | None = None
 
     def __post_init__(self) -> None:
-        if not 1 <= self.containers <= 1000:
+        if not 1 <= self.containers <= MAX_CONTAINERS:
             raise ValueError(f"containers must be 1 to 1,000 (MaximumConcurrency), not {self.containers}")
+        check_event_pollers(self.event_pollers)
+        if self.event_pollers and self.containers != self.event_pollers * INVOCATIONS_PER_EVENT_POLLER:
+            raise ValueError(
+                f"{self.event_pollers} event pollers run {self.event_pollers * INVOCATIONS_PER_EVENT_POLLER}"
+                f" containers, not {self.containers}"
+            )
         if self.sold_per_s > 0 and not 1 <= self.requests <= MAX_FED_SALES:
             raise ValueError(f"sales fed to the issuer must be 1 to {MAX_FED_SALES:,}, not {self.requests}")
         if self.sold_per_s <= 0 and not 1 <= self.requests <= MAX_REQUESTS:
@@ -294,7 +310,9 @@ def _run(config: SimulationConfig, settings: Settings) -> SimulationResult:
         containers,
         batch_size=config.batch_size,
         batching_window_s=config.batching_window_s * config.client_time_factor,
-        gradual_scaling=config.local_stack_time_scale is None and not config.containers_at_once,
+        gradual_scaling=config.local_stack_time_scale is None
+        and not config.containers_at_once
+        and not config.event_pollers,
     )
     source.start()
     scheduler.run()
@@ -392,6 +410,8 @@ def _figures(
     gb_seconds = tally.billed_seconds * config.memory_mb / 1024
     producer_sqs = -(-len(arrivals) // SQS_RECEIVE_LIMIT)
     write_units = counters.write_units_consumed + table.index_write_units
+    sale_s = last_confirmed - first_sent
+    answer_s = last_answer - first_sent
     cost = cost_per_million(
         write_units=write_units,
         read_units=counters.read_units_consumed,
@@ -400,11 +420,10 @@ def _figures(
         invocations=tally.invocations,
         gb_seconds=gb_seconds,
         reservations=config.requests,
+        event_poller_hours=config.event_pollers * max(EVENT_POLLER_BILLED_MINIMUM_S, answer_s) / 3600,
     )
-    sale_s = last_confirmed - first_sent
     busy_s = _busy_seconds(tally.invocation_spans)
     peak, peak_at = _peak_concurrency(tally.invocation_spans)
-    answer_s = last_answer - first_sent
     return {
         "requests": config.requests,
         "messages_sent": len(arrivals),
@@ -456,6 +475,7 @@ def _figures(
             "sqs": cost.sqs,
             "sns": cost.sns,
             "lambda": cost.lambda_,
+            "event_pollers": cost.event_pollers,
             "total": cost.total,
         },
     }

@@ -1,0 +1,49 @@
+"""How Lambda's SQS event source mapping grows its concurrency, in its two modes; the simulation
+models it and `seats onsale plan` plans with it.
+
+- Standard mode (the default): 5 batches at once as messages arrive, then up to 300 more
+  concurrent invocations a minute while messages wait, up to `ScalingConfig.MaximumConcurrency`
+  (https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-scaling.html).
+- Provisioned mode (`ProvisionedPollerConfig`, template parameter `EventPollers`): event pollers
+  that are running before the first message. Each runs up to 10 invocations at once: AWS gives
+  20,000 concurrent invocations at the 2,000-poller maximum (AWS News Blog, "AWS Lambda enhances
+  event processing with provisioned mode for SQS event-source mapping", 2025-11-14). The template
+  sets the minimum and the maximum to the same number, so the concurrency is there from the
+  first message and never grows past it. Billed per poller-hour (`pricing.PRICES["event_poller"]`).
+"""
+
+from __future__ import annotations
+
+INITIAL_CONCURRENT_BATCHES = 5
+SCALE_UP_PER_MINUTE = 300
+INVOCATIONS_PER_EVENT_POLLER = 10
+MIN_EVENT_POLLERS = 2  # an SQS mapping in provisioned mode needs at least 2
+MAX_MINIMUM_EVENT_POLLERS = 200  # ProvisionedPollerConfig.MinimumPollers is at most 200
+EVENT_POLLER_BILLED_MINIMUM_S = 60.0  # pollers are billed per second, at least a minute
+
+
+def scale_up_delay_s(index: int) -> float:
+    """Seconds of backlog before standard mode runs the `index`-th concurrent batch (from 0): 5 at
+    once, then up to 300 more a minute."""
+    if index < INITIAL_CONCURRENT_BATCHES:
+        return 0.0
+    return 60.0 * (index - INITIAL_CONCURRENT_BATCHES + 1) / SCALE_UP_PER_MINUTE
+
+
+def scale_up_seconds(containers: int) -> float:
+    """Seconds of backlog before standard mode runs `containers` batches at once."""
+    return scale_up_delay_s(containers - 1) if containers > 0 else 0.0
+
+
+def event_pollers_for(containers: int) -> int:
+    """Event pollers that run `containers` invocations at once: 10 each, at least 2."""
+    return max(MIN_EVENT_POLLERS, -(-containers // INVOCATIONS_PER_EVENT_POLLER))
+
+
+def check_event_pollers(pollers: int) -> None:
+    """Raises ValueError unless `pollers` is 0 (standard mode) or 2 to 200."""
+    if pollers and not MIN_EVENT_POLLERS <= pollers <= MAX_MINIMUM_EVENT_POLLERS:
+        raise ValueError(
+            f"event pollers must be 0 (standard mode) or {MIN_EVENT_POLLERS} to"
+            f" {MAX_MINIMUM_EVENT_POLLERS}, not {pollers}"
+        )
