@@ -289,6 +289,59 @@ def test_plan_prints_one_line_per_item_value_then_rule_and_exits_1_past_what_the
     assert refused.exit_code == 2 and "--rate" in refused.output
 
 
+def test_a_seat_map_plans_row_item_takes_at_the_mapped_containers_rate() -> None:
+    # Given 5,000 best-available requests a second of 4 seats on a 10,000-seat map
+    plan = plan_sale(SaleInputs(5_000, seats=10_000, seats_per_request=4, mapped=True))
+    got = {i.key: i.value for i in plan.items}
+
+    # Then 5,000 / 120 = 41.7 -> 42 containers and no shard items
+    assert got["maximum_concurrency"] == 42 and "on a seat map" in plan.item("maximum_concurrency").rule
+    assert got["shards"] == "none"
+    # 4 write units a take (row item + record) + the issuer's 2 + 17/98: 6.17 x 5,000 / 0.8 = 38,584
+    assert plan.values["write_units_per_reservation"] == pytest.approx(4 + 2 + 17 / 98)
+    assert got["warm_write_units"] == 39_000
+    # 0.56 read units per refusal x 5,000 / 0.8 = 3,500: a new table's 12,000 is enough
+    assert plan.values["read_units_per_s"] == pytest.approx(3_500)
+    assert got["warm_read_units"] == 12_000
+    # 2,500 reservations: half a second
+    assert plan.values["sale_seconds"] == pytest.approx(0.5)
+    assert plan.problems == ()
+
+
+def test_plan_reads_a_seat_maps_sellable_seats(tmp_path: Path) -> None:
+    # Given a map of one row of 6 seats, one blocked
+    path = tmp_path / "hall.json"
+    path.write_text(
+        json.dumps(
+            {
+                "classes": {"GA": {"orphans": "allow"}},
+                "sections": [
+                    {
+                        "id": "A",
+                        "class": "GA",
+                        "rank": 0,
+                        "rows": [{"id": "R1", "seats": 6, "flags": {"blocked": [6]}}],
+                    }
+                ],
+            }
+        )
+    )
+    result = CliRunner().invoke(
+        cli, ["onsale", "plan", "--rate", "100", "--seat-map", str(path), "--output", "json"]
+    )
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.output)
+    assert (document["seats"], document["seat_map"]) == (5, True)
+    both = CliRunner().invoke(
+        cli, ["onsale", "plan", "--rate", "100", "--seat-map", str(path), "--seats", "5"]
+    )
+    assert both.exit_code == 2 and "give --seats or --seat-map, not both" in both.output
+    missing = CliRunner().invoke(
+        cli, ["onsale", "plan", "--rate", "100", "--seat-map", str(tmp_path / "no.json")]
+    )
+    assert missing.exit_code == 2 and "no.json: No such file or directory" in missing.output
+
+
 def test_in_provisioned_mode_the_event_pollers_cap_the_containers_at_10_each() -> None:
     # Given the stack in provisioned mode with 2 event pollers (no MaximumConcurrency: exclusive)
     provisioned = replace(READY_AT_3000, maximum_concurrency=None, event_pollers=2)

@@ -12,6 +12,7 @@ from typing import Any
 
 import click
 
+from seat_inventory.logic.seat_map import load_file as load_seat_map
 from seat_inventory.parsing import MAX_ID_LENGTH, MAX_SEAT_CLASS_LENGTH, id_problem
 from seat_tools.cli.context import CliContext
 from seat_tools.cli.errors import CommandError, ExitCode
@@ -66,29 +67,61 @@ def onsale() -> None:
     help="Seats each reservation takes (with --seats).",
 )
 @click.option(
+    "--seat-map",
+    "seat_map",
+    type=click.Path(dir_okay=False),
+    help="A seat map file (JSON or CSV, docs/seating.md) instead of --seats: its sellable seats"
+    " (blocked ones left out), sold best available on row items, no shard items.",
+)
+@click.option(
     "--customer-limit",
     is_flag=True,
     help="The class has a per-customer limit: each reservation also updates its customer's counter.",
 )
 @output_option
 def plan(
-    rate: float, seats: int | None, seats_per_request: int, customer_limit: bool, output: OutputFormat
+    rate: float,
+    seats: int | None,
+    seats_per_request: int,
+    seat_map: str | None,
+    customer_limit: bool,
+    output: OutputFormat,
 ) -> None:
     """Print what a sale at RATE reservations per second needs: shards, MaximumConcurrency, the
-    table's warm throughput, quota and maximum, the API throttles, Lambda's concurrency, the
-    scale-up time and the expected cost, one line each, the value then the rule behind it.
+    event pollers, the table's warm throughput, quota and maximum, the API throttles, Lambda's
+    concurrency, the scale-up time and the expected cost, one line each, the value then the rule
+    behind it. With --seat-map, a seat map's best-available sale (docs/onsale.md).
 
     Exit status 1 when this design cannot reach the rate (more than 64 shards or 1,000 containers).
     """
     try:
+        if seat_map is not None:
+            if seats is not None:
+                raise ValueError("give --seats or --seat-map, not both")
+            seats = sellable_seats(seat_map)
         result = plan_sale(
-            SaleInputs(rate, seats=seats, seats_per_request=seats_per_request, customer_limit=customer_limit)
+            SaleInputs(
+                rate,
+                seats=seats,
+                seats_per_request=seats_per_request,
+                customer_limit=customer_limit,
+                mapped=seat_map is not None,
+            )
         )
-    except ValueError as exc:
+    except (ValueError, OSError) as exc:
         raise click.BadParameter(str(exc)) from exc
     _print_plan(result, output)
     if result.problems:
         raise click.exceptions.Exit(ExitCode.FAILED)
+
+
+def sellable_seats(path: str) -> int:
+    """The seats a seat map puts on sale: every class's, blocked seats left out."""
+    try:
+        seat_map = load_seat_map(path)
+    except OSError as exc:
+        raise ValueError(f"{path}: {exc.strerror or exc}") from exc
+    return sum(c.capacity for c in seat_map.classes.values())
 
 
 def _print_plan(result: SalePlan, output: OutputFormat) -> None:
@@ -100,6 +133,7 @@ def _print_plan(result: SalePlan, output: OutputFormat) -> None:
                 "seats": inputs.seats,
                 "seats_per_request": inputs.seats_per_request,
                 "customer_limit": inputs.customer_limit,
+                "seat_map": inputs.mapped,
                 "items": [
                     {"item": i.key, "label": i.label, "value": i.value, "rule": i.rule} for i in result.items
                 ],

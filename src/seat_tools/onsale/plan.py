@@ -32,6 +32,13 @@ The rules, in short:
   maximum if one is set. The plan keeps the table at most 80% busy (`TABLE_UTILISATION`, this
   project's choice: with a table limit of 40,000 write units the simulation confirmed 14,136/s,
   70% of the limit, docs/sharding.md), so the needed units are rate x units / 0.8.
+- A seat map (`SaleInputs.mapped`, docs/seating.md): one container confirms about 120
+  best-available requests a second, a take writes its row item and its record (4 units), a
+  refusal reads about 0.56 units, and there are no shard items (the constants below say where
+  each figure was measured).
+- The event source: in standard mode 5 invocations at once, then 300 more a minute; in
+  provisioned mode (`EventPollers`) 10 per poller from the first message
+  (`seat_tools.event_source_scaling`).
 - The checkout API's stage throttle >= the rate, its burst >= twice the rate (the template's ratio,
   1,000 and 2,000); API Gateway's account throttle is 10,000 requests per second per region.
 - Lambda: the function's reserved concurrency, or else the account's unreserved concurrency,
@@ -58,6 +65,15 @@ from seat_tools.event_source_scaling import (
 )
 
 RESERVATIONS_PER_CONTAINER_S = 800
+# A mapped class (docs/seating.md): one container confirms about 120 best-available requests a
+# second (`seats simulate --seat-map examples/seat_maps/stadium.json --containers 10
+# --containers-at-once --seats-per-request 8 --requests 5000 --warm-write-units-per-s 40000`:
+# 1,192/s on 10 containers, seed 1); a take writes its row item and its record (4 units), and a
+# request refused after the sell-out reads about 0.56 units (the stadium's 1,000,000-request run:
+# 557,780 read units, docs/seating.md).
+RESERVATIONS_PER_MAPPED_CONTAINER_S = 120
+MAPPED_TAKE_WRITE_UNITS = 4.0
+MAPPED_READ_UNITS_PER_REFUSAL = 0.56
 MAX_RESERVATIONS_PER_TRANSACTION = 99  # the inventory update and at most 99 records in 100 actions
 TEMPLATE_BATCH_SIZE = 99  # template.yaml's BatchSize default
 TEMPLATE_MEMORY_MB = 512  # template.yaml's Globals.Function.MemorySize
@@ -108,13 +124,18 @@ def _n(value: float) -> str:
 # ------------------------------------------------------------------ the rules, both directions
 
 
-def containers_needed(rate: float) -> int:
+def per_container_s(*, mapped: bool = False) -> float:
+    """Reservations one container confirms a second: on a shard item of its own, or on a seat map."""
+    return RESERVATIONS_PER_MAPPED_CONTAINER_S if mapped else RESERVATIONS_PER_CONTAINER_S
+
+
+def containers_needed(rate: float, *, mapped: bool = False) -> int:
     """Concurrent containers that confirm `rate` reservations per second."""
-    return max(1, math.ceil(rate / RESERVATIONS_PER_CONTAINER_S - 1e-9))
+    return max(1, math.ceil(rate / per_container_s(mapped=mapped) - 1e-9))
 
 
-def rate_for_containers(containers: int) -> float:
-    return containers * RESERVATIONS_PER_CONTAINER_S
+def rate_for_containers(containers: int, *, mapped: bool = False) -> float:
+    return containers * per_container_s(mapped=mapped)
 
 
 def reservations_per_transaction(batch_size: int) -> int:
@@ -122,12 +143,15 @@ def reservations_per_transaction(batch_size: int) -> int:
 
 
 def write_units_per_reservation(
-    batch_size: int = TEMPLATE_BATCH_SIZE, *, customer_limit: bool = False
+    batch_size: int = TEMPLATE_BATCH_SIZE, *, customer_limit: bool = False, mapped: bool = False
 ) -> float:
     """Write units one confirmed reservation costs the table: its record, its share of the
-    inventory item's update, its customer's counter when the class has a limit, and the ticket
-    issuer's numbering of it (`ticket_write_units_per_reservation`)."""
-    per = RECORD_WRITE_UNITS + INVENTORY_WRITE_UNITS / reservations_per_transaction(batch_size)
+    inventory item's update (a mapped class: its row item's), its customer's counter when the
+    class has a limit, and the ticket issuer's numbering of it (`ticket_write_units_per_reservation`)."""
+    if mapped:
+        per = MAPPED_TAKE_WRITE_UNITS
+    else:
+        per = RECORD_WRITE_UNITS + INVENTORY_WRITE_UNITS / reservations_per_transaction(batch_size)
     return per + (COUNTER_WRITE_UNITS if customer_limit else 0.0) + ticket_write_units_per_reservation()
 
 
@@ -136,8 +160,13 @@ def ticket_write_units_per_reservation() -> float:
     return TICKET_RECORD_WRITE_UNITS + TICKET_BATCH_WRITE_UNITS / TICKET_BATCH
 
 
-def read_units_per_refusal(shard_items: int, batch_size: int = TEMPLATE_BATCH_SIZE) -> float:
-    """Read units per request refused after the sell-out: one consistent read of the class per batch."""
+def read_units_per_refusal(
+    shard_items: int, batch_size: int = TEMPLATE_BATCH_SIZE, *, mapped: bool = False
+) -> float:
+    """Read units per request refused after the sell-out: one consistent read of the class per
+    batch (a mapped class: its views and slice reads, as measured)."""
+    if mapped:
+        return MAPPED_READ_UNITS_PER_REFUSAL
     per_batch = SHARD0_READ_UNITS + (TRANSACT_READ_UNITS_PER_ITEM * shard_items if shard_items > 1 else 0.0)
     return per_batch / max(1, batch_size)
 
@@ -175,39 +204,47 @@ def cost_per_million_confirmed(
     memory_mb: int = TEMPLATE_MEMORY_MB,
     *,
     customer_limit: bool = False,
+    mapped: bool = False,
 ) -> CostBreakdown:
     """US dollars per million confirmed reservations (pricing.py's list prices): write units
     as above plus the TicketsToIssue index's (TICKET_INDEX_WRITE_UNITS); SQS: a send, a receive
     and a delete per 10 messages; SNS: one PublishBatch per 10 outcomes, CONFIRMED and TICKETED;
-    Lambda: one invocation per batch and 1/800 s of a container per reservation.
+    Lambda: one invocation per batch and 1/800 s (mapped: 1/120 s) of a container per reservation.
     Leaves out read units before the sell-out (shard surveys: about 0.01 per reservation in
     `seats simulate`), cancelled transactions, API Gateway and the pre-warming charge."""
     million = 1_000_000
     return cost_per_million(
         write_units=million
-        * (write_units_per_reservation(batch_size, customer_limit=customer_limit) + TICKET_INDEX_WRITE_UNITS),
+        * (
+            write_units_per_reservation(batch_size, customer_limit=customer_limit, mapped=mapped)
+            + TICKET_INDEX_WRITE_UNITS
+        ),
         read_units=0.0,
         sqs_requests=round(million * 3 / SQS_BATCH),
         sns_requests=round(2 * million / SNS_BATCH),
         invocations=round(million / max(1, batch_size)),
-        gb_seconds=million * (memory_mb / 1024) / RESERVATIONS_PER_CONTAINER_S,
+        gb_seconds=million * (memory_mb / 1024) / per_container_s(mapped=mapped),
         reservations=million,
     )
 
 
 def cost_per_million_refused(
-    shard_items: int, batch_size: int = TEMPLATE_BATCH_SIZE, memory_mb: int = TEMPLATE_MEMORY_MB
+    shard_items: int,
+    batch_size: int = TEMPLATE_BATCH_SIZE,
+    memory_mb: int = TEMPLATE_MEMORY_MB,
+    *,
+    mapped: bool = False,
 ) -> CostBreakdown:
     """US dollars per million requests refused after the sell-out: a 1-unit record each and the
     batch's consistent read of the class; SQS, SNS and Lambda as for a confirmed one."""
     million = 1_000_000
     return cost_per_million(
         write_units=million * REJECTION_WRITE_UNITS,
-        read_units=million * read_units_per_refusal(shard_items, batch_size),
+        read_units=million * read_units_per_refusal(shard_items, batch_size, mapped=mapped),
         sqs_requests=round(million * 3 / SQS_BATCH),
         sns_requests=round(million / SNS_BATCH),
         invocations=round(million / max(1, batch_size)),
-        gb_seconds=million * (memory_mb / 1024) / RESERVATIONS_PER_CONTAINER_S,
+        gb_seconds=million * (memory_mb / 1024) / per_container_s(mapped=mapped),
         reservations=million,
     )
 
@@ -226,6 +263,7 @@ class SaleInputs:
     customer_limit: bool = False
     batch_size: int = TEMPLATE_BATCH_SIZE
     memory_mb: int = TEMPLATE_MEMORY_MB
+    mapped: bool = False  # the seats are on a seat map (docs/seating.md): no shard items
 
     def __post_init__(self) -> None:
         if not self.rate > 0:
@@ -257,18 +295,14 @@ class SalePlan:
         return next(i for i in self.items if i.key == key)
 
 
-def plan_sale(inputs: SaleInputs) -> SalePlan:
-    """What a sale at `inputs.rate` needs, item by item, each with its rule."""
-    rate, batch = inputs.rate, inputs.batch_size
-    containers = containers_needed(rate)
-    mapping = max(MAPPING_MIN_CONCURRENCY, containers)
-    problems: list[str] = []
-    if containers > MAPPING_MAX_CONCURRENCY:
-        problems.append(
-            f"{containers:,} containers: one event source mapping runs at most"
-            f" {MAPPING_MAX_CONCURRENCY:,} batches at once"
-            f" (about {_n(rate_for_containers(MAPPING_MAX_CONCURRENCY))}/s)"
+def _shard_items(inputs: SaleInputs, containers: int, problems: list[str]) -> tuple[int, str]:
+    """Shard items per seat class and the rule; what they cannot give goes to `problems`."""
+    if inputs.mapped:
+        return 0, (
+            "none: a mapped class takes seats on its row items (a row, or 40 seats of one), and"
+            ' containers spread over its sections and rows (docs/seating.md, "At scale")'
         )
+    batch = inputs.batch_size
     shards = min(MAX_SHARDS, containers)
     shard_rule = (
         f"seats event create/reshard --shards K: K >= the containers that sell the class at once"
@@ -299,10 +333,26 @@ def plan_sale(inputs: SaleInputs) -> SalePlan:
                     f" {_n(rate_for_containers(by_seats))}/s"
                 )
 
-    wu = write_units_per_reservation(batch, customer_limit=inputs.customer_limit)
+    return shards, shard_rule
+
+
+def plan_sale(inputs: SaleInputs) -> SalePlan:
+    """What a sale at `inputs.rate` needs, item by item, each with its rule."""
+    rate, batch, mapped = inputs.rate, inputs.batch_size, inputs.mapped
+    containers = containers_needed(rate, mapped=mapped)
+    mapping = max(MAPPING_MIN_CONCURRENCY, containers)
+    problems: list[str] = []
+    if containers > MAPPING_MAX_CONCURRENCY:
+        problems.append(
+            f"{containers:,} containers: one event source mapping runs at most"
+            f" {MAPPING_MAX_CONCURRENCY:,} batches at once"
+            f" (about {_n(rate_for_containers(MAPPING_MAX_CONCURRENCY, mapped=mapped))}/s)"
+        )
+    shards, shard_rule = _shard_items(inputs, containers, problems)
+    wu = write_units_per_reservation(batch, customer_limit=inputs.customer_limit, mapped=mapped)
     write_units = units_needed(rate, wu)
     warm_write = max(NEW_TABLE_WARM_WRITE, _round_up(write_units, 1_000))
-    ru = read_units_per_refusal(shards, batch)
+    ru = read_units_per_refusal(shards, batch, mapped=mapped)
     read_units = units_needed(rate, ru)
     warm_read = max(NEW_TABLE_WARM_READ, _round_up(read_units, 1_000))
     quota_write = max(TABLE_QUOTA_DEFAULT, warm_write)
@@ -315,8 +365,10 @@ def plan_sale(inputs: SaleInputs) -> SalePlan:
     ramp = scale_up_seconds(mapping)
     pollers = event_pollers_for(mapping)
     pollers_per_hour = pollers * PRICES["event_poller"].usd
-    confirmed = cost_per_million_confirmed(batch, inputs.memory_mb, customer_limit=inputs.customer_limit)
-    refused = cost_per_million_refused(shards, batch, inputs.memory_mb)
+    confirmed = cost_per_million_confirmed(
+        batch, inputs.memory_mb, customer_limit=inputs.customer_limit, mapped=mapped
+    )
+    refused = cost_per_million_refused(shards, batch, inputs.memory_mb, mapped=mapped)
 
     series = min(MAX_ISSUE_SERIES_AT_ONCE, max(1, math.ceil(rate / SERIES_PLANNED_PER_S)))
     if rate > MAX_ISSUE_SERIES_AT_ONCE * SERIES_NUMBERED_PER_S:
@@ -331,21 +383,27 @@ def plan_sale(inputs: SaleInputs) -> SalePlan:
             "maximum_concurrency",
             "MaximumConcurrency",
             mapping,
-            f"parameter MaximumConcurrency: containers >= rate / {RESERVATIONS_PER_CONTAINER_S}"
-            f" (one container confirms about {RESERVATIONS_PER_CONTAINER_S}/s on its own shard"
-            f" item, docs/sharding.md); AWS allows {MAPPING_MIN_CONCURRENCY}"
+            f"parameter MaximumConcurrency: containers >= rate / {_n(per_container_s(mapped=mapped))}"
+            f" (one container confirms about {_n(per_container_s(mapped=mapped))}/s"
+            + (" on a seat map, docs/seating.md" if mapped else " on its own shard item, docs/sharding.md")
+            + f"); AWS allows {MAPPING_MIN_CONCURRENCY}"
             f"-{MAPPING_MAX_CONCURRENCY:,} per mapping",
         ),
-        PlanItem("shards", "shard items per seat class", shards, shard_rule),
+        PlanItem("shards", "shard items per seat class", "none" if mapped else shards, shard_rule),
         PlanItem(
             "warm_write_units",
             "table warm write units/s",
             warm_write,
             f"parameter TableWarmWriteUnitsPerSecond: rate x {_n(wu)} write units per reservation"
             f" / {TABLE_UTILISATION} = {_n(write_units)}, rounded up to a thousand, at least a new"
-            f" table's {NEW_TABLE_WARM_WRITE:,}: {_n(RECORD_WRITE_UNITS)} for the record +"
-            f" {_n(INVENTORY_WRITE_UNITS)} for the inventory update shared by {per_txn}"
-            f" reservations per transaction{counter} + {_n(ticket_write_units_per_reservation())}"
+            f" table's {NEW_TABLE_WARM_WRITE:,}: "
+            + (
+                f"{_n(MAPPED_TAKE_WRITE_UNITS)} for the take (its row item and its record)"
+                if mapped
+                else f"{_n(RECORD_WRITE_UNITS)} for the record + {_n(INVENTORY_WRITE_UNITS)} for the"
+                f" inventory update shared by {per_txn} reservations per transaction"
+            )
+            + f"{counter} + {_n(ticket_write_units_per_reservation())}"
             " for the ticket issuer's numbering (docs/tickets.md)",
         ),
         PlanItem(
@@ -354,8 +412,12 @@ def plan_sale(inputs: SaleInputs) -> SalePlan:
             warm_read,
             f"parameter TableWarmReadUnitsPerSecond: after the sell-out, rate x {_n(ru)} read"
             f" units per refused request / {TABLE_UTILISATION} = {_n(read_units)}, at least a new"
-            f" table's {NEW_TABLE_WARM_READ:,}: each batch of {batch} refusals reads the class"
-            f" (GetItem of shard 0{transact_read})",
+            f" table's {NEW_TABLE_WARM_READ:,}: "
+            + (
+                "the containers' views of the map and the slices they read (measured, docs/seating.md)"
+                if mapped
+                else f"each batch of {batch} refusals reads the class (GetItem of shard 0{transact_read})"
+            ),
         ),
         PlanItem(
             "table_quota",
