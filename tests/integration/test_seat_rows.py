@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,13 +18,14 @@ from seat_inventory.models import (
     Outcome,
     ReservationOutcome,
     ReservationRecord,
+    RetryableError,
     SeatKey,
     SeatState,
     StoreInconsistency,
     Transition,
 )
 from seat_tools.operator_commands import OperatorTable
-from tests.integration.conftest import Stack, sqs_event
+from tests.integration.conftest import FakeHttpResponse, Stack, sqs_event
 
 KEY = SeatKey("e-1", "A")
 MAP = load_json(
@@ -225,3 +227,32 @@ def test_close_and_open_a_mapped_class_row_by_row(
     monkeypatch.setattr(table, "read_seat_rows", lambda key, row_ids=None: {**rows, "S-R9#0": ghost})
     with pytest.raises(StoreInconsistency):
         table.set_rows_sale_status(KEY, SaleStatus.CLOSED)
+
+
+def test_row_items_left_unprocessed_are_asked_again_then_a_retryable_error(
+    stack: Stack, table: OperatorTable
+) -> None:
+    # Given DynamoDB leaving the row item unprocessed on the first `unprocessed_calls` BatchGetItems
+    calls: list[int] = []
+    unprocessed_calls = [1]
+
+    def unprocessed(params: dict, **_: Any) -> Any:
+        calls.append(1)
+        if len(calls) > unprocessed_calls[0]:
+            return None  # the real call
+        keys = [row_key(KEY, "S-R1#0")]
+        return FakeHttpResponse(200), {"Responses": {}, "UnprocessedKeys": {stack.table_name: {"Keys": keys}}}
+
+    stack.faults.session.events.register("before-call.dynamodb.BatchGetItem", unprocessed)
+    slept: list[float] = []
+    faulty = OperatorTable(stack.faults.session.client("dynamodb"), stack.table_name, sleep=slept.append)
+
+    # Then the key is asked again after a pause, and the row is read
+    assert list(faulty.read_seat_rows(KEY, ["S-R1#0"])) == ["S-R1#0"]
+    assert (len(calls), len(slept)) == (2, 1)
+
+    # and a key that stays unprocessed is a retryable error, not a row missing
+    calls.clear()
+    unprocessed_calls[0] = 1_000
+    with pytest.raises(RetryableError, match="unprocessed"):
+        faulty.read_seat_rows(KEY, ["S-R1#0"])

@@ -149,6 +149,18 @@ class TableAccess:
             self._sleep(SHARDED_READ_BACKOFF_SECONDS * 2**attempt)
         return found, False
 
+    def _consistent_batch_get(self, keys: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], bool]:
+        """Strongly consistent `BatchGetItem`s of `keys`, MAX_BATCH_GET_KEYS a call, each as
+        `_batch_get`: the items found (missing ones absent), and whether every key was processed."""
+        found: list[dict[str, Any]] = []
+        complete = True
+        for start in range(0, len(keys), MAX_BATCH_GET_KEYS):
+            chunk = list(keys[start : start + MAX_BATCH_GET_KEYS])
+            items, done = self._batch_get({self._table_name: {"Keys": chunk, "ConsistentRead": True}})
+            found.extend(items)
+            complete = complete and done
+        return found, complete
+
     def _with_pools(self, view: SeatClassInventory, *, whole: bool = True) -> SeatClassInventory:
         """A class in capacity pools (docs/pools.md) with its pool items, each read strongly
         consistently in one `BatchGetItem` (each an observation of its own; a missing pool is

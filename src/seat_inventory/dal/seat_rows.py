@@ -59,7 +59,6 @@ from seat_inventory.models import (
 SEATMAP_PREFIX = "SEATMAP#"
 SEATROW_PREFIX = "SEATROW#"
 ROW_SK_PREFIX = "ROW#"
-BATCH_GET_LIMIT = 100
 BATCH_WRITE_LIMIT = 25
 ATTEMPTS = 5
 BACKOFF_SECONDS = 0.05
@@ -368,26 +367,10 @@ class SeatRows(TableAccess):
         return len(rows)
 
     def _get_rows(self, key: SeatKey, row_ids: Sequence[str]) -> dict[str, SeatRow]:
-        rows: dict[str, SeatRow] = {}
-        unique = list(dict.fromkeys(row_ids))
-        for start in range(0, len(unique), BATCH_GET_LIMIT):
-            keys: list[dict[str, Any]] = [row_key(key, r) for r in unique[start : start + BATCH_GET_LIMIT]]
-            for attempt in range(ATTEMPTS):
-                response = call(
-                    self._client.batch_get_item,
-                    RequestItems={self._table_name: {"Keys": keys, "ConsistentRead": True}},
-                )
-                for item in response.get("Responses", {}).get(self._table_name, []):
-                    row = row_from_item(item)
-                    rows[row.row_id] = row
-                unprocessed: Any = response.get("UnprocessedKeys", {})
-                keys = list(unprocessed.get(self._table_name, {}).get("Keys", []))
-                if not keys:
-                    break
-                self._sleep(BACKOFF_SECONDS * 2**attempt)
-            if keys:
-                raise RetryableError(f"BatchGetItem left {len(keys)} row item(s) unprocessed")
-        return rows
+        items, complete = self._consistent_batch_get([row_key(key, r) for r in dict.fromkeys(row_ids)])
+        if not complete:
+            raise RetryableError("BatchGetItem left row items unprocessed")
+        return {row.row_id: row for row in map(row_from_item, items)}
 
     def create_seat_map(self, event_id: str, seat_map: SeatMap, rules: SaleRules) -> None:
         """Writes every row item and section layout item, then the map item (guarded: an event has

@@ -227,23 +227,8 @@ class TicketQueries(TableAccess):
                 break
             items = self._query_partition(f"{LEDGER_OUTBOX_PREFIX}{bucket}", limit - len(keys))
             keys.extend({"pk": item["pk"], "sk": item["sk"]} for item in items)
-        batches: list[TicketBatch] = []
-        for start in range(0, len(keys), 100):
-            request: dict[str, Any] = {
-                self._table_name: {"Keys": keys[start : start + 100], "ConsistentRead": True}
-            }
-            for attempt in range(5):
-                response = call(self._client.batch_get_item, RequestItems=request)
-                batches.extend(
-                    _batch_from_item(item)
-                    for item in response.get("Responses", {}).get(self._table_name, [])
-                    if "gsi2pk" in item
-                )
-                request = dict(response.get("UnprocessedKeys") or {})
-                if not request:
-                    break
-                self._sleep(0.05 * 2**attempt)
-        return batches
+        items, _ = self._consistent_batch_get(keys)  # what stays unprocessed waits for the next run
+        return [_batch_from_item(item) for item in items if "gsi2pk" in item]
 
     def mark_batches_published(self, batches: Sequence[TicketBatch]) -> int:
         """`REMOVE gsi2pk, gsi2sk` per batch, conditional on it still being in the outbox; 16 at a
@@ -304,21 +289,8 @@ class TicketQueries(TableAccess):
 
     def read_ticket_counters(self, event_id: str, series_count: int) -> dict[int, int]:
         """Series -> next serial, for the series that numbered anything (consistent BatchGetItem)."""
-        counters: dict[int, int] = {}
-        keys = [ticket_counter_key(event_id, s) for s in range(series_count)]
-        for start in range(0, len(keys), 100):
-            request: dict[str, Any] = {
-                self._table_name: {"Keys": keys[start : start + 100], "ConsistentRead": True}
-            }
-            for attempt in range(5):
-                response = call(self._client.batch_get_item, RequestItems=request)
-                for item in response.get("Responses", {}).get(self._table_name, []):
-                    counters[int(item["ticket_series"]["N"])] = int(item["next_number"]["N"])
-                request = dict(response.get("UnprocessedKeys") or {})
-                if not request:
-                    break
-                self._sleep(0.05 * 2**attempt)
-        return counters
+        items, _ = self._consistent_batch_get([ticket_counter_key(event_id, s) for s in range(series_count)])
+        return {int(item["ticket_series"]["N"]): int(item["next_number"]["N"]) for item in items}
 
     def read_ledger(self, series: TicketSeries, *, from_serial: int = 1) -> list[TicketBatch]:
         """The series' batches from the one holding `from_serial` on, in order (strongly consistent)."""

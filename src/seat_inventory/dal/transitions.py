@@ -13,7 +13,6 @@ from botocore.exceptions import ClientError
 from seat_inventory.dal.access import TableAccess
 from seat_inventory.dal.errors import (
     TRANSACTION_CANCELED,
-    call,
     call_expecting,
     cancellation_reasons,
     failed_condition,
@@ -41,10 +40,6 @@ from seat_inventory.models import (
     StoreInconsistency,
     Transition,
 )
-
-BATCH_GET_LIMIT = 100
-BATCH_GET_ATTEMPTS = 5
-BATCH_GET_BACKOFF_SECONDS = 0.05
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,26 +77,11 @@ class Transitions(TableAccess):
 
         Raises `RetryableError` when DynamoDB still leaves keys unprocessed after a few attempts.
         """
-        records: dict[str, ReservationRecord] = {}
-        unique = list(dict.fromkeys(reservation_ids))
-        for start in range(0, len(unique), BATCH_GET_LIMIT):
-            keys: list[dict[str, Any]] = [reservation_key(i) for i in unique[start : start + BATCH_GET_LIMIT]]
-            for attempt in range(BATCH_GET_ATTEMPTS):
-                response = call(
-                    self._client.batch_get_item,
-                    RequestItems={self._table_name: {"Keys": keys, "ConsistentRead": True}},
-                )
-                for item in response.get("Responses", {}).get(self._table_name, []):
-                    record = record_from_item(item)
-                    records[record.reservation_id] = record
-                unprocessed: Any = response.get("UnprocessedKeys", {})
-                keys = list(unprocessed.get(self._table_name, {}).get("Keys", []))
-                if not keys:
-                    break
-                self._sleep(BATCH_GET_BACKOFF_SECONDS * 2**attempt)
-            if keys:
-                raise RetryableError(f"BatchGetItem left {len(keys)} key(s) unprocessed")
-        return records
+        keys = [reservation_key(i) for i in dict.fromkeys(reservation_ids)]
+        items, complete = self._consistent_batch_get(keys)
+        if not complete:
+            raise RetryableError("BatchGetItem left keys unprocessed")
+        return {record.reservation_id: record for record in map(record_from_item, items)}
 
     def commit_transitions(
         self,
