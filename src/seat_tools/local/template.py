@@ -608,8 +608,9 @@ _NO_VALUE = {"Ref": "AWS::NoValue"}
 
 
 def _optional(resolver: Resolver, value: Any) -> Any:
-    """`value` resolved, where `!Ref AWS::NoValue` (also chosen by `!If`) removes the property: None."""
-    if value == {"Ref": "AWS::NoValue"}:
+    """`value` resolved, where `!Ref AWS::NoValue` (also chosen by `!If`) or no value at all
+    removes the property: None."""
+    if value is None or value == _NO_VALUE:
         return None
     if isinstance(value, dict) and set(value) == {"Fn::If"}:
         condition, when_true, when_false = value["Fn::If"]
@@ -621,8 +622,8 @@ def _optional(resolver: Resolver, value: Any) -> Any:
 
 
 def _table_throughput(raw: Mapping[str, Any], resolver: Resolver) -> TableThroughput:
-    warm = _optional(resolver, raw.get("WarmThroughput", {"Ref": "AWS::NoValue"})) or {}
-    maximum = _optional(resolver, raw.get("OnDemandThroughput", {"Ref": "AWS::NoValue"})) or {}
+    warm = _optional(resolver, raw.get("WarmThroughput")) or {}
+    maximum = _optional(resolver, raw.get("OnDemandThroughput")) or {}
 
     def whole(source: Mapping[str, Any], name: str) -> int | None:
         if name not in source:
@@ -722,8 +723,8 @@ def _function(document: Mapping[str, Any], resolver: Resolver) -> FunctionDefini
     if not isinstance(event, dict) or event.get("Type") != "SQS":
         raise TemplateError(f"{FUNCTION_ID} has no SQS event {EVENT_ID!r}")
     event_properties = event.get("Properties") or {}
-    scaling = _optional(resolver, event_properties.get("ScalingConfig", _NO_VALUE)) or {}
-    pollers = _optional(resolver, event_properties.get("ProvisionedPollerConfig", _NO_VALUE)) or {}
+    scaling = _optional(resolver, event_properties.get("ScalingConfig")) or {}
+    pollers = _optional(resolver, event_properties.get("ProvisionedPollerConfig")) or {}
     response_types = resolver.resolve(event_properties.get("FunctionResponseTypes") or [])
     maximum_concurrency = scaling.get("MaximumConcurrency")
     event_source = SqsEventSource(
