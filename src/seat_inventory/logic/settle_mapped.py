@@ -75,6 +75,10 @@ SLICE_READ_SECONDS = 0.2
 # view did not show) within this many seconds is taken to be in use: tried only after every
 # other slice with the seats (as `logic.shards.SHARD_IN_USE_SECONDS` does for shard items).
 SLICE_IN_USE_SECONDS = 0.5
+# Before a take in a slice, a container claims it for this long (`_claim`), unless it holds a
+# claim on it for at least half of that still: a slice another container claimed is left (in
+# use) before either reads it untouched and takes there.
+CLAIM_SECONDS = 0.5
 
 
 @dataclass(slots=True)
@@ -94,11 +98,16 @@ class SeatMaps:
     # quantity no block fits on the current view (forgotten whenever the view changes).
     slices: dict[SeatKey, tuple[Slice, ...]] = field(default_factory=dict)
     own_slice: dict[SeatKey, int] = field(default_factory=dict)
+    stride: dict[SeatKey, int] = field(default_factory=dict)  # this container's step round the ring
     no_fit: dict[SeatKey, int] = field(default_factory=dict)
     # Per class, the slices where another container was last seen taking, and when (`in_use`).
     busy: dict[SeatKey, dict[int, float]] = field(default_factory=dict)
     hurried: set[SeatKey] = field(default_factory=set)  # views to read again sooner (`stale_soon`)
     stranding: set[SeatKey] = field(default_factory=set)  # a block placed strands a seat
+    # This container's name in its claims (drawn at its first claim), and per class the slice
+    # it last claimed and until when.
+    owner: str | None = None
+    claimed: dict[SeatKey, tuple[int, float]] = field(default_factory=dict)
 
     def class_map(self, store: InventoryStore, key: SeatKey) -> ClassMap | None:
         """The class's map when it is mapped; None for a counted (or unknown) class."""
@@ -261,6 +270,7 @@ def _slice_order(
     own: int | None,
     rng: Draws,
     in_use: Collection[int] = (),
+    stride: int = 1,
 ) -> list[int]:
     """The slices to try: the container's own, then those the view shows with `quantity` seats,
     those at least as full as the median first (as `logic.shards.pick_shard` picks a shard item:
@@ -272,8 +282,10 @@ def _slice_order(
     best block left."""
     fits = [index for index, seats in available.items() if seats >= quantity and index != own]
     median = sorted(available[i] for i in fits)[len(fits) // 2] if fits else 0
-    start = own + 1 if own is not None else rng.randrange(len(slices))
-    ring = sorted(fits, key=lambda index: (index - start) % len(slices))
+    count = len(slices)
+    start = own + stride if own is not None else rng.randrange(count)
+    step_back = pow(stride, -1, count) if count > 1 else 1
+    ring = sorted(fits, key=lambda index: (index - start) * step_back % count)
     fuller = [i for i in ring if available[i] >= median]
     rest = [i for i in ring if available[i] < median]
     order = fuller + rest
@@ -308,7 +320,10 @@ def _place_spread(
     if available is None:
         available = {s.index: s.available(rows) for s in slices}
     in_use = maps.in_use(key, context.clock.now())
-    order = _slice_order(slices, available, quantity, maps.own_slice.get(key), context.rng, in_use)
+    if key not in maps.stride:
+        maps.stride[key] = _draw_stride(len(slices), context.rng)
+    own = maps.own_slice.get(key)
+    order = _slice_order(slices, available, quantity, own, context.rng, in_use, maps.stride[key])
     found = _in_slices(slices, order, rows, quantity, 0)
     if found is None:
         taken = taken_seats(rows)
@@ -321,6 +336,15 @@ def _place_spread(
     if index is not None:
         maps.own_slice[key] = index
     return placement
+
+
+def _draw_stride(count: int, rng: Draws) -> int:
+    """A step round the ring of `count` slices, coprime with it (so it visits every slice), drawn
+    per container: two containers that met do not step on together."""
+    while True:
+        stride = rng.randrange(1, count)
+        if math.gcd(stride, count) == 1:
+            return stride
 
 
 def _in_slices(
@@ -464,6 +488,8 @@ def _settle_together(
         outcomes, merged, home = _fill(key, class_map, pending, rows, context, now)
         if key in context.maps.stranding and context.maps.read_again(key, now, STRANDING_VIEW_SECONDS):
             continue  # placed again on the class as it is now
+        if outcomes and home is not None and not _claim(key, home, context, now):
+            continue  # another container claimed the slice: placed again elsewhere
         if outcomes and home is not None and now - fresh.get(home, -SLICE_READ_SECONDS) >= SLICE_READ_SECONDS:
             fresh[home] = now
             if _read_slice(key, class_map, home, context):
@@ -513,6 +539,31 @@ def _settle_together(
             failed.update((r.message_id, reason) for r in pending)
             return answers, failed, []
     return answers, failed, pending
+
+
+def _claim(key: SeatKey, index: int, context: MappedContext, now: float) -> bool:
+    """Whether this container may take in slice `index`: it claims the slice (`InventoryStore.claim`)
+    unless it holds a claim on it for CLAIM_SECONDS / 2 more. A claim refused means another
+    container places there: the slice is left (in use) and False returned. A slice already in use
+    (every other slice with the seats is too) is taken in unclaimed, as is one whose claim was not
+    answered (a transient fault): claims only steer placement, every take is guarded on its seats."""
+    maps = context.maps
+    held = maps.claimed.get(key)
+    if held is not None and held[0] == index and held[1] - now >= CLAIM_SECONDS / 2:
+        return True
+    if index in maps.in_use(key, now):
+        return True
+    if maps.owner is None:
+        maps.owner = f"{context.rng.randrange(1 << 62):016x}"
+    try:
+        granted = context.store.claim(key, str(index), maps.owner, now=now, until=now + CLAIM_SECONDS)
+    except RetryableError:
+        return True
+    if granted:
+        maps.claimed[key] = (index, now + CLAIM_SECONDS)
+        return True
+    maps.leave(key, index, context.clock.now())
+    return False
 
 
 def _read_slice(key: SeatKey, class_map: ClassMap, index: int, context: MappedContext) -> bool:
