@@ -68,17 +68,15 @@ STRANDING_VIEW_SECONDS = 0.05
 MAX_PLACEMENTS = 8
 # TransactWriteItems' limit: a batch's row items and records together.
 MAX_ACTIONS = 100
-# A slice is read consistently before a take there (`_read_slice`) unless this container read it
-# within this many seconds: a batch's consecutive takes in one slice read it once.
-SLICE_READ_SECONDS = 0.2
 # A slice where this container saw another take (a refused take, a conflict, seats taken that its
 # view did not show) within this many seconds is taken to be in use: tried only after every
 # other slice with the seats (as `logic.shards.SHARD_IN_USE_SECONDS` does for shard items).
 SLICE_IN_USE_SECONDS = 0.5
-# Before a take in a slice, a container claims it for this long (`_claim`), unless it holds a
-# claim on it for at least half of that still: a slice another container claimed is left (in
-# use) before either reads it untouched and takes there.
-CLAIM_SECONDS = 0.5
+# Before a take in a slice, a container reads the slice and claims it for this long (`_claim`),
+# unless it holds a claim on it for at least half of that still (then it is the only one taking
+# there: its view of the slice is as it is): a slice another container claimed is left (in use)
+# rather than both taking there.
+CLAIM_SECONDS = 0.15
 
 
 @dataclass(slots=True)
@@ -98,7 +96,6 @@ class SeatMaps:
     # quantity no block fits on the current view (forgotten whenever the view changes).
     slices: dict[SeatKey, tuple[Slice, ...]] = field(default_factory=dict)
     own_slice: dict[SeatKey, int] = field(default_factory=dict)
-    stride: dict[SeatKey, int] = field(default_factory=dict)  # this container's step round the ring
     no_fit: dict[SeatKey, int] = field(default_factory=dict)
     # Per class, the slices where another container was last seen taking, and when (`in_use`).
     busy: dict[SeatKey, dict[int, float]] = field(default_factory=dict)
@@ -173,6 +170,11 @@ class SeatMaps:
         index = own if index is None else index
         if index is not None:
             self.busy.setdefault(key, {})[index] = now
+
+    def holds(self, key: SeatKey, index: int, now: float) -> bool:
+        """Whether this container holds a claim on slice `index` for CLAIM_SECONDS / 2 more."""
+        held = self.claimed.get(key)
+        return held is not None and held[0] == index and held[1] - now >= CLAIM_SECONDS / 2
 
     def in_use(self, key: SeatKey, now: float) -> set[int]:
         """The slices another container was seen taking in within SLICE_IN_USE_SECONDS."""
@@ -270,7 +272,6 @@ def _slice_order(
     own: int | None,
     rng: Draws,
     in_use: Collection[int] = (),
-    stride: int = 1,
 ) -> list[int]:
     """The slices to try: the container's own, then those the view shows with `quantity` seats,
     those at least as full as the median first (as `logic.shards.pick_shard` picks a shard item:
@@ -282,10 +283,8 @@ def _slice_order(
     best block left."""
     fits = [index for index, seats in available.items() if seats >= quantity and index != own]
     median = sorted(available[i] for i in fits)[len(fits) // 2] if fits else 0
-    count = len(slices)
-    start = own + stride if own is not None else rng.randrange(count)
-    step_back = pow(stride, -1, count) if count > 1 else 1
-    ring = sorted(fits, key=lambda index: (index - start) * step_back % count)
+    start = own + 1 if own is not None else rng.randrange(len(slices))
+    ring = sorted(fits, key=lambda index: (index - start) % len(slices))
     fuller = [i for i in ring if available[i] >= median]
     rest = [i for i in ring if available[i] < median]
     order = fuller + rest
@@ -320,10 +319,7 @@ def _place_spread(
     if available is None:
         available = {s.index: s.available(rows) for s in slices}
     in_use = maps.in_use(key, context.clock.now())
-    if key not in maps.stride:
-        maps.stride[key] = _draw_stride(len(slices), context.rng)
-    own = maps.own_slice.get(key)
-    order = _slice_order(slices, available, quantity, own, context.rng, in_use, maps.stride[key])
+    order = _slice_order(slices, available, quantity, maps.own_slice.get(key), context.rng, in_use)
     found = _in_slices(slices, order, rows, quantity, 0)
     if found is None:
         taken = taken_seats(rows)
@@ -336,15 +332,6 @@ def _place_spread(
     if index is not None:
         maps.own_slice[key] = index
     return placement
-
-
-def _draw_stride(count: int, rng: Draws) -> int:
-    """A step round the ring of `count` slices, coprime with it (so it visits every slice), drawn
-    per container: two containers that met do not step on together."""
-    while True:
-        stride = rng.randrange(1, count)
-        if math.gcd(stride, count) == 1:
-            return stride
 
 
 def _in_slices(
@@ -473,7 +460,6 @@ def _settle_together(
     failed: dict[str, str] = {}
     pending = list(requests)
     refusals = 0
-    fresh: dict[int | None, float] = {}  # slices read consistently in this batch, and when
     while pending:
         now = context.clock.now()
         try:
@@ -488,12 +474,11 @@ def _settle_together(
         outcomes, merged, home = _fill(key, class_map, pending, rows, context, now)
         if key in context.maps.stranding and context.maps.read_again(key, now, STRANDING_VIEW_SECONDS):
             continue  # placed again on the class as it is now
-        if outcomes and home is not None and not _claim(key, home, context, now):
-            continue  # another container claimed the slice: placed again elsewhere
-        if outcomes and home is not None and now - fresh.get(home, -SLICE_READ_SECONDS) >= SLICE_READ_SECONDS:
-            fresh[home] = now
+        if outcomes and home is not None and not context.maps.holds(key, home, context.clock.now()):
             if _read_slice(key, class_map, home, context):
                 continue  # placed again on the slice as it is now
+            if not _claim(key, home, context):
+                continue  # another container claimed the slice: placed again elsewhere
         if not outcomes:
             context.maps.no_fit[key] = pending[0].quantity
             sold_out = [r for r in pending if r.quantity >= pending[0].quantity]
@@ -525,7 +510,7 @@ def _settle_together(
             refusals = 0
             continue
         refusals += 1
-        fresh.pop(home, None)  # a slice refusing a take is read again before the next take there
+        context.maps.claimed.pop(key, None)  # a slice refusing a take is read again before a take there
         if isinstance(refused, TransactionConflict):
             context.maps.leave(key, home, context.clock.now())  # another container's take is there
         else:
@@ -541,18 +526,15 @@ def _settle_together(
     return answers, failed, pending
 
 
-def _claim(key: SeatKey, index: int, context: MappedContext, now: float) -> bool:
-    """Whether this container may take in slice `index`: it claims the slice (`InventoryStore.claim`)
-    unless it holds a claim on it for CLAIM_SECONDS / 2 more. A claim refused means another
-    container places there: the slice is left (in use) and False returned. A slice already in use
-    (every other slice with the seats is too) is taken in unclaimed, as is one whose claim was not
-    answered (a transient fault): claims only steer placement, every take is guarded on its seats."""
-    maps = context.maps
-    held = maps.claimed.get(key)
-    if held is not None and held[0] == index and held[1] - now >= CLAIM_SECONDS / 2:
-        return True
-    if index in maps.in_use(key, now):
-        return True
+def _claim(key: SeatKey, index: int, context: MappedContext) -> bool:
+    """Whether this container may take in slice `index`, just read: it claims the slice
+    (`InventoryStore.claim`). A claim refused means another container read it too and is about to
+    take there: the slice is left (in use) and False returned; when the slice was in use already
+    (every other slice with the seats is too: the sale's end), after a jittered pause, so that
+    containers wait their turn on the few slices left rather than all take there at once. Past the
+    pauses' budget, and when the claim is not answered (a transient fault), the take goes ahead
+    unclaimed: claims only steer placement, every take is guarded on its seats."""
+    maps, now = context.maps, context.clock.now()  # not the batch's `now`: a view read may be long
     if maps.owner is None:
         maps.owner = f"{context.rng.randrange(1 << 62):016x}"
     try:
@@ -562,8 +544,9 @@ def _claim(key: SeatKey, index: int, context: MappedContext, now: float) -> bool
     if granted:
         maps.claimed[key] = (index, now + CLAIM_SECONDS)
         return True
+    busy = index in maps.in_use(key, now)
     maps.leave(key, index, context.clock.now())
-    return False
+    return busy and not context.deadline.back_off(context.clock, 1)
 
 
 def _read_slice(key: SeatKey, class_map: ClassMap, index: int, context: MappedContext) -> bool:
