@@ -185,7 +185,9 @@ def test_a_container_reads_its_slice_before_taking_and_moves_where_another_sold(
     taken = h.send(body(2, seats=rest), hints=InventoryHints())
     assert taken[0].outcome is Outcome.CONFIRMED
     h.refused.clear()  # type: ignore[attr-defined]
-    # and the first container, its view still fresh (not 2 s old), takes again
+    # and the first container, its view still fresh (not 2 s old) but its claim on the slice
+    # run out (while it runs, it is the only one placing best available there: no read), takes again
+    h.clock.time += CLAIM_SECONDS
     [again] = h.send(body(3, quantity=4))
     # Then it read its slice first, saw the other's seats and moved: no take of it was refused
     assert again.outcome is Outcome.CONFIRMED
@@ -253,9 +255,10 @@ def test_a_container_claims_a_slice_before_taking_there_and_keeps_it_for_its_nex
     rows = [f"A-R{r}" for r in range(1, 33)]
     # When it sells two requests, then two more a moment later
     h.send(*(body(n, quantity=2) for n in range(2)))
-    h.clock.time += 0.1
+    h.clock.time += CLAIM_SECONDS / 4
     h.send(*(body(n, quantity=2) for n in range(2, 4)))
-    # Then it claimed the slice it took in once, for CLAIM_SECONDS, in its name only
+    # Then it claimed the slice it took in once, for CLAIM_SECONDS, in its name only (the second
+    # time it held the claim for more than half of that still)
     [(key_part, (owner, until))] = h.store.claims.items()
     assert key_part == (STALLS, str(_slice_of(next(iter(h.takes[0].rows)), rows, 4)))
     assert owner == h.hints.seat_maps.owner
@@ -289,9 +292,11 @@ def test_claims_only_steer_when_every_slice_is_claimed_or_a_claim_fails_the_take
     now = h.clock.now()
     for part in ("0", "1", "2", "3"):
         assert h.store.claim(STALLS, part, "another", now=now, until=now + 10)
-    # When a batch is sold: then it is sold all the same (each take guarded on its seats)
+    # When a batch is sold: then it is sold all the same (each take guarded on its seats), once
+    # the container waited its turn (pauses between claims of slices in use) up to the budget
     answers = h.send(*(body(n, quantity=2) for n in range(4)))
     assert {a.outcome for a in answers} == {Outcome.CONFIRMED}
+    assert h.clock.slept and all(0 <= pause <= 0.04 for pause in h.clock.slept)
     # And a claim that meets a transient fault does not stop a take either
     h2 = _sliced_harness()
 
