@@ -6,8 +6,9 @@ item guarded on exactly the seats taken being free (and the sale open, the limit
 the record (guarded: it must not exist, so a redelivery takes nothing) and the customer's counter.
 A batch's best-available requests of one kind (reserves, or holds) in a class without a
 per-customer limit are taken together: placed one after the other, their row updates merged per
-row item and their records in one transaction of at most 100 actions (`_settle_together`); the
-others one transaction per request. The view may be stale: a refused row comes back as it is,
+row item and their records in one transaction of at most 100 actions (`_settle_together`), in
+one slice, read and claimed just before (`_read_slice`, `_claim`); the others one transaction per
+request. The view may be stale: a refused row comes back as it is,
 the view learns it, and the request is placed again. A chosen seat not free is a final
 SEATS_TAKEN answer; no block fitting is SOLD_OUT; both are recorded like the counted classes'
 rejections. Outside the counted classes' batch planner (`settle_group`) on purpose.
