@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from seat_inventory.dal.seat_rows import SaleRules, row_key
+from seat_inventory.dal.seat_rows import CLAIM_KEPT_SECONDS, SaleRules, claim_key, row_key
 from seat_inventory.logic.seat_map import load_file, load_json
 from seat_inventory.models import (
     EventAlreadyExists,
@@ -124,6 +124,29 @@ def test_take_success_condition_failed_and_item_missing(table: OperatorTable) ->
     over = table.commit_outcomes(take("r-3", (1, 4, 5)))
     assert over is not None and over.customer_seats == {"c-1": 2}
     assert table.read_seat_rows(KEY, ["S-R1#0"])["S-R1#0"].available == 3
+
+
+def test_claim_success_condition_failed_and_item_missing(stack: Stack) -> None:
+    table = OperatorTable(stack.dynamodb, stack.table_name)
+    now = 1_800_000_000.0
+    # Item missing: the claim creates it, with its owner, end and TTL.
+    assert table.claim(KEY, "7", "a", now=now, until=now + 0.5)
+    item = stack.dynamodb.get_item(TableName=stack.table_name, Key=claim_key(KEY, "7"))["Item"]
+    assert (item["owner"]["S"], float(item["until"]["N"])) == ("a", now + 0.5)
+    assert int(item["expires_at"]["N"]) == int(now) + CLAIM_KEPT_SECONDS
+    # Condition failed: another owner while the claim runs (its end included); nothing changes.
+    assert not table.claim(KEY, "7", "b", now=now + 0.5, until=now + 1.0)
+    item = stack.dynamodb.get_item(TableName=stack.table_name, Key=claim_key(KEY, "7"))["Item"]
+    assert item["owner"]["S"] == "a"
+    # Success: its owner renews it; once it ran out, another owner takes it.
+    assert table.claim(KEY, "7", "a", now=now + 0.2, until=now + 0.7)
+    assert not table.claim(KEY, "7", "b", now=now + 0.6, until=now + 1.1)
+    assert table.claim(KEY, "7", "b", now=now + 0.701, until=now + 1.2)
+    item = stack.dynamodb.get_item(TableName=stack.table_name, Key=claim_key(KEY, "7"))["Item"]
+    assert item["owner"]["S"] == "b"
+    # Another part, or another class, is another item.
+    assert table.claim(KEY, "8", "a", now=now + 0.8, until=now + 1.3)
+    assert table.claim(SeatKey("e-1", "B"), "7", "a", now=now + 0.8, until=now + 1.3)
 
 
 def test_take_refused_when_the_sale_is_closed(stack: Stack) -> None:

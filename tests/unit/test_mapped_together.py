@@ -16,6 +16,7 @@ from seat_inventory.logic.seat_map import load_json
 from seat_inventory.logic.seat_placement import Placement, stranded_by
 from seat_inventory.logic.seat_slices import ROWS_PER_SLICE, deal
 from seat_inventory.logic.settle_mapped import (
+    CLAIM_SECONDS,
     REFUSED_VIEW_SECONDS,
     SLICE_IN_USE_SECONDS,
     VIEW_SECONDS,
@@ -25,7 +26,15 @@ from seat_inventory.logic.settle_mapped import (
     _slice_order,
     taken_seats,
 )
-from seat_inventory.models import GroupWrite, Outcome, SeatKey, SeatRow, SeatState, TransactionConflict
+from seat_inventory.models import (
+    GroupWrite,
+    Outcome,
+    SeatKey,
+    SeatRow,
+    SeatState,
+    Throttled,
+    TransactionConflict,
+)
 from tests.fakes import FakeClock, InMemoryInventoryStore
 from tests.unit.test_mapped_seats import Harness, body
 
@@ -176,7 +185,9 @@ def test_a_container_reads_its_slice_before_taking_and_moves_where_another_sold(
     taken = h.send(body(2, seats=rest), hints=InventoryHints())
     assert taken[0].outcome is Outcome.CONFIRMED
     h.refused.clear()  # type: ignore[attr-defined]
-    # and the first container, its view still fresh (not 2 s old), takes again
+    # and the first container, its view still fresh (not 2 s old) but its claim on the slice
+    # run out (while it runs, it is the only one placing best available there: no read), takes again
+    h.clock.time += CLAIM_SECONDS
     [again] = h.send(body(3, quantity=4))
     # Then it read its slice first, saw the other's seats and moved: no take of it was refused
     assert again.outcome is Outcome.CONFIRMED
@@ -233,6 +244,70 @@ def test_a_take_that_conflicts_is_placed_again_in_another_slice_not_retried_in_p
     first = _slice_of(next(iter(conflicted[0].rows)), rows, 4)
     assert all(_slice_of(row, rows, 4) != first for take in h.takes for row in take.rows)
     assert h.hints.seat_maps.in_use(SeatKey("e-1", "STALLS"), h.clock.now()) == {first}
+
+
+STALLS = SeatKey("e-1", "STALLS")
+
+
+def test_a_container_claims_a_slice_before_taking_there_and_keeps_it_for_its_next_takes() -> None:
+    # Given a class of 4 slices and one container
+    h = _sliced_harness()
+    rows = [f"A-R{r}" for r in range(1, 33)]
+    # When it sells two requests, then two more a moment later
+    h.send(*(body(n, quantity=2) for n in range(2)))
+    h.clock.time += CLAIM_SECONDS / 4
+    h.send(*(body(n, quantity=2) for n in range(2, 4)))
+    # Then it claimed the slice it took in once, for CLAIM_SECONDS, in its name only (the second
+    # time it held the claim for more than half of that still)
+    [(key_part, (owner, until))] = h.store.claims.items()
+    assert key_part == (STALLS, str(_slice_of(next(iter(h.takes[0].rows)), rows, 4)))
+    assert owner == h.hints.seat_maps.owner
+    assert until == 1_800_000_000.0 + CLAIM_SECONDS
+    assert len(h.takes) == 2 and all(
+        _slice_of(r, rows, 4) == int(key_part[1]) for t in h.takes for r in t.rows
+    )
+
+
+def test_a_slice_another_container_claimed_is_left_before_any_take_there() -> None:
+    # Given a class of 4 slices, three of them claimed by another container
+    h = _sliced_harness()
+    rows = [f"A-R{r}" for r in range(1, 33)]
+    now = h.clock.now()
+    for part in ("0", "1", "2"):
+        assert h.store.claim(STALLS, part, "another", now=now, until=now + 10)
+    # When this container sells a batch
+    answers = h.send(*(body(n, quantity=2) for n in range(4)))
+    # Then it takes only in the slice nobody claimed, no take of it refused; the claimed ones it
+    # drew are in use for it
+    assert {a.outcome for a in answers} == {Outcome.CONFIRMED}
+    assert h.refused == []  # type: ignore[attr-defined]
+    assert {_slice_of(r, rows, 4) for t in h.takes for r in t.rows} == {3}
+    assert h.store.claims[(STALLS, "3")][0] == h.hints.seat_maps.owner
+    assert h.hints.seat_maps.in_use(STALLS, h.clock.now()) <= {0, 1, 2}
+
+
+def test_claims_only_steer_when_every_slice_is_claimed_or_a_claim_fails_the_take_goes_ahead() -> None:
+    # Given every slice claimed by another container
+    h = _sliced_harness()
+    now = h.clock.now()
+    for part in ("0", "1", "2", "3"):
+        assert h.store.claim(STALLS, part, "another", now=now, until=now + 10)
+    # When a batch is sold: then it is sold all the same (each take guarded on its seats), once
+    # the container waited its turn (pauses between claims of slices in use) up to the budget
+    answers = h.send(*(body(n, quantity=2) for n in range(4)))
+    assert {a.outcome for a in answers} == {Outcome.CONFIRMED}
+    assert h.clock.slept and all(0 <= pause <= 0.04 for pause in h.clock.slept)
+    # And a claim that meets a transient fault does not stop a take either
+    h2 = _sliced_harness()
+
+    def throttled(*args: object, **kwargs: object) -> bool:
+        raise Throttled("ProvisionedThroughputExceededException")
+
+    h2.store.claim = throttled  # type: ignore[method-assign]
+    answers = h2.send(*(body(n, quantity=2) for n in range(4)))
+    assert {a.outcome for a in answers} == {Outcome.CONFIRMED}
+    sold = [s for s, state in h2.states(STALLS).items() if state is SeatState.SOLD]
+    assert len(sold) == 8
 
 
 def test_a_view_with_few_rows_left_is_read_again_by_those_rows_only() -> None:

@@ -127,3 +127,29 @@ def test_named_rows_are_one_consistent_batch_get_each_item_its_own_units() -> No
 
     assert table.requests["BatchGetItem"] == 1
     assert model.counters().read_units_consumed == 2.0  # 1 unit each: strongly consistent, under 4 KB
+
+
+def test_claims_sent_together_grant_the_first_answered_one_unit_each() -> None:
+    # Given two containers claiming the same slice at the same moment, a third another slice
+    scheduler = VirtualScheduler(start=1_800_000_000.0)
+    data = InMemoryInventoryStore()
+    data.add_seat_map("e", load_json(json.dumps(MAP)))
+    model = ContentionModel(ContentionSettings(), clock=scheduler.now, rng=random.Random(1))
+    table = SimulatedTable(data, model, seed=1)
+    granted: dict[str, bool] = {}
+
+    def container(owner: str, part: str) -> None:
+        now = scheduler.now()
+        store = table.client(_Clock(scheduler))
+        granted[owner] = store.claim(SeatKey("e", "A"), part, owner, now=now, until=now + 0.5)
+
+    for owner, part in (("a", "0"), ("b", "0"), ("c", "1")):
+        scheduler.spawn(owner, lambda owner=owner, part=part: container(owner, part))
+    scheduler.run()
+
+    # Then one of the two holds slice 0, the third slice 1: each claim a 1-unit UpdateItem
+    assert sorted(granted.values()) == [False, True, True] and granted["c"]
+    holder = data.claims[(SeatKey("e", "A"), "0")][0]
+    assert granted[holder] and holder in ("a", "b")
+    assert table.requests["UpdateItem"] == 3
+    assert model.counters().write_units_consumed == 3.0

@@ -5,6 +5,7 @@ that take and give back exactly the seats of a reservation.
 |-----------|-------------------------------------------|-----------------|
 | seat map  | `SEATMAP#<event_id>`                      | `MAP`           |
 | row item  | `SEATROW#<event_id>#<class>#<section>`    | `ROW#<row_id>`  |
+| claim     | `SEATCLAIM#<event_id>#<class>#<part>`     | `CLAIM`         |
 
 A row item (`row_id` = `<section>-<row>#<block>`, at most `ROW_BLOCK` seats) has `first` and
 `size`, the counts `available`, `held`, `sold`, the class's sale rules (`sale_status`,
@@ -13,7 +14,9 @@ A row item (`row_id` = `<section>-<row>#<block>`, at most `ROW_BLOCK` seats) has
 attribute `p<position>` per seat that is not free: `H` held, `S` sold, `B` blocked. A take is
 one update per row item guarded by `attribute_not_exists(p<n>)` on exactly its seats (and the
 sale rules); a release is guarded by each seat's state being the one the record says. No item
-is written by every take: the class's counts are the sums of its rows'.
+is written by every take: the class's counts are the sums of its rows'. A claim item (`owner`,
+`until`, TTL `expires_at`) tells containers which of them places in a slice of a class's rows
+(`claim`); no take reads or guards on it.
 """
 
 from __future__ import annotations
@@ -58,6 +61,9 @@ from seat_inventory.models import (
 
 SEATMAP_PREFIX = "SEATMAP#"
 SEATROW_PREFIX = "SEATROW#"
+SEATCLAIM_PREFIX = "SEATCLAIM#"
+# A claim item is kept (DynamoDB TTL) this long after it was last written.
+CLAIM_KEPT_SECONDS = 86_400
 ROW_SK_PREFIX = "ROW#"
 BATCH_WRITE_LIMIT = 25
 ATTEMPTS = 5
@@ -88,6 +94,10 @@ def section_pk(key: SeatKey, section: str) -> str:
 def row_key(key: SeatKey, row_id: str) -> dict[str, Any]:
     section = row_id.split("-", 1)[0]
     return {"pk": {"S": section_pk(key, section)}, "sk": {"S": ROW_SK_PREFIX + row_id}}
+
+
+def claim_key(key: SeatKey, part: str) -> dict[str, Any]:
+    return {"pk": {"S": f"{SEATCLAIM_PREFIX}{key.event_id}#{key.seat_class}#{part}"}, "sk": {"S": "CLAIM"}}
 
 
 def seat_attribute(position: int) -> str:
@@ -331,6 +341,26 @@ class SeatRows(TableAccess):
                     break
                 params["ExclusiveStartKey"] = response["LastEvaluatedKey"]
         return rows
+
+    def claim(self, key: SeatKey, part: str, owner: str, *, now: float, until: float) -> bool:
+        """One conditional `UpdateItem` of the part's claim item (created when missing): granted
+        unless another owner's claim runs past `now`."""
+        refused = call_expecting(
+            CONDITION_FAILED,
+            self._client.update_item,
+            TableName=self._table_name,
+            Key=claim_key(key, part),
+            UpdateExpression="SET #owner = :owner, #until = :until, expires_at = :expires",
+            ConditionExpression="attribute_not_exists(pk) OR #owner = :owner OR #until < :now",
+            ExpressionAttributeNames={"#owner": "owner", "#until": "until"},
+            ExpressionAttributeValues={
+                ":owner": {"S": owner},
+                ":until": {"N": f"{until:.3f}"},
+                ":now": {"N": f"{now:.3f}"},
+                ":expires": number(int(now) + CLAIM_KEPT_SECONDS),
+            },
+        )
+        return not isinstance(refused, ClientError)
 
     def set_rows_sale_status(self, key: SeatKey, status: SaleStatus) -> int:
         """Opens or closes a mapped class: `sale_status` on each of its row items, one guarded

@@ -163,6 +163,14 @@ class InventoryStore(Protocol):
         is guarded on its seats)."""
         ...
 
+    def claim(self, key: SeatKey, part: str, owner: str, *, now: float, until: float) -> bool:
+        """Claims `part` of a mapped class (a slice of its rows, docs/seating.md "At scale") for
+        `owner` until `until` (epoch seconds): granted (True) when nobody holds it, `owner` already
+        does, or the claim held ran out before `now`; False while another owner's claim runs. A
+        claim only steers where containers place: every take is still guarded on its seats.
+        Raises `RetryableError` on a transient fault."""
+        ...
+
     def commit_transitions(
         self,
         key: SeatKey,

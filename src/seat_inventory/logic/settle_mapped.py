@@ -6,8 +6,9 @@ item guarded on exactly the seats taken being free (and the sale open, the limit
 the record (guarded: it must not exist, so a redelivery takes nothing) and the customer's counter.
 A batch's best-available requests of one kind (reserves, or holds) in a class without a
 per-customer limit are taken together: placed one after the other, their row updates merged per
-row item and their records in one transaction of at most 100 actions (`_settle_together`); the
-others one transaction per request. The view may be stale: a refused row comes back as it is,
+row item and their records in one transaction of at most 100 actions (`_settle_together`), in
+one slice, read and claimed just before (`_read_slice`, `_claim`); the others one transaction per
+request. The view may be stale: a refused row comes back as it is,
 the view learns it, and the request is placed again. A chosen seat not free is a final
 SEATS_TAKEN answer; no block fitting is SOLD_OUT; both are recorded like the counted classes'
 rejections. Outside the counted classes' batch planner (`settle_group`) on purpose.
@@ -68,13 +69,15 @@ STRANDING_VIEW_SECONDS = 0.05
 MAX_PLACEMENTS = 8
 # TransactWriteItems' limit: a batch's row items and records together.
 MAX_ACTIONS = 100
-# A slice is read consistently before a take there (`_read_slice`) unless this container read it
-# within this many seconds: a batch's consecutive takes in one slice read it once.
-SLICE_READ_SECONDS = 0.2
 # A slice where this container saw another take (a refused take, a conflict, seats taken that its
 # view did not show) within this many seconds is taken to be in use: tried only after every
 # other slice with the seats (as `logic.shards.SHARD_IN_USE_SECONDS` does for shard items).
 SLICE_IN_USE_SECONDS = 0.5
+# Before a take in a slice, a container reads the slice and claims it for this long (`_claim`),
+# unless it holds a claim on it for at least half of that still (then it is the only one taking
+# there: its view of the slice is as it is): a slice another container claimed is left (in use)
+# rather than both taking there.
+CLAIM_SECONDS = 0.15
 
 
 @dataclass(slots=True)
@@ -99,6 +102,10 @@ class SeatMaps:
     busy: dict[SeatKey, dict[int, float]] = field(default_factory=dict)
     hurried: set[SeatKey] = field(default_factory=set)  # views to read again sooner (`stale_soon`)
     stranding: set[SeatKey] = field(default_factory=set)  # a block placed strands a seat
+    # This container's name in its claims (drawn at its first claim), and per class the slice
+    # it last claimed and until when.
+    owner: str | None = None
+    claimed: dict[SeatKey, tuple[int, float]] = field(default_factory=dict)
 
     def class_map(self, store: InventoryStore, key: SeatKey) -> ClassMap | None:
         """The class's map when it is mapped; None for a counted (or unknown) class."""
@@ -164,6 +171,11 @@ class SeatMaps:
         index = own if index is None else index
         if index is not None:
             self.busy.setdefault(key, {})[index] = now
+
+    def holds(self, key: SeatKey, index: int, now: float) -> bool:
+        """Whether this container holds a claim on slice `index` for CLAIM_SECONDS / 2 more."""
+        held = self.claimed.get(key)
+        return held is not None and held[0] == index and held[1] - now >= CLAIM_SECONDS / 2
 
     def in_use(self, key: SeatKey, now: float) -> set[int]:
         """The slices another container was seen taking in within SLICE_IN_USE_SECONDS."""
@@ -449,7 +461,6 @@ def _settle_together(
     failed: dict[str, str] = {}
     pending = list(requests)
     refusals = 0
-    fresh: dict[int | None, float] = {}  # slices read consistently in this batch, and when
     while pending:
         now = context.clock.now()
         try:
@@ -464,10 +475,11 @@ def _settle_together(
         outcomes, merged, home = _fill(key, class_map, pending, rows, context, now)
         if key in context.maps.stranding and context.maps.read_again(key, now, STRANDING_VIEW_SECONDS):
             continue  # placed again on the class as it is now
-        if outcomes and home is not None and now - fresh.get(home, -SLICE_READ_SECONDS) >= SLICE_READ_SECONDS:
-            fresh[home] = now
+        if outcomes and home is not None and not context.maps.holds(key, home, context.clock.now()):
             if _read_slice(key, class_map, home, context):
                 continue  # placed again on the slice as it is now
+            if not _claim(key, home, context):
+                continue  # another container claimed the slice: placed again elsewhere
         if not outcomes:
             context.maps.no_fit[key] = pending[0].quantity
             sold_out = [r for r in pending if r.quantity >= pending[0].quantity]
@@ -499,7 +511,7 @@ def _settle_together(
             refusals = 0
             continue
         refusals += 1
-        fresh.pop(home, None)  # a slice refusing a take is read again before the next take there
+        context.maps.claimed.pop(key, None)  # a slice refusing a take is read again before a take there
         if isinstance(refused, TransactionConflict):
             context.maps.leave(key, home, context.clock.now())  # another container's take is there
         else:
@@ -513,6 +525,29 @@ def _settle_together(
             failed.update((r.message_id, reason) for r in pending)
             return answers, failed, []
     return answers, failed, pending
+
+
+def _claim(key: SeatKey, index: int, context: MappedContext) -> bool:
+    """Whether this container may take in slice `index`, just read: it claims the slice
+    (`InventoryStore.claim`). A claim refused means another container read it too and is about to
+    take there: the slice is left (in use) and False returned; when the slice was in use already
+    (every other slice with the seats is too: the sale's end), after a jittered pause, so that
+    containers wait their turn on the few slices left rather than all take there at once. Past the
+    pauses' budget, and when the claim is not answered (a transient fault), the take goes ahead
+    unclaimed: claims only steer placement, every take is guarded on its seats."""
+    maps, now = context.maps, context.clock.now()  # not the batch's `now`: a view read may be long
+    if maps.owner is None:
+        maps.owner = f"{context.rng.randrange(1 << 62):016x}"
+    try:
+        granted = context.store.claim(key, str(index), maps.owner, now=now, until=now + CLAIM_SECONDS)
+    except RetryableError:
+        return True
+    if granted:
+        maps.claimed[key] = (index, now + CLAIM_SECONDS)
+        return True
+    busy = index in maps.in_use(key, now)
+    maps.leave(key, index, context.clock.now())
+    return busy and not context.deadline.back_off(context.clock, 1)
 
 
 def _read_slice(key: SeatKey, class_map: ClassMap, index: int, context: MappedContext) -> bool:

@@ -52,7 +52,7 @@ from seat_inventory.dal.items import (
     reservation_key,
 )
 from seat_inventory.dal.reservations import MAX_CONCURRENT_PUTS
-from seat_inventory.dal.seat_rows import row_key, seat_map_key, section_pk
+from seat_inventory.dal.seat_rows import claim_key, row_key, seat_map_key, section_pk
 from seat_inventory.logic.ports import TransitionsRefused, WriteRefused
 from seat_inventory.logic.seat_map import SeatMap, row_item_of
 from seat_inventory.models import (
@@ -109,6 +109,8 @@ ROW_ITEM_BYTES = 400
 COUNTER_ITEM_BYTES = 150
 # An admission token's use (docs/admission.md): key, token id, reservation id, TTL.
 TOKEN_USE_ITEM_BYTES = 150
+# A slice's claim item (`dal.seat_rows.SeatRows.claim`): key, owner, until, TTL.
+CLAIM_ITEM_BYTES = 120
 
 
 def record_item_bytes(outcome: ReservationOutcome) -> int:
@@ -279,6 +281,24 @@ class SimulatedDynamoStore:
         for section, count in by_section.items():
             self._read("Query", [section_query(key, section, count)])
         return rows
+
+    def claim(self, key: SeatKey, part: str, owner: str, *, now: float, until: float) -> bool:
+        """`dal.seat_rows.SeatRows.claim`: one conditional UpdateItem, decided when DynamoDB
+        answers it (claims sent together: the first answered is granted)."""
+        table = self._table
+        table.count("UpdateItem")
+        pk, item_key = _item_key(claim_key(key, part))
+        units = write_units(CLAIM_ITEM_BYTES, transactional=False)
+        decision = table.model.write_item(ItemWrite(pk, item_key, units), operation="UpdateItem", now=now)
+        self._clock.wait_for_aws(decision.latency_s)
+        if decision.verdict is Verdict.CONFLICT:
+            raise TransactionConflict("TransactionConflictException")
+        if decision.verdict is Verdict.THROTTLED:
+            raise Throttled("ProvisionedThroughputExceededException")
+        granted = table.data.claim(key, part, owner, now=now, until=until)
+        if not granted:
+            table.model.finish(decision, cancelled_by=CONDITIONAL_CHECK_FAILED)
+        return granted
 
     def survey_shards(self, key: SeatKey, shard_items: int) -> list[ShardSurvey]:
         # One BatchGetItem of every shard item, strongly consistent (dal.access): never refused by holds.

@@ -97,6 +97,8 @@ class InMemoryInventoryStore:
     seat_maps: dict[str, SeatMap] = field(default_factory=dict)
     seat_rows: dict[SeatKey, dict[str, SeatRow]] = field(default_factory=dict)
     map_reads: int = 0
+    # Claims on parts of mapped classes (`claim`): (class, part) -> (owner, until).
+    claims: dict[tuple[SeatKey, str], tuple[str, float]] = field(default_factory=dict)
     clock_ms: Callable[[], int] = field(default=lambda: int(time.time() * 1000))
 
     def add_event(
@@ -250,6 +252,16 @@ class InMemoryInventoryStore:
         if row_ids is None:
             return dict(rows)
         return {r: rows[r] for r in row_ids if r in rows}
+
+    def claim(self, key: SeatKey, part: str, owner: str, *, now: float, until: float) -> bool:
+        """`dal.seat_rows.SeatRows.claim`: granted when nobody holds the part, `owner` does, or
+        the claim held ran out before `now`."""
+        self._maybe_fail()
+        held = self.claims.get((key, part))
+        if held is not None and held[0] != owner and held[1] >= now:
+            return False
+        self.claims[(key, part)] = (owner, until)
+        return True
 
     def _commit_rows(self, write: GroupWrite) -> WriteRefused | None:
         """A mapped take (`dal.seat_rows.take_rows_actions`): every seat free on its row item, the
