@@ -28,12 +28,19 @@ MAP = {
 }
 
 
-def test_containers_on_the_contention_model_take_each_seat_once() -> None:
+def mapped_table(
+    seat_map: dict,
+) -> tuple[VirtualScheduler, InMemoryInventoryStore, ContentionModel, SimulatedTable]:
+    """Event "e" with `seat_map` in the simulation's store, behind the contention model, seed 1."""
     scheduler = VirtualScheduler(start=1_800_000_000.0)
     data = InMemoryInventoryStore()
-    data.add_seat_map("e", load_json(json.dumps(MAP)))
+    data.add_seat_map("e", load_json(json.dumps(seat_map)))
     model = ContentionModel(ContentionSettings(), clock=scheduler.now, rng=random.Random(1))
-    table = SimulatedTable(data, model, seed=1)
+    return scheduler, data, model, SimulatedTable(data, model, seed=1)
+
+
+def test_containers_on_the_contention_model_take_each_seat_once() -> None:
+    scheduler, data, _, table = mapped_table(MAP)
     answers: list[ReservationOutcome] = []
 
     def container(n: int) -> None:
@@ -88,11 +95,7 @@ def test_a_view_of_the_class_is_one_query_per_section_billed_by_the_bytes_it_ret
             {"id": "T", "class": "A", "rows": [{"id": f"R{r}", "seats": 10} for r in range(1, 13)]},
         ],
     }
-    scheduler = VirtualScheduler(start=1_800_000_000.0)
-    data = InMemoryInventoryStore()
-    data.add_seat_map("e", load_json(json.dumps(two_sections)))
-    model = ContentionModel(ContentionSettings(), clock=scheduler.now, rng=random.Random(1))
-    table = SimulatedTable(data, model, seed=1)
+    scheduler, _, model, table = mapped_table(two_sections)
     seen: list[int] = []
 
     def container() -> None:
@@ -113,11 +116,7 @@ def test_a_view_of_the_class_is_one_query_per_section_billed_by_the_bytes_it_ret
 
 
 def test_named_rows_are_one_consistent_batch_get_each_item_its_own_units() -> None:
-    scheduler = VirtualScheduler(start=1_800_000_000.0)
-    data = InMemoryInventoryStore()
-    data.add_seat_map("e", load_json(json.dumps(MAP)))
-    model = ContentionModel(ContentionSettings(), clock=scheduler.now, rng=random.Random(1))
-    table = SimulatedTable(data, model, seed=1)
+    scheduler, _, model, table = mapped_table(MAP)
 
     def container() -> None:
         table.client(_Clock(scheduler)).read_seat_rows(SeatKey("e", "A"), ["S-R1#0", "S-R2#0"])
@@ -131,11 +130,7 @@ def test_named_rows_are_one_consistent_batch_get_each_item_its_own_units() -> No
 
 def test_claims_sent_together_grant_the_first_answered_one_unit_each() -> None:
     # Given two containers claiming the same slice at the same moment, a third another slice
-    scheduler = VirtualScheduler(start=1_800_000_000.0)
-    data = InMemoryInventoryStore()
-    data.add_seat_map("e", load_json(json.dumps(MAP)))
-    model = ContentionModel(ContentionSettings(), clock=scheduler.now, rng=random.Random(1))
-    table = SimulatedTable(data, model, seed=1)
+    scheduler, data, model, table = mapped_table(MAP)
     granted: dict[str, bool] = {}
 
     def container(owner: str, part: str) -> None:
