@@ -16,6 +16,7 @@ from seat_inventory.logic.seat_map import load_json
 from seat_inventory.logic.seat_placement import Placement, stranded_by
 from seat_inventory.logic.seat_slices import ROWS_PER_SLICE, deal
 from seat_inventory.logic.settle_mapped import (
+    BEHIND_VIEW_SECONDS,
     CLAIM_SECONDS,
     REFUSED_VIEW_SECONDS,
     SLICE_IN_USE_SECONDS,
@@ -173,7 +174,7 @@ def test_a_transaction_takes_in_one_slice_only() -> None:
         assert len({_slice_of(row, rows, 4) for row in take.rows}) == 1, take.rows
 
 
-def test_a_container_reads_its_slice_before_taking_and_moves_where_another_sold() -> None:
+def test_a_container_reads_its_slice_before_taking_and_places_on_what_it_read() -> None:
     # Given a container that has sold in its slice (its view is now that slice as it was)
     h = _sliced_harness()
     rows = [f"A-R{r}" for r in range(1, 33)]
@@ -189,12 +190,51 @@ def test_a_container_reads_its_slice_before_taking_and_moves_where_another_sold(
     # run out (while it runs, it is the only one placing best available there: no read), takes again
     h.clock.time += CLAIM_SECONDS
     [again] = h.send(body(3, quantity=4))
-    # Then it read its slice first, saw the other's seats and moved: no take of it was refused
+    # Then it read its slice first, saw the other's seats and placed on the slice as read: no
+    # take of it was refused, and it stayed (seats taken there do not mean another container
+    # takes there now: its claim would say so)
     assert again.outcome is Outcome.CONFIRMED
     assert h.refused == []  # type: ignore[attr-defined]
-    assert _slice_of(f"{again.seats[0].rsplit('-', 1)[0]}#0", rows, 4) != own  # type: ignore[index]
+    assert _slice_of(f"{again.seats[0].rsplit('-', 1)[0]}#0", rows, 4) == own  # type: ignore[index]
+    assert not set(again.seats or ()) & set(rest)
     sold = [s for s, state in h.states().items() if state is SeatState.SOLD]
     assert len(sold) == len(set(sold)) == 2 + 8 + 4
+
+
+def _reads_after_another_sells_in_the_slice(aged: float) -> list[int | None]:
+    """How many row items each read of the first container's next take asked for (None: the
+    whole class), after another container sold in its slice and `aged` seconds passed."""
+    h = _sliced_harness()
+    [first] = h.send(body(1, quantity=2))
+    row = first.seats[0].rsplit("-", 1)[0]  # type: ignore[index]
+    taken = h.send(body(2, seats=[f"{row}-{p}" for p in (1, 2, 3, 4, 7, 8, 9, 10)]), hints=InventoryHints())
+    assert taken[0].outcome is Outcome.CONFIRMED
+    reads: list[int | None] = []
+    read = h.store.read_seat_rows
+
+    def counted(key: SeatKey, row_ids: Sequence[str] | None = None) -> dict[str, SeatRow]:
+        reads.append(None if row_ids is None else len(row_ids))
+        return read(key, row_ids)
+
+    h.store.read_seat_rows = counted  # type: ignore[method-assign]
+    h.clock.time += aged
+    [again] = h.send(body(3, quantity=4))
+    assert again.outcome is Outcome.CONFIRMED
+    return reads
+
+
+def test_a_slice_read_showing_the_view_behind_the_sale_has_the_view_read_again() -> None:
+    # Given a container whose view is BEHIND_VIEW_SECONDS old (not yet VIEW_SECONDS), and seats
+    # another container took in its slice since
+    # When it takes again: its slice's read shows seats its view did not
+    # Then the view is read again before it places (its free row items, or the whole class),
+    # where a younger view is not: the slice read alone serves it
+    slice_items = 8
+    behind = _reads_after_another_sells_in_the_slice(BEHIND_VIEW_SECONDS + 0.01)
+    assert behind[0] == slice_items
+    assert any(n is None or n > slice_items for n in behind[1:]), behind
+    young = _reads_after_another_sells_in_the_slice(CLAIM_SECONDS)
+    assert young == [slice_items], young
 
 
 def test_slices_in_use_by_other_containers_are_tried_after_every_other_slice() -> None:

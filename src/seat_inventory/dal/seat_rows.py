@@ -24,6 +24,7 @@ from __future__ import annotations
 import time
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,6 +69,9 @@ ROW_SK_PREFIX = "ROW#"
 BATCH_WRITE_LIMIT = 25
 ATTEMPTS = 5
 BACKOFF_SECONDS = 0.05
+# A whole class is read by a Query per section, this many at a time (the stadium's classes have
+# 48 sections: three rounds of one Query's latency rather than 48).
+MAX_CONCURRENT_SECTION_QUERIES = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -304,6 +308,7 @@ class SeatRows(TableAccess):
 
     # Each mapped class's sections (from its map, which never changes), for reading all its rows.
     _sections: dict[SeatKey, list[str]] | None = None
+    _section_pool: ThreadPoolExecutor | None = None
 
     def read_seat_map(self, event_id: str) -> SeatMap | None:
         response = call(
@@ -325,22 +330,33 @@ class SeatRows(TableAccess):
             if class_map is None:
                 return {}
             self._sections[key] = list(dict.fromkeys(r.section for r in class_map.rows))
+        if self._section_pool is None:
+            self._section_pool = ThreadPoolExecutor(
+                MAX_CONCURRENT_SECTION_QUERIES, thread_name_prefix="sections"
+            )
         rows: dict[str, SeatRow] = {}
-        for section in self._sections[key]:
-            params: dict[str, Any] = {
-                "TableName": self._table_name,
-                "KeyConditionExpression": "pk = :pk",
-                "ExpressionAttributeValues": {":pk": {"S": section_pk(key, section)}},
-            }
-            while True:
-                response = call(self._client.query, **params)
-                for item in response.get("Items", []):
-                    row = row_from_item(item)
-                    rows[row.row_id] = row
-                if "LastEvaluatedKey" not in response:
-                    break
-                params["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+        for section_rows in self._section_pool.map(
+            lambda s: self._query_section(key, s), self._sections[key]
+        ):
+            rows.update(section_rows)
         return rows
+
+    def _query_section(self, key: SeatKey, section: str) -> dict[str, SeatRow]:
+        """Every row item of one section: a Query (eventually consistent), page by page."""
+        params: dict[str, Any] = {
+            "TableName": self._table_name,
+            "KeyConditionExpression": "pk = :pk",
+            "ExpressionAttributeValues": {":pk": {"S": section_pk(key, section)}},
+        }
+        rows: dict[str, SeatRow] = {}
+        while True:
+            response = call(self._client.query, **params)
+            for item in response.get("Items", []):
+                row = row_from_item(item)
+                rows[row.row_id] = row
+            if "LastEvaluatedKey" not in response:
+                return rows
+            params["ExclusiveStartKey"] = response["LastEvaluatedKey"]
 
     def claim(self, key: SeatKey, part: str, owner: str, *, now: float, until: float) -> bool:
         """One conditional `UpdateItem` of the part's claim item (created when missing): granted

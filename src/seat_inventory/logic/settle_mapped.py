@@ -78,6 +78,12 @@ SLICE_IN_USE_SECONDS = 0.5
 # there: its view of the slice is as it is): a slice another container claimed is left (in use)
 # rather than both taking there.
 CLAIM_SECONDS = 0.15
+# A slice read this recently is placed on as read (its rows are as they were then) and claimed
+# without reading it again.
+SLICE_READ_SECONDS = 0.05
+# A slice read showing seats taken that the view did not show means the view is behind the sale:
+# it is read again (the whole class, or its few free rows) once older than this.
+BEHIND_VIEW_SECONDS = 0.25
 
 
 @dataclass(slots=True)
@@ -106,6 +112,7 @@ class SeatMaps:
     # it last claimed and until when.
     owner: str | None = None
     claimed: dict[SeatKey, tuple[int, float]] = field(default_factory=dict)
+    slice_read: dict[SeatKey, tuple[int, float]] = field(default_factory=dict)  # the last slice read, when
 
     def class_map(self, store: InventoryStore, key: SeatKey) -> ClassMap | None:
         """The class's map when it is mapped; None for a counted (or unknown) class."""
@@ -176,6 +183,11 @@ class SeatMaps:
         """Whether this container holds a claim on slice `index` for CLAIM_SECONDS / 2 more."""
         held = self.claimed.get(key)
         return held is not None and held[0] == index and held[1] - now >= CLAIM_SECONDS / 2
+
+    def read_lately(self, key: SeatKey, index: int, now: float) -> bool:
+        """Whether slice `index` was read within SLICE_READ_SECONDS (its rows are on the view as read)."""
+        read = self.slice_read.get(key)
+        return read is not None and read[0] == index and now - read[1] <= SLICE_READ_SECONDS
 
     def in_use(self, key: SeatKey, now: float) -> set[int]:
         """The slices another container was seen taking in within SLICE_IN_USE_SECONDS."""
@@ -476,7 +488,9 @@ def _settle_together(
         if key in context.maps.stranding and context.maps.read_again(key, now, STRANDING_VIEW_SECONDS):
             continue  # placed again on the class as it is now
         if outcomes and home is not None and not context.maps.holds(key, home, context.clock.now()):
-            if _read_slice(key, class_map, home, context):
+            if not context.maps.read_lately(key, home, context.clock.now()) and _read_slice(
+                key, class_map, home, context
+            ):
                 continue  # placed again on the slice as it is now
             if not _claim(key, home, context):
                 continue  # another container claimed the slice: placed again elsewhere
@@ -551,18 +565,20 @@ def _claim(key: SeatKey, index: int, context: MappedContext) -> bool:
 
 
 def _read_slice(key: SeatKey, class_map: ClassMap, index: int, context: MappedContext) -> bool:
-    """Before a batch first takes in a slice: its row items read consistently (one BatchGetItem of
-    a few items; the view of the whole class may be 2 s old). Whether they differ from the view
-    (learned: the requests are placed again). Seats taken there that the view did not show mean
-    another container sells in this slice: this one moves to another (`_slice_order`), so the
-    two stop meeting on the same row items. A read refused (throttled) changes nothing: the take
-    goes ahead on the view, guarded as always."""
+    """Before a take in a slice the container does not hold a claim on: its row items read
+    consistently (one BatchGetItem of a few items; the view of the whole class may be 2 s old).
+    Whether they differ from the view (learned: the requests are placed again, on the slice as
+    read, which is then claimed without reading it again: `SeatMaps.read_lately`). Seats taken
+    there that the view did not show need not mean another container takes there now: its claim
+    says so (`_claim`). A read refused (throttled) changes nothing: the take goes ahead on the
+    view, guarded as always."""
     maps = context.maps
     piece = maps.slices_of(key, class_map)[index]
     try:
         rows = context.store.read_seat_rows(key, list(piece.items))
     except RetryableError:
         return False
+    maps.slice_read[key] = (index, context.clock.now())
     view = maps.views.get(key, {})
     changed = {
         row_id: row
@@ -574,7 +590,7 @@ def _read_slice(key: SeatKey, class_map: ClassMap, index: int, context: MappedCo
     if any(
         row.states.keys() - view[row_id].states.keys() for row_id, row in changed.items() if row_id in view
     ):
-        maps.leave(key, index, context.clock.now())
+        maps.read_again(key, context.clock.now(), BEHIND_VIEW_SECONDS)
     maps.learn(key, changed)
     return True
 

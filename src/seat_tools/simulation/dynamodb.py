@@ -52,7 +52,13 @@ from seat_inventory.dal.items import (
     reservation_key,
 )
 from seat_inventory.dal.reservations import MAX_CONCURRENT_PUTS
-from seat_inventory.dal.seat_rows import claim_key, row_key, seat_map_key, section_pk
+from seat_inventory.dal.seat_rows import (
+    MAX_CONCURRENT_SECTION_QUERIES,
+    claim_key,
+    row_key,
+    seat_map_key,
+    section_pk,
+)
 from seat_inventory.logic.ports import TransitionsRefused, WriteRefused
 from seat_inventory.logic.seat_map import SeatMap, row_item_of
 from seat_inventory.models import (
@@ -264,9 +270,10 @@ class SimulatedDynamoStore:
 
     def read_seat_rows(self, key: SeatKey, row_ids: Sequence[str] | None = None) -> dict[str, SeatRow]:
         """Named rows: a consistent `BatchGetItem` (each item its own read units). All rows: the
-        DAL's `Query` per section, one after the other, eventually consistent (no `ConsistentRead`)
-        and billed as DynamoDB bills a Query: the total size of the items it returns, rounded up to
-        4 KB, half for an eventually consistent read (`section_query`)."""
+        DAL's `Query` per section, `MAX_CONCURRENT_SECTION_QUERIES` at a time (each round over when
+        its slowest is answered), eventually consistent (no `ConsistentRead`) and billed as
+        DynamoDB bills a Query: the total size of the items it returns, rounded up to 4 KB, half
+        for an eventually consistent read (`section_query`)."""
         rows = self._table.data.read_seat_rows(key, row_ids)
         if row_ids is not None:
             wanted = list(row_ids)
@@ -278,8 +285,9 @@ class SimulatedDynamoStore:
         for row_id in rows:
             section = row_id.split("-", 1)[0]
             by_section[section] = by_section.get(section, 0) + 1
-        for section, count in by_section.items():
-            self._read("Query", [section_query(key, section, count)])
+        queries = [section_query(key, section, count) for section, count in by_section.items()]
+        for start in range(0, len(queries), MAX_CONCURRENT_SECTION_QUERIES):
+            self._read_together("Query", queries[start : start + MAX_CONCURRENT_SECTION_QUERIES])
         return rows
 
     def claim(self, key: SeatKey, part: str, owner: str, *, now: float, until: float) -> bool:
@@ -511,6 +519,30 @@ class SimulatedDynamoStore:
         if decision.verdict is Verdict.THROTTLED:
             raise Throttled("ThrottlingError")  # botocore retries no TransactionCanceledException
         return decision.admitted
+
+    def _read_together(self, operation: str, reads: list[ItemRead]) -> None:
+        """Single-item reads sent at once (the DAL's threads), over when the slowest is answered;
+        the throttled ones sent again after botocore's back-off, as `_read` does one read."""
+        table = self._table
+        pending = reads
+        for attempt in range(1, BOTOCORE_MAX_ATTEMPTS + 1):
+            now = self._clock.now()
+            decisions = []
+            for read in pending:
+                table.count(operation)
+                decisions.append(table.model.read_items([read], operation=operation, now=now))
+            self._clock.wait_for_aws(max(d.latency_s for d in decisions))
+            pending = [
+                r for r, d in zip(pending, decisions, strict=True) if d.verdict is not Verdict.ADMITTED
+            ]
+            if not pending:
+                return
+            if attempt == BOTOCORE_MAX_ATTEMPTS:
+                break
+            table.read_retries += len(pending)
+            cap = min(BOTOCORE_THROTTLING_BASE_S * 2 ** (attempt - 1), BOTOCORE_MAX_BACKOFF_S)
+            self._clock.sleep(max(table.rng.random() * cap for _ in pending))
+        raise Throttled("ProvisionedThroughputExceededException")
 
     def _read(self, operation: str, items: list[ItemRead]) -> None:
         table = self._table
