@@ -56,8 +56,8 @@ def test_a_burst_on_a_seat_map_sells_each_seat_once_and_answers_every_request(ma
     assert sum(figures["outcomes"].values()) == requests
     assert set(figures["outcomes"]) <= {Outcome.CONFIRMED.value, Outcome.SOLD_OUT.value}
     assert figures["messages_handed_back"] == 0 and figures["messages_dead_lettered"] == 0
-    # Sold out: whatever is left is single seats. A take strands a seat only when its view (read
-    # within STRANDING_VIEW_SECONDS) shows no block avoiding it, but another container's take
+    # Sold out: whatever is left is single seats. A take strands a seat only when its view (its
+    # slice as just read, the class as read within 2 s) shows no block avoiding it, but another container's take
     # committed meanwhile can make one (the orphan rule under races, docs/seating.md): such
     # singles are counted apart, and later takes fill them (none is left here).
     assert figures["seats_sold"] == figures["seats_confirmed"] > SEATS - 50

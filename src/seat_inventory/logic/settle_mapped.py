@@ -17,7 +17,6 @@ rejections. Outside the counted classes' batch planner (`settle_group`) on purpo
 from __future__ import annotations
 
 import dataclasses
-import math
 import random
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -55,14 +54,6 @@ from seat_inventory.models import (
 VIEW_SECONDS = 2.0
 # After a refused take, the view is read again once this old.
 REFUSED_VIEW_SECONDS = 0.5
-# A view showing free seats on at most this many row items (the sale's end) is read again by
-# reading just those, consistently (a BatchGetItem per 100), rather than the whole class (a Query
-# per section, one after the other); the whole class is still read at least every VIEW_SECONDS.
-FEW_FREE_ROWS = 400
-# A block that strands a seat (every block on the view does) is taken only on a view read within
-# this many seconds: seats the view shows free that others took since make blocks look stranding
-# that are not.
-STRANDING_VIEW_SECONDS = 0.05
 # Placements refused by stale rows before a request settled alone is handed back (each refusal
 # refreshes the rows it touched, so this is rare); requests taken together are placed again past
 # it, with a back-off between tries, until the deadline (`_settle_together`).
@@ -98,7 +89,6 @@ class SeatMaps:
     maps: dict[str, SeatMap] = field(default_factory=dict)
     views: dict[SeatKey, dict[str, SeatRow]] = field(default_factory=dict)
     viewed_at: dict[SeatKey, float] = field(default_factory=dict)
-    read_whole_at: dict[SeatKey, float] = field(default_factory=dict)  # the last whole read
     # Each class's slices (`seat_slices`), the one this container places in, and the smallest
     # quantity no block fits on the current view (forgotten whenever the view changes).
     slices: dict[SeatKey, tuple[Slice, ...]] = field(default_factory=dict)
@@ -107,7 +97,6 @@ class SeatMaps:
     # Per class, the slices where another container was last seen taking, and when (`in_use`).
     busy: dict[SeatKey, dict[int, float]] = field(default_factory=dict)
     hurried: set[SeatKey] = field(default_factory=set)  # views to read again sooner (`stale_soon`)
-    stranding: set[SeatKey] = field(default_factory=set)  # a block placed strands a seat
     # This container's name in its claims (drawn at its first claim), and per class the slice
     # it last claimed and until when.
     owner: str | None = None
@@ -126,18 +115,9 @@ class SeatMaps:
 
     def view(self, store: InventoryStore, key: SeatKey, now: float) -> dict[str, SeatRow]:
         if key not in self.views or now - self.viewed_at.get(key, 0.0) > VIEW_SECONDS:
-            free = [row_id for row_id, row in self.views.get(key, {}).items() if row.available > 0]
-            if (
-                key in self.views
-                and len(free) <= FEW_FREE_ROWS
-                and now - self.read_whole_at.get(key, -math.inf) <= VIEW_SECONDS
-            ):
-                self.learn(key, store.read_seat_rows(key, free) if free else {})
-            else:
-                rows = store.read_seat_rows(key)
-                self._forget_no_fit(key, rows)
-                self.views[key] = rows
-                self.read_whole_at[key] = now
+            rows = store.read_seat_rows(key)
+            self._forget_no_fit(key, rows)
+            self.views[key] = rows
             self.viewed_at[key] = now
             self.hurried.discard(key)
         return self.views[key]
@@ -321,8 +301,7 @@ def _place_spread(
     A block that would strand a seat is taken only when every block does (the whole class's
     rule: fewest orphans, then best ranked); then too it is looked for slice by slice in the
     same order, among the blocks stranding as few seats as the class's best: at the sale's end
-    every container would otherwise aim at that one best block (`stranding` tells the caller,
-    which places it only on a view read just before: `STRANDING_VIEW_SECONDS`)."""
+    every container would otherwise aim at that one best block."""
     maps = context.maps
     if maps.no_fit.get(key, quantity + 1) <= quantity:
         return Refusal(Refused.NO_BLOCK)
@@ -339,7 +318,6 @@ def _place_spread(
         whole = place_best(class_map, taken, quantity)
         if not isinstance(whole, Placement) or not (least := len(stranded_by(class_map, taken, whole.seats))):
             return whole
-        maps.stranding.add(key)
         found = _in_slices(slices, order, rows, quantity, least) or (None, whole)
     index, placement = found
     if index is not None:
@@ -483,10 +461,7 @@ def _settle_together(
             return answers, failed, []
         if any(r.max_per_customer is not None or r.pools or r.admission_required for r in rows.values()):
             break  # the counters', pools' and tokens' guards and answers are the one-by-one path's
-        context.maps.stranding.discard(key)
         outcomes, merged, home = _fill(key, class_map, pending, rows, context, now)
-        if key in context.maps.stranding and context.maps.read_again(key, now, STRANDING_VIEW_SECONDS):
-            continue  # placed again on the class as it is now
         if outcomes and home is not None and not context.maps.holds(key, home, context.clock.now()):
             if not context.maps.read_lately(key, home, context.clock.now()) and _read_slice(
                 key, class_map, home, context
