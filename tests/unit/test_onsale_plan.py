@@ -294,8 +294,8 @@ def test_a_seat_map_plans_row_item_takes_at_the_mapped_containers_rate() -> None
     plan = plan_sale(SaleInputs(5_000, seats=10_000, seats_per_request=4, mapped=True))
     got = {i.key: i.value for i in plan.items}
 
-    # Then 5,000 / 120 = 41.7 -> 42 containers and no shard items
-    assert got["maximum_concurrency"] == 42 and "on a seat map" in plan.item("maximum_concurrency").rule
+    # Then 5,000 / 160 = 31.25 -> 32 containers and no shard items
+    assert got["maximum_concurrency"] == 32 and "on a seat map" in plan.item("maximum_concurrency").rule
     assert got["shards"] == "none"
     # 4 write units a take (row item + record) + the issuer's 2 + 17/98: 6.17 x 5,000 / 0.8 = 38,584
     assert plan.values["write_units_per_reservation"] == pytest.approx(4 + 2 + 17 / 98)

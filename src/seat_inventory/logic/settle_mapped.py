@@ -144,12 +144,10 @@ class SeatMaps:
             self.viewed_at[key] -= VIEW_SECONDS - REFUSED_VIEW_SECONDS
             self.hurried.add(key)
 
-    def read_again(self, key: SeatKey, now: float, seconds: float) -> bool:
-        """Whether the view is older than `seconds`: then the next `view` reads it again."""
-        if now - self.viewed_at.get(key, now) <= seconds:
-            return False
-        self.viewed_at[key] = now - VIEW_SECONDS - 1.0
-        return True
+    def read_again_if_older(self, key: SeatKey, now: float, seconds: float) -> None:
+        """When the view is older than `seconds`, the next `view` reads it again."""
+        if now - self.viewed_at.get(key, now) > seconds:
+            self.viewed_at[key] = now - VIEW_SECONDS - 1.0
 
     def leave(self, key: SeatKey, index: int | None, now: float) -> None:
         """Another container takes in slice `index` (None: the container's own): this one moves
@@ -565,7 +563,7 @@ def _read_slice(key: SeatKey, class_map: ClassMap, index: int, context: MappedCo
     if any(
         row.states.keys() - view[row_id].states.keys() for row_id, row in changed.items() if row_id in view
     ):
-        maps.read_again(key, context.clock.now(), BEHIND_VIEW_SECONDS)
+        maps.read_again_if_older(key, context.clock.now(), BEHIND_VIEW_SECONDS)
     maps.learn(key, changed)
     return True
 

@@ -32,7 +32,7 @@ The rules, in short:
   maximum if one is set. The plan keeps the table at most 80% busy (`TABLE_UTILISATION`, this
   project's choice: with a table limit of 40,000 write units the simulation confirmed 14,136/s,
   70% of the limit, docs/sharding.md), so the needed units are rate x units / 0.8.
-- A seat map (`SaleInputs.mapped`, docs/seating.md): one container confirms about 120
+- A seat map (`SaleInputs.mapped`, docs/seating.md): one container confirms about 160
   best-available requests a second, a take writes its row item and its record (4 units), a
   refusal reads about 0.56 units, and there are no shard items (the constants below say where
   each figure was measured).
@@ -65,13 +65,14 @@ from seat_tools.event_source_scaling import (
 )
 
 RESERVATIONS_PER_CONTAINER_S = 800
-# A mapped class (docs/seating.md): one container confirms about 120 best-available requests a
+# A mapped class (docs/seating.md): one container confirms about 160 best-available requests a
 # second (`seats simulate --seat-map examples/seat_maps/stadium.json --containers 10
 # --containers-at-once --seats-per-request 8 --requests 5000 --warm-write-units-per-s 40000`:
-# 1,192/s on 10 containers, seed 1); a take writes its row item and its record (4 units), and a
-# request refused after the sell-out reads about 0.56 units (the stadium's 1,000,000-request run:
-# 557,780 read units, docs/seating.md).
-RESERVATIONS_PER_MAPPED_CONTAINER_S = 120
+# 1,642/s on 10 containers, seed 1, at fde0cd3; 1,192/s before its whole-class reads 16 at a
+# time); a take writes its row item and its record (4 units), and a request refused after the
+# sell-out reads about 0.56 units (the stadium's 1,000,000-request run at e422598: 557,780 read
+# units, docs/seating.md).
+RESERVATIONS_PER_MAPPED_CONTAINER_S = 160
 MAPPED_TAKE_WRITE_UNITS = 4.0
 MAPPED_READ_UNITS_PER_REFUSAL = 0.56
 MAX_RESERVATIONS_PER_TRANSACTION = 99  # the inventory update and at most 99 records in 100 actions
