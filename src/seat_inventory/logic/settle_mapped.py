@@ -73,7 +73,7 @@ CLAIM_SECONDS = 0.15
 # without reading it again.
 SLICE_READ_SECONDS = 0.05
 # A slice read showing seats taken that the view did not show means the view is behind the sale:
-# it is read again (the whole class, or its few free rows) once older than this.
+# it is read again once older than this.
 BEHIND_VIEW_SECONDS = 0.25
 
 

@@ -287,7 +287,9 @@ class SimulatedDynamoStore:
             by_section[section] = by_section.get(section, 0) + 1
         queries = [section_query(key, section, count) for section, count in by_section.items()]
         for start in range(0, len(queries), MAX_CONCURRENT_SECTION_QUERIES):
-            self._read_together("Query", queries[start : start + MAX_CONCURRENT_SECTION_QUERIES])
+            self._read_together(
+                "Query", [[q] for q in queries[start : start + MAX_CONCURRENT_SECTION_QUERIES]]
+            )
         return rows
 
     def claim(self, key: SeatKey, part: str, owner: str, *, now: float, until: float) -> bool:
@@ -520,17 +522,18 @@ class SimulatedDynamoStore:
             raise Throttled("ThrottlingError")  # botocore retries no TransactionCanceledException
         return decision.admitted
 
-    def _read_together(self, operation: str, reads: list[ItemRead]) -> None:
-        """Single-item reads sent at once (the DAL's threads), over when the slowest is answered;
-        the throttled ones sent again after botocore's back-off, as `_read` does one read."""
+    def _read_together(self, operation: str, requests: list[list[ItemRead]]) -> None:
+        """Read requests sent at once (the DAL's threads; one request: `_read`), over when the
+        slowest is answered; the throttled ones sent again after botocore's back-off (standard
+        mode: 4 attempts, 1 s x 2^n full jitter), then `Throttled`."""
         table = self._table
-        pending = reads
+        pending = requests
         for attempt in range(1, BOTOCORE_MAX_ATTEMPTS + 1):
             now = self._clock.now()
             decisions = []
-            for read in pending:
+            for items in pending:
                 table.count(operation)
-                decisions.append(table.model.read_items([read], operation=operation, now=now))
+                decisions.append(table.model.read_items(items, operation=operation, now=now))
             self._clock.wait_for_aws(max(d.latency_s for d in decisions))
             pending = [
                 r for r, d in zip(pending, decisions, strict=True) if d.verdict is not Verdict.ADMITTED
@@ -545,19 +548,8 @@ class SimulatedDynamoStore:
         raise Throttled("ProvisionedThroughputExceededException")
 
     def _read(self, operation: str, items: list[ItemRead]) -> None:
-        table = self._table
-        for attempt in range(1, BOTOCORE_MAX_ATTEMPTS + 1):
-            table.count(operation)
-            decision = table.model.read_items(items, operation=operation, now=self._clock.now())
-            self._clock.wait_for_aws(decision.latency_s)
-            if decision.verdict is Verdict.ADMITTED:
-                return
-            if attempt == BOTOCORE_MAX_ATTEMPTS:
-                break
-            table.read_retries += 1
-            cap = min(BOTOCORE_THROTTLING_BASE_S * 2 ** (attempt - 1), BOTOCORE_MAX_BACKOFF_S)
-            self._clock.sleep(table.rng.random() * cap)
-        raise Throttled("ProvisionedThroughputExceededException")
+        """One read request (GetItem, BatchGetItem, Query) of `items`."""
+        self._read_together(operation, [items])
 
 
 __all__ = ["SimulatedDynamoStore", "SimulatedTable", "record_item_bytes"]
