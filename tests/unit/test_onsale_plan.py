@@ -300,8 +300,8 @@ def test_a_seat_map_plans_row_item_takes_at_the_mapped_containers_rate() -> None
     # 4 write units a take (row item + record) + the issuer's 2 + 17/98: 6.17 x 5,000 / 0.8 = 38,584
     assert plan.values["write_units_per_reservation"] == pytest.approx(4 + 2 + 17 / 98)
     assert got["warm_write_units"] == 39_000
-    # 0.56 read units per refusal x 5,000 / 0.8 = 3,500: a new table's 12,000 is enough
-    assert plan.values["read_units_per_s"] == pytest.approx(3_500)
+    # 0.25 read units per refusal x 5,000 / 0.8 = 1,562.5: a new table's 12,000 is enough
+    assert plan.values["read_units_per_s"] == pytest.approx(1_562.5)
     assert got["warm_read_units"] == 12_000
     # 2,500 reservations: half a second
     assert plan.values["sale_seconds"] == pytest.approx(0.5)

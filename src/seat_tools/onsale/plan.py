@@ -34,7 +34,7 @@ The rules, in short:
   70% of the limit, docs/sharding.md), so the needed units are rate x units / 0.8.
 - A seat map (`SaleInputs.mapped`, docs/seating.md): one container confirms about 160
   best-available requests a second, a take writes its row item and its record (4 units), a
-  refusal reads about 0.56 units, and there are no shard items (the constants below say where
+  refusal reads about 0.25 units, and there are no shard items (the constants below say where
   each figure was measured).
 - The event source: in standard mode 5 invocations at once, then 300 more a minute; in
   provisioned mode (`EventPollers`) 10 per poller from the first message
@@ -70,11 +70,13 @@ RESERVATIONS_PER_CONTAINER_S = 800
 # --containers-at-once --seats-per-request 8 --requests 5000 --warm-write-units-per-s 40000`:
 # 1,642/s on 10 containers, seed 1, at fde0cd3; 1,192/s before its whole-class reads 16 at a
 # time); a take writes its row item and its record (4 units), and a request refused after the
-# sell-out reads about 0.56 units (the stadium's 1,000,000-request run at e422598: 557,780 read
-# units, docs/seating.md).
+# sell-out reads about 0.25 units (the stadium's 1,000,000-request run, `seats simulate --seat-map
+# examples/seat_maps/stadium.json --containers 64 --seats-per-request 8 --warm-write-units-per-s
+# 40000 --requests 1000000 --output json` at bd59751: 242,296 read units for 984,403 refusals;
+# 0.56 at e422598, before the sale's end read the whole class rather than its free row items).
 RESERVATIONS_PER_MAPPED_CONTAINER_S = 160
 MAPPED_TAKE_WRITE_UNITS = 4.0
-MAPPED_READ_UNITS_PER_REFUSAL = 0.56
+MAPPED_READ_UNITS_PER_REFUSAL = 0.25
 MAX_RESERVATIONS_PER_TRANSACTION = 99  # the inventory update and at most 99 records in 100 actions
 TEMPLATE_BATCH_SIZE = 99  # template.yaml's BatchSize default
 TEMPLATE_MEMORY_MB = 512  # template.yaml's Globals.Function.MemorySize
