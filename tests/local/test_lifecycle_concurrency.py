@@ -35,6 +35,9 @@ RESERVATIONS = 260
 CUSTOMERS = 40
 WORKERS = 8
 SWEEPERS = 2
+RACED_HOLD_SECONDS = 60  # expired by the sweepers running meanwhile (61 s ahead)
+KEPT_HOLD_SECONDS = 600  # expired only by the final sweep
+FINAL_SWEEP_AHEAD = KEPT_HOLD_SECONDS + 1
 
 
 def _messages(event_id: str, prefix: str, rng: random.Random) -> tuple[list[QueueMessage], dict[str, int]]:
@@ -54,7 +57,8 @@ def _messages(event_id: str, prefix: str, rng: random.Random) -> tuple[list[Queu
         }
         is_hold = rng.random() < 0.6
         if is_hold:
-            body.update(type="hold", hold_seconds=60)
+            hold_seconds = RACED_HOLD_SECONDS if rng.random() < 0.5 else KEPT_HOLD_SECONDS
+            body.update(type="hold", hold_seconds=hold_seconds)
         originals.append(QueueMessage(f"m-{rid}", json.dumps(body)))
         if is_hold and rng.random() < 0.5:
             originals.append(
@@ -91,7 +95,9 @@ def test_a_concurrent_lifecycle_keeps_every_seat_and_applies_each_change_once(
         [crowd.repeat(sweeper(local_stack, limit=50, sweeps=sweeps), 0.02) for _ in range(SWEEPERS)],
     )
     assert crowd.errors == []
-    sweeps.append(release_expired_holds(admin, RecordingPublisher(), ShiftedClock(61), limit=10_000))
+    sweeps.append(
+        release_expired_holds(admin, RecordingPublisher(), ShiftedClock(FINAL_SWEEP_AHEAD), limit=10_000)
+    )
 
     # Then the inventory adds up, nothing is held any more, and no counter went wrong
     item = admin.read_inventory(key)

@@ -25,7 +25,7 @@ from seat_tools.local.stack import LocalStack
 from seat_tools.operator_commands import OperatorTable
 from tests.fakes import RecordingPublisher
 from tests.local.crowd import Crowd, Delivery, ShiftedClock, container, sweeper
-from tests.local.test_lifecycle_concurrency import _messages
+from tests.local.test_lifecycle_concurrency import FINAL_SWEEP_AHEAD, _messages
 
 pytestmark = pytest.mark.local_stack
 
@@ -134,7 +134,9 @@ def test_a_concurrent_lifecycle_over_shards_keeps_every_seat_and_applies_each_ch
         ],
     )
     assert crowd.errors == []
-    sweeps.append(release_expired_holds(admin, RecordingPublisher(), ShiftedClock(61), limit=10_000))
+    sweeps.append(
+        release_expired_holds(admin, RecordingPublisher(), ShiftedClock(FINAL_SWEEP_AHEAD), limit=10_000)
+    )
 
     # Then every shard adds up, nothing is held, sold equals the confirmed records
     view = _assert_shards_consistent(admin.read_inventory(key), capacity)
