@@ -411,3 +411,37 @@ def test_when_every_block_strands_a_seat_containers_take_them_in_their_own_slice
         1: 1,
         2: 2,
     }
+
+
+def test_at_the_sale_s_end_one_take_fills_a_slice_s_gaps_with_the_batch_s_requests_that_fit() -> None:
+    # Given a class of 2 slices of 8 rows of 10 (rows alternate between them: R1 slice 0, R2
+    # slice 1, ...), sold out but for single seats in slice 0 (R1-5, R3-5) and pairs in slice 1
+    # (R2-4/5, R4-4/5)
+    doc = {
+        **SLICED,
+        "sections": [{**SLICED["sections"][0], "rows": [{"id": f"R{r}", "seats": 10} for r in range(1, 17)]}],
+    }  # type: ignore[dict-item]
+    h = Harness()
+    h.store = type(h.store)()
+    h.store.add_seat_map("e-1", load_json(json.dumps(doc)))
+    free = {"A-R1-5", "A-R3-5", "A-R2-4", "A-R2-5", "A-R4-4", "A-R4-5"}
+    seller = InventoryHints()
+    for r in range(1, 17):
+        sold = [f"A-R{r}-{p}" for p in range(1, 11) if f"A-R{r}-{p}" not in free]
+        assert h.send(body(100 + r, seats=sold), hints=seller)[0].outcome is Outcome.CONFIRMED
+    takes: list[GroupWrite] = []
+    commit = h.store.commit_outcomes
+
+    def counted(write: GroupWrite) -> WriteRefused | None:
+        if write.rows:
+            takes.append(write)
+        return commit(write)
+
+    h.store.commit_outcomes = counted  # type: ignore[method-assign]
+    # When one batch asks, in this order, for 2, 1, 2 and 1 seats
+    answers = h.send(*(body(n, quantity=q) for n, q in enumerate((2, 1, 2, 1), start=1)))
+    # Then all four are sold in two takes, one per slice: the pairs together (the single asked
+    # between them waited for the next take, in the slice of singles), then the singles
+    assert {a.outcome for a in answers} == {Outcome.CONFIRMED}
+    assert [[o.reservation_id for o in t.outcomes] for t in takes] == [["r-1", "r-3"], ["r-2", "r-4"]]
+    assert {s for a in answers for s in a.seats or ()} == free

@@ -435,16 +435,16 @@ def _settle_one(
 def _settle_together(
     key: SeatKey, class_map: ClassMap, requests: list[ReservationRequest], context: MappedContext
 ) -> tuple[dict[str, ReservationOutcome], dict[str, str], list[ReservationRequest]]:
-    """Takes requests of one kind together: as many as fit in one transaction, placed in order on
-    the view (each seeing the seats of those before it); a request no block fits on the view
-    (with none before it in the transaction) is SOLD_OUT, and so is every other one asking at
-    least as many seats. A refused row is learned and the requests placed again; a conflict
-    (another container's take holds the rows) is not retried in place: the slice is left (in use
-    for a while) and the requests placed again elsewhere; past MAX_PLACEMENTS refusals in a row a
-    jittered back-off comes between tries, until the deadline (then they are handed back). A
-    record that exists answers its request as a duplicate. Returns the answers, the failed
-    message ids, and the requests left to settle one by one (a class with a per-customer limit,
-    pools or admission tokens)."""
+    """Takes requests of one kind together: as many as fit in one transaction, placed in order on the
+    view, in one slice (each seeing the seats of those before it; `_fill`); a request no block fits
+    on the view (with none before it in the transaction) is SOLD_OUT, and so is every other one
+    asking at least as many seats. A refused row is learned and the requests placed again; a
+    conflict (another container's take holds the rows) is not retried in place: the slice is left
+    (in use for a while) and the requests placed again elsewhere; past MAX_PLACEMENTS refusals in a
+    row a jittered back-off comes between tries, until the deadline (then they are handed back). A
+    record that exists answers its request as a duplicate. Returns the answers, the failed message
+    ids, and the requests left to settle one by one (a class with a per-customer limit, pools or
+    admission tokens)."""
     answers: dict[str, ReservationOutcome] = {}
     failed: dict[str, str] = {}
     pending = list(requests)
@@ -584,10 +584,13 @@ def _fill(
     now: float,
 ) -> tuple[list[ReservationOutcome], dict[str, list[int]], int | None]:
     """The answers of the requests that fit in one transaction, in order, their seats merged per
-    row item, and the slice they are in (None: placed on the whole class). It stops at the first
-    request no block fits, and at the first placed in another slice than the one before it (both
-    placed again after the commit): a transaction stays in one slice, so a container that meets
-    another in a slice loses only that slice's takes."""
+    row item, and the slice they are in (None: placed on the whole class). The first request is
+    placed as `_place_spread` places (none fitting: no answers); the slice it lands in is the
+    transaction's, and each later request goes in only with a block in that slice stranding no
+    seat (the others are placed again after the commit, first the earliest): a transaction stays
+    in one slice, so a container that meets another in a slice loses only that slice's takes, and
+    at the sale's end one take fills a slice's gaps with the batch's requests that fit them.
+    Placed on the whole class, it stops at the first request placed in another slice."""
     local = dict(rows)
     outcomes: list[ReservationOutcome] = []
     merged: dict[str, list[int]] = {}
@@ -595,13 +598,20 @@ def _fill(
     slices = context.maps.slices_of(key, class_map)
     available = {s.index: s.available(local) for s in slices}
     for request in pending:
-        placement = _place_spread(key, class_map, request.quantity, local, context, available)
-        if isinstance(placement, Refusal):
-            break
-        where = context.maps.own_slice.get(key)
-        if outcomes and where != home:
-            break
-        home = where
+        if outcomes and home is not None:
+            found = _in_slices(slices, [home], local, request.quantity, 0)
+            if found is None:
+                continue  # no block without a single in the slice: the next transaction places it
+            placement = found[1]
+        else:
+            placed = _place_spread(key, class_map, request.quantity, local, context, available)
+            if isinstance(placed, Refusal):
+                break
+            placement = placed
+            where = context.maps.own_slice.get(key)
+            if outcomes and where != home:
+                break
+            home = where
         by_row = _rows_of(placement.seats)
         if len(merged.keys() | by_row.keys()) + len(outcomes) + 1 > MAX_ACTIONS:
             break

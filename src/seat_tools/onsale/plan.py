@@ -68,12 +68,13 @@ RESERVATIONS_PER_CONTAINER_S = 800
 # A mapped class (docs/seating.md): one container confirms about 160 best-available requests a
 # second (`seats simulate --seat-map examples/seat_maps/stadium.json --containers 10
 # --containers-at-once --seats-per-request 8 --requests 5000 --warm-write-units-per-s 40000`:
-# 1,642/s on 10 containers, seed 1, at fde0cd3; 1,192/s before its whole-class reads 16 at a
-# time); a take writes its row item and its record (4 units), and a request refused after the
-# sell-out reads about 0.25 units (the stadium's 1,000,000-request run, `seats simulate --seat-map
-# examples/seat_maps/stadium.json --containers 64 --seats-per-request 8 --warm-write-units-per-s
-# 40000 --requests 1000000 --output json` at bd59751: 242,296 read units for 984,403 refusals;
-# 0.56 at e422598, before the sale's end read the whole class rather than its free row items).
+# 1,642/s on 10 containers, seed 1, at fde0cd3; 1,192/s before its whole-class reads 16 at a time;
+# 1,709/s once a take fills its slice's gaps, the lower 160 kept); a take writes its row item and
+# its record (4 units), and a request refused after the sell-out reads about 0.25 units (the
+# stadium's 1,000,000-request run, `seats simulate --seat-map examples/seat_maps/stadium.json
+# --containers 64 --seats-per-request 8 --warm-write-units-per-s 40000 --requests 1000000 --output
+# json` at bd59751: 242,296 read units for 984,403 refusals; 0.56 at e422598, before the sale's end
+# read the whole class rather than its free row items).
 RESERVATIONS_PER_MAPPED_CONTAINER_S = 160
 MAPPED_TAKE_WRITE_UNITS = 4.0
 MAPPED_READ_UNITS_PER_REFUSAL = 0.25
