@@ -198,6 +198,14 @@ def test_the_checkout_page_draws_a_seat_map_and_reserves_chosen_and_best_seats(
         shutil.copyfile(shot, SCREENSHOT)
 
 
+def basket_lines(driver: Any) -> list[str]:
+    """The basket's lines as shown, read in one script (the page redraws the basket after every answer)."""
+    lines: list[str] = driver.execute_script(
+        "return [...document.querySelectorAll('#basket li')].map(li => li.textContent);"
+    )
+    return lines
+
+
 def add_line(driver: Any, seat_class: str, quantity: int) -> None:
     Select(driver.find_element(By.ID, "seat-class")).select_by_value(seat_class)
     field = driver.find_element(By.ID, "quantity")
@@ -227,8 +235,7 @@ def test_the_checkout_page_buys_a_basket_as_one_order_all_or_nothing(
         add_line(driver, "ADULT", 2)
         add_line(driver, "CHILD", 1)
         add_line(driver, "PARKING", 1)
-        basket = [li.text for li in driver.find_elements(By.CSS_SELECTOR, "#basket li")]
-        assert basket == ["ADULT x 2", "CHILD x 1", "PARKING x 1"]
+        assert basket_lines(driver) == ["ADULT x 2", "CHILD x 1", "PARKING x 1"]
         driver.find_element(By.ID, "buy-basket").click()
         # Then the answer is one order with its lines, and the page shows every class's seats left
         wait.until(expected_conditions.text_to_be_present_in_element((By.ID, "outcome"), "CONFIRMED:"))
@@ -238,7 +245,8 @@ def test_the_checkout_page_buys_a_basket_as_one_order_all_or_nothing(
                 (By.CSS_SELECTOR, "tr[data-seat-class=PARKING] td:nth-child(2)"), "2"
             )
         )
-        assert driver.find_elements(By.CSS_SELECTOR, "#basket li") == []
+        # (the page empties the basket once it has shown the answer and the seats left)
+        wait.until(lambda d: basket_lines(d) == [])
         # When they then buy a basket of 1 ADULT and 3 PARKING (2 left)
         add_line(driver, "ADULT", 1)
         add_line(driver, "PARKING", 3)
@@ -246,7 +254,9 @@ def test_the_checkout_page_buys_a_basket_as_one_order_all_or_nothing(
         # Then the whole order is refused, naming the line, and the basket stays to change
         wait.until(expected_conditions.text_to_be_present_in_element((By.ID, "outcome"), "SOLD_OUT:"))
         refused = driver.find_element(By.ID, "outcome").text
-        kept = [li.text for li in driver.find_elements(By.CSS_SELECTOR, "#basket li")]
+        # (read once the page is done with the answer: its buttons are back on after the basket's redraw)
+        wait.until(lambda d: d.find_element(By.ID, "add-line").is_enabled())
+        kept = basket_lines(driver)
 
     assert "4 seat(s) in 3 line(s) confirmed" in bought
     assert "lines ADULT x 2, CHILD x 1, PARKING x 1" in bought
