@@ -34,13 +34,16 @@ TOKENS = sized("SEATS_MAPPED_ADMISSION_TOKENS", ci=2, deep=10)
 TOKEN_SENDERS = sized("SEATS_MAPPED_ADMISSION_SENDERS", ci=6, deep=24)
 
 
-def _reserve(event_id: str, seat_class: str, name: str) -> QueueMessage:
+def _one_seat(event_id: str, seat_class: str, name: str, *, hold_seconds: int | None = None) -> QueueMessage:
+    """A reserve of one seat (a hold, with `hold_seconds`), named `name` in its ids."""
     body = {
+        "type": "hold" if hold_seconds else "reserve",
         "reservation_id": f"{event_id}-{seat_class}-{name}",
         "event_id": event_id,
         "seat_class": seat_class,
         "quantity": 1,
         "customer_id": f"c-{name}",
+        **({"hold_seconds": hold_seconds} if hold_seconds else {}),
     }
     return QueueMessage(f"m-{seat_class}-{name}", json.dumps(body))
 
@@ -70,23 +73,10 @@ def test_a_mapped_and_a_counted_class_racing_for_a_shared_pool_sell_it_exactly(
     table.create_seat_class(SeatKey(event_id, "GA"), SENDERS, pools=["hall"], shards=class_shards)
     settings = Settings(table_name=local_stack.table_name, outcomes_topic_arn="unused")
     # One STALLS seat taken before the race (the race's winners may all be GA's; this one cancels below)
-    first = send_until_answered(table, settings, _reserve(event_id, "STALLS", "first"))
+    first = send_until_answered(table, settings, _one_seat(event_id, "STALLS", "first"))
     assert first.outcome is Outcome.CONFIRMED and first.seats is not None and len(first.seats) == 1
     messages = [
-        QueueMessage(
-            f"m-{seat_class}-{n}",
-            json.dumps(
-                {
-                    "type": "hold" if n % 3 == 0 else "reserve",
-                    "reservation_id": f"{event_id}-{seat_class}-{n}",
-                    "event_id": event_id,
-                    "seat_class": seat_class,
-                    "quantity": 1,
-                    "customer_id": f"c-{n}",
-                    **({"hold_seconds": 600} if n % 3 == 0 else {}),
-                }
-            ),
-        )
+        _one_seat(event_id, seat_class, str(n), hold_seconds=600 if n % 3 == 0 else None)
         for seat_class in ("STALLS", "GA")
         for n in range(SENDERS)
     ]
