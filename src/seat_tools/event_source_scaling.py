@@ -10,9 +10,17 @@ models it and `seats onsale plan` plans with it.
   event processing with provisioned mode for SQS event-source mapping", 2025-11-14). The template
   sets the minimum and the maximum to the same number, so the concurrency is there from the
   first message and never grows past it. Billed per poller-hour (`pricing.PRICES["event_poller"]`).
+- Provisioned concurrency (template parameter `ProvisionedConcurrency`, on the alias the mapping
+  invokes): that many execution environments initialised before the first invocation, so the
+  invocations they take pay no cold start; more invocations than that start environments of their
+  own, cold. Billed per GB-second configured, from enabling it to disabling it rounded up to 5
+  minutes (https://aws.amazon.com/lambda/pricing/), and their invocations' duration at a lower
+  rate (`pricing.PRICES["lambda_provisioned_concurrency"]`, `["lambda_duration_provisioned"]`).
 """
 
 from __future__ import annotations
+
+import math
 
 INITIAL_CONCURRENT_BATCHES = 5
 SCALE_UP_PER_MINUTE = 300
@@ -20,6 +28,10 @@ INVOCATIONS_PER_EVENT_POLLER = 10
 MIN_EVENT_POLLERS = 2  # an SQS mapping in provisioned mode needs at least 2
 MAX_MINIMUM_EVENT_POLLERS = 200  # ProvisionedPollerConfig.MinimumPollers is at most 200
 EVENT_POLLER_BILLED_MINIMUM_S = 60.0  # pollers are billed per second, at least a minute
+PROVISIONED_CONCURRENCY_BILLING_STEP_S = 300.0  # billed from enabling to disabling, in 5-minute steps
+# Assumed: set 10 minutes before the sale's first message (allocating the environments takes
+# minutes; `sam deploy` waits for it) and set back to 0 once the sale is answered.
+PROVISIONED_CONCURRENCY_LEAD_S = 600.0
 
 
 def scale_up_delay_s(index: int) -> float:
@@ -38,6 +50,13 @@ def scale_up_seconds(containers: int) -> float:
 def event_pollers_for(containers: int) -> int:
     """Event pollers that run `containers` invocations at once: 10 each, at least 2."""
     return max(MIN_EVENT_POLLERS, -(-containers // INVOCATIONS_PER_EVENT_POLLER))
+
+
+def provisioned_concurrency_billed_s(sale_s: float) -> float:
+    """Seconds provisioned concurrency is billed for a sale answered in `sale_s` seconds: set
+    `PROVISIONED_CONCURRENCY_LEAD_S` before it, removed after it, rounded up to 5 minutes."""
+    step = PROVISIONED_CONCURRENCY_BILLING_STEP_S
+    return math.ceil((PROVISIONED_CONCURRENCY_LEAD_S + sale_s) / step) * step
 
 
 def check_event_pollers(pollers: int) -> None:

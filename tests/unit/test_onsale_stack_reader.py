@@ -20,7 +20,6 @@ OUTPUTS = {
     "CheckoutApiId": "abc123",
     "CheckoutApiUrl": "https://abc123.execute-api.us-east-1.amazonaws.com/v1",
 }
-OTHER_QUEUE = "arn:aws:sqs:us-east-1:123456789012:another-queue"
 
 
 @pytest.fixture
@@ -68,23 +67,27 @@ def stub_stack(
     lambda_.add_response(
         "list_event_source_mappings",
         {
+            # listed by the queue: another function's mapping on it too, and the stack's on the
+            # function's alias "live" (AutoPublishAlias), whose ARN is the function's qualified
             "EventSourceMappings": [
                 {
                     "UUID": "00000000-0000-0000-0000-000000000001",
-                    "EventSourceArn": OTHER_QUEUE,
+                    "EventSourceArn": OUTPUTS["ReservationsQueueArn"],
+                    "FunctionArn": "arn:aws:lambda:us-east-1:123456789012:function:other-reader",
                     "BatchSize": 10,
                     "State": "Enabled",
                 },
                 {
                     "UUID": "00000000-0000-0000-0000-000000000002",
                     "EventSourceArn": OUTPUTS["ReservationsQueueArn"],
+                    "FunctionArn": "arn:aws:lambda:us-east-1:123456789012:function:seats-reserve:live",
                     "BatchSize": 99,
                     "State": mapping_state,
                     "ScalingConfig": {"MaximumConcurrency": 50},
                 },
             ]
         },
-        {"FunctionName": "seats-reserve"},
+        {"EventSourceArn": OUTPUTS["ReservationsQueueArn"]},
     )
     lambda_.add_response(
         "get_function_concurrency",

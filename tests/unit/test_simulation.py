@@ -348,6 +348,37 @@ def test_in_provisioned_mode_every_pollers_containers_work_from_the_first_messag
     )
 
 
+def test_provisioned_concurrency_spares_its_containers_the_cold_start_and_is_billed_while_set() -> None:
+    # Given the same sale with and without 20 environments initialised before it
+    cold = simulate(containers=20, event_pollers=2, shards=20, requests=10_000)
+    warm = simulate(containers=20, event_pollers=2, shards=20, requests=10_000, provisioned_concurrency=20)
+
+    # Then no container of the provisioned 20 starts cold, and the sale ends sooner by about a
+    # cold start (480 ms): the first batches begin at once
+    assert cold["cold_starts"] == 20 and warm["cold_starts"] == 0
+    assert warm["sale_seconds"] < cold["sale_seconds"] - 0.3
+    # ... the environments are billed for the time set: 10 minutes before the sale, rounded up
+    # to 5 minutes (15 minutes here), 20 x 0.5 GB at the Arm rate ...
+    cost = warm["cost_per_million_requests"]
+    assert cost["provisioned_concurrency"] == pytest.approx(20 * 0.5 * 900 * 0.0000033334 * 1e6 / 10_000)
+    assert cold["cost_per_million_requests"]["provisioned_concurrency"] == 0
+    # ... and their invocations' duration at the provisioned rate, below on-demand's
+    assert cost["lambda"] < cold["cost_per_million_requests"]["lambda"]
+    assert cost["total"] == pytest.approx(
+        cost["dynamodb"]
+        + cost["sqs"]
+        + cost["sns"]
+        + cost["lambda"]
+        + cost["event_pollers"]
+        + cost["provisioned_concurrency"]
+    )
+
+
+def test_provisioned_concurrency_is_at_most_the_containers() -> None:
+    with pytest.raises(ValueError, match="provisioned concurrency must be 0 to the 20 containers"):
+        SimulationConfig(containers=20, event_pollers=2, provisioned_concurrency=21)
+
+
 @pytest.mark.parametrize(
     ("changes", "error"),
     [

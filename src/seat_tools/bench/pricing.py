@@ -58,6 +58,22 @@ PRICES = {
         "GB-second",
         "https://aws.amazon.com/lambda/pricing/",
     ),
+    # Provisioned concurrency (Arm): the environments configured, per GB-second while set (from
+    # enabling to disabling, rounded up to 5 minutes), and the duration of the invocations they
+    # run, at a lower rate than on-demand's. The page's us-east-1 Arm rates; checked 2026-11-26
+    # against what this project knew of them, not re-read (no internet where this was written).
+    "lambda_provisioned_concurrency": Price(
+        "Lambda provisioned concurrency, Arm (Graviton)",
+        0.0000033334,
+        "GB-second configured",
+        "https://aws.amazon.com/lambda/pricing/",
+    ),
+    "lambda_duration_provisioned": Price(
+        "Lambda duration on provisioned concurrency, Arm (Graviton)",
+        0.0000077778,
+        "GB-second",
+        "https://aws.amazon.com/lambda/pricing/",
+    ),
     # Provisioned mode of an SQS event source mapping: one Event Poller Unit per event poller,
     # billed per second with a minimum of a minute (the page's SQS example: $0.00925 per EPU-hour).
     "event_poller": Price(
@@ -113,10 +129,18 @@ class CostBreakdown:
     sns: float
     lambda_: float
     event_pollers: float = 0.0  # provisioned mode's pollers (0: standard mode)
+    provisioned_concurrency: float = 0.0  # the environments configured (0: none)
 
     @property
     def total(self) -> float:
-        return self.dynamodb + self.sqs + self.sns + self.lambda_ + self.event_pollers
+        return (
+            self.dynamodb
+            + self.sqs
+            + self.sns
+            + self.lambda_
+            + self.event_pollers
+            + self.provisioned_concurrency
+        )
 
 
 def cost_per_million(
@@ -129,15 +153,27 @@ def cost_per_million(
     gb_seconds: float,
     reservations: int,
     event_poller_hours: float = 0.0,
+    provisioned_gb_seconds: float = 0.0,
+    provisioned_concurrency_gb_seconds: float = 0.0,
 ) -> CostBreakdown:
-    """US dollars per million reservations, by service, from what one run used for `reservations`."""
+    """US dollars per million reservations, by service, from what one run used for `reservations`.
+    `provisioned_gb_seconds`: the part of `gb_seconds` run on provisioned concurrency (billed at
+    its rate); `provisioned_concurrency_gb_seconds`: the environments configured, for as long."""
     scale = 1e6 / max(reservations, 1)
+    on_demand_gb_seconds = gb_seconds - provisioned_gb_seconds
     return CostBreakdown(
         dynamodb=scale
         * (write_units * PRICES["dynamodb_write"].usd + read_units * PRICES["dynamodb_read"].usd),
         sqs=scale * sqs_requests * PRICES["sqs_request"].usd,
         sns=scale * sns_requests * PRICES["sns_publish"].usd,
         lambda_=scale
-        * (invocations * PRICES["lambda_request"].usd + gb_seconds * PRICES["lambda_duration"].usd),
+        * (
+            invocations * PRICES["lambda_request"].usd
+            + on_demand_gb_seconds * PRICES["lambda_duration"].usd
+            + provisioned_gb_seconds * PRICES["lambda_duration_provisioned"].usd
+        ),
         event_pollers=scale * event_poller_hours * PRICES["event_poller"].usd,
+        provisioned_concurrency=scale
+        * provisioned_concurrency_gb_seconds
+        * PRICES["lambda_provisioned_concurrency"].usd,
     )

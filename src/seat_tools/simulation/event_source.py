@@ -12,7 +12,8 @@
 - `Container`: one Lambda execution environment, in its own scheduler task. It runs the service's
   `reserve_seats` unchanged with its own `InventoryHints` (the container's lifetime), a store
   client and a clock whose sleep ends the invocation at the function timeout. A new container
-  pays a cold start first; after a timeout its environment is replaced (cold again).
+  pays a cold start first, unless it is one of the provisioned concurrency's (initialised before
+  the sale); after a timeout its environment is replaced (cold again).
 - `SimulatedPublisher`: SNS PublishBatch of 10 outcomes per call, 10 calls at a time (as
   `publishing.sns_publisher`), each taking a modelled latency; it records when each message's
   outcome was published (its answer time).
@@ -84,6 +85,7 @@ class Tally:
     sqs_requests: int = 0
     sns_requests: int = 0
     billed_seconds: float = 0.0
+    provisioned_billed_seconds: float = 0.0  # the part of billed_seconds on provisioned environments
     invocation_spans: list[tuple[float, float]] = field(default_factory=list)  # (start, end)
     answered_at: dict[str, float] = field(default_factory=dict)  # message id -> first publication
     outcomes: list[ReservationOutcome] = field(default_factory=list)  # every publication
@@ -275,8 +277,11 @@ class Container:
         publisher_latency: LatencyModel,
         rng: random.Random,
         tally: Tally,
+        provisioned: bool = False,
     ) -> None:
         self.index = index
+        # one of the provisioned concurrency's environments: initialised before the sale
+        self.provisioned = provisioned
         self._scheduler = scheduler
         self._table = table
         self._settings = settings
@@ -287,7 +292,7 @@ class Container:
         self._store = table.client(self._clock)
         self._publisher = SimulatedPublisher(self._clock.sleep, scheduler.now, rng, publisher_latency, tally)
         self._hints = InventoryHints()
-        self._cold = True
+        self._cold = not provisioned
         self.inbox: list[Message] | None = None
         self.task: Task | None = None
 
@@ -330,6 +335,8 @@ class Container:
         finally:
             self._clock.deadline = math.inf
         tally.billed_seconds += scheduler.now() - started
+        if self.provisioned:
+            tally.provisioned_billed_seconds += scheduler.now() - started
         tally.invocation_spans.append((started, scheduler.now()))
         return failed
 

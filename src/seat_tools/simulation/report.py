@@ -51,6 +51,8 @@ def _scale_up(result: SimulationResult) -> str:
         how = "every container at once (--containers-at-once)"
     else:
         how = "Lambda's: 5 batches at once, then up to 300 more a minute"
+    if c.provisioned_concurrency:
+        how += f"; {c.provisioned_concurrency} initialised before the sale (provisioned concurrency)"
     peak, after = f["peak_concurrency"], _n(f["peak_concurrency_after_s"])
     return f"{how}; at most {peak:,} running, first after {after} s"
 
@@ -261,6 +263,11 @@ def format_table(result: SimulationResult) -> str:
             f"${cost['total']:.2f} (DynamoDB ${cost['dynamodb']:.2f}, SQS ${cost['sqs']:.2f},"
             f" SNS ${cost['sns']:.2f}, Lambda ${cost['lambda']:.2f}"
             + (f", event pollers ${cost['event_pollers']:.4f}" if c.event_pollers else "")
+            + (
+                f", provisioned concurrency ${cost['provisioned_concurrency']:.4f}"
+                if c.provisioned_concurrency
+                else ""
+            )
             + ")",
         ),
         ("invariants", f["invariants"] if isinstance(f["invariants"], str) else "; ".join(f["invariants"])),

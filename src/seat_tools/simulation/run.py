@@ -18,6 +18,7 @@ from seat_tools.event_source_scaling import (
     EVENT_POLLER_BILLED_MINIMUM_S,
     INVOCATIONS_PER_EVENT_POLLER,
     check_event_pollers,
+    provisioned_concurrency_billed_s,
 )
 from seat_tools.simulation.dynamodb import SimulatedTable
 from seat_tools.simulation.event_source import (
@@ -106,6 +107,10 @@ class SimulationConfig:
     # template's EventPollers): `containers` = 10 per poller, every one there from the first
     # message, and the pollers are billed for the sale (seat_tools.event_source_scaling).
     event_pollers: int = 0
+    # > 0: the function's provisioned concurrency (the template's ProvisionedConcurrency): this
+    # many containers are initialised before the sale (no cold start), billed for the time it is
+    # set (seat_tools.event_source_scaling.provisioned_concurrency_billed_s).
+    provisioned_concurrency: int = 0
     # The ticket issuer, run on the sale's sales (docs/tickets.md; its figures under "tickets").
     tickets: IssuerConfig = field(default_factory=IssuerConfig)
     # > 0: no sale is simulated; the issuer is fed `requests` sales of `seats_per_request` seats,
@@ -126,6 +131,11 @@ class SimulationConfig:
             raise ValueError(
                 f"{self.event_pollers} event pollers run {self.event_pollers * INVOCATIONS_PER_EVENT_POLLER}"
                 f" containers, not {self.containers}"
+            )
+        if not 0 <= self.provisioned_concurrency <= self.containers:
+            raise ValueError(
+                f"provisioned concurrency must be 0 to the {self.containers} containers the event"
+                f" source runs, not {self.provisioned_concurrency}"
             )
         if self.sold_per_s > 0 and not 1 <= self.requests <= MAX_FED_SALES:
             raise ValueError(f"sales fed to the issuer must be 1 to {MAX_FED_SALES:,}, not {self.requests}")
@@ -301,6 +311,7 @@ def _run(config: SimulationConfig, settings: Settings) -> SimulationResult:
             publisher_latency=publish_latency,
             rng=random.Random(rng.randrange(2**32)),
             tally=tally,
+            provisioned=index < config.provisioned_concurrency,
         )
         for index in range(config.containers)
     ]
@@ -421,6 +432,11 @@ def _figures(
         gb_seconds=gb_seconds,
         reservations=config.requests,
         event_poller_hours=config.event_pollers * max(EVENT_POLLER_BILLED_MINIMUM_S, answer_s) / 3600,
+        provisioned_gb_seconds=tally.provisioned_billed_seconds * config.memory_mb / 1024,
+        provisioned_concurrency_gb_seconds=config.provisioned_concurrency
+        * config.memory_mb
+        / 1024
+        * provisioned_concurrency_billed_s(answer_s),
     )
     busy_s = _busy_seconds(tally.invocation_spans)
     peak, peak_at = _peak_concurrency(tally.invocation_spans)
@@ -476,6 +492,7 @@ def _figures(
             "sns": cost.sns,
             "lambda": cost.lambda_,
             "event_pollers": cost.event_pollers,
+            "provisioned_concurrency": cost.provisioned_concurrency,
             "total": cost.total,
         },
     }
