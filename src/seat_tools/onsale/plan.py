@@ -490,7 +490,9 @@ def plan_sale(inputs: SaleInputs) -> SalePlan:
         PlanItem(
             "provisioned_concurrency",
             "ProvisionedConcurrency",
-            mapping,
+            mapping
+            if pollers * INVOCATIONS_PER_EVENT_POLLER == mapping
+            else f"{mapping:,} ({pollers * INVOCATIONS_PER_EVENT_POLLER:,} with EventPollers)",
             "parameter ProvisionedConcurrency: the containers, initialised before the sale, so the"
             " first batches do not wait for cold starts (about 0.5 s each, docs/simulation.md: a"
             " sixth of a 3 s sell-out); with EventPollers, 10 per poller;"
