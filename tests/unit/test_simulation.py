@@ -374,6 +374,14 @@ def test_provisioned_concurrency_spares_its_containers_the_cold_start_and_is_bil
     )
 
 
+def test_the_event_source_gives_the_first_batches_to_the_provisioned_containers() -> None:
+    # Given 20 containers in provisioned mode, 5 of them initialised before the sale, and a sale
+    # of 5 batches: Lambda runs them on the provisioned environments, not on cold ones
+    figures = simulate(containers=20, event_pollers=2, requests=5 * 99, provisioned_concurrency=5)
+
+    assert figures["invocations"] >= 5 and figures["cold_starts"] == 0
+
+
 def test_provisioned_concurrency_is_at_most_the_containers() -> None:
     with pytest.raises(ValueError, match="provisioned concurrency must be 0 to the 20 containers"):
         SimulationConfig(containers=20, event_pollers=2, provisioned_concurrency=21)

@@ -296,6 +296,11 @@ class Container:
         self.inbox: list[Message] | None = None
         self.task: Task | None = None
 
+    @property
+    def warm(self) -> bool:
+        """Its environment is initialised: its next invocation pays no cold start."""
+        return not self._cold
+
     def run(self, source: EventSource) -> None:
         """The container's life: wait for a batch, run it, report, until the source has no more."""
         while True:
@@ -409,7 +414,10 @@ class EventSource:
             gathered_since = max(queue.oldest_visible_since(), self._last_dispatch)
             if queue.visible < self._batch_size and now < gathered_since + self._window_s:
                 break
-            container = ready.pop()  # the most recently idle: warm environments are reused first
+            # warm environments first (provisioned ones are warm before their first batch), the
+            # most recently idle of them
+            container = next((c for c in reversed(ready) if c.warm), ready[-1])
+            ready.remove(container)
             self._idle.remove(container)
             container.inbox = queue.take(self._batch_size, now)
             self._last_dispatch = now
