@@ -10,12 +10,13 @@ models it and `seats onsale plan` plans with it.
   event processing with provisioned mode for SQS event-source mapping", 2025-11-14). The template
   sets the minimum and the maximum to the same number, so the concurrency is there from the
   first message and never grows past it. Billed per poller-hour (`pricing.PRICES["event_poller"]`).
-- Provisioned concurrency (template parameter `ProvisionedConcurrency`, on the alias the mapping
-  invokes): that many execution environments initialised before the first invocation, so the
-  invocations they take pay no cold start; more invocations than that start environments of their
-  own, cold. Billed per GB-second configured, from enabling it to disabling it rounded up to 5
-  minutes (https://aws.amazon.com/lambda/pricing/), and their invocations' duration at a lower
-  rate (`pricing.PRICES["lambda_provisioned_concurrency"]`, `["lambda_duration_provisioned"]`).
+- Provisioned concurrency (on an alias or version the mapping would invoke; template.yaml does not
+  set it yet, docs/simulation.md): that many execution environments initialised before the first
+  invocation, so the invocations they take pay no cold start; more invocations than that start
+  environments of their own, cold. Billed per GB-second configured, from enabling it to
+  disabling it rounded up to 5 minutes (https://aws.amazon.com/lambda/pricing/), and their
+  invocations' duration at a lower rate (`pricing.PRICES["lambda_provisioned_concurrency"]`,
+  `["lambda_duration_provisioned"]`).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ MAX_MINIMUM_EVENT_POLLERS = 200  # ProvisionedPollerConfig.MinimumPollers is at 
 EVENT_POLLER_BILLED_MINIMUM_S = 60.0  # pollers are billed per second, at least a minute
 PROVISIONED_CONCURRENCY_BILLING_STEP_S = 300.0  # billed from enabling to disabling, in 5-minute steps
 # Assumed: set 10 minutes before the sale's first message (allocating the environments takes
-# minutes; `sam deploy` waits for it) and set back to 0 once the sale is answered.
+# minutes) and removed once the sale is answered.
 PROVISIONED_CONCURRENCY_LEAD_S = 600.0
 
 

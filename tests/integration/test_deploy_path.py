@@ -34,7 +34,6 @@ import boto3
 import pytest
 import yaml
 from moto.apigateway.models import RestAPI, apigateway_backends
-from moto.awslambda.models import lambda_backends
 from moto.cloudformation import parsing as moto_cloudformation
 from moto.cloudformation.exceptions import UnformattedGetAttTemplateException
 from moto.cloudwatch.models import Metric, MetricDataQuery, MetricStat, cloudwatch_backends
@@ -42,7 +41,6 @@ from moto.core.common_models import CloudFormationModel
 from moto.server import ThreadedMotoServer
 
 from seat_tools.local.runner import failed_message_ids, import_handler, sqs_record
-from seat_tools.onsale.stack_reader import function_of
 from tests.integration.conftest import REPO, LambdaContext
 from tests.template_support import Template, sam_translate
 
@@ -168,75 +166,7 @@ def rest_api_with_its_body(
     return api
 
 
-class LambdaVersionResource(CloudFormationModel):
-    """AWS::Lambda::Version as moto's (it publishes a version), with the `Version` attribute the
-    alias below gets it by (`!GetAtt <version>.Version`), which moto's lacks."""
-
-    def __init__(self, arn: str, version: str) -> None:
-        self.arn = arn
-        self.version = version
-
-    @staticmethod
-    def cloudformation_type() -> str:
-        return "AWS::Lambda::Version"
-
-    @property
-    def physical_resource_id(self) -> str:
-        return self.arn
-
-    @classmethod
-    def has_cfn_attr(cls, attr: str) -> bool:
-        return attr == "Version"
-
-    def get_cfn_attribute(self, attribute_name: str) -> str:
-        if attribute_name != "Version":
-            raise UnformattedGetAttTemplateException()
-        return self.version
-
-    @classmethod
-    def create_from_cloudformation_json(  # type: ignore[override]
-        cls, resource_name: str, cloudformation_json: Any, account_id: str, region_name: str, **kwargs: Any
-    ) -> LambdaVersionResource:
-        function_name = cloudformation_json["Properties"]["FunctionName"]
-        published = lambda_backends[account_id][region_name].publish_version(function_name)
-        assert published is not None, f"no function {function_name} to publish"
-        return cls(published.function_arn, str(published.version))
-
-
-class LambdaAliasResource(CloudFormationModel):
-    """AWS::Lambda::Alias for moto's CloudFormation, which has none: SAM's `AutoPublishAlias` makes
-    the alias the SQS event source invokes. It is created in moto's Lambda (Ref: the alias's ARN,
-    which the mapping's FunctionName is); moto has no provisioned concurrency, so the alias's
-    `ProvisionedConcurrencyConfig` is checked on the translated template (test_template.py)."""
-
-    def __init__(self, arn: str) -> None:
-        self.arn = arn
-
-    @staticmethod
-    def cloudformation_type() -> str:
-        return "AWS::Lambda::Alias"
-
-    @property
-    def physical_resource_id(self) -> str:
-        return self.arn
-
-    @classmethod
-    def create_from_cloudformation_json(  # type: ignore[override]
-        cls, resource_name: str, cloudformation_json: Any, account_id: str, region_name: str, **kwargs: Any
-    ) -> LambdaAliasResource:
-        props = cloudformation_json["Properties"]
-        alias = lambda_backends[account_id][region_name].create_alias(
-            name=props["Name"],
-            function_name=props["FunctionName"],
-            function_version=str(props["FunctionVersion"]),
-            description=props.get("Description", ""),
-            routing_config=None,  # type: ignore[arg-type]
-        )
-        return cls(alias.arn)
-
-
-# moto lists the CloudFormation models once (cached): make it see the ones above (the last model
-# of a type wins: the version above replaces moto's).
+# moto lists the CloudFormation models once (cached): make it see the one above.
 moto_cloudformation.get_model_list.cache_clear()
 moto_cloudformation.get_model_map.cache_clear()
 moto_cloudformation.get_name_type_map.cache_clear()
@@ -315,11 +245,11 @@ class EventSourcePoller:
     """Plays the stack's SQS event source mapping in this process: long-polls the queue, invokes
     the handler with Lambda's SQS event, and deletes what succeeded (ReportBatchItemFailures)."""
 
-    def __init__(self, session: boto3.session.Session, function_name: str, queue_arn: str) -> None:
+    def __init__(self, session: boto3.session.Session, function_name: str) -> None:
         lambda_client = session.client("lambda")
-        # listed by the queue: the mapping invokes the function's alias "live" (AutoPublishAlias)
-        [mapping] = lambda_client.list_event_source_mappings(EventSourceArn=queue_arn)["EventSourceMappings"]
-        assert function_of(mapping["FunctionArn"]) == function_name, mapping["FunctionArn"]
+        [mapping] = lambda_client.list_event_source_mappings(FunctionName=function_name)[
+            "EventSourceMappings"
+        ]
         # moto would try to run the function itself (in Docker) on each SendMessage: this poller
         # takes the mapping's place, as the disabled mapping's configuration says.
         lambda_client.update_event_source_mapping(UUID=mapping["UUID"], Enabled=False)
@@ -377,13 +307,9 @@ def test_the_stack_reaches_create_complete_with_every_emulated_resource(
     expected = {
         logical_id
         for logical_id, resource in translated["Resources"].items()
-        if resource["Type"] not in NOT_EMULATED | {"AWS::Lambda::Version"} and "Condition" not in resource
+        if resource["Type"] not in NOT_EMULATED and "Condition" not in resource
     }
     assert expected <= set(deployed.resources)
-    # A published version's logical id ends in a hash of the function's code location, which is
-    # the bucket's object here and src/ in the translation above: the same one version, named apart.
-    versions = [lid for lid, r in deployed.resources.items() if r["type"] == "AWS::Lambda::Version"]
-    assert [lid.startswith("ReserveSeatsFunctionVersion") for lid in versions] == [True]
 
 
 def test_the_rest_api_has_every_route_of_the_included_openapi_file(deployed: DeployedStack) -> None:
@@ -438,9 +364,7 @@ def test_the_e2e_tier_passes_against_the_stack(
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
-    poller = EventSourcePoller(
-        session, deployed.outputs["ReserveSeatsFunctionName"], deployed.outputs["ReservationsQueueArn"]
-    )
+    poller = EventSourcePoller(session, deployed.outputs["ReserveSeatsFunctionName"])
     for name, value in poller.environment.items():
         if value:  # the empty AWS_ENDPOINT_URL_* of the template: AWS_ENDPOINT_URL applies
             monkeypatch.setenv(name, str(value))
@@ -590,7 +514,7 @@ def test_with_event_pollers_the_mapping_is_created_in_provisioned_mode(
     name = "seat-inventory-provisioned-mapping"
     outputs = create_stack_with(deployed, template, name, {"EventPollers": "7"})
     [mapping] = session.client("lambda").list_event_source_mappings(
-        EventSourceArn=outputs["ReservationsQueueArn"]
+        FunctionName=outputs["ReserveSeatsFunctionName"]
     )["EventSourceMappings"]
     assert mapping.get("ScalingConfig") is None
     assert mapping["ProvisionedPollerConfig"] == {"MinimumPollers": 7, "MaximumPollers": 7}

@@ -93,7 +93,7 @@ class OnSaleStack:
     @property
     def mapping_uuid(self) -> str:
         [mapping] = self.client("lambda").list_event_source_mappings(
-            EventSourceArn=self.deployed.outputs["ReservationsQueueArn"]
+            FunctionName=self.deployed.outputs["ReserveSeatsFunctionName"]
         )["EventSourceMappings"]
         return str(mapping["UUID"])
 

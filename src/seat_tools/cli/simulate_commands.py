@@ -123,7 +123,6 @@ def _template_defaults() -> tuple[SimulationConfig, Settings]:
         max_receive_count=template.queue.max_receive_count or 5,
         timeout_s=function.timeout_s,
         memory_mb=function.memory_mb,
-        provisioned_concurrency=function.provisioned_concurrency,
         contention=table_contention(template),
     )
     return config, Settings.from_env(environment)
@@ -386,9 +385,11 @@ def _check_seat_map_options(config: SimulationConfig) -> None:
 @click.option(
     "--provisioned-concurrency",
     type=click.IntRange(0, MAX_CONTAINERS),
-    help="Containers initialised before the sale, paying no cold start (the template's"
-    " ProvisionedConcurrency; at most the containers); their charge is in the cost"
-    " (docs/simulation.md). [default: the template's]",
+    default=0,
+    show_default=True,
+    help="Containers initialised before the sale, paying no cold start (Lambda's provisioned"
+    " concurrency, which template.yaml does not set yet; at most the containers); their charge is"
+    " in the cost (docs/simulation.md).",
 )
 @output_option
 def simulate(
@@ -431,7 +432,7 @@ def simulate(
     order_lines: tuple[int, int] | None,
     containers_at_once: bool,
     event_pollers: int | None,
-    provisioned_concurrency: int | None,
+    provisioned_concurrency: int,
     output: OutputFormat,
 ) -> None:
     """Simulate one event's on-sale on AWS: the service's own logic in 1-1,000 containers against
@@ -486,11 +487,7 @@ def simulate(
             local_stack_time_scale=local_stack_scale,
             containers_at_once=containers_at_once,
             event_pollers=pollers,
-            provisioned_concurrency=(
-                defaults.provisioned_concurrency
-                if provisioned_concurrency is None
-                else provisioned_concurrency
-            ),
+            provisioned_concurrency=provisioned_concurrency,
             tickets=IssuerConfig(
                 series=ticket_series,
                 series_at_once=issuer_series_at_once,

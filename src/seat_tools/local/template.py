@@ -507,9 +507,6 @@ class FunctionDefinition:
     memory_mb: int
     environment: Mapping[str, Any]  # Globals merged; values may still refer to resources
     event_source: SqsEventSource
-    # ProvisionedConcurrencyConfig.ProvisionedConcurrentExecutions: environments initialised
-    # before the first invocation (0: none, every environment starts cold)
-    provisioned_concurrency: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -765,7 +762,6 @@ def _function(document: Mapping[str, Any], resolver: Resolver) -> FunctionDefini
     # Parameters resolve now; references to resources wait for the local stack's names.
     environment = {name: resolver.partial(value) for name, value in environment.items()}
     handler = setting("Handler", None)
-    provisioned = _optional(resolver, properties.get("ProvisionedConcurrencyConfig")) or {}
     if not handler:
         raise TemplateError(f"{FUNCTION_ID} has no Handler")
     return FunctionDefinition(
@@ -776,10 +772,6 @@ def _function(document: Mapping[str, Any], resolver: Resolver) -> FunctionDefini
         memory_mb=_int(setting("MemorySize", LAMBDA_DEFAULT_MEMORY_MB), f"{FUNCTION_ID}.MemorySize"),
         environment=environment,
         event_source=event_source,
-        provisioned_concurrency=_int(
-            provisioned.get("ProvisionedConcurrentExecutions", 0),
-            f"{FUNCTION_ID}.ProvisionedConcurrentExecutions",
-        ),
     )
 
 

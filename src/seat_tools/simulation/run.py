@@ -107,9 +107,9 @@ class SimulationConfig:
     # template's EventPollers): `containers` = 10 per poller, every one there from the first
     # message, and the pollers are billed for the sale (seat_tools.event_source_scaling).
     event_pollers: int = 0
-    # > 0: the function's provisioned concurrency (the template's ProvisionedConcurrency): this
-    # many containers are initialised before the sale (no cold start), billed for the time it is
-    # set (seat_tools.event_source_scaling.provisioned_concurrency_billed_s).
+    # > 0: the function's provisioned concurrency (not set by template.yaml yet, docs/simulation.md):
+    # this many containers are initialised before the sale (no cold start), billed for the time it
+    # is set (seat_tools.event_source_scaling.provisioned_concurrency_billed_s).
     provisioned_concurrency: int = 0
     # The ticket issuer, run on the sale's sales (docs/tickets.md; its figures under "tickets").
     tickets: IssuerConfig = field(default_factory=IssuerConfig)
