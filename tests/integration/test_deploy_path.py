@@ -25,6 +25,7 @@ import socket
 import subprocess
 import sys
 import threading
+import urllib.request
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -238,6 +239,10 @@ def deployed(template: Template) -> Iterator[DeployedStack]:
                 cloudformation=cloudformation,
             )
         finally:
+            # moto's backends are the process's, whatever the server's port: reset them as
+            # mock_aws does on exit, or the next module deploying the same stack name finds it
+            # (running this module and test_onsale_check.py alone failed: "already exists")
+            urllib.request.urlopen(urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST"))
             server.stop()
 
 
