@@ -33,6 +33,7 @@ from seat_tools.simulation.issuer import (
 from seat_tools.simulation.report import format_table
 from seat_tools.simulation.run import (
     DEFAULT_COLD_START_MS,
+    DEFAULT_FIRST_INVOCATION_MS,
     DEFAULT_PUBLISH_MS,
     MAX_CONTAINERS,
     MAX_FED_SALES,
@@ -229,7 +230,15 @@ def _check_seat_map_options(config: SimulationConfig) -> None:
     type=click.FloatRange(min=0.0),
     default=DEFAULT_COLD_START_MS,
     show_default=True,
-    help="A new container's start before its first invocation.",
+    help="A new container's start before its first message is handled (docs/simulation.md).",
+)
+@click.option(
+    "--first-invocation-ms",
+    type=click.FloatRange(min=0.0),
+    default=DEFAULT_FIRST_INVOCATION_MS,
+    show_default=True,
+    help="Of the cold start, what the first invocation does (settings, clients): a provisioned"
+    " container still pays it (at most the cold start).",
 )
 @click.option(
     "--publish-ms",
@@ -387,9 +396,9 @@ def _check_seat_map_options(config: SimulationConfig) -> None:
     type=click.IntRange(0, MAX_CONTAINERS),
     default=0,
     show_default=True,
-    help="Containers initialised before the sale, paying no cold start (Lambda's provisioned"
-    " concurrency, which template.yaml does not set yet; at most the containers); their charge is"
-    " in the cost (docs/simulation.md).",
+    help="Containers initialised before the sale, paying only the first invocation's part of the"
+    " cold start (Lambda's provisioned concurrency, which template.yaml does not set yet; at most"
+    " the containers); their charge is in the cost (docs/simulation.md).",
 )
 @output_option
 def simulate(
@@ -410,6 +419,7 @@ def simulate(
     pool_shards: int,
     seed: int,
     cold_start_ms: float,
+    first_invocation_ms: float,
     publish_ms: tuple[float, float],
     warm_write_units_per_s: float | None,
     warm_read_units_per_s: float | None,
@@ -467,6 +477,7 @@ def simulate(
             timeout_s=function_timeout or defaults.timeout_s,
             memory_mb=defaults.memory_mb,
             cold_start_ms=cold_start_ms,
+            first_invocation_ms=first_invocation_ms,
             publish_ms=publish_ms,
             max_per_customer=max_per_customer,
             customers=customers,
