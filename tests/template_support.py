@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import copy
 import os
+import sys
+import types
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -75,12 +77,14 @@ class _NoManagedPolicyNames:
 
 
 def sam_translate(
-    document: dict[str, Any], code_uri: str = "s3://seat-inventory-code/function.zip"
+    document: dict[str, Any],
+    code_uri: str = "s3://seat-inventory-code/function.zip",
+    parameter_values: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """The template as CloudFormation receives it after SAM's transform (as `sam deploy` sends it),
-    with every function's code at `code_uri` (where `sam package` would have put it). `document`
-    has its AWS::Include files in place (`load_template` does it): CloudFormation runs that
-    transform before SAM's."""
+    with every function's code at `code_uri` (where `sam package` would have put it) and the
+    parameter values CloudFormation gives the transform. `document` has its AWS::Include files in
+    place (`load_template` does it): CloudFormation runs that transform before SAM's."""
     from samtranslator.translator.transform import transform
 
     document = copy.deepcopy(document)
@@ -90,9 +94,28 @@ def sam_translate(
     region = os.environ.get("AWS_DEFAULT_REGION")
     os.environ["AWS_DEFAULT_REGION"] = "us-east-1"  # the transform builds ARNs with the region
     try:
-        return transform(document, {}, _NoManagedPolicyNames())
+        return transform(document, parameter_values or {}, _NoManagedPolicyNames())
     finally:
         if region is None:
             del os.environ["AWS_DEFAULT_REGION"]
         else:
             os.environ["AWS_DEFAULT_REGION"] = region
+
+
+def version_publisher(template_path: Path, responses: Any) -> types.ModuleType:
+    """ReserveSeatsVersionPublisher's code (template.yaml, its InlineCode) as a module, with
+    `responses` in place of the `cfnresponse` module Lambda gives inline code."""
+    code = read_template_document(template_path)["Resources"]["ReserveSeatsVersionPublisher"]["Properties"][
+        "InlineCode"
+    ]
+    module = types.ModuleType("version_publisher")
+    previous = sys.modules.get("cfnresponse")
+    sys.modules["cfnresponse"] = responses
+    try:
+        exec(compile(code, f"{template_path}:ReserveSeatsVersionPublisher", "exec"), module.__dict__)
+    finally:
+        if previous is None:
+            del sys.modules["cfnresponse"]
+        else:
+            sys.modules["cfnresponse"] = previous
+    return module

@@ -25,6 +25,7 @@ import socket
 import subprocess
 import sys
 import threading
+import types
 import urllib.request
 import zipfile
 from collections.abc import Iterator
@@ -35,6 +36,7 @@ import boto3
 import pytest
 import yaml
 from moto.apigateway.models import RestAPI, apigateway_backends
+from moto.awslambda.models import lambda_backends
 from moto.cloudformation import parsing as moto_cloudformation
 from moto.cloudformation.exceptions import UnformattedGetAttTemplateException
 from moto.cloudwatch.models import Metric, MetricDataQuery, MetricStat, cloudwatch_backends
@@ -42,8 +44,9 @@ from moto.core.common_models import CloudFormationModel
 from moto.server import ThreadedMotoServer
 
 from seat_tools.local.runner import failed_message_ids, import_handler, sqs_record
+from seat_tools.onsale.stack_reader import StackReader, StackResources
 from tests.integration.conftest import REPO, LambdaContext
-from tests.template_support import Template, sam_translate
+from tests.template_support import Template, sam_translate, version_publisher
 
 STACK = "seat-inventory-ci"
 REGION = "us-east-1"
@@ -167,7 +170,125 @@ def rest_api_with_its_body(
     return api
 
 
-# moto lists the CloudFormation models once (cached): make it see the one above.
+class LambdaVersionResource(CloudFormationModel):
+    """AWS::Lambda::Version as moto's (it publishes a version), with the `Version` attribute an
+    alias gets it by (`!GetAtt <version>.Version`), which moto's lacks. Both SAM's version
+    (`AutoPublishAlias`) and, with ProvisionedConcurrency set, the template's live version."""
+
+    def __init__(self, arn: str, version: str) -> None:
+        self.arn = arn
+        self.version = version
+
+    @staticmethod
+    def cloudformation_type() -> str:
+        return "AWS::Lambda::Version"
+
+    @property
+    def physical_resource_id(self) -> str:
+        return self.arn
+
+    @classmethod
+    def has_cfn_attr(cls, attr: str) -> bool:
+        return attr == "Version"
+
+    def get_cfn_attribute(self, attribute_name: str) -> str:
+        if attribute_name != "Version":
+            raise UnformattedGetAttTemplateException()
+        return self.version
+
+    @classmethod
+    def create_from_cloudformation_json(  # type: ignore[override]
+        cls, resource_name: str, cloudformation_json: Any, account_id: str, region_name: str, **kwargs: Any
+    ) -> LambdaVersionResource:
+        props = cloudformation_json["Properties"]
+        published = lambda_backends[account_id][region_name].publish_version(
+            props["FunctionName"], description=props.get("Description", "")
+        )
+        assert published is not None, f"no function {props['FunctionName']} to publish"
+        return cls(published.function_arn, str(published.version))
+
+
+class LambdaAliasResource(CloudFormationModel):
+    """AWS::Lambda::Alias for moto's CloudFormation, which has none: SAM's `AutoPublishAlias`, and
+    the alias "live" the queue's mapping invokes while ProvisionedConcurrency is set. Created in
+    moto's Lambda (Ref: the alias's ARN); moto has no provisioned concurrency, so the alias's
+    `ProvisionedConcurrencyConfig` is checked on the translated template (test_template.py)."""
+
+    def __init__(self, arn: str) -> None:
+        self.arn = arn
+
+    @staticmethod
+    def cloudformation_type() -> str:
+        return "AWS::Lambda::Alias"
+
+    @property
+    def physical_resource_id(self) -> str:
+        return self.arn
+
+    @classmethod
+    def create_from_cloudformation_json(  # type: ignore[override]
+        cls, resource_name: str, cloudformation_json: Any, account_id: str, region_name: str, **kwargs: Any
+    ) -> LambdaAliasResource:
+        props = cloudformation_json["Properties"]
+        alias = lambda_backends[account_id][region_name].create_alias(
+            name=props["Name"],
+            function_name=props["FunctionName"],
+            function_version=str(props["FunctionVersion"]),
+            description=props.get("Description", ""),
+            routing_config=None,  # type: ignore[arg-type]
+        )
+        return cls(alias.arn)
+
+
+class VersionPublisherResource(CloudFormationModel):
+    """AWS::CloudFormation::CustomResource for moto's CloudFormation, which cannot run the Lambda
+    function behind one: the template's ReserveSeatsLiveVersion runs the publisher's own code
+    (ReserveSeatsVersionPublisher's InlineCode) here, with a Lambda client on this moto server and
+    `cfnresponse` caught, and takes the version it answers (`!GetAtt <it>.Version`)."""
+
+    def __init__(self, physical_id: str, data: dict[str, str]) -> None:
+        self.physical_id = physical_id
+        self.data = data
+
+    @staticmethod
+    def cloudformation_type() -> str:
+        return "AWS::CloudFormation::CustomResource"
+
+    @property
+    def physical_resource_id(self) -> str:
+        return self.physical_id
+
+    @classmethod
+    def has_cfn_attr(cls, attr: str) -> bool:
+        return attr == "Version"
+
+    def get_cfn_attribute(self, attribute_name: str) -> str:
+        if attribute_name not in self.data:
+            raise UnformattedGetAttTemplateException()
+        return self.data[attribute_name]
+
+    @classmethod
+    def create_from_cloudformation_json(  # type: ignore[override]
+        cls, resource_name: str, cloudformation_json: Any, account_id: str, region_name: str, **kwargs: Any
+    ) -> VersionPublisherResource:
+        answers: list[tuple[str, dict[str, str], str]] = []
+        responses = types.SimpleNamespace(
+            SUCCESS="SUCCESS",
+            FAILED="FAILED",
+            send=lambda event, context, status, data, physical_id=None, reason=None, **_: answers.append(
+                (status, data, reason or physical_id or "")
+            ),
+        )
+        publisher = version_publisher(REPO / "template.yaml", responses)
+        event = {"RequestType": "Create", "ResourceProperties": dict(cloudformation_json["Properties"])}
+        publisher.handler(event, None)
+        [(status, data, detail)] = answers
+        assert status == "SUCCESS", detail
+        return cls(detail, data)
+
+
+# moto lists the CloudFormation models once (cached): make it see the ones above (the last model
+# of a type wins: the version above replaces moto's).
 moto_cloudformation.get_model_list.cache_clear()
 moto_cloudformation.get_model_map.cache_clear()
 moto_cloudformation.get_name_type_map.cache_clear()
@@ -223,7 +344,9 @@ def deployed(template: Template) -> Iterator[DeployedStack]:
             s3.create_bucket(Bucket=CODE_BUCKET)
             s3.put_object(Bucket=CODE_BUCKET, Key=CODE_KEY, Body=function_package())
             cloudformation = session.client("cloudformation")
-            body = sam_translate(template.document, code_uri=f"s3://{CODE_BUCKET}/{CODE_KEY}")
+            body = compared_as_strings(
+                sam_translate(template.document, code_uri=f"s3://{CODE_BUCKET}/{CODE_KEY}")
+            )
             cloudformation.create_stack(
                 StackName=STACK, TemplateBody=json.dumps(body), Capabilities=["CAPABILITY_IAM"]
             )
@@ -308,7 +431,8 @@ def test_the_stack_reaches_create_complete_with_every_emulated_resource(
     deployed: DeployedStack, template: Template
 ) -> None:
     assert deployed.resources["_status"]["id"] == "CREATE_COMPLETE"
-    translated = sam_translate(template.document)
+    # with the deployed code's location: SAM names its version by it
+    translated = sam_translate(template.document, code_uri=f"s3://{CODE_BUCKET}/{CODE_KEY}")
     expected = {
         logical_id
         for logical_id, resource in translated["Resources"].items()
@@ -403,6 +527,24 @@ def test_the_e2e_tier_passes_against_the_stack(
     assert poller.invocations > 0 and not poller.errors, poller.errors
 
 
+def compared_as_strings(body: dict[str, Any]) -> dict[str, Any]:
+    """`body` with its conditions comparing Number parameters as CloudFormation does, as strings:
+    moto turns a Number parameter into an int, so `!Equals [!Ref N, "0"]` was never true there
+    (a stack at the defaults got the alias of ProvisionedConcurrency, which is 0)."""
+    numbers = {name for name, p in body["Parameters"].items() if p.get("Type") == "Number"}
+
+    def wrapped(value: Any) -> Any:
+        if isinstance(value, dict):
+            if set(value) == {"Ref"} and value["Ref"] in numbers:
+                return {"Fn::Join": ["", [value]]}
+            return {key: wrapped(inner) for key, inner in value.items()}
+        if isinstance(value, list):
+            return [wrapped(inner) for inner in value]
+        return value
+
+    return body | {"Conditions": wrapped(body["Conditions"])}
+
+
 def evaluate(value: Any, conditions: dict[str, Any], parameters: dict[str, str]) -> Any:
     """A condition's value: the few intrinsics conditions use."""
     if isinstance(value, dict):
@@ -442,7 +584,8 @@ def create_stack_with(
 ) -> dict[str, str]:
     """Creates stack `name` from the translated template with these parameters; its outputs."""
     body = with_language_extensions(
-        sam_translate(template.document, code_uri=f"s3://{CODE_BUCKET}/{CODE_KEY}"), overrides
+        compared_as_strings(sam_translate(template.document, code_uri=f"s3://{CODE_BUCKET}/{CODE_KEY}")),
+        overrides,
     )
     deployed.cloudformation.create_stack(
         StackName=name,
@@ -512,10 +655,14 @@ def test_with_event_pollers_the_mapping_is_created_in_provisioned_mode(
     deployed: DeployedStack, template: Template
 ) -> None:
     """The mapping CloudFormation creates from the translated template with EventPollers=7: its
-    event pollers, and no MaximumConcurrency (AWS refuses both together). The default (standard
-    mode) is checked on the template's conditions (test_template.py) and not here: moto compares a
-    Number parameter with the string "0" as unequal, so on moto HasEventPollers is always true."""
+    event pollers, and no MaximumConcurrency (AWS refuses both together); at the defaults,
+    standard mode (the conditions compared as strings: `compared_as_strings`)."""
     session = boto3.session.Session(region_name=REGION)
+    [default] = session.client("lambda").list_event_source_mappings(
+        EventSourceArn=deployed.outputs["ReservationsQueueArn"]
+    )["EventSourceMappings"]
+    assert default["ScalingConfig"] == {"MaximumConcurrency": 10}
+    assert default.get("ProvisionedPollerConfig") is None
     name = "seat-inventory-provisioned-mapping"
     outputs = create_stack_with(deployed, template, name, {"EventPollers": "7"})
     [mapping] = session.client("lambda").list_event_source_mappings(
@@ -523,4 +670,41 @@ def test_with_event_pollers_the_mapping_is_created_in_provisioned_mode(
     )["EventSourceMappings"]
     assert mapping.get("ScalingConfig") is None
     assert mapping["ProvisionedPollerConfig"] == {"MinimumPollers": 7, "MaximumPollers": 7}
+    deployed.cloudformation.delete_stack(StackName=name)
+
+
+def test_with_provisioned_concurrency_the_queue_feeds_the_alias_live_on_a_version_of_the_settings(
+    deployed: DeployedStack, template: Template
+) -> None:
+    """With ProvisionedConcurrency set, the mapping invokes the alias "live", whose version the
+    template's publisher (its code, run here by `VersionPublisherResource`) published from the
+    function as deployed, with the parameters' values. moto's publish_version gives the last
+    version back when nothing changed, as the publisher does on AWS (tests/unit/
+    test_version_publisher.py); moto has no provisioned concurrency: the alias's
+    ProvisionedConcurrencyConfig is checked in test_template.py. At the defaults, the mapping
+    invokes the function itself and there is no alias "live"."""
+    lambda_ = boto3.session.Session(region_name=REGION).client("lambda")
+    default = StackResources.from_outputs(deployed.outputs)
+    assert StackReader._mapping(lambda_, default)["FunctionArn"].endswith(
+        f":function:{default.function_name}"
+    )
+    assert "ReserveSeatsLiveAlias" not in deployed.resources
+    name = "seat-inventory-provisioned-concurrency"
+    outputs = create_stack_with(
+        deployed, template, name, {"ProvisionedConcurrency": "3", "MaxSeatsPerReservation": "4"}
+    )
+    resources = StackResources.from_outputs(outputs)
+    # the onsale check's reader finds the mapping by its queue
+    mapping = StackReader._mapping(lambda_, resources)
+    alias = lambda_.get_alias(FunctionName=resources.function_name, Name="live")
+    # AWS reports the alias's ARN; moto the ARN of the version the alias points at
+    version_arn = f"{alias['AliasArn'].rsplit(':', 1)[0]}:{alias['FunctionVersion']}"
+    assert mapping["FunctionArn"] in {alias["AliasArn"], version_arn}
+    live = lambda_.get_function_configuration(
+        FunctionName=resources.function_name, Qualifier=alias["FunctionVersion"]
+    )
+    assert str(live["Environment"]["Variables"]["MAX_SEATS_PER_RESERVATION"]) == "4"  # moto: an int
+    stack = deployed.cloudformation.list_stack_resources(StackName=name)["StackResourceSummaries"]
+    physical = {r["LogicalResourceId"]: r["PhysicalResourceId"] for r in stack}
+    assert physical["ReserveSeatsLiveVersion"] == f"{resources.function_name}:{alias['FunctionVersion']}"
     deployed.cloudformation.delete_stack(StackName=name)

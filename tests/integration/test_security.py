@@ -22,9 +22,7 @@ from tests.template_support import Template, sam_translate
 MANAGED_POLICIES = {
     "service-role/AWSLambdaBasicExecutionRole": "CloudWatch Logs; SAM attaches it to every role it generates",
     "AWSXrayWriteOnlyAccess": "Tracing: Active; X-Ray's PutTraceSegments has no resource-level permissions",
-    "service-role/AWSLambdaSQSQueueExecutionRole": "the SQS event source; SAM attaches it with every SQS event",
 }
-SQS_POLLER_POLICY = "service-role/AWSLambdaSQSQueueExecutionRole"
 # Deny statements may name whole services: denying more is the safe direction.
 WILDCARD_DENY_SIDS = {"DenyInsecureTransport"}
 ENCRYPTED_QUEUES = ("ReservationsQueue", "ReservationsDeadLetterQueue")
@@ -153,12 +151,29 @@ def test_a_wildcard_is_only_ever_denied(deployed: dict[str, Any]) -> None:
 
 
 def test_only_the_listed_managed_policies_are_attached(deployed: dict[str, Any], template: Template) -> None:
-    for function_id, function in functions(template).items():
+    for function_id in functions(template):
         role = deployed["Resources"][f"{function_id}Role"]["Properties"]
         attached = {managed_policy_name(arn) for arn in role.get("ManagedPolicyArns", [])}
         assert attached <= set(MANAGED_POLICIES), function_id
-        has_sqs_event = any(e["Type"] == "SQS" for e in function["Properties"].get("Events", {}).values())
-        assert (SQS_POLLER_POLICY in attached) == has_sqs_event, function_id
+
+
+def test_the_reserve_function_may_take_messages_from_the_reservations_queue_only(
+    deployed: dict[str, Any],
+) -> None:
+    # The queue's mapping is written out (no SAM SQS event, whose managed policy, with
+    # AWSLambdaSQSQueueExecutionRole's "*" resources, would come with it): its grant names the queue.
+    queue_arn = {
+        "Fn::Sub": [
+            "arn:${AWS::Partition}:sqs:${AWS::Region}:${AWS::AccountId}:${queueName}",
+            {"queueName": {"Fn::GetAtt": ["ReservationsQueue", "QueueName"]}},
+        ]
+    }
+    receiving = [
+        (where.split("/")[0], statement["Resource"])
+        for where, statement in statements(deployed)
+        if statement["Effect"] == "Allow" and "sqs:ReceiveMessage" in as_list(statement["Action"])
+    ]
+    assert receiving == [("ReserveSeatsFunctionRole", queue_arn)]
 
 
 def test_each_function_runs_as_its_own_generated_role(deployed: dict[str, Any], template: Template) -> None:

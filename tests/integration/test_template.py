@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from seat_inventory.settings import Settings
 from seat_tools.local.template import Resolver, include_locations, load_template, read_template_document
 from tests.fakes import FakeClock, InMemoryInventoryStore, RecordingPublisher
 from tests.integration.conftest import REPO
-from tests.template_support import Template
+from tests.template_support import Template, sam_translate
 
 # What template.yaml brings in from its own files with AWS::Include (`sam deploy` uploads them).
 INCLUDED = {
@@ -125,7 +126,7 @@ def test_the_event_source_runs_in_provisioned_mode_only_when_event_pollers_are_s
     template: Template,
 ) -> None:
     # SQS refuses ScalingConfig.MaximumConcurrency and ProvisionedPollerConfig together: one or the other
-    event = template.properties("ReserveSeatsFunction")["Events"]["ReservationsQueueEvent"]["Properties"]
+    event = template.properties("ReserveSeatsFunctionReservationsQueueEvent")
     assert event["ScalingConfig"] == {
         "Fn::If": [
             "HasEventPollers",
@@ -149,6 +150,96 @@ def test_the_event_source_runs_in_provisioned_mode_only_when_event_pollers_are_s
     assert (standard.maximum_concurrency, standard.event_pollers, standard.concurrency) == (10, None, 10)
     source = provisioned.function.event_source
     assert (source.maximum_concurrency, source.event_pollers, source.concurrency) == (None, 7, 70)
+
+
+def test_provisioned_concurrency_is_on_the_alias_the_event_source_invokes_only_when_set(
+    template: Template,
+) -> None:
+    translated = sam_translate(template.document)["Resources"]
+    alias = translated["ReserveSeatsLiveAlias"]
+    assert (alias["Type"], alias["Condition"]) == ("AWS::Lambda::Alias", "HasProvisionedConcurrency")
+    assert alias["Properties"]["ProvisionedConcurrencyConfig"] == {
+        "ProvisionedConcurrentExecutions": {"Ref": "ProvisionedConcurrency"}
+    }
+    assert alias["Properties"]["FunctionVersion"] == {"Fn::GetAtt": ["ReserveSeatsLiveVersion", "Version"]}
+    assert translated["ReserveSeatsLiveVersion"]["Condition"] == "HasProvisionedConcurrency"
+    # the queue's mapping invokes the alias while it is set, the function itself otherwise
+    mapping = translated["ReserveSeatsFunctionReservationsQueueEvent"]["Properties"]
+    assert mapping["FunctionName"] == {
+        "Fn::If": [
+            "HasProvisionedConcurrency",
+            {"Ref": "ReserveSeatsLiveAlias"},
+            {"Ref": "ReserveSeatsFunction"},
+        ]
+    }
+    assert template.document["Parameters"]["ProvisionedConcurrency"]["Default"] == 0  # billed while set
+    assert not _condition(template, "HasProvisionedConcurrency", {})  # Lambda refuses 0: no alias
+    assert _condition(template, "HasProvisionedConcurrency", {"ProvisionedConcurrency": "70"})
+    # what the local stack and the simulation read
+    assert load_template(REPO / "template.yaml").function.provisioned_concurrency == 0
+    provisioned = load_template(REPO / "template.yaml", parameter_overrides={"ProvisionedConcurrency": "70"})
+    assert provisioned.function.provisioned_concurrency == 70
+
+
+def _references(value: Any, conditions: dict[str, Any]) -> set[str]:
+    """The parameters and resources `value` refers to (`Ref`, `Fn::GetAtt`, `${...}` in `Fn::Sub`),
+    with those of the conditions its `Fn::If`s choose by."""
+    found: set[str] = set()
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            if key == "Ref":
+                found.add(str(inner))
+            elif key == "Fn::GetAtt":
+                found.add(str(inner[0]))
+            elif key == "Fn::Sub":
+                text = inner if isinstance(inner, str) else inner[0]
+                found |= {name.split(".")[0] for name in re.findall(r"\$\{([^}!]+)\}", text)}
+                found |= _references(inner[1:] if isinstance(inner, list) else [], conditions)
+            elif key == "Fn::If":
+                found |= _references(conditions[inner[0]], conditions) | _references(inner[1:], conditions)
+            elif key == "Condition" and isinstance(inner, str):
+                found |= _references(conditions[inner], conditions)
+            else:
+                found |= _references(inner, conditions)
+    elif isinstance(value, list):
+        for inner in value:
+            found |= _references(inner, conditions)
+    return found
+
+
+def test_the_live_version_is_published_again_when_the_code_or_a_setting_the_function_reads_changes(
+    template: Template,
+) -> None:
+    translated = sam_translate(template.document)
+    resources, conditions = translated["Resources"], translated["Conditions"]
+    function = resources["ReserveSeatsFunction"]["Properties"]
+    live = resources["ReserveSeatsLiveVersion"]
+    assert live["Type"] == "AWS::CloudFormation::CustomResource"
+    assert live["Properties"]["ServiceToken"] == {"Fn::GetAtt": ["ReserveSeatsVersionPublisher", "Arn"]}
+    # Every parameter and resource the function's configuration names is among the custom
+    # resource's properties: a new value changes them, and CloudFormation sends the publisher an
+    # update (its code, tests/unit/test_version_publisher.py, publishes the function as it is).
+    # Left out: the code (SAM's version below), the role (replaced only if its name or path
+    # changed, which nothing sets) and the tags (the function's, not a version's).
+    named = _references({k: v for k, v in function.items() if k not in {"Code", "Role", "Tags"}}, conditions)
+    named -= {name for name in named if name.startswith("AWS::")}
+    assert {"MaxSeatsPerReservation", "LogLevel", "Tracing", "InventoryTable", "OutcomesTopic"} <= named
+    assert named <= _references(live["Properties"], conditions)
+    # ... and SAM's version, published whenever the code, the environment as written or the memory
+    # size changes
+    [sam_version] = [
+        lid for lid, r in resources.items() if r["Type"] == "AWS::Lambda::Version" and "Condition" not in r
+    ]
+    assert live["Properties"]["PublishedBySam"] == {"Ref": sam_version}
+    with_other_code = sam_translate(template.document, code_uri="s3://seat-inventory-code/other.zip")
+    edited = copy.deepcopy(template.document)
+    edited["Globals"]["Function"]["MemorySize"] = 1024
+    for changed in (with_other_code, sam_translate(edited)):
+        assert sam_version not in changed["Resources"]
+    # SAM's version alone would not do: it is named by the properties as written, so a parameter
+    # value the function reads changes nothing there (SAM issues #1640, #3820)
+    other_value = sam_translate(template.document, parameter_values={"MaxSeatsPerReservation": "4"})
+    assert sam_version in other_value["Resources"]
 
 
 def test_one_event_poller_is_refused_before_deployment(template: Template) -> None:
@@ -201,9 +292,11 @@ def test_the_queue_outlives_six_function_timeouts_and_redrives_to_the_dlq(templa
 
 
 def test_the_event_source_reports_partial_failures_and_caps_concurrency(template: Template) -> None:
-    [event] = template.properties("ReserveSeatsFunction")["Events"].values()
-    props = event["Properties"]
-    assert event["Type"] == "SQS"
+    assert template.document["Resources"]["ReserveSeatsFunctionReservationsQueueEvent"]["Type"] == (
+        "AWS::Lambda::EventSourceMapping"
+    )
+    props = template.properties("ReserveSeatsFunctionReservationsQueueEvent")
+    assert props["EventSourceArn"] == {"Fn::GetAtt": ["ReservationsQueue", "Arn"]}
     assert props["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
     # standard mode's cap (provisioned mode's: test_the_event_source_runs_in_provisioned_mode_...)
     assert props["ScalingConfig"]["Fn::If"][2] == {"MaximumConcurrency": {"Ref": "MaximumConcurrency"}}
@@ -286,8 +379,9 @@ def test_samconfig_points_local_invoke_at_the_shipped_env_file() -> None:
 def test_a_full_batch_for_one_seat_class_is_one_transaction(template: Template) -> None:
     # One transaction holds the inventory update and at most 99 reservation records: a batch of
     # 100 became two transactions (99 + 1) on the hot item, each holding it in turn.
-    [event] = template.properties("ReserveSeatsFunction")["Events"].values()
-    batch_size = template.resolve(event["Properties"]["BatchSize"])
+    batch_size = template.resolve(
+        template.properties("ReserveSeatsFunctionReservationsQueueEvent")["BatchSize"]
+    )
     store = InMemoryInventoryStore()
     store.add_event("e-1", capacity=10 * batch_size)
     messages = [

@@ -26,8 +26,9 @@ ALARM_ACTIONS = [
     {"Fn::If": ["HasAlarmTopicArn", {"Ref": "AlarmTopicArn"}, {"Ref": "AWS::NoValue"}]},
 ]
 STACK_TAGS = {"Service": "seat-inventory", "Stage": {"Ref": "Stage"}}
-# SAM copies the functions' tags to the roles it generates, not to these: they get the stack's
-# tags, which `sam deploy` sets from samconfig.toml (`tags`) and CloudFormation propagates.
+# SAM copies the functions' tags to the roles it generates, not to its schedule rules, and the
+# queue's mapping is written without: they get the stack's tags, which `sam deploy` sets from
+# samconfig.toml (`tags`) and CloudFormation propagates.
 TAGGED_BY_THE_STACK = {"AWS::Lambda::EventSourceMapping", "AWS::Events::Rule"}
 
 

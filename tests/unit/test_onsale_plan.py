@@ -67,6 +67,11 @@ def test_40000_per_second_needs_50_containers_50_shards_and_a_table_warmed_past_
     # or none in provisioned mode: 50 / 10 invocations per poller = 5 pollers, $0.00925 an hour each
     assert got["event_pollers"] == 5
     assert plan.values["event_pollers_usd_per_hour"] == pytest.approx(5 * 0.00925)
+    # and the 50 containers initialised before the sale: 50 x 0.5 GB x 3,600 s at the Arm rate
+    assert got["provisioned_concurrency"] == 50
+    assert plan.values["provisioned_concurrency_usd_per_hour"] == pytest.approx(
+        50 * 0.5 * 3600 * 0.0000033334
+    )
     assert plan.problems == ()
 
 

@@ -20,7 +20,6 @@ OUTPUTS = {
     "CheckoutApiId": "abc123",
     "CheckoutApiUrl": "https://abc123.execute-api.us-east-1.amazonaws.com/v1",
 }
-OTHER_QUEUE = "arn:aws:sqs:us-east-1:123456789012:another-queue"
 
 
 @pytest.fixture
@@ -71,20 +70,23 @@ def stub_stack(
             "EventSourceMappings": [
                 {
                     "UUID": "00000000-0000-0000-0000-000000000001",
-                    "EventSourceArn": OTHER_QUEUE,
+                    "EventSourceArn": OUTPUTS["ReservationsQueueArn"],
+                    "FunctionArn": "arn:aws:lambda:us-east-1:123456789012:function:another-function",
                     "BatchSize": 10,
                     "State": "Enabled",
                 },
                 {
                     "UUID": "00000000-0000-0000-0000-000000000002",
                     "EventSourceArn": OUTPUTS["ReservationsQueueArn"],
+                    # the alias "live" while ProvisionedConcurrency is set
+                    "FunctionArn": "arn:aws:lambda:us-east-1:123456789012:function:seats-reserve:live",
                     "BatchSize": 99,
                     "State": mapping_state,
                     "ScalingConfig": {"MaximumConcurrency": 50},
                 },
             ]
         },
-        {"FunctionName": "seats-reserve"},
+        {"EventSourceArn": OUTPUTS["ReservationsQueueArn"]},
     )
     lambda_.add_response(
         "get_function_concurrency",

@@ -88,9 +88,10 @@ def plan(
     output: OutputFormat,
 ) -> None:
     """Print what a sale at RATE reservations per second needs: shards, MaximumConcurrency, the
-    event pollers, the table's warm throughput, quota and maximum, the API throttles, Lambda's
-    concurrency, the scale-up time and the expected cost, one line each, the value then the rule
-    behind it. With --seat-map, a seat map's best-available sale (docs/onsale.md).
+    event pollers, the provisioned concurrency, the table's warm throughput, quota and maximum,
+    the API throttles, Lambda's concurrency, the scale-up time and the expected cost, one line
+    each, the value then the rule behind it. With --seat-map, a seat map's best-available sale
+    (docs/onsale.md).
 
     Exit status 1 when this design cannot reach the rate (more than 64 shards or 1,000 containers).
     """

@@ -397,7 +397,7 @@ def _check_seat_map_options(config: SimulationConfig) -> None:
     default=0,
     show_default=True,
     help="Containers initialised before the sale, paying only the first invocation's part of the"
-    " cold start (Lambda's provisioned concurrency, which template.yaml does not set yet; at most"
+    " cold start (Lambda's provisioned concurrency: the template's ProvisionedConcurrency; at most"
     " the containers); their charge is in the cost (docs/simulation.md).",
 )
 @output_option

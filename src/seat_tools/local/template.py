@@ -35,7 +35,10 @@ QUEUE_ID = "ReservationsQueue"
 DEAD_LETTER_QUEUE_ID = "ReservationsDeadLetterQueue"
 TOPIC_ID = "OutcomesTopic"
 FUNCTION_ID = "ReserveSeatsFunction"
-EVENT_ID = "ReservationsQueueEvent"
+# The queue's event source mapping (written out in the template: docs/onsale.md) and the alias
+# it invokes while ProvisionedConcurrency is set.
+MAPPING_ID = "ReserveSeatsFunctionReservationsQueueEvent"
+LIVE_ALIAS_ID = "ReserveSeatsLiveAlias"
 
 # Lambda's own defaults when neither the function nor Globals sets a value.
 LAMBDA_DEFAULT_TIMEOUT_S = 3
@@ -507,6 +510,9 @@ class FunctionDefinition:
     memory_mb: int
     environment: Mapping[str, Any]  # Globals merged; values may still refer to resources
     event_source: SqsEventSource
+    # the alias's ProvisionedConcurrencyConfig: environments initialised before the first
+    # invocation (0: none, or no alias: every environment starts cold)
+    provisioned_concurrency: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -713,40 +719,51 @@ def _topic(document: Mapping[str, Any], resolver: Resolver) -> TopicDefinition:
 def _queue_logical_id(value: Any) -> str:
     if isinstance(value, dict) and "Fn::GetAtt" in value:
         return str(value["Fn::GetAtt"][0])
-    raise TemplateError(f"the SQS event's Queue must be !GetAtt <Queue>.Arn, got {value!r}")
+    raise TemplateError(f"{MAPPING_ID}'s EventSourceArn must be !GetAtt <Queue>.Arn, got {value!r}")
+
+
+def _provisioned_concurrency(document: Mapping[str, Any], resolver: Resolver) -> int:
+    """The live alias's provisioned environments: 0 when its condition leaves it out."""
+    alias = (document.get("Resources") or {}).get(LIVE_ALIAS_ID)
+    if not isinstance(alias, dict):
+        return 0
+    condition = alias.get("Condition")
+    if condition is not None and not resolver.condition(str(condition)):
+        return 0
+    config = _optional(resolver, (alias.get("Properties") or {}).get("ProvisionedConcurrencyConfig")) or {}
+    return _int(
+        config.get("ProvisionedConcurrentExecutions", 0), f"{LIVE_ALIAS_ID}.ProvisionedConcurrentExecutions"
+    )
 
 
 def _function(document: Mapping[str, Any], resolver: Resolver) -> FunctionDefinition:
     properties = _resource(document, FUNCTION_ID, "AWS::Serverless::Function")
     globals_ = (document.get("Globals") or {}).get("Function") or {}
-    event = (properties.get("Events") or {}).get(EVENT_ID)
-    if not isinstance(event, dict) or event.get("Type") != "SQS":
-        raise TemplateError(f"{FUNCTION_ID} has no SQS event {EVENT_ID!r}")
-    event_properties = event.get("Properties") or {}
+    event_properties = _resource(document, MAPPING_ID, "AWS::Lambda::EventSourceMapping")
     scaling = _optional(resolver, event_properties.get("ScalingConfig")) or {}
     pollers = _optional(resolver, event_properties.get("ProvisionedPollerConfig")) or {}
     response_types = resolver.resolve(event_properties.get("FunctionResponseTypes") or [])
     maximum_concurrency = scaling.get("MaximumConcurrency")
     event_source = SqsEventSource(
-        name=EVENT_ID,
-        queue_id=_queue_logical_id(event_properties.get("Queue")),
+        name=MAPPING_ID,
+        queue_id=_queue_logical_id(event_properties.get("EventSourceArn")),
         batch_size=_int(
             resolver.resolve(event_properties.get("BatchSize", SQS_EVENT_DEFAULT_BATCH_SIZE)),
-            f"{EVENT_ID}.BatchSize",
+            f"{MAPPING_ID}.BatchSize",
         ),
         maximum_batching_window_s=_float(
             resolver.resolve(event_properties.get("MaximumBatchingWindowInSeconds", 0)),
-            f"{EVENT_ID}.MaximumBatchingWindowInSeconds",
+            f"{MAPPING_ID}.MaximumBatchingWindowInSeconds",
         ),
         maximum_concurrency=(
             None
             if maximum_concurrency is None
-            else _int(maximum_concurrency, f"{EVENT_ID}.MaximumConcurrency")
+            else _int(maximum_concurrency, f"{MAPPING_ID}.MaximumConcurrency")
         ),
         report_batch_item_failures="ReportBatchItemFailures" in response_types,
         enabled=str(resolver.resolve(event_properties.get("Enabled", True))).lower() == "true",
         event_pollers=(
-            _int(pollers["MaximumPollers"], f"{EVENT_ID}.MaximumPollers")
+            _int(pollers["MaximumPollers"], f"{MAPPING_ID}.MaximumPollers")
             if "MaximumPollers" in pollers
             else None
         ),
@@ -772,6 +789,7 @@ def _function(document: Mapping[str, Any], resolver: Resolver) -> FunctionDefini
         memory_mb=_int(setting("MemorySize", LAMBDA_DEFAULT_MEMORY_MB), f"{FUNCTION_ID}.MemorySize"),
         environment=environment,
         event_source=event_source,
+        provisioned_concurrency=_provisioned_concurrency(document, resolver),
     )
 
 

@@ -62,6 +62,13 @@ class StackResources:
         )
 
 
+def function_of(function_arn: str) -> str:
+    """The function's name in a function, version or alias ARN
+    (arn:aws:lambda:<region>:<account>:function:<name>[:<qualifier>])."""
+    parts = function_arn.split(":")
+    return parts[6] if len(parts) > 6 else ""
+
+
 def _error_code(exc: ClientError) -> str:
     return str(exc.response.get("Error", {}).get("Code", ""))
 
@@ -116,11 +123,13 @@ class StackReader:
 
     @staticmethod
     def _mapping(lambda_: Any, resources: StackResources) -> dict[str, Any]:
-        """The function's event source mapping on the reservations queue."""
+        """The function's event source mapping on the reservations queue: listed by the queue,
+        since while ProvisionedConcurrency is set it invokes the function's alias "live", whose
+        ARN is not the function's."""
         paginator = lambda_.get_paginator("list_event_source_mappings")
-        for page in paginator.paginate(FunctionName=resources.function_name):
+        for page in paginator.paginate(EventSourceArn=resources.queue_arn):
             for mapping in page.get("EventSourceMappings", []):
-                if mapping.get("EventSourceArn") == resources.queue_arn:
+                if function_of(mapping.get("FunctionArn", "")) == resources.function_name:
                     return dict(mapping)
         raise LookupError(
             f"function {resources.function_name} has no event source mapping on {resources.queue_arn}"

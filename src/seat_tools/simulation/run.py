@@ -113,7 +113,7 @@ class SimulationConfig:
     # template's EventPollers): `containers` = 10 per poller, every one there from the first
     # message, and the pollers are billed for the sale (seat_tools.event_source_scaling).
     event_pollers: int = 0
-    # > 0: the function's provisioned concurrency (not set by template.yaml yet, docs/simulation.md):
+    # > 0: the function's provisioned concurrency (the template's ProvisionedConcurrency):
     # this many containers are initialised before the sale (of the cold start they pay only the
     # first invocation's part, at most the cold start), billed for the time it is set
     # (seat_tools.event_source_scaling.provisioned_concurrency_billed_s).
