@@ -225,6 +225,18 @@ def test_the_live_version_is_published_again_when_the_code_or_a_setting_the_func
     named -= {name for name in named if name.startswith("AWS::")}
     assert {"MaxSeatsPerReservation", "LogLevel", "Tracing", "InventoryTable", "OutcomesTopic"} <= named
     assert named <= _references(live["Properties"], conditions)
+    # The function's properties written as values, not names, that SAM's version does not see (it
+    # sees the code, the environment as written and the memory size) are copied there as they are:
+    # a new one (Layers, EphemeralStorage, ...) or an edit fails here until it is copied too.
+    # The description and tags change nothing the function runs.
+    seen_by_sam = {"Code", "Environment", "MemorySize"}
+    written = {
+        key: value
+        for key, value in function.items()
+        if key not in seen_by_sam | {"Role", "Tags", "Description"} and not _references(value, conditions)
+    }
+    assert set(written) >= {"Handler", "Runtime", "Timeout"}
+    assert live["Properties"]["FunctionProperties"] == written
     # ... and SAM's version, published whenever the code, the environment as written or the memory
     # size changes
     [sam_version] = [

@@ -110,11 +110,31 @@ def test_a_new_version_is_published_from_the_function_as_it_is(
     ]
 
 
-def test_when_nothing_changed_since_the_last_version_that_one_is_given(
+def test_when_nothing_changed_since_the_last_version_lambda_s_answer_that_one_is_given(
     publisher: tuple[types.ModuleType, CloudFormationResponses], lambda_client: tuple[Any, Stubber]
 ) -> None:
-    # Given a function whose code and configuration are those of its last version, 6: Lambda
-    # publishes none (as right after SAM's own version, or when only ProvisionedConcurrency is set)
+    # Given a function whose code and configuration are those of its last version, 6 (as right
+    # after SAM's own version, or when only ProvisionedConcurrency is set): Lambda publishes none
+    # and answers with that version (the AWS::Lambda::Version resource fails on that answer)
+    module, responses = publisher
+    stubber = lambda_client[1]
+    stub_function_as_it_is(stubber)
+    stubber.add_response(
+        "publish_version",
+        {**CONFIGURATION, "Version": "6"},
+        {"FunctionName": FUNCTION, "CodeSha256": "code-sha-2"},
+    )
+
+    module.handler(event("Create"), None)
+
+    assert responses.sent[0]["status"] == "SUCCESS" and responses.sent[0]["data"] == {"Version": "6"}
+
+
+def test_when_publishing_is_refused_the_last_version_is_given_if_it_is_the_function_as_it_is(
+    publisher: tuple[types.ModuleType, CloudFormationResponses], lambda_client: tuple[Any, Stubber]
+) -> None:
+    # Given a refusal that may pass (SAM's alias updated at the same moment, or throttling) and a
+    # last version, 6, with the function's code and configuration
     module, responses = publisher
     stubber = lambda_client[1]
     stub_function_as_it_is(stubber)

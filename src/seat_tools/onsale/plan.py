@@ -496,7 +496,7 @@ def plan_sale(inputs: SaleInputs) -> SalePlan:
             " start; the first invocation still builds its clients, docs/simulation.md: a tenth"
             " of a 3 s sell-out); with EventPollers, 10 per poller;"
             f" ${provisioned_per_hour:.2f} an hour while set ({mapping:,} x {inputs.memory_mb} MB x"
-            f" ${PRICES['lambda_provisioned_concurrency'].usd} per GB-second, rounded up to 5"
+            f" ${PRICES['lambda_provisioned_concurrency'].usd:.10f} per GB-second, rounded up to 5"
             " minutes): set it about 10 minutes before the sale (sam deploy waits until the"
             " environments are ready), 0 after (docs/onsale.md)",
         ),
