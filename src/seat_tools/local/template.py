@@ -35,10 +35,8 @@ QUEUE_ID = "ReservationsQueue"
 DEAD_LETTER_QUEUE_ID = "ReservationsDeadLetterQueue"
 TOPIC_ID = "OutcomesTopic"
 FUNCTION_ID = "ReserveSeatsFunction"
-# The queue's event source mapping (written out in the template: docs/onsale.md) and the alias
-# it invokes while ProvisionedConcurrency is set.
+# The queue's event source mapping (written out in the template: docs/onsale.md).
 MAPPING_ID = "ReserveSeatsFunctionReservationsQueueEvent"
-LIVE_ALIAS_ID = "ReserveSeatsLiveAlias"
 
 # Lambda's own defaults when neither the function nor Globals sets a value.
 LAMBDA_DEFAULT_TIMEOUT_S = 3
@@ -510,9 +508,6 @@ class FunctionDefinition:
     memory_mb: int
     environment: Mapping[str, Any]  # Globals merged; values may still refer to resources
     event_source: SqsEventSource
-    # the alias's ProvisionedConcurrencyConfig: environments initialised before the first
-    # invocation (0: none, or no alias: every environment starts cold)
-    provisioned_concurrency: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -722,20 +717,6 @@ def _queue_logical_id(value: Any) -> str:
     raise TemplateError(f"{MAPPING_ID}'s EventSourceArn must be !GetAtt <Queue>.Arn, got {value!r}")
 
 
-def _provisioned_concurrency(document: Mapping[str, Any], resolver: Resolver) -> int:
-    """The live alias's provisioned environments: 0 when its condition leaves it out."""
-    alias = (document.get("Resources") or {}).get(LIVE_ALIAS_ID)
-    if not isinstance(alias, dict):
-        return 0
-    condition = alias.get("Condition")
-    if condition is not None and not resolver.condition(str(condition)):
-        return 0
-    config = _optional(resolver, (alias.get("Properties") or {}).get("ProvisionedConcurrencyConfig")) or {}
-    return _int(
-        config.get("ProvisionedConcurrentExecutions", 0), f"{LIVE_ALIAS_ID}.ProvisionedConcurrentExecutions"
-    )
-
-
 def _function(document: Mapping[str, Any], resolver: Resolver) -> FunctionDefinition:
     properties = _resource(document, FUNCTION_ID, "AWS::Serverless::Function")
     globals_ = (document.get("Globals") or {}).get("Function") or {}
@@ -789,7 +770,6 @@ def _function(document: Mapping[str, Any], resolver: Resolver) -> FunctionDefini
         memory_mb=_int(setting("MemorySize", LAMBDA_DEFAULT_MEMORY_MB), f"{FUNCTION_ID}.MemorySize"),
         environment=environment,
         event_source=event_source,
-        provisioned_concurrency=_provisioned_concurrency(document, resolver),
     )
 
 
