@@ -88,7 +88,7 @@ lock: install ## Refresh requirements/constraints.txt from the current environme
 CHECKOV_VENV ?= $(HOME)/.cache/seat-inventory/checkov
 security: ## checkov over template.yaml, from a throwaway venv (CHECKOV_VENV) outside the project pins
 	test -x $(CHECKOV_VENV)/bin/checkov || { mkdir -p $(dir $(CHECKOV_VENV)) && $(PYTHON) -m venv $(CHECKOV_VENV) && $(CHECKOV_VENV)/bin/pip install --quiet checkov; }
-	$(CHECKOV_VENV)/bin/checkov --file template.yaml --framework cloudformation --skip-download --compact --quiet
+	$(CHECKOV_VENV)/bin/checkov --config-file .checkov.yaml --file template.yaml
 
 clean: ## Remove build output and caches (keeps .venv and the DynamoDB Local download)
 	rm -rf .aws-sam .pytest_cache .mypy_cache .ruff_cache .hypothesis build dist
