@@ -9,7 +9,7 @@ guard fails.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from seat_inventory.models import ReservationOutcome, RetryableError, TransactionConflict
@@ -18,13 +18,27 @@ from seat_tools.simulation.memory_store import InMemoryInventoryStore
 
 @dataclass
 class RecordingPublisher:
-    """Collects what was published; can refuse chosen reservation ids, or everything, to test retries."""
+    """Collects what was published; can refuse chosen reservation ids, or everything, to test retries,
+    and refuse the first `throttle_calls` calls for the topic's rate (as SNS's `Throttled`)."""
 
     published: list[ReservationOutcome] = field(default_factory=list)
     refuse_ids: set[str] = field(default_factory=set)
     refuse_all: bool = False
+    throttle_calls: int = 0
+    throttled: int = 0  # calls refused for the rate so far
 
-    def publish(self, outcomes: Sequence[ReservationOutcome]) -> list[ReservationOutcome]:
+    def publish(
+        self,
+        outcomes: Sequence[ReservationOutcome],
+        *,
+        retry_throttled: Callable[[int], bool] | None = None,
+    ) -> list[ReservationOutcome]:
+        refusals = 0
+        while outcomes and self.throttled < self.throttle_calls:
+            self.throttled += 1
+            if retry_throttled is None or not retry_throttled(refusals):
+                return list(outcomes)
+            refusals += 1
         failed = [o for o in outcomes if self.refuse_all or o.reservation_id in self.refuse_ids]
         self.published.extend(o for o in outcomes if o not in failed)
         return failed

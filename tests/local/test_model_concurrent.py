@@ -90,8 +90,8 @@ def _start_container(config: RunnerConfig) -> None:
 
     real_publish = SnsOutcomePublisher.publish
 
-    def publish(publisher: SnsOutcomePublisher, outcomes: Sequence[ReservationOutcome]) -> Any:
-        failed = real_publish(publisher, outcomes)
+    def publish(publisher: SnsOutcomePublisher, outcomes: Sequence[ReservationOutcome], **kwargs: Any) -> Any:
+        failed = real_publish(publisher, outcomes, **kwargs)
         refused = {id(outcome) for outcome in failed}
         _published.extend(outcome_document(o) for o in outcomes if id(o) not in refused)
         return failed

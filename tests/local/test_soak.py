@@ -173,8 +173,10 @@ class _Misbehaviour:
                     self._sleep(self.plan["overrun_s"])
             return refused
 
-        def publish(publisher: SnsOutcomePublisher, outcomes: Sequence[ReservationOutcome]) -> Any:
-            failed = real_publish(publisher, outcomes)
+        def publish(
+            publisher: SnsOutcomePublisher, outcomes: Sequence[ReservationOutcome], **kwargs: Any
+        ) -> Any:
+            failed = real_publish(publisher, outcomes, **kwargs)
             self.unpublished = []
             return failed
 

@@ -420,9 +420,14 @@ def test_no_batch_starts_past_the_deadline_and_the_next_run_numbers_the_rest_wit
         world.reserve(f"r-{n}")
 
     class SlowPublisher(RecordingPublisher):
-        def publish(self, outcomes: Sequence[ReservationOutcome]) -> list[ReservationOutcome]:
+        def publish(
+            self,
+            outcomes: Sequence[ReservationOutcome],
+            *,
+            retry_throttled: Callable[[int], bool] | None = None,
+        ) -> list[ReservationOutcome]:
             world.clock.sleep(1.0)
-            return super().publish(outcomes)
+            return super().publish(outcomes, retry_throttled=retry_throttled)
 
     publisher = SlowPublisher()
     # When a round with half a second left numbers batches of 3

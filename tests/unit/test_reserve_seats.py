@@ -371,6 +371,36 @@ def test_a_failed_publication_is_retried_and_republishes_without_taking_seats(st
     assert store.inventory[SeatKey("e-1", "GA")].sold == 4
 
 
+def test_a_publication_refused_for_the_topics_rate_is_retried_in_place_and_nothing_goes_back(store) -> None:
+    # Given SNS refusing the first 3 calls for the region's publish rate (Throttled)
+    publisher = RecordingPublisher(throttle_calls=3)
+    clock = FakeClock()
+
+    # When a batch is answered
+    result = run([message(1), message(2)], store, publisher, clock)
+
+    # Then the answers wait out the throttling in place, with back-off, and none is handed back
+    assert result.failed_message_ids == []
+    assert [o.reservation_id for o in publisher.published] == ["r-1", "r-2"]
+    assert publisher.throttled == 3 and len(clock.slept) == 3
+    assert all(0 <= pause <= CONFLICT_BACKOFF_CAP_SECONDS for pause in clock.slept)
+
+
+def test_a_publication_still_throttled_at_the_deadline_is_handed_back_with_its_seats_recorded(store) -> None:
+    publisher = RecordingPublisher(throttle_calls=1_000_000)
+    clock = FakeClock()
+    deadline = conflict_deadline(clock.now(), remaining_ms=8_000)
+
+    result = reserve_seats(
+        [message(1)], store=store, publisher=publisher, settings=SETTINGS, clock=clock, deadline=deadline
+    )
+
+    assert result.failed_message_ids == ["m-1"]
+    assert result.handed_back["m-1"] == "its outcome was not published"
+    assert clock.now() <= deadline and publisher.published == []
+    assert store.inventory[SeatKey("e-1", "GA")].sold == 1  # its retry republishes the recorded answer
+
+
 def test_a_duplicate_whose_original_failed_is_retried_too(store, publisher) -> None:
     store.fail_next = [RetryableError("ThrottlingException")]
 

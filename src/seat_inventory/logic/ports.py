@@ -6,7 +6,7 @@ tests use in-memory fakes of the same shape.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -251,8 +251,18 @@ class TicketStore(Protocol):
 class OutcomePublisher(Protocol):
     """Delivers outcomes to subscribers."""
 
-    def publish(self, outcomes: Sequence[ReservationOutcome]) -> list[ReservationOutcome]:
-        """Publishes every outcome; returns the ones that could not be published."""
+    def publish(
+        self,
+        outcomes: Sequence[ReservationOutcome],
+        *,
+        retry_throttled: Callable[[int], bool] | None = None,
+    ) -> list[ReservationOutcome]:
+        """Publishes every outcome; returns the ones that could not be published.
+
+        Outcomes the topic refused for its rate (throttling) are sent again while
+        `retry_throttled(n)` (called after the n-th refusal in a row, from 0; it waits its back-off)
+        returns True; without it, or once it returns False, they are returned like any other.
+        """
         ...
 
 

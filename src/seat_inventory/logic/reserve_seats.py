@@ -13,13 +13,14 @@ The rules (docs/guarantees.md):
   confirmation can share a batch), see `logic.change_reservations`;
 - an outcome is published only after its transaction committed; a message whose write or
   publication hit a transient fault is returned for retry, and its retry re-publishes the
-  stored answer without taking seats again.
+  stored answer without taking seats again (a publication refused for the topic's rate is first
+  retried in place until the invocation's deadline, as conflicts are).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from seat_inventory.logic.admission_tokens import TokenVerifier
@@ -106,7 +107,9 @@ def reserve_seats(
         )
         answers.update(change_answers)
         failed.update(change_failed)
-    return _publish(messages, answers, failed, publisher)
+    return _publish(
+        messages, answers, failed, publisher, lambda refusals: conflicts_until.back_off(clock, refusals)
+    )
 
 
 @dataclass(slots=True)
@@ -216,15 +219,21 @@ def _publish(
     answers: Mapping[str, ReservationOutcome],
     failed: dict[str, str],
     publisher: OutcomePublisher,
+    retry_throttled: Callable[[int], bool],
 ) -> BatchResult:
-    """Publishes the answers in message order; a message whose answer was not published is retried."""
+    """Publishes the answers in message order; a message whose answer was not published is retried.
+
+    A publication refused for the topic's rate is waited out in place like a transaction conflict
+    (`retry_throttled`: the invocation's deadline and back-off): handed back, its message would
+    wait the queue's visibility timeout and count towards the dead-letter queue.
+    """
     result = BatchResult()
     ordered = [
         answers[message_id]
         for message_id in dict.fromkeys(m.message_id for m in messages)
         if message_id in answers
     ]
-    not_published = {o.message_id for o in publisher.publish(ordered)}
+    not_published = {o.message_id for o in publisher.publish(ordered, retry_throttled=retry_throttled)}
     for outcome in ordered:
         if outcome.message_id in not_published:
             failed[outcome.message_id or ""] = "its outcome was not published"

@@ -1,7 +1,9 @@
 """The only module that talks to SNS: publishes outcomes with PublishBatch, ten per call.
 
 The calls of one batch are made concurrently (a batch of 100 outcomes is ten calls; one after
-the other they would take ten round trips of the invocation's time).
+the other they would take ten round trips of the invocation's time). A call the topic refuses for
+the region's publish rate (`Throttled`: each message of a PublishBatch counts against it, and
+botocore does not retry that code) is sent again while the caller's `retry_throttled` allows.
 
 Each outcome is one SNS message. Its body is the JSON document in docs/contract.md ("The answer");
 its message attributes `outcome`, `type`, `event_id` and `seat_class` let subscribers filter (for
@@ -11,7 +13,7 @@ instance a filter policy `{"outcome": ["SOLD_OUT"]}` or `{"type": ["hold"]}`).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +25,9 @@ if TYPE_CHECKING:
     from mypy_boto3_sns import SNSClient
 
 PUBLISH_BATCH_LIMIT = 10
+# How SNS answers a call over the region's publish rate (the API's ThrottledException; botocore's
+# standard retry mode does not count "Throttled" among the throttling codes it retries itself).
+THROTTLING_CODES = frozenset({"Throttled", "ThrottledException", "Throttling", "ThrottlingException"})
 # Concurrent PublishBatch calls per invocation (the clients' connection pool has 16).
 MAX_CONCURRENT_CALLS = 10
 
@@ -96,27 +101,51 @@ class SnsOutcomePublisher:
         self._max_concurrent_calls = max_concurrent_calls
         self._executor: ThreadPoolExecutor | None = None
 
-    def publish(self, outcomes: Sequence[ReservationOutcome]) -> list[ReservationOutcome]:
+    def publish(
+        self,
+        outcomes: Sequence[ReservationOutcome],
+        *,
+        retry_throttled: Callable[[int], bool] | None = None,
+    ) -> list[ReservationOutcome]:
         """Publishes all outcomes; returns those SNS did not accept (whole failed calls included).
 
         A failure is not raised: the caller hands just those messages back to the queue, and
-        their redelivery publishes the recorded answer again.
+        their redelivery publishes the recorded answer again. Calls refused for the publish rate
+        are made again first, as long as `retry_throttled(n)` returns True (it waits its back-off).
         """
         chunks = [
             outcomes[start : start + PUBLISH_BATCH_LIMIT]
             for start in range(0, len(outcomes), PUBLISH_BATCH_LIMIT)
         ]
-        if len(chunks) <= 1:
-            return [o for chunk in chunks for o in self._publish_chunk(chunk)]
-        if self._executor is None:
-            # Lives as long as the container, like the client.
-            self._executor = ThreadPoolExecutor(
-                max_workers=self._max_concurrent_calls, thread_name_prefix="publish"
-            )
-        # map() re-raises what a call raised that is not an AWS error (the invocation fails).
-        return [o for failed in self._executor.map(self._publish_chunk, chunks) for o in failed]
+        failed, throttled = self._publish_chunks(chunks)
+        refusals = 0
+        while throttled and retry_throttled is not None and retry_throttled(refusals):
+            refusals += 1
+            more_failed, throttled = self._publish_chunks(throttled)
+            failed += more_failed
+        return failed + [o for chunk in throttled for o in chunk]
 
-    def _publish_chunk(self, chunk: Sequence[ReservationOutcome]) -> list[ReservationOutcome]:
+    def _publish_chunks(
+        self, chunks: Sequence[Sequence[ReservationOutcome]]
+    ) -> tuple[list[ReservationOutcome], list[Sequence[ReservationOutcome]]]:
+        """One call per chunk, concurrently: what failed, and the chunks refused for the rate."""
+        if len(chunks) <= 1:
+            results = [self._publish_chunk(chunk) for chunk in chunks]
+        else:
+            if self._executor is None:
+                # Lives as long as the container, like the client.
+                self._executor = ThreadPoolExecutor(
+                    max_workers=self._max_concurrent_calls, thread_name_prefix="publish"
+                )
+            # map() re-raises what a call raised that is not an AWS error (the invocation fails).
+            results = list(self._executor.map(self._publish_chunk, chunks))
+        failed = [o for chunk_failed, _ in results for o in chunk_failed]
+        throttled = [chunk for chunk, (_, refused) in zip(chunks, results, strict=True) if refused]
+        return failed, throttled
+
+    def _publish_chunk(self, chunk: Sequence[ReservationOutcome]) -> tuple[list[ReservationOutcome], bool]:
+        """The outcomes of one call that were not published, or ([], True) when SNS refused the
+        whole call for the publish rate."""
         entries = [
             {
                 "Id": str(index),
@@ -130,8 +159,12 @@ class SnsOutcomePublisher:
                 TopicArn=self._topic_arn,
                 PublishBatchRequestEntries=entries,  # type: ignore[arg-type]
             )
-        except (ClientError, BotoCoreError):
-            # Any failed call (throttling, KMS, network) is retried through the queue; the
-            # stored answer makes the retry take no seats.
-            return list(chunk)
-        return [chunk[int(entry["Id"])] for entry in response.get("Failed", [])]
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in THROTTLING_CODES:
+                return [], True
+            # Any other failed call (KMS, authorisation, a fault botocore gave up on) is retried
+            # through the queue; the stored answer makes the retry take no seats.
+            return list(chunk), False
+        except BotoCoreError:
+            return list(chunk), False
+        return [chunk[int(entry["Id"])] for entry in response.get("Failed", [])], False

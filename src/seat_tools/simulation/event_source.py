@@ -204,7 +204,12 @@ class SimulatedPublisher:
         self._latency = latency
         self._tally = tally
 
-    def publish(self, outcomes: Sequence[ReservationOutcome]) -> list[ReservationOutcome]:
+    def publish(
+        self,
+        outcomes: Sequence[ReservationOutcome],
+        *,
+        retry_throttled: Callable[[int], bool] | None = None,
+    ) -> list[ReservationOutcome]:
         calls = math.ceil(len(outcomes) / PUBLISH_BATCH_LIMIT)
         if calls == 0:
             return []

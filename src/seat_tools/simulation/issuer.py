@@ -184,7 +184,12 @@ class _Publisher:
         self._tally = tally
         self._busy = 0
 
-    def publish(self, outcomes: Sequence[ReservationOutcome]) -> list[ReservationOutcome]:
+    def publish(
+        self,
+        outcomes: Sequence[ReservationOutcome],
+        *,
+        retry_throttled: Callable[[int], bool] | None = None,
+    ) -> list[ReservationOutcome]:
         calls = math.ceil(len(outcomes) / PUBLISH_BATCH_LIMIT)
         remaining = calls
         while remaining > 0:
