@@ -45,6 +45,11 @@ class Outcome(StrEnum):
     # chosen seats that would leave a single empty seat in a class that refuses orphans.
     SEATS_TAKEN = "SEATS_TAKEN"
     ORPHAN_SEAT = "ORPHAN_SEAT"
+    # At the gate (docs/checkin.md), never a record's status: a ticket passed on to another
+    # customer (its old secret revoked, a new one issued), and a ticket admitted twice by
+    # scanners that were offline (both scans named).
+    TRANSFERRED = "TRANSFERRED"
+    CHECKIN_CONFLICT = "CHECKIN_CONFLICT"
 
 
 # Answers to a reserve or hold that took seats.
@@ -72,6 +77,8 @@ class RequestType(StrEnum):
     CANCEL = "cancel"
     EXPIRE = "expire"
     TICKET = "ticket"
+    TRANSFER = "transfer"
+    CHECKIN = "checkin"
 
 
 class SaleStatus(StrEnum):
@@ -520,6 +527,9 @@ class ReservationRecord:
     ticket_first: int | None = None
     # The capacity pools its seats were taken from, and go back to (docs/pools.md).
     pools: tuple[str, ...] = ()
+    # How many of its tickets another customer holds now (passed on, docs/checkin.md): while
+    # any is, the reservation cannot be cancelled (its seats are no longer all the buyer's).
+    tickets_passed_on: int = 0
 
     @property
     def ticket_numbers(self) -> range:

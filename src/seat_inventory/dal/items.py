@@ -375,6 +375,7 @@ def record_from_item(item: Mapping[str, Any]) -> ReservationRecord:
         ticket_series=_optional_int(item, "ticket_series"),
         ticket_first=_optional_int(item, "ticket_first"),
         pools=pool_names(item),
+        tickets_passed_on=_optional_int(item, "tickets_passed_on") or 0,
     )
 
 

@@ -112,6 +112,14 @@ def decide_change(
             f" nothing to {verb}",
         )
     target = Outcome.CONFIRMED if request.request_type is RequestType.CONFIRM else Outcome.CANCELLED
+    if target is Outcome.CANCELLED and status is Outcome.CONFIRMED and record.tickets_passed_on:
+        return _change_answer(
+            request,
+            record,
+            status,
+            f"{record.tickets_passed_on} of its tickets are held by other customers (passed on);"
+            f" nothing to {verb}",
+        )
     if status is target:
         done = "confirmed" if target is Outcome.CONFIRMED else "cancelled"
         return _change_answer(request, record, target, f"already {done}", duplicate=True)
