@@ -623,7 +623,11 @@ def test_deleting_the_stack_keeps_the_table_in_production_only(
         ("default", {}, {"WriteUnitsPerSecond": 4000, "ReadUnitsPerSecond": 12000}),  # a new table's, unset
         (
             "prewarmed",
-            {"TableWarmWriteUnitsPerSecond": "100000", "TableWarmReadUnitsPerSecond": "30000"},
+            {
+                "TableWarmWriteUnitsPerSecond": "100000",
+                "TableWarmReadUnitsPerSecond": "30000",
+                "TicketsIndexWarmWriteUnitsPerSecond": "90000",
+            },
             {"WriteUnitsPerSecond": 100000, "ReadUnitsPerSecond": 30000},
         ),
         (
@@ -641,35 +645,53 @@ def test_the_tables_warm_throughput_is_what_the_parameters_ask_for(
     expected: dict[str, int],
 ) -> None:
     """moto stores WarmThroughput as CloudFormation passes it (and 4,000 / 12,000 when it is left
-    out); it ignores OnDemandThroughput, so the maximum only has to let the stack be created."""
+    out); it ignores OnDemandThroughput, so the maximum only has to let the stack be created. The
+    TicketsToIssue index's own WarmThroughput is passed on only when its parameters ask for it."""
     session = boto3.session.Session(region_name=REGION)
     name = f"seat-inventory-{label}"
     outputs = create_stack_with(deployed, template, name, overrides)
     table = session.client("dynamodb").describe_table(TableName=outputs["InventoryTableName"])["Table"]
     warm = {k: v for k, v in table["WarmThroughput"].items() if k != "Status"}
     assert warm == expected
+    [index] = [i for i in table["GlobalSecondaryIndexes"] if i["IndexName"] == "TicketsToIssue"]
+    index_warm = {k: v for k, v in index.get("WarmThroughput", {}).items() if k != "Status"}
+    if "TicketsIndexWarmWriteUnitsPerSecond" in overrides:
+        assert index_warm == {"WriteUnitsPerSecond": 90000, "ReadUnitsPerSecond": 12000}
+    else:
+        assert index_warm.get("WriteUnitsPerSecond", 4000) == 4000
     deployed.cloudformation.delete_stack(StackName=name)
 
 
 def test_with_event_pollers_the_mapping_is_created_in_provisioned_mode(
     deployed: DeployedStack, template: Template
 ) -> None:
-    """The mapping CloudFormation creates from the translated template with EventPollers=7: its
-    event pollers, and no MaximumConcurrency (AWS refuses both together); at the defaults,
-    standard mode (the conditions compared as strings: `compared_as_strings`)."""
+    """The mapping CloudFormation creates from the translated template with EventPollers=7 and
+    MaximumEventPollers=20: its event pollers, and no MaximumConcurrency (AWS refuses both
+    together); at the defaults, standard mode (the conditions compared as strings:
+    `compared_as_strings`). The function's memory is its parameter's."""
     session = boto3.session.Session(region_name=REGION)
     [default] = session.client("lambda").list_event_source_mappings(
         EventSourceArn=deployed.outputs["ReservationsQueueArn"]
     )["EventSourceMappings"]
     assert default["ScalingConfig"] == {"MaximumConcurrency": 10}
     assert default.get("ProvisionedPollerConfig") is None
+    lambda_ = session.client("lambda")
+    function = lambda_.get_function_configuration(FunctionName=deployed.outputs["ReserveSeatsFunctionName"])
+    assert function["MemorySize"] == 512
     name = "seat-inventory-provisioned-mapping"
-    outputs = create_stack_with(deployed, template, name, {"EventPollers": "7"})
-    [mapping] = session.client("lambda").list_event_source_mappings(
-        FunctionName=outputs["ReserveSeatsFunctionName"]
-    )["EventSourceMappings"]
+    outputs = create_stack_with(
+        deployed,
+        template,
+        name,
+        {"EventPollers": "7", "MaximumEventPollers": "20", "ReserveFunctionMemorySize": "1769"},
+    )
+    [mapping] = lambda_.list_event_source_mappings(FunctionName=outputs["ReserveSeatsFunctionName"])[
+        "EventSourceMappings"
+    ]
     assert mapping.get("ScalingConfig") is None
-    assert mapping["ProvisionedPollerConfig"] == {"MinimumPollers": 7, "MaximumPollers": 7}
+    assert mapping["ProvisionedPollerConfig"] == {"MinimumPollers": 7, "MaximumPollers": 20}
+    function = lambda_.get_function_configuration(FunctionName=outputs["ReserveSeatsFunctionName"])
+    assert function["MemorySize"] == 1769
     deployed.cloudformation.delete_stack(StackName=name)
 
 

@@ -137,7 +137,16 @@ def test_the_event_source_runs_in_provisioned_mode_only_when_event_pollers_are_s
     assert event["ProvisionedPollerConfig"] == {
         "Fn::If": [
             "HasEventPollers",
-            {"MinimumPollers": {"Ref": "EventPollers"}, "MaximumPollers": {"Ref": "EventPollers"}},
+            {
+                "MinimumPollers": {"Ref": "EventPollers"},
+                "MaximumPollers": {
+                    "Fn::If": [
+                        "HasMaximumEventPollers",
+                        {"Ref": "MaximumEventPollers"},
+                        {"Ref": "EventPollers"},
+                    ]
+                },
+            },
             {"Ref": "AWS::NoValue"},
         ]
     }
@@ -150,6 +159,13 @@ def test_the_event_source_runs_in_provisioned_mode_only_when_event_pollers_are_s
     assert (standard.maximum_concurrency, standard.event_pollers, standard.concurrency) == (10, None, 10)
     source = provisioned.function.event_source
     assert (source.maximum_concurrency, source.event_pollers, source.concurrency) == (None, 7, 70)
+    assert source.maximum_pollers == 7  # no scaling above the pollers ready: the maximum is the minimum
+    # with a maximum above them, the pollers ready stay EventPollers and the event source may add more
+    assert not _condition(template, "HasMaximumEventPollers", {"EventPollers": "7"})
+    scaling = load_template(
+        REPO / "template.yaml", parameter_overrides={"EventPollers": "200", "MaximumEventPollers": "400"}
+    ).function.event_source
+    assert (scaling.event_pollers, scaling.maximum_pollers, scaling.concurrency) == (200, 400, 2000)
 
 
 def test_provisioned_concurrency_is_on_the_alias_the_event_source_invokes_only_when_set(
@@ -233,27 +249,73 @@ def test_the_live_version_is_published_again_when_the_code_or_a_setting_the_func
     }
     assert set(written) >= {"Handler", "Runtime", "Timeout"}
     assert live["Properties"]["FunctionProperties"] == written
-    # ... and SAM's version, published whenever the code, the environment as written or the memory
-    # size changes
+    # ... and SAM's version, published whenever the code or the environment as written changes
     [sam_version] = [
         lid for lid, r in resources.items() if r["Type"] == "AWS::Lambda::Version" and "Condition" not in r
     ]
     assert live["Properties"]["PublishedBySam"] == {"Ref": sam_version}
     with_other_code = sam_translate(template.document, code_uri="s3://seat-inventory-code/other.zip")
     edited = copy.deepcopy(template.document)
-    edited["Globals"]["Function"]["MemorySize"] = 1024
+    edited["Resources"]["ReserveSeatsFunction"]["Properties"]["Environment"]["Variables"]["NEW_SETTING"] = "1"
     for changed in (with_other_code, sam_translate(edited)):
         assert sam_version not in changed["Resources"]
     # SAM's version alone would not do: it is named by the properties as written, so a parameter
-    # value the function reads changes nothing there (SAM issues #1640, #3820)
-    other_value = sam_translate(template.document, parameter_values={"MaxSeatsPerReservation": "4"})
-    assert sam_version in other_value["Resources"]
+    # value the function reads, or its memory size is set by, changes nothing there (SAM issues
+    # #1640, #3820): the custom resource names both
+    for name, value in (("MaxSeatsPerReservation", "4"), ("ReserveFunctionMemorySize", "1769")):
+        other_value = sam_translate(template.document, parameter_values={name: value})
+        assert sam_version in other_value["Resources"]
+    assert "ReserveFunctionMemorySize" in named
 
 
 def test_one_event_poller_is_refused_before_deployment(template: Template) -> None:
-    [assertion] = template.document["Rules"]["EventPollersAreTwoOrMore"]["Assertions"]
-    assert assertion["Assert"] == {"Fn::Not": [{"Fn::Equals": [{"Ref": "EventPollers"}, "1"]}]}
-    assert template.document["Parameters"]["EventPollers"]["MaxValue"] == 200  # MinimumPollers' maximum
+    minimum, maximum = template.document["Rules"]["EventPollersAreTwoOrMore"]["Assertions"]
+    assert minimum["Assert"] == {"Fn::Not": [{"Fn::Equals": [{"Ref": "EventPollers"}, "1"]}]}
+    assert maximum["Assert"] == {"Fn::Not": [{"Fn::Equals": [{"Ref": "MaximumEventPollers"}, "1"]}]}
+    params = template.document["Parameters"]
+    assert params["EventPollers"]["MaxValue"] == 200  # MinimumPollers' maximum
+    assert params["MaximumEventPollers"]["MaxValue"] == 2000  # MaximumPollers' (CloudFormation's schema)
+    # a maximum without the minimum (standard mode) is refused, not ignored
+    rule = template.document["Rules"]["MaximumEventPollersNeedEventPollers"]
+    assert rule["RuleCondition"] == {"Fn::Equals": [{"Ref": "EventPollers"}, "0"]}
+    assert rule["Assertions"][0]["Assert"] == {"Fn::Equals": [{"Ref": "MaximumEventPollers"}, "0"]}
+
+
+def test_the_tickets_index_is_pre_warmed_only_when_the_parameters_ask_for_more_than_a_new_indexs(
+    template: Template,
+) -> None:
+    params = template.document["Parameters"]
+    assert params["TicketsIndexWarmWriteUnitsPerSecond"]["Default"] == 4000
+    assert params["TicketsIndexWarmReadUnitsPerSecond"]["Default"] == 12000
+    [index] = [
+        i
+        for i in template.properties("InventoryTable")["GlobalSecondaryIndexes"]
+        if i["IndexName"] == "TicketsToIssue"
+    ]
+    assert index["WarmThroughput"] == {
+        "Fn::If": [
+            "TicketsIndexIsPrewarmed",
+            {
+                "WriteUnitsPerSecond": {"Ref": "TicketsIndexWarmWriteUnitsPerSecond"},
+                "ReadUnitsPerSecond": {"Ref": "TicketsIndexWarmReadUnitsPerSecond"},
+            },
+            {"Ref": "AWS::NoValue"},
+        ]
+    }
+    assert not _condition(template, "TicketsIndexIsPrewarmed", {})
+    assert _condition(template, "TicketsIndexIsPrewarmed", {"TicketsIndexWarmWriteUnitsPerSecond": "90000"})
+
+
+def test_the_functions_memory_is_a_parameter_each(template: Template) -> None:
+    for function, parameter in (
+        ("ReserveSeatsFunction", "ReserveFunctionMemorySize"),
+        ("IssueTicketsFunction", "IssueFunctionMemorySize"),
+    ):
+        assert template.properties(function)["MemorySize"] == {"Ref": parameter}
+        assert template.document["Parameters"][parameter]["Default"] == 512
+    assert load_template(REPO / "template.yaml").function.memory_mb == 512
+    larger = load_template(REPO / "template.yaml", parameter_overrides={"ReserveFunctionMemorySize": "1769"})
+    assert larger.function.memory_mb == 1769
 
 
 def test_the_on_demand_maximum_is_set_only_for_the_sides_given(template: Template) -> None:

@@ -489,11 +489,15 @@ class SqsEventSource:
     maximum_concurrency: int | None
     report_batch_item_failures: bool
     enabled: bool = True
-    event_pollers: int | None = None  # ProvisionedPollerConfig.MaximumPollers: provisioned mode
+    # ProvisionedPollerConfig (provisioned mode): MinimumPollers, the pollers running before the
+    # first message, and MaximumPollers, the most the event source scales up to.
+    event_pollers: int | None = None
+    maximum_pollers: int | None = None
 
     @property
     def concurrency(self) -> int | None:
-        """Most invocations at once: MaximumConcurrency, or 10 per event poller (None: no cap set)."""
+        """Most invocations at once from the first message: MaximumConcurrency, or 10 per event
+        poller running then (None: no cap set)."""
         if self.event_pollers:
             return self.event_pollers * INVOCATIONS_PER_EVENT_POLLER
         return self.maximum_concurrency
@@ -744,6 +748,11 @@ def _function(document: Mapping[str, Any], resolver: Resolver) -> FunctionDefini
         report_batch_item_failures="ReportBatchItemFailures" in response_types,
         enabled=str(resolver.resolve(event_properties.get("Enabled", True))).lower() == "true",
         event_pollers=(
+            _int(pollers["MinimumPollers"], f"{MAPPING_ID}.MinimumPollers")
+            if "MinimumPollers" in pollers
+            else None
+        ),
+        maximum_pollers=(
             _int(pollers["MaximumPollers"], f"{MAPPING_ID}.MaximumPollers")
             if "MaximumPollers" in pollers
             else None
