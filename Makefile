@@ -8,7 +8,7 @@ CONSTRAINTS := requirements/constraints.txt
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install system-packages test test-deep test-unit test-integration test-local test-e2e soak lint format demo bench build validate requirements lock clean security
+.PHONY: help install system-packages test test-deep test-unit test-integration test-local test-e2e soak lint format docs reference demo bench build validate requirements lock clean security
 
 help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -25,7 +25,7 @@ install: $(STAMP) ## Create .venv and install the package with its pinned dev de
 system-packages: ## Install the tools the tests drive (Chromium and its driver, redis-server, Java, npm) from apt when absent; fails naming them when it cannot (not root, no apt)
 	@bash scripts/install_system_packages.sh
 
-test: install system-packages lint ## Lint, then run the unit, integration (moto) and local (DynamoDB Local) tiers; tests/e2e needs a deployed stack: make test-e2e; the long-running ones bounded (docs/testing.md)
+test: install system-packages lint docs ## Lint and build the docs, then run the unit, integration (moto) and local (DynamoDB Local) tiers; tests/e2e needs a deployed stack: make test-e2e; the long-running ones bounded (docs/contributing/testing.md)
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 test-deep: install system-packages ## The tiers of `make test` with the long-running tests at full size (SEATS_TEST_DEPTH=deep: the model-based search, the soak, ...)
@@ -46,22 +46,29 @@ test-local: install system-packages ## Concurrency and end-to-end on DynamoDB Lo
 soak: install ## The full soak on the local stack: 50,000 requests (or SEATS_SOAK_REQUESTS), figures printed
 	SEATS_SOAK_REQUESTS=$${SEATS_SOAK_REQUESTS:-50000} $(BIN)/pytest tests/local/test_soak.py -s $(PYTEST_ARGS)
 
-lint: install ## ruff, ruff format --check, mypy, cfn-lint and sam validate --lint on template.yaml
+lint: install ## ruff, ruff format --check, mypy, cfn-lint and sam validate --lint on template.yaml; the generated reference pages current
 	$(BIN)/ruff check src tests scripts
 	$(BIN)/ruff format --check src tests scripts
 	$(BIN)/mypy
 	$(BIN)/cfn-lint template.yaml
 	$(BIN)/sam validate --lint --region us-east-1 >/dev/null
+	$(BIN)/python scripts/gen_reference.py --check
 
 format: install ## Apply ruff's fixes and formatting
 	$(BIN)/ruff check --fix src tests scripts
 	$(BIN)/ruff format src tests scripts
 
+docs: install ## Build the docs site into .local/site with mkdocs --strict: a broken link or anchor, or a page left out of mkdocs.yml's nav, fails
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+reference: install ## Regenerate the CLI and configuration reference pages (docs/reference/cli.md, configuration.md) from the code and template.yaml
+	$(BIN)/python scripts/gen_reference.py
+
 demo: install ## Run an on-sale end to end on the local stack and print the summary
 	$(BIN)/seats demo
 
 BENCH_ARGS ?=
-bench: install ## Benchmark the service against the common design on the local stack; writes docs/benchmarks.md (BENCH_ARGS=--quick for a short run)
+bench: install ## Benchmark the service against the common design on the local stack; writes docs/reference/benchmarks.md (BENCH_ARGS=--quick for a short run)
 	$(BIN)/seats bench $(BENCH_ARGS)
 
 build: install ## sam build: both functions' packages, with only what they import (scripts/build_function.py)

@@ -37,7 +37,7 @@ PLATFORM = "manylinux2014_aarch64"
 PYTHON_VERSION = "3.11"
 # The AWS services the functions call: their clients (seat_inventory/wiring.py), and X-Ray, whose
 # SDK builds an xray client for its sampling rules when the template's Tracing is Active; SSM for
-# the admission keys (docs/admission.md).
+# the admission keys (docs/guides/admission.md).
 SERVICES = ("dynamodb", "sns", "ssm", "xray")
 # What botocore reads besides the service models (endpoints, partitions, retry and default config).
 BOTOCORE_DATA_FILES = ("endpoints.json", "partitions.json", "sdk-default-configuration.json", "_retry.json")

@@ -1,4 +1,4 @@
-"""Writes a stadium seat map (docs/seating.md's JSON format) of about 60,000 seats.
+"""Writes a stadium seat map (docs/guides/seat-maps.md's JSON format) of about 60,000 seats.
 
     python scripts/make_stadium_map.py examples/seat_maps/stadium.json
 

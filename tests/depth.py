@@ -3,7 +3,7 @@
 `SEATS_TEST_DEPTH=ci` (the default) runs each long-running tier at a bounded size, so that the whole
 suite stays well under 20 minutes on 2 cores while every tier still runs; `SEATS_TEST_DEPTH=deep`
 (`make test-deep`) runs the full sizes. A test's own variable (say `SEATS_MODEL_EXAMPLES`) still
-overrides either. docs/testing.md lists the bounded tests and their two sizes; their marker is
+overrides either. docs/contributing/testing.md lists the bounded tests and their two sizes; their marker is
 `bounded` (`pytest -m bounded` runs just them).
 """
 

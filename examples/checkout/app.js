@@ -1,7 +1,7 @@
 // The seat-inventory checkout API from a browser, with nothing but fetch.
 // The API's base URL comes from config.js (`seats local up` serves one pointing at the local API),
 // or from ?api=...; with ApiAuth=API_KEY pass ?apiKey=... (IAM auth needs SigV4 signing, which a
-// page cannot do without credentials: use JWT or API keys for browsers, see docs/api.md).
+// page cannot do without credentials: use JWT or API keys for browsers, see docs/reference/http-api.md).
 "use strict";
 
 const params = new URLSearchParams(location.search);
@@ -29,7 +29,7 @@ function say(text, kind = "") {
   outcome.className = kind;
 }
 
-// A mapped class (docs/seating.md): its layout comes once from GET /events/{event}/seat-map, each
+// A mapped class (docs/guides/seat-maps.md): its layout comes once from GET /events/{event}/seat-map, each
 // seat's state from GET .../sections/{section}/seats; the page draws it as SVG.
 const STATES = { ".": "free", H: "held", S: "sold", B: "blocked" };
 const SVG = "http://www.w3.org/2000/svg";
@@ -97,7 +97,7 @@ function drawMap() {
         const id = `${section.section}-${row.row}-${position}`;
         const state = STATES[seatStates.get(id) || "."];
         // Wheelchair and companion seats only with "Accessible seats" ticked: the service answers
-        // such a seat chosen without `accessible` INVALID, which is not recorded (docs/api.md).
+        // such a seat chosen without `accessible` INVALID, which is not recorded (docs/reference/http-api.md).
         const accessibleSeat = (flags[position] || []).some((flag) => flag === "wheelchair" || flag === "companion");
         const choosable = state === "free" && (!accessibleSeat || $("accessible").checked);
         if (!choosable) chosen.delete(id);
@@ -203,7 +203,7 @@ function request() {
   return { ...body, quantity: Number($("quantity").value), ...($("split").checked ? { split: true } : {}) };
 }
 
-// The basket (docs/orders.md): up to 4 lines, one per class, sent as one order's `lines`.
+// The basket (docs/guides/orders.md): up to 4 lines, one per class, sent as one order's `lines`.
 const MAX_LINES = 4;
 let basket = []; // [{seat_class, quantity} or {seat_class, seats}]
 

@@ -21,7 +21,8 @@ def iso_utc(epoch_seconds: float) -> str:
 class Outcome(StrEnum):
     """The final answer to one message; published on SNS as the `outcome` attribute.
 
-    The same values name a reservation record's `status` (docs/contract.md, "Reservation lifecycle").
+    The same values name a reservation record's `status` (docs/reference/contract.md,
+    "Reservation lifecycle").
     """
 
     CONFIRMED = "CONFIRMED"
@@ -36,12 +37,12 @@ class Outcome(StrEnum):
     UNKNOWN_RESERVATION = "UNKNOWN_RESERVATION"
     # A reserve or hold on a class that requires an admission token, without a valid one
     # (missing, forged, expired, for another event or customer, or used by another reservation):
-    # docs/admission.md.
+    # docs/guides/admission.md.
     ADMISSION_REFUSED = "ADMISSION_REFUSED"
     # Published by the ticket issuer when a sold reservation got its ticket numbers (never a
-    # record's status: docs/tickets.md).
+    # record's status: docs/guides/tickets.md).
     TICKETED = "TICKETED"
-    # Mapped seat classes (docs/seating.md): chosen seats not free (the reason names them), or
+    # Mapped seat classes (docs/guides/seat-maps.md): chosen seats not free (the reason names them), or
     # chosen seats that would leave a single empty seat in a class that refuses orphans.
     SEATS_TAKEN = "SEATS_TAKEN"
     ORPHAN_SEAT = "ORPHAN_SEAT"
@@ -96,14 +97,14 @@ class SeatKey:
     seat_class: str
 
 
-# A seat class belongs to at most this many capacity pools (docs/pools.md): each is one more
+# A seat class belongs to at most this many capacity pools (docs/guides/pools.md): each is one more
 # action in every transaction that takes or gives back its seats.
 MAX_POOLS_PER_CLASS = 4
 
 
 @dataclass(frozen=True, slots=True)
 class PoolInventory:
-    """A capacity pool of an event (docs/pools.md): seats several classes share.
+    """A capacity pool of an event (docs/guides/pools.md): seats several classes share.
 
     Every class that belongs to it takes its seats from it as well as from its own capacity, in
     the same transaction; `available + held + sold == capacity`, none negative, like a class.
@@ -118,7 +119,7 @@ class PoolInventory:
     sold: int = 0
     sale_status: SaleStatus = SaleStatus.OPEN
     version: int = 0
-    # Sharding (docs/pools.md, "Sharded pools"): the pool is split over `shard_count` items
+    # Sharding (docs/guides/pools.md, "Sharded pools"): the pool is split over `shard_count` items
     # (every item stores it). A view of one item has `shard` its index and no `shards`; a whole
     # read (one snapshot of every item) has `shards`, its totals are the pool's (`complete`).
     shard: int = 0
@@ -131,7 +132,7 @@ class PoolInventory:
         return self.shard_count == 1 or len(self.shards) == self.shard_count
 
     def shard_for(self, class_shard: int) -> int:
-        """The pool item a take from shard `class_shard` of a class writes (docs/pools.md)."""
+        """The pool item a take from shard `class_shard` of a class writes (docs/guides/pools.md)."""
         return class_shard % self.shard_count
 
     def closed_reason(self) -> str | None:
@@ -162,7 +163,7 @@ POOL_SHARD_MARK = "#"
 
 
 def pool_ref(pool: str, shard: int = 0) -> str:
-    """How a record names shard `shard` of pool `pool` (docs/pools.md)."""
+    """How a record names shard `shard` of pool `pool` (docs/guides/pools.md)."""
     return f"{pool}{POOL_SHARD_MARK}{shard}" if shard else pool
 
 
@@ -174,7 +175,9 @@ def split_pool_ref(ref: str) -> tuple[str, int]:
 
 @dataclass(frozen=True, slots=True)
 class AdmissionCheck:
-    """What the edge found of a request's admission token (`logic.admission_tokens`; docs/admission.md).
+    """What the edge found of a request's admission token.
+
+    See `logic.admission_tokens` and docs/guides/admission.md.
 
     `token_id` and `expires_at` (epoch seconds) are the verified token's; `refusal` says why the
     token does not admit the request (missing, forged, expired, another event or customer), None
@@ -200,14 +203,14 @@ class TokenUse:
     expires_at: int
 
 
-# An order (docs/orders.md) has 1 to this many lines: each is one more inventory item, counter
+# An order (docs/guides/orders.md) has 1 to this many lines: each is one more inventory item, counter
 # and up to MAX_POOLS_PER_CLASS pools in its one transaction.
 MAX_ORDER_LINES = 4
 
 
 @dataclass(frozen=True, slots=True)
 class OrderLine:
-    """One line of a multi-line order (docs/orders.md): `quantity` seats of `seat_class`.
+    """One line of a multi-line order (docs/guides/orders.md): `quantity` seats of `seat_class`.
 
     As asked and as answered, only the class and the quantity; once recorded, where its seats
     came from as well, to give them back there: the shard item, the capacity pools, and whether
@@ -219,7 +222,7 @@ class OrderLine:
     shard: int = 0
     pools: tuple[str, ...] = ()
     customer_counted: bool = False
-    # A mapped class's line (docs/seating.md): the chosen seat ids as asked, or once taken the
+    # A mapped class's line (docs/guides/seat-maps.md): the chosen seat ids as asked, or once taken the
     # seats it took (best available included); None for a counted class, or best available as asked.
     seats: tuple[str, ...] | None = None
 
@@ -256,13 +259,13 @@ class ReservationRequest:
     # `logic.reserve_seats` before the groups are planned; None: no token was sent).
     admission_token: str | None = None
     admission: AdmissionCheck | None = None
-    # A mapped class (docs/seating.md): the chosen seats (`quantity` is their number), or None for
+    # A mapped class (docs/guides/seat-maps.md): the chosen seats (`quantity` is their number), or None for
     # best available, which may `split` the seats when no block fits and takes wheelchair and
     # companion seats only when `accessible`.
     seats: tuple[str, ...] | None = None
     split: bool = False
     accessible: bool = False
-    # A multi-line order (docs/orders.md): its lines, all taken or none; `seat_class` is then
+    # A multi-line order (docs/guides/orders.md): its lines, all taken or none; `seat_class` is then
     # the first line's and `quantity` the seats of all lines. None: a single-line request.
     lines: tuple[OrderLine, ...] | None = None
 
@@ -333,7 +336,7 @@ class ReservationOutcome:
     # A mapped class's seat ids: those taken (HELD, CONFIRMED and the changes of such a
     # reservation), or those not free (SEATS_TAKEN) or stranded (ORPHAN_SEAT).
     seats: tuple[str, ...] | None = None
-    # A multi-line order's lines (docs/orders.md); None for a single-line reservation.
+    # A multi-line order's lines (docs/guides/orders.md); None for a single-line reservation.
     lines: tuple[OrderLine, ...] | None = None
 
     def as_duplicate(self, message_id: str) -> ReservationOutcome:
@@ -355,12 +358,12 @@ class GroupWrite:
     clock) is stored on the shard item, for `survey_shards`. Rejections' records expire (TTL) at
     `rejection_expires_at`, epoch seconds.
 
-    Admission (docs/admission.md): the guard also checks that the class requires an admission
+    Admission (docs/guides/admission.md): the guard also checks that the class requires an admission
     token exactly when `admission_required` says so (the planner's assumption, like the limit);
     each of `token_uses` is written in the same transaction, and only if the token was never used
     or was used by the same reservation (a redelivery is not a replay).
 
-    Pools (docs/pools.md): the guard checks that the class belongs to exactly `pools` (the
+    Pools (docs/guides/pools.md): the guard checks that the class belongs to exactly `pools` (the
     planner's assumption); the seats taken also come off each of those pool items, each guarded
     like the class's item (there, `available >=` the seats taken, and open), and each record that
     takes seats remembers them, to give them back to the same pools.
@@ -379,16 +382,16 @@ class GroupWrite:
     admission_required: bool = False
     token_uses: Sequence[TokenUse] = ()
     pools: Sequence[str] = ()
-    # Sharded pools (docs/pools.md): the item of each pool the seats come off (pool -> shard,
+    # Sharded pools (docs/guides/pools.md): the item of each pool the seats come off (pool -> shard,
     # absent: 0), after `pool_moves` (pool -> donor shard -> seats) moved available seats (and as
     # much capacity) into it from the pool's other items, each guarded by the donor's `available`.
     pool_shards: Mapping[str, int] = field(default_factory=dict)
     pool_moves: Mapping[str, Mapping[int, int]] = field(default_factory=dict)
-    # A mapped class (docs/seating.md): the seats are taken from these row items (row item id ->
+    # A mapped class (docs/guides/seat-maps.md): the seats are taken from these row items (row item id ->
     # positions), each guarded on exactly those seats being free, instead of from the class's
     # inventory item; the sale rules and the limit are guarded on each row item.
     rows: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
-    # One line of an order (docs/orders.md), whose answer (on the first line's write) counts the
+    # One line of an order (docs/guides/orders.md), whose answer (on the first line's write) counts the
     # seats of every line: whether this line's seats are held (a hold) rather than sold.
     order_line_held: bool | None = None
 
@@ -439,7 +442,7 @@ class GroupWrite:
 
 @dataclass(frozen=True, slots=True)
 class PoolItemChange:
-    """What writes committed together (an order's lines, docs/orders.md) do to one item of a
+    """What writes committed together (an order's lines, docs/guides/orders.md) do to one item of a
     capacity pool: the writes that take seats off it (`takers`: their seats `taken`, `held` of
     them), the seats (and as much capacity) moved into it from the pool's other items, and those
     moved out of it into another line's item. One update per item: DynamoDB refuses two
@@ -459,7 +462,7 @@ class PoolItemChange:
 
 def check_writes_together(writes: Sequence[GroupWrite]) -> None:
     """Raises ValueError unless `writes` can be committed in one transaction (an order's lines,
-    docs/orders.md): distinct classes of one event, each taking seats, a mapped class's write
+    docs/guides/orders.md): distinct classes of one event, each taking seats, a mapped class's write
     moving no seats between shard items, and each write's moves fitting its seats."""
     keys = [w.key for w in writes]
     if len(set(keys)) != len(keys) or len({k.event_id for k in keys}) != 1:
@@ -520,12 +523,12 @@ class ReservationRecord:
     status_changed_at: str | None = None
     shard: int = 0  # the shard item its seats came from
     last_change_id: str | None = None  # the change_id of the last Transition that gave one
-    # Ticket numbers (docs/tickets.md): sold and waiting for the issuer, or numbered
+    # Ticket numbers (docs/guides/tickets.md): sold and waiting for the issuer, or numbered
     # `ticket_first` .. `ticket_first + quantity - 1` in series `ticket_series`.
     awaiting_tickets: bool = False
     ticket_series: int | None = None
     ticket_first: int | None = None
-    # The capacity pools its seats were taken from, and go back to (docs/pools.md).
+    # The capacity pools its seats were taken from, and go back to (docs/guides/pools.md).
     pools: tuple[str, ...] = ()
     # How many of its tickets another customer holds now (passed on, docs/checkin.md): while
     # any is, the reservation cannot be cancelled (its seats are no longer all the buyer's).
@@ -549,7 +552,7 @@ class ReservationRecord:
 
     @property
     def seat_key(self) -> SeatKey | None:
-        """The class its seats came from; for an order (docs/orders.md), its first line's: the
+        """The class its seats came from; for an order (docs/guides/orders.md), its first line's: the
         key its status changes are grouped under (they move every line's class)."""
         if self.answer.event_id is not None and self.answer.lines:
             return SeatKey(self.answer.event_id, self.answer.lines[0].seat_class)
@@ -619,7 +622,7 @@ class SeatState(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class SeatRow:
-    """One row item of a mapped class (docs/seating.md): the states of its seats that are not
+    """One row item of a mapped class (docs/guides/seat-maps.md): the states of its seats that are not
     free (position -> state), its counts (`available + held + sold + blocked == len(positions)`)
     and the class's sale rules, copied on every row item so that each take is guarded on them."""
 
@@ -635,8 +638,8 @@ class SeatRow:
     sale_status: SaleStatus = SaleStatus.OPEN
     sale_starts_at: int | None = None
     sale_ends_at: int | None = None
-    # The class's capacity pools and whether it requires admission tokens (docs/pools.md,
-    # docs/admission.md), copied on every row item like the sale rules: each take is guarded on
+    # The class's capacity pools and whether it requires admission tokens (docs/guides/pools.md,
+    # docs/guides/admission.md), copied on every row item like the sale rules: each take is guarded on
     # them, as a counted class's take is on its inventory item.
     pools: tuple[str, ...] = ()
     admission_required: bool = False
@@ -654,7 +657,7 @@ class SeatRow:
         ).sale_closed_reason(now)
 
 
-# A seat class's inventory is split over at most this many shard items (docs/sharding.md). The
+# A seat class's inventory is split over at most this many shard items (docs/explanation/sharding.md). The
 # bound comes from DynamoDB's 100 items per transaction and per `TransactGetItems`/`BatchGetItem`:
 # a consistent read of the class reads every item in one `TransactGetItems`, operator changes
 # write every item in one transaction, and a take that moves seats from every other item still
@@ -697,7 +700,7 @@ class SeatClassInventory:
     conditional write that takes the seats. `version` counts operator changes (capacity, status,
     window, limit).
 
-    Sharding (docs/sharding.md): `shard_items` items exist; groups are routed to the first
+    Sharding (docs/explanation/sharding.md): `shard_items` items exist; groups are routed to the first
     `shard_count` of them (the others were retired by a reshard and still hold seats). `shards`
     holds the items this view was built from: all of them (`complete`, the totals are the
     class's) or only one (the item a refused write handed back: its own numbers, not the
@@ -718,9 +721,9 @@ class SeatClassInventory:
     shards: tuple[ShardSeats, ...] = ()
     shard_count: int = 1
     shard_items: int = 1
-    # Reserve and hold need an admission token (docs/admission.md); same on every shard item.
+    # Reserve and hold need an admission token (docs/guides/admission.md); same on every shard item.
     admission_required: bool = False
-    # The capacity pools the class takes its seats from as well (docs/pools.md); every shard item.
+    # The capacity pools the class takes its seats from as well (docs/guides/pools.md); every shard item.
     pools: tuple[str, ...] = ()
     # Those pools' items as a whole read of the class found them (a missing one is absent); None
     # when they were not read with it (a write's ALL_OLD, a read of shard 0 alone).
@@ -806,7 +809,7 @@ MAX_TICKET_PREFIX = 16
 
 @dataclass(frozen=True, slots=True)
 class TicketFormat:
-    """How an event numbers its tickets (`seats tickets configure`; docs/tickets.md).
+    """How an event numbers its tickets (`seats tickets configure`; docs/guides/tickets.md).
 
     `series` sequences (1 to MAX_TICKET_SERIES), each 1, 2, 3, ... without gap; a sale belongs
     to series `crc32(reservation_id) % series`. A number prints as `prefix`, then the series

@@ -81,7 +81,7 @@ OUTCOME_METRICS = {
     Outcome.SALE_CLOSED: "ReservationsSaleClosed",
     Outcome.UNKNOWN_RESERVATION: "ReservationsUnknownReservation",
     Outcome.ADMISSION_REFUSED: "ReservationsAdmissionRefused",
-    # Mapped classes (docs/seating.md).
+    # Mapped classes (docs/guides/seat-maps.md).
     Outcome.SEATS_TAKEN: "ReservationsSeatsTaken",
     Outcome.ORPHAN_SEAT: "ReservationsOrphanSeat",
 }

@@ -30,14 +30,14 @@ MAX_BODY_BYTES_ECHOED = 80
 MAX_NUMBER_DIGITS = 40
 MAX_REASON_LENGTH = 240
 MAX_FIELDS_NAMED = 5
-# An admission token (docs/admission.md) is checked by the service, not here: only its type and size.
+# An admission token (docs/guides/admission.md) is checked by the service, not here: only its type and size.
 MAX_ADMISSION_TOKEN_LENGTH = 1024
 
 RESERVE_FIELDS = frozenset(
     {"type", "reservation_id", "event_id", "seat_class", "quantity", "customer_id", "admission_token"}
-    # A mapped class (docs/seating.md): chosen seats, or best available's options.
+    # A mapped class (docs/guides/seat-maps.md): chosen seats, or best available's options.
     | {"seats", "split", "accessible"}
-    # A multi-line order (docs/orders.md) instead of seat_class and quantity.
+    # A multi-line order (docs/guides/orders.md) instead of seat_class and quantity.
     | {"lines"}
 )
 # The fields of one order line, and the top-level fields an order's lines replace.
@@ -253,7 +253,7 @@ def parse_reservation(
     max_quantity: int,
     max_hold_seconds: int = DEFAULT_MAX_HOLD_SECONDS,
 ) -> ReservationRequest | ChangeRequest | InvalidMessage:
-    """Validates one message body against the message contract (docs/contract.md).
+    """Validates one message body against the message contract (docs/reference/contract.md).
 
     A body without `type` (or `"type": "reserve"`) is a reservation, exactly as before holds
     existed; `hold` adds `hold_seconds`; `confirm` and `cancel` name only the reservation.
@@ -343,7 +343,7 @@ def parse_reservation(
 
 
 def _order_lines(body: dict[str, Any], max_quantity: int) -> tuple[OrderLine, ...] | None:
-    """A multi-line order's `lines` (docs/orders.md), or None for a single-line request.
+    """A multi-line order's `lines` (docs/guides/orders.md), or None for a single-line request.
 
     1 to MAX_ORDER_LINES objects, each `seat_class` (required) and `quantity` (1 to
     `max_quantity`) or, on a mapped class, `seats` (chosen seat ids); no two lines of one class
@@ -395,7 +395,7 @@ def _order_line(number: int, line: Any, max_quantity: int) -> OrderLine:
         raise _Invalid(f"line {number}: missing required field(s): " + ", ".join(missing))
     try:
         seat_class = _identifier(line, "seat_class", MAX_SEAT_CLASS_LENGTH)
-        # A mapped class's line (docs/seating.md): chosen seats (quantity, if sent, their
+        # A mapped class's line (docs/guides/seat-maps.md): chosen seats (quantity, if sent, their
         # number), or best available (quantity), as a single request's `seats` and `quantity`.
         quantity, seats, _, _ = _seat_choice(line, max_quantity)
     except _Invalid as invalid:

@@ -19,7 +19,7 @@ MIN_MAX_HOLD_SECONDS = 60
 # Most expired holds one sweeper run releases, so that a backlog drains over several runs
 # well inside the function's timeout.
 DEFAULT_SWEEP_LIMIT = 1000
-# The ticket issuer (docs/tickets.md): most waiting sales one round takes (100,000: a round's
+# The ticket issuer (docs/guides/tickets.md): most waiting sales one round takes (100,000: a round's
 # fixed work is spread over enough sales that 64 series keep ahead of 40,000 a second), how long one scheduled
 # run goes on issuing (as long as its schedule, a minute: the next run starts as this one's last
 # round ends, no gap; overlapping runs are safe), and how many series it numbers at once (64, the
@@ -29,7 +29,7 @@ DEFAULT_ISSUE_LIMIT = 100_000
 DEFAULT_ISSUE_SECONDS = 60
 DEFAULT_ISSUE_SERIES_AT_ONCE = 64
 MAX_ISSUE_SERIES_AT_ONCE = 64
-# Admission keys (docs/admission.md) are read from SSM at most this often per container: a rotation
+# Admission keys (docs/guides/admission.md) are read from SSM at most this often per container: a rotation
 # reaches every container within this many seconds.
 DEFAULT_ADMISSION_KEY_REFRESH_SECONDS = 60
 
@@ -94,7 +94,7 @@ class Settings:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
-        """Reads the variables template.yaml sets on the function (see docs/configuration.md)."""
+        """Reads the variables template.yaml sets on the function (see docs/reference/configuration.md)."""
         missing = [name for name in ("TABLE_NAME", "OUTCOMES_TOPIC_ARN") if not env.get(name)]
         if missing:
             raise ConfigurationError("missing environment variable(s): " + ", ".join(missing))

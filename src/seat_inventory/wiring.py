@@ -47,7 +47,7 @@ ADMISSION_KEYS_STALE_SECONDS = 900
 
 
 class SsmAdmissionKeys:
-    """The admission key ring (docs/admission.md) from an SSM SecureString parameter: read on the
+    """The admission key ring (docs/guides/admission.md) from an SSM SecureString parameter: read on the
     first message that carries a token (never at import or cold start), kept for
     `refresh_seconds`, then read again; one GetParameter per container per refresh.
 

@@ -11,7 +11,7 @@ models it and `seats onsale plan` plans with it.
   sets the minimum and the maximum to the same number, so the concurrency is there from the
   first message and never grows past it. Billed per poller-hour (`pricing.PRICES["event_poller"]`).
 - Provisioned concurrency (on an alias or version the mapping would invoke; template.yaml does not
-  set it yet, docs/simulation.md): that many execution environments initialised before the first
+  set it yet, docs/explanation/simulation.md): that many execution environments initialised before the first
   invocation, so the invocations they take pay no cold start; more invocations than that start
   environments of their own, cold. Billed per GB-second configured, from enabling it to
   disabling it rounded up to 5 minutes (https://aws.amazon.com/lambda/pricing/), and their

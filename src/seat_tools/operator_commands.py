@@ -117,9 +117,9 @@ class OperatorCommands(PoolCommands):
         A class that exists already raises `EventAlreadyExists`, unless this very operation
         created it (its reply was lost and the request was sent again): then it is returned.
         With `shards` > 1 the capacity is spread evenly over that many shard items, written in one
-        transaction (docs/sharding.md); 1 writes a single item. With `admission_required` reserve
-        and hold need an admission token (docs/admission.md). With `pools` the class takes its
-        seats from those capacity pools as well, which must exist (docs/pools.md); a new class
+        transaction (docs/explanation/sharding.md); 1 writes a single item. With `admission_required` reserve
+        and hold need an admission token (docs/guides/admission.md). With `pools` the class takes its
+        seats from those capacity pools as well, which must exist (docs/guides/pools.md); a new class
         has sold nothing, so it joins a pool without changing the pool's counts.
         """
         operation_id = operation_id or new_operation_id()
@@ -401,7 +401,7 @@ class OperatorCommands(PoolCommands):
         self, key: SeatKey, required: bool, *, operation_id: str | None = None
     ) -> SeatClassInventory:
         """Makes reserve and hold of one seat class need an admission token, or no longer
-        (docs/admission.md). Exactly once like every operator write; the write that takes seats
+        (docs/guides/admission.md). Exactly once like every operator write; the write that takes seats
         checks the flag the planner assumed, so a container that has not seen the change yet is
         refused and plans again."""
         if required:

@@ -1,4 +1,4 @@
-"""The operator's commands on capacity pools (`seats event pool ...`; docs/pools.md).
+"""The operator's commands on capacity pools (`seats event pool ...`; docs/guides/pools.md).
 
 A pool is one item beside the event's seat classes. Like every operator change of a seat class
 (`operator_commands`), each change is one conditional write that happens exactly once: it is
@@ -145,7 +145,7 @@ def _pool_item(event_id: str, pool: str, shard: int, seats: int, shards: int, cl
 class PoolCommands(TableAccess):
     """Create, list, resize, close and reopen an event's capacity pools.
 
-    A sharded pool (`shards` > 1, docs/pools.md) is created, closed, reopened and resized in one
+    A sharded pool (`shards` > 1, docs/guides/pools.md) is created, closed, reopened and resized in one
     transaction over all its items: item 0 carries the version and the operation ids, so each
     change still happens exactly once.
     """

@@ -1,5 +1,5 @@
 """The operator's block and unblock of seats of a mapped class (`seats event block` / `unblock`,
-docs/seating.md).
+docs/guides/seat-maps.md).
 
 A blocked seat is `p<position> = B` on its row item, as the map's `blocked` flag writes it at
 creation: never sold. Blocking takes a free seat out of sale (`available` down by one), unblocking

@@ -1,4 +1,4 @@
-"""The operator's reads of an event's ticket numbers (docs/tickets.md): the audit and the list,
+"""The operator's reads of an event's ticket numbers (docs/guides/tickets.md): the audit and the list,
 used by `seats tickets audit|list` and by `seats demo`."""
 
 from __future__ import annotations

@@ -61,7 +61,7 @@ WATCH_QUEUE_RETENTION_S = 3600
 def reservation_body(
     reservation_id: str, event_id: str, quantity: int, customer_id: str, seat_class: str | None = None
 ) -> dict[str, Any]:
-    """One reservation message as the service expects it (docs/contract.md).
+    """One reservation message as the service expects it (docs/reference/contract.md).
 
     `seat_class` is left out when None so that the service applies its default class.
     """

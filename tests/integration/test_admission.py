@@ -1,4 +1,4 @@
-"""Admission tokens on moto (docs/admission.md): every new DynamoDB expression path, the operator's
+"""Admission tokens on moto (docs/guides/admission.md): every new DynamoDB expression path, the operator's
 switch, the handler reading its keys from SSM (SecureString) once per container, and the CLI."""
 
 from __future__ import annotations

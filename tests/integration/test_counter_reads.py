@@ -1,5 +1,5 @@
 """`read_inventory(customers=...)` on moto: shard 0 (or the class's only item) and customers'
-counters in one consistent BatchGetItem, for the planner of repeated customers (docs/simulation.md,
+counters in one consistent BatchGetItem, for the planner of repeated customers (docs/explanation/simulation.md,
 "Repeated customers")."""
 
 from __future__ import annotations

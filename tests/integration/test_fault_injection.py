@@ -13,7 +13,7 @@ Between phases the test plays the Lambda poller: receive up to 10, invoke the re
 what it did not hand back (nothing when it raised), repeat until the queue is empty. Transient
 faults hit the first few calls of one site and stop; the permanent one never stops. Afterwards the
 inventory, the reservation records, the published outcomes and the DLQ are checked against the
-guarantees (docs/guarantees.md). docs/reliability.md tabulates what each cell saw.
+guarantees (docs/explanation/guarantees.md). docs/explanation/reliability.md tabulates what each cell saw.
 
 Faults are botocore hooks on the session of the function the site belongs to (each function has
 its own). A `before-call` hook that returns a response (or raises) replaces the request, so
@@ -682,7 +682,7 @@ def queues(stack: Stack) -> Queues:
 
 
 def report(cell: str, injection: Injection | None, run: Run) -> None:
-    """Printed for docs/reliability.md (run with -s to read it)."""
+    """Printed for docs/explanation/reliability.md (run with -s to read it)."""
     fired = injection.fired if injection else 0
     errors = sorted(set(run.handler_errors + run.sweeper_errors))
     print(f"\nCELL {cell}: injected={fired} {json.dumps(run.summary())} errors={errors}")

@@ -7,7 +7,7 @@ fail, then none) or permanent (every call). The issuer has its own boto3 session
 calls are hit. Afterwards the event's ticket numbers are audited (`seats tickets audit`: 1..N once
 each, every sale numbered, the ledger in agreement) and every numbered reservation must have been
 announced TICKETED with the numbers its record holds. A permanent fault may leave sales waiting,
-never a gap, a duplicate or a wrong announcement. docs/reliability.md has the issuer's fault matrix.
+never a gap, a duplicate or a wrong announcement. docs/explanation/reliability.md has the issuer's fault matrix.
 
 Not in the grid: the issuer's BatchGetItem of the ledger's outbox, which only runs when an earlier
 run left batches unannounced (the SNS cells exercise it without a fault on it).
@@ -53,7 +53,7 @@ ISSUER_SITES = [
     CallSite("issuer", "sns.PublishBatch", *SNS_ERRORS),
     CallSite("issuer", "dynamodb.UpdateItem", *DYNAMODB_ERRORS, what="outbox"),
 ]
-# Bounded (docs/testing.md): CI runs two faults at each site, the one that stops the call and the
+# Bounded (docs/contributing/testing.md): CI runs two faults at each site, the one that stops the call and the
 # one that loses its reply (16 tests, 28 s here); `make test-deep` every fault (28 tests, 43 s;
 # about 100 s with the machine loaded).
 CI_FAULTS = ("throttling", "reply lost after success")
@@ -172,7 +172,7 @@ def test_a_transient_fault_at_an_issuer_call_site_leaves_the_numbers_sound(
     records = assert_announced_as_recorded(issuing)
     assert len(records) == 5
     # Every numbered reservation was announced; twice only when SNS took a batch whose reply was
-    # lost, or its outbox entry could not be cleared (at least once, docs/tickets.md)
+    # lost, or its outbox entry could not be cleared (at least once, docs/guides/tickets.md)
     assert {d["reservation_id"] for d in issuing.ticketed} == set(records)
     announced_twice = len(issuing.ticketed) > len(records)
     may_repeat = (site.operation, fault.name) == ("sns.PublishBatch", "reply lost after success") or (

@@ -1,5 +1,5 @@
-"""Capacity pools and admission tokens on a mapped seat class, on moto (docs/pools.md,
-docs/admission.md, docs/seating.md): every new expression path of a mapped take (the row items'
+"""Capacity pools and admission tokens on a mapped seat class, on moto (docs/guides/pools.md,
+docs/guides/admission.md, docs/guides/seat-maps.md): every new expression path of a mapped take (the row items'
 guard on the class's pools and admission rule, the pool's take, the token's use: success,
 condition failed, item missing), the give-back to the pool a mapped record names, the operator's
 admission switch on the row items, and the handler selling a pool shared by a mapped and a
@@ -313,7 +313,7 @@ def test_the_handler_moves_seats_into_item_0_then_answers_sold_out_from_the_whol
     assert (whole.capacity, whole.available, whole.sold) == (8, 3, 5)
 
 
-# --- orders (docs/orders.md): a mapped line's pools and token in the order's one transaction ----
+# --- orders (docs/guides/orders.md): a mapped line's pools and token in the order's one transaction ----
 
 
 def counted_take(quantity: int) -> GroupWrite:

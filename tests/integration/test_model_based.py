@@ -12,7 +12,7 @@ took effect at most once, every status moved only along the lifecycle (HELD -> C
 CANCELLED, HELD -> CANCELLED, HELD -> EXPIRED), and every message delivered got exactly one
 answer: the one its id and the clock call for (a redelivery or a producer's resend republishes a
 recorded answer flagged `duplicate`; a confirm of a hold that ran out is answered EXPIRED, of a
-cancelled one CANCELLED, and so on, docs/contract.md, "Reservation lifecycle"). Every expiry is announced
+cancelled one CANCELLED, and so on, docs/reference/contract.md, "Reservation lifecycle"). Every expiry is announced
 at least once: a history that ends with expiries still in the sweeper's outbox runs it once more.
 
 One moto serves every example: each teardown counts the table's items against the model and
@@ -22,7 +22,7 @@ Lambda reuses them; both are built with one movable clock. Event and reservation
 across examples, so what a container learned about a seat class (`InventoryHints`) never carries
 over to another example.
 
-Each seat class is split over K shard items (K from 1 to 16, docs/sharding.md), and a rule reshards
+Each seat class is split over K shard items (K from 1 to 16, docs/explanation/sharding.md), and a rule reshards
 a class between batches: the checks add up its shard items, each of which must keep the invariant.
 
 The histories are split over three fixed seeds (`MODEL_SEEDS`), so that a failure only one seed's
@@ -102,7 +102,7 @@ PUBLISH_BATCH_LIMIT = 10
 
 REQUESTS = ("reserve", "hold")  # the messages that take seats; "confirm" and "cancel" change a status
 HELD, CONFIRMED, CANCELLED, EXPIRED = "HELD", "CONFIRMED", "CANCELLED", "EXPIRED"
-# The statuses a record may move to from each status (docs/contract.md, "Reservation lifecycle"); the answers
+# The statuses a record may move to from each status (docs/reference/contract.md, "Reservation lifecycle"); the answers
 # of a reserve or hold that took no seats (SOLD_OUT, UNKNOWN_EVENT) are final, like CANCELLED and EXPIRED.
 LEGAL_MOVES = {HELD: {CONFIRMED, CANCELLED, EXPIRED}, CONFIRMED: {CANCELLED}}
 
@@ -168,7 +168,8 @@ class Model:
     capacity: dict[SeatKey, int] = field(default_factory=dict)
     held: dict[SeatKey, int] = field(default_factory=dict)
     sold: dict[SeatKey, int] = field(default_factory=dict)
-    shard_items: dict[SeatKey, int] = field(default_factory=dict)  # items of a class (docs/sharding.md)
+    # items of a class (docs/explanation/sharding.md)
+    shard_items: dict[SeatKey, int] = field(default_factory=dict)
     records: dict[str, Record] = field(default_factory=dict)
     sent: dict[str, Message] = field(default_factory=dict)  # first request message per reservation id
     changes_sent: list[Message] = field(default_factory=list)  # confirm and cancel messages delivered

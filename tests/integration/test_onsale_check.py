@@ -1,7 +1,7 @@
 """`seats onsale check` against the stack created on moto's CloudFormation from template.yaml
 (the same translation and stack as tests/integration/test_deploy_path.py), ready and not ready.
 
-The target is 1,800 reservations per second. By the plan's arithmetic (docs/onsale.md) it needs
+The target is 1,800 reservations per second. By the plan's arithmetic (docs/guides/size-a-sale.md) it needs
 3 containers (1,800 / 800), 3 shard items in the class, 1,800 x 4.19 / 0.8 = 9,436 warm write
 units (the sale's 2.02 and the ticket issuer's 2.17 per reservation), 1,800 x (1 + 2 x 3) / 99 /
 0.8 = 159 warm read units, an API throttle of 1,800 with a burst of 3,600, and 3 containers of
@@ -156,7 +156,7 @@ def seats(*args: str) -> Result:
 
 
 def check(*args: str) -> Result:
-    """`seats onsale check --stack-name S --event E ...`, as docs/cli.md writes it."""
+    """`seats onsale check --stack-name S --event E ...`, as docs/reference/cli.md writes it."""
     return CliRunner().invoke(
         cli, ["onsale", "check", "--stack-name", STACK, "--event", EVENT, *args], catch_exceptions=False
     )

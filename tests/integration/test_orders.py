@@ -1,4 +1,4 @@
-"""Multi-line orders on moto (docs/orders.md): every new DynamoDB expression path of the order's
+"""Multi-line orders on moto (docs/guides/orders.md): every new DynamoDB expression path of the order's
 one transaction (`commit_outcomes` of several writes: success, each kind of condition failed,
 an item missing) and of its status changes (`commit_transitions` over every line), and the
 handler end to end."""
@@ -202,7 +202,7 @@ def test_writes_of_one_class_twice_are_refused_before_any_call(table: OperatorTa
         table.commit_outcomes(order("o-1", [(SAT, 1), (SAT, 1)]))
 
 
-# --- lines on a sharded pool (docs/pools.md): each on the item its class shard routes to ---------
+# --- lines on a sharded pool (docs/guides/pools.md): each on the item its class shard routes to ---------
 
 STALLS = SeatKey("e-1", "STALLS")
 CIRCLE = SeatKey("e-1", "CIRCLE")
@@ -333,7 +333,7 @@ def test_a_missing_pool_item_refuses_an_order_line_and_its_give_back(
     assert record is not None and record.status is Outcome.CONFIRMED  # nothing given back
 
 
-# --- a mapped line (docs/seating.md): its row items, each guarded on exactly its seats ------------
+# --- a mapped line (docs/guides/seat-maps.md): its row items, each guarded on exactly its seats ------------
 
 FLOOR = SeatKey("e-1", "FLOOR")
 FLOOR_MAP = load_json(

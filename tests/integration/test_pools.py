@@ -1,4 +1,4 @@
-"""Capacity pools on moto (docs/pools.md): every new DynamoDB expression path (the pool's take and
+"""Capacity pools on moto (docs/guides/pools.md): every new DynamoDB expression path (the pool's take and
 its give-back: success, condition failed, item missing; the class's guard on its pools), the
 operator's pool commands exactly once, the handler end to end, and the CLI."""
 

@@ -118,7 +118,7 @@ def test_close_and_open_reach_mapped_and_counted_classes(run, stack: Stack) -> N
 
 
 def test_admission_is_set_on_mapped_classes_and_on_the_counted_ones(run) -> None:
-    # Mapped classes check admission tokens (docs/admission.md): the rule is on each row item.
+    # Mapped classes check admission tokens (docs/guides/admission.md): the rule is on each row item.
     gated_map = run(
         "event", "create", "club-3", "--seat-map", str(EXAMPLES / "club.csv"), "--require-admission"
     )

@@ -219,7 +219,7 @@ def test_the_api_reads_only_reservation_records_and_event_items_and_their_public
     assert condition["ForAllValues:StringLike"]["dynamodb:LeadingKeys"] == ["RESERVATION#*", "EVENT#*"]
     readable = set(condition["ForAllValues:StringEquals"]["dynamodb:Attributes"])
     # Customer counters (whose `seats` is a customer's count) are under CUSTOMER# keys, which
-    # the role cannot read; a record's `seats` are the seat ids it took (docs/seating.md).
+    # the role cannot read; a record's `seats` are the seat ids it took (docs/guides/seat-maps.md).
     internal = {
         "gsi1pk",
         "gsi1sk",

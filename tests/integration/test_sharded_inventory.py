@@ -1,4 +1,4 @@
-"""A seat class split over K shard items (docs/sharding.md): every DynamoDB path on moto, and the
+"""A seat class split over K shard items (docs/explanation/sharding.md): every DynamoDB path on moto, and the
 service's logic on top of it, sequentially (moto is not atomic under concurrency; races are
 judged on DynamoDB Local in tests/local).
 """

@@ -1,4 +1,4 @@
-"""Sharded capacity pools on moto (docs/pools.md, "Sharded pools"): every new DynamoDB expression
+"""Sharded capacity pools on moto (docs/guides/pools.md, "Sharded pools"): every new DynamoDB expression
 path (the take on a pool item, a donor's move between pool items, the give-back to the item a
 record names, the whole read of a pool, and the operator's transactions over a pool's items):
 success, condition failed, item missing; each operator change exactly once."""

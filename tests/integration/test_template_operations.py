@@ -1,5 +1,5 @@
 """template.yaml's operations: alarms and where they notify, the dashboard, Stage, logs, tags,
-the IAM policies for producers and subscribers, and samconfig and docs/configuration.md spelling out every parameter.
+the IAM policies for producers and subscribers, and samconfig and docs/reference/configuration.md spelling out every parameter.
 
 Tags and generated resources are checked on the template SAM's translator produces (what
 CloudFormation receives), since SAM generates the roles, the event source mapping and the rule.
@@ -312,6 +312,6 @@ def test_samconfig_names_the_region_for_every_command() -> None:
 
 
 def test_the_configuration_table_lists_every_parameter(template: Template) -> None:
-    table = (REPO / "docs" / "configuration.md").read_text()
+    table = (REPO / "docs" / "reference" / "configuration.md").read_text()
     for name in template.document["Parameters"]:
         assert f"| `{name}` |" in table, name

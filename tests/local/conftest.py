@@ -4,7 +4,7 @@ The tests start and stop the engines themselves, on 127.0.0.1 (DynamoDB Local al
 other interfaces: it has no bind option). Each test uses its own event id, so they share the
 stack without seeing each other's inventory; the stack is stopped even when a test fails.
 
-DynamoDB Local sits behind the AWS contention layer (docs/contention.md): transactions on a held
+DynamoDB Local sits behind the AWS contention layer (docs/explanation/contention.md): transactions on a held
 item are cancelled, hot partitions throttle, requests take AWS's latencies. Set
 `SEATS_AWS_CONTENTION=off` to run on DynamoDB Local alone, and `SEATS_AWS_CONTENTION_TIME_SCALE`
 to stretch (> 1) or shrink (< 1) the modelled time on the wall clock (default 1).

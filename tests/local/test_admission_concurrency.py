@@ -1,6 +1,6 @@
 """Acceptance on DynamoDB Local behind the contention layer: one admission token sent by many
 concurrent requests, each with its own reservation id and its own container, buys exactly once
-(docs/admission.md). The losers are refused for good (replayed, naming the winner), and every
+(docs/guides/admission.md). The losers are refused for good (replayed, naming the winner), and every
 redelivery republishes the same answer. DynamoDB Local's transactions are atomic under
 concurrency (moto's are not, so no race is judged on moto).
 """

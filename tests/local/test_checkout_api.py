@@ -266,7 +266,7 @@ def test_hold_then_confirm_through_the_api(local_stack: LocalStack, api: str, ht
 def test_an_order_of_two_classes_through_the_api_held_then_confirmed_whole(
     local_stack: LocalStack, api: str, http: requests.Session
 ) -> None:
-    # docs/orders.md: a basket of 2 adult and 1 child ticket, all lines in one transaction
+    # docs/guides/orders.md: a basket of 2 adult and 1 child ticket, all lines in one transaction
     event_id = new_event(local_stack, 5, "ADULT")
     OperatorTable(local_stack.client("dynamodb"), local_stack.table_name).create_seat_class(
         SeatKey(event_id, "CHILD"), 4
@@ -426,7 +426,7 @@ def test_a_burst_with_duplicates_keeps_every_guarantee(
     assert len(published) >= len(sends)
 
 
-# --- a mapped class (docs/seating.md): chosen seats, best available, the seat map -----------------
+# --- a mapped class (docs/guides/seat-maps.md): chosen seats, best available, the seat map -----------------
 
 
 def new_mapped_event(stack: LocalStack) -> str:

@@ -3,7 +3,7 @@ through the local checkout API that the local stack serves next to it.
 
 Needs Chromium and its driver (Debian's `chromium` and `chromium-driver`): `make test` installs them
 (scripts/install_system_packages.sh); without them the test is skipped locally and fails in CI.
-`SEATS_UPDATE_SCREENSHOT=1` also writes the seat-map test's final screenshot to docs/checkout-page.png.
+`SEATS_UPDATE_SCREENSHOT=1` also writes the seat-map test's final screenshot to docs/assets/checkout-page.png.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ CHROMIUM_FLAGS = (
     "--no-first-run",
     "--window-size=900,820",
 )
-SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "checkout-page.png"
+SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "assets" / "checkout-page.png"
 CLUB_MAP = Path(__file__).resolve().parents[2] / "examples" / "seat_maps" / "club.csv"
 
 

@@ -1,6 +1,6 @@
 """Acceptance on DynamoDB Local behind the contention layer, for a mapped seat class
-(docs/seating.md) in a capacity pool and requiring admission tokens (docs/pools.md,
-docs/admission.md): a mapped class and a counted class racing for the last seats of the pool
+(docs/guides/seat-maps.md) in a capacity pool and requiring admission tokens (docs/guides/pools.md,
+docs/guides/admission.md): a mapped class and a counted class racing for the last seats of the pool
 they share sell it exactly (the pool as one item, and over 4 items with the counted class over 4
 shards, seats moved into the item the mapped class writes); one admission token sent by many
 concurrent requests on a mapped class buys exactly once. Every request is its own container,

@@ -1,6 +1,6 @@
 """Acceptance on DynamoDB Local behind the contention layer: multi-line orders racing for the last
-seats of a capacity pool their lines share sell it exactly, all lines or none (docs/orders.md),
-with the pool as one item and sharded over 4 items (docs/orders.md, "Scale": both lines of an
+seats of a capacity pool their lines share sell it exactly, all lines or none (docs/guides/orders.md),
+with the pool as one item and sharded over 4 items (docs/guides/orders.md, "Scale": both lines of an
 order on one item, the first line's class shard mod K; seats moving between items).
 Each order takes one seat of each of two classes of the pool; each class alone has seats for every
 order, only the pool bounds them. Every order is its own container, sent (and redelivered, as SQS

@@ -1,5 +1,5 @@
 """Acceptance on DynamoDB Local behind the contention layer: two seat classes racing for the last
-seats of the capacity pool they share sell it exactly (docs/pools.md), with the pool as one item
+seats of the capacity pool they share sell it exactly (docs/guides/pools.md), with the pool as one item
 and sharded over 4 items (seats moving between them). Each class alone has seats
 for every request; only the pool bounds them. Every request is its own container, sent (and
 redelivered, as SQS would) until answered. DynamoDB Local's transactions are atomic under

@@ -2,7 +2,7 @@
 containers (separate processes running the real handler) race for the same ten seats with
 chosen-seat and best-available reserves and holds, some delivered twice. Exactly the ten seats
 are taken, each by one reservation; every request gets one final answer; each seat's state on
-its row item is its record's (docs/seating.md).
+its row item is its record's (docs/guides/seat-maps.md).
 
 Bounded (tests/depth.py): CI sends 300 requests, `make test-deep` the 1,000 of issue 20
 (SEATS_SEAT_MAP_REQUESTS overrides).

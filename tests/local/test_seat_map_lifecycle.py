@@ -1,5 +1,5 @@
 """Mapped seats on DynamoDB Local: a concurrent mix of chosen-seat and best-available reserves
-and holds, confirmations, cancellations, expiries and duplicate deliveries (docs/seating.md).
+and holds, confirmations, cancellations, expiries and duplicate deliveries (docs/guides/seat-maps.md).
 
 Six "containers" (threads, each with its own client, hints and view of the rows) take batches from
 an at-least-once queue (every message delivered one to three times, shuffled; what a batch hands

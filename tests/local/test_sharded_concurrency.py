@@ -1,5 +1,5 @@
 """Acceptance on DynamoDB Local: concurrent containers selling a seat class split over K shard items
-(docs/sharding.md), with duplicate deliveries and reshards while they sell.
+(docs/explanation/sharding.md), with duplicate deliveries and reshards while they sell.
 
 Demand is about twice the supply, so the class must sell exactly its capacity: no oversell, and no
 seat stranded on a shard while requests are answered SOLD_OUT. Every reservation id gets exactly

@@ -4,7 +4,7 @@ The local stack runs the real handler in worker processes (the local runner), bo
 contention layer's proxy and DynamoDB Local, moto's SQS and SNS, at the layer's time scale
 SCALE. The simulation runs the same workload in its local-stack mode
 (`local_stack_time_scale=SCALE`: DynamoDB's modelled time stretched, everything else at wall
-speed). The tolerance (docs/simulation.md, "Validation"):
+speed). The tolerance (docs/explanation/simulation.md, "Validation"):
 
 - seats sold and messages dead-lettered: equal;
 - transactions committed, and the time the workers were busy (first invocation's start to the
@@ -39,7 +39,7 @@ from seat_tools.simulation.run import SimulationConfig, run_simulation
 from seat_tools.traffic import send_messages
 
 SCALE = 20.0
-# A larger run: SEATS_VALIDATION_WORKERS=6 SEATS_VALIDATION_REQUESTS=1800 (docs/simulation.md).
+# A larger run: SEATS_VALIDATION_WORKERS=6 SEATS_VALIDATION_REQUESTS=1800 (docs/explanation/simulation.md).
 WORKERS = int(os.environ.get("SEATS_VALIDATION_WORKERS", "3"))
 REQUESTS = int(os.environ.get("SEATS_VALIDATION_REQUESTS", "600"))
 VISIBILITY_S = 40  # wall seconds on the local stack

@@ -1,4 +1,4 @@
-"""Admission tokens (docs/admission.md): the format, each refusal, rotation, and a batch's answers
+"""Admission tokens (docs/guides/admission.md): the format, each refusal, rotation, and a batch's answers
 on the in-memory store (one token buys once, redelivery is not a replay)."""
 
 from __future__ import annotations

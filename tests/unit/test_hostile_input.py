@@ -1,6 +1,6 @@
 """Hostile input: a corpus of bad messages, mixed batches, and fuzzing of the message parser.
 
-docs/guarantees.md, 4: an invalid message is answered INVALID with a precise reason and deleted; it
+docs/explanation/guarantees.md, 4: an invalid message is answered INVALID with a precise reason and deleted; it
 never fails the rest of the batch and never touches the inventory. Every case of the corpus is a
 distinct way a producer (or an attacker with send rights on the queue) can get a body wrong.
 """
@@ -28,7 +28,7 @@ SETTINGS = Settings(
     outcomes_topic_arn="arn:aws:sns:us-east-1:123456789012:t",
     max_seats_per_reservation=MAX_QUANTITY,
 )
-# The documented contract (docs/contract.md), written out again so the tests do not
+# The documented contract (docs/reference/contract.md), written out again so the tests do not
 # borrow the parser's own pattern.
 ID_RULE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]*")
 PRINTABLE_ASCII = frozenset(chr(c) for c in range(0x20, 0x7F))
@@ -428,7 +428,7 @@ valid_bodies = st.fixed_dictionaries(
 
 
 def contract_allows(document: Any) -> bool:
-    """The message contract (docs/contract.md), as an oracle independent of parsing.py."""
+    """The message contract (docs/reference/contract.md), as an oracle independent of parsing.py."""
 
     def is_id(value: Any, limit: int) -> bool:
         return isinstance(value, str) and 0 < len(value) <= limit and ID_RULE.fullmatch(value) is not None

@@ -1,5 +1,5 @@
 """Capacity pools and admission tokens on a mapped seat class, on the in-memory store
-(docs/pools.md, docs/admission.md, docs/seating.md): a mapped class takes its seats from its row
+(docs/guides/pools.md, docs/guides/admission.md, docs/guides/seat-maps.md): a mapped class takes its seats from its row
 items and from every pool it belongs to in the same write, shares a pool with counted classes,
 gives the seats back to the pool its record names; a class requiring tokens spends one per
 reservation, exactly once. The model-based test drives a pool shared by mapped and counted

@@ -1,4 +1,4 @@
-"""Mapped seat classes on the in-memory store (docs/seating.md): chosen seats and best available
+"""Mapped seat classes on the in-memory store (docs/guides/seat-maps.md): chosen seats and best available
 through reserve and hold, SEATS_TAKEN, ORPHAN_SEAT, duplicates, limits, the sale window,
 confirm, cancel and expiry freeing exactly a reservation's seats, counted classes beside them."""
 

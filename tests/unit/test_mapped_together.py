@@ -1,4 +1,4 @@
-"""A batch's best-available requests on a mapped class taken together (docs/seating.md, "At
+"""A batch's best-available requests on a mapped class taken together (docs/guides/seat-maps.md, "At
 scale"): one transaction for several requests, in arrival order; refused rows re-placed,
 duplicates answered as before, sold-out requests answered from the view; and the slices that
 spread containers over the rows."""

@@ -188,7 +188,7 @@ def test_the_model_refuses_an_admission_token_the_service_would_not_take(
         ("/reservations", {"event_id": "e", "quantity": 1, "customer_id": "c"}, "x" * 129),
         ("/reservations", {"event_id": "e", "quantity": 11, "customer_id": "c"}, ""),
         ("/holds", {"event_id": "e", "quantity": 1, "customer_id": "c", "hold_seconds": 3601}, ""),
-        # A mapped class's fields the model cannot relate to each other (docs/seating.md).
+        # A mapped class's fields the model cannot relate to each other (docs/guides/seat-maps.md).
         ("/reservations", {"event_id": "e", "customer_id": "c"}, ""),
         ("/reservations", {"event_id": "e", "customer_id": "c", "seats": ["A-R1-1"], "quantity": 2}, ""),
         ("/holds", {"event_id": "e", "customer_id": "c", "seats": [f"A-R1-{n}" for n in range(1, 12)]}, ""),

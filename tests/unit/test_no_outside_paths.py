@@ -2,7 +2,7 @@
 
 A path on the machine a doc or a figure was made on (a home directory, a scratch directory, the
 workspace the project was written in, a `shared/` folder beside the checkout) means nothing to a
-reader of a fresh clone: the facts go into docs/sources.md with their public links, and commands
+reader of a fresh clone: the facts go into docs/reference/sources.md with their public links, and commands
 use paths relative to the checkout or a scratch directory they create (`mktemp -d`).
 """
 
@@ -78,7 +78,8 @@ def test_no_tracked_file_names_a_path_outside_the_repository() -> None:
         if b"\0" in data:  # images and other binaries
             continue
         found += [f"{name}:{n}: {line}" for n, line in outside_paths(data.decode("utf-8", "replace"))]
-    assert not found, "paths outside the repository (cite docs/sources.md instead):\n" + "\n".join(found)
+    message = "paths outside the repository (cite docs/reference/sources.md instead):\n"
+    assert not found, message + "\n".join(found)
 
 
 def test_the_bench_report_shows_an_absolute_path_argument_by_its_name() -> None:

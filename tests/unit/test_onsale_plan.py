@@ -1,6 +1,6 @@
 """`seats onsale plan` arithmetic and `onsale check`'s judgement, against figures worked out by hand.
 
-The rules (docs/onsale.md): containers = ceil(rate / 800); shards = containers, at most 64; write
+The rules (docs/guides/size-a-sale.md): containers = ceil(rate / 800); shards = containers, at most 64; write
 units per confirmed reservation 2 + 2/99 (+ 2 with a per-customer limit); read units per refused
 request (1 + 2K) / 99 for K > 1 items; the table at most 80% busy; the API's burst twice its rate.
 """

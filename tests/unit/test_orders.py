@@ -1,4 +1,4 @@
-"""Multi-line orders (docs/orders.md) on the in-memory store: the contract's `lines`, one answer
+"""Multi-line orders (docs/guides/orders.md) on the in-memory store: the contract's `lines`, one answer
 for all lines or none, holds, confirm, cancel and expiry of the whole order, and a model-based
 test of random pools, classes and orders over several containers.
 
@@ -854,7 +854,7 @@ def random_event(
             max_per_customer=rng.choice([None, None, 4]),
             shards=rng.choice([1, 2, 4]) if sharded else rng.choice([1, 1, 2]),
         )
-    if rng.random() < 0.5:  # a mapped class: one row of 8 seats (docs/seating.md)
+    if rng.random() < 0.5:  # a mapped class: one row of 8 seats (docs/guides/seat-maps.md)
         seat_map = {
             "classes": {"FLOOR": {}},
             "sections": [{"id": "F", "class": "FLOOR", "rows": [{"id": "R1", "seats": 8}]}],

@@ -1,4 +1,4 @@
-"""The mapped classes' message fields (docs/contract.md): seats, split, accessible."""
+"""The mapped classes' message fields (docs/reference/contract.md): seats, split, accessible."""
 
 from __future__ import annotations
 

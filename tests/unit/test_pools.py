@@ -1,4 +1,4 @@
-"""Capacity pools (docs/pools.md) on the in-memory store: a class takes its seats from its own
+"""Capacity pools (docs/guides/pools.md) on the in-memory store: a class takes its seats from its own
 capacity and from every pool it belongs to, in the same write; releases give them back once.
 
 Given / When / Then; the fake store has the DAL's guards (tests/fakes.py), and the model-based
@@ -319,7 +319,7 @@ def test_after_a_pool_sells_out_the_next_groups_read_it_instead_of_a_doomed_writ
     assert pool_seats(store) == (0, 0, 10)
 
 
-# --- sharded pools (docs/pools.md, "Sharded pools") ------------------------------------------------
+# --- sharded pools (docs/guides/pools.md, "Sharded pools") ------------------------------------------------
 
 
 def test_a_take_from_class_shard_s_writes_pool_item_s_mod_k_from_the_first_write() -> None:

@@ -1,4 +1,4 @@
-"""A row item stays under 1 KB (docs/seating.md): a transaction writes it for 2 write units."""
+"""A row item stays under 1 KB (docs/guides/seat-maps.md): a transaction writes it for 2 write units."""
 
 from __future__ import annotations
 

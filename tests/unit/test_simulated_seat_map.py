@@ -1,6 +1,6 @@
 """The simulation's store (`seat_tools.simulation.dynamodb`) on a mapped class: containers on a
 virtual clock take seats through the contention model (row items, records, counters), each seat
-once; the write units are those docs/seating.md gives."""
+once; the write units are those docs/guides/seat-maps.md gives."""
 
 from __future__ import annotations
 

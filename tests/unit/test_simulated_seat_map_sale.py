@@ -1,4 +1,4 @@
-"""`seats simulate --seat-map` (docs/seating.md, "At scale"): a burst of best-available requests
+"""`seats simulate --seat-map` (docs/guides/seat-maps.md, "At scale"): a burst of best-available requests
 on a small map, run through the simulation's containers, queue and contention model. The run's own
 checks (every seat sold by one record, the rows' counts their states', singles traced to the take
 that left them) are asserted, and checked again here against the store itself."""
@@ -58,7 +58,7 @@ def test_a_burst_on_a_seat_map_sells_each_seat_once_and_answers_every_request(ma
     assert figures["messages_handed_back"] == 0 and figures["messages_dead_lettered"] == 0
     # Sold out: whatever is left is single seats. A take strands a seat only when its view (its
     # slice as just read, the class as read within 2 s) shows no block avoiding it, but another container's take
-    # committed meanwhile can make one (the orphan rule under races, docs/seating.md): such
+    # committed meanwhile can make one (the orphan rule under races, docs/guides/seat-maps.md): such
     # singles are counted apart, and later takes fill them (none is left here).
     assert figures["seats_sold"] == figures["seats_confirmed"] > SEATS - 50
     assert figures["singles_left"]["orphans_left"] == 0

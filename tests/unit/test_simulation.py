@@ -737,7 +737,7 @@ def test_a_throttled_rejection_put_is_sent_again_after_botocores_back_off() -> N
 
 
 def test_a_pool_of_one_item_brings_back_the_one_item_ceiling_and_a_sharded_one_does_not() -> None:
-    # docs/pools.md, "Sharded pools": every sale also takes its seat from a pool of as many seats
+    # docs/guides/pools.md, "Sharded pools": every sale also takes its seat from a pool of as many seats
     plain = simulate(containers=8, requests=4000, shards=8, seed=2)
     one_item = simulate(containers=8, requests=4000, shards=8, pool_shards=1, seed=2)
     sharded = simulate(containers=8, requests=4000, shards=8, pool_shards=8, seed=2)

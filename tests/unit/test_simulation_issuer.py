@@ -73,7 +73,7 @@ def test_the_delay_is_the_index_lag_plus_rounds_and_units_match_the_docs_model()
     figures = _issue(_sold(500, 100.0), IssuerConfig(series=1, index_lag_s=1.0))
     # Then no sale waits less than the index's lag, nor more than the lag and a few idle rounds
     assert 1.0 <= figures["numbering_delay_p50_s"] <= figures["numbering_delay_p99_s"] < 4.0
-    # And the write units per reservation are those docs/tickets.md models (about 4.2): 1 index
+    # And the write units per reservation are those docs/guides/tickets.md models (about 4.2): 1 index
     # entry when sold, 2 for the record in the transaction, 1 for leaving the index, the batch's share
     units = figures["write_units"]
     assert units["sale_index_entries"] == 500
@@ -86,7 +86,7 @@ def test_more_series_number_a_fast_sale_sooner() -> None:
     one = _issue(_sold(24_000, 8_000.0), IssuerConfig(series=1))
     many = _issue(_sold(24_000, 8_000.0), IssuerConfig(series=16, publish_at_once=160))
     # Then 16 series and a wider publisher number them sooner (not 16 times: the rounds publish
-    # and clear their outbox after numbering, docs/tickets.md)
+    # and clear their outbox after numbering, docs/guides/tickets.md)
     assert many["numbering_delay_p99_s"] < 0.8 * one["numbering_delay_p99_s"]
     assert many["reservations_numbered"] == one["reservations_numbered"] == 24_000
 

@@ -1,4 +1,4 @@
-"""The orders workload of `seats simulate --order-lines` (docs/orders.md, "Scale"): orders of 1-4
+"""The orders workload of `seats simulate --order-lines` (docs/guides/orders.md, "Scale"): orders of 1-4
 lines over four sharded classes sharing a pool, and the checks that compare every class's and
 pool item's counts with the records' lines."""
 

@@ -1,4 +1,4 @@
-"""The repeated-customer mix in `seats simulate` (docs/simulation.md, "Repeated customers"):
+"""The repeated-customer mix in `seats simulate` (docs/explanation/simulation.md, "Repeated customers"):
 customers at their limit are answered from their counters, not from reads of the whole class."""
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def test_repeated_customers_keep_the_ground_gained_on_the_same_sale_without_repe
     event source). With Lambda's scale-up applied (5 containers at once, then 5 more a second),
     this short sale (1 to 2.5 s) runs on 10 to 16 containers: 25 reads against 49, 406 per second
     against 852 (48%), $2.08 against $1.51 (1.38 times); the code before branch `repeats2` gives
-    61% and 1.17 times here, but 68% against 78% on the issue's sale (docs/simulation.md,
+    61% and 1.17 times here, but 68% against 78% on the issue's sale (docs/explanation/simulation.md,
     "Lambda's scale-up"). The bounds keep the reads and what the rate and cost are now."""
     repeats, distinct = simulate(customers=500), simulate(customers=None)
 

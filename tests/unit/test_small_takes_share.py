@@ -1,6 +1,6 @@
 """A container whose group needs a shard item while every item with seats is in use: a big take
 waits for one to come free (a conflict would cancel up to 100 actions, charged), a small one
-shares an item in use at once (`settle_group.SHARE_AT_ONCE_TAKES`; docs/sharding.md)."""
+shares an item in use at once (`settle_group.SHARE_AT_ONCE_TAKES`; docs/explanation/sharding.md)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The custom resource's code that publishes the reserve function's version for its alias "live"
 (template.yaml, ReserveSeatsVersionPublisher's InlineCode), run on a stubbed Lambda client: a new
 version, the last one when nothing changed since it, and a failure when that one is not the
-function as it is now (docs/onsale.md, "Provisioned concurrency")."""
+function as it is now (docs/guides/size-a-sale.md, "Provisioned concurrency")."""
 
 from __future__ import annotations
 

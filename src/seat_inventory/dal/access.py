@@ -162,7 +162,7 @@ class TableAccess:
         return found, complete
 
     def _with_pools(self, view: SeatClassInventory, *, whole: bool = True) -> SeatClassInventory:
-        """A class in capacity pools (docs/pools.md) with its pool items, each read strongly
+        """A class in capacity pools (docs/guides/pools.md) with its pool items, each read strongly
         consistently in one `BatchGetItem` (each an observation of its own; a missing pool is
         absent). Unprocessed keys are asked again; still unprocessed, the read is retried.
 
@@ -175,7 +175,7 @@ class TableAccess:
         return dataclasses.replace(view, pool_items=tuple(pools))
 
     def read_pools(self, event_id: str, pools: Sequence[str]) -> dict[str, PoolInventory]:
-        """`InventoryStore.read_pools`: each pool read whole (docs/pools.md), as `_with_pools`
+        """`InventoryStore.read_pools`: each pool read whole (docs/guides/pools.md), as `_with_pools`
         reads a class's pools; a missing pool is absent."""
         return {p.pool: p for p in self._read_pools(event_id, pools, whole=True)}
 

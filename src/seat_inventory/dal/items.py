@@ -17,21 +17,21 @@ Single-table layout (table keys `pk`, `sk`; TTL attribute `expires_at`; sparse i
 | pool shard n (1-63)  | `EVENT#<event_id>#SHARD#<n>`             | `POOL#<pool>`   |
 
 Customer counters were under `pk EVENT#<event_id>`, `sk CUSTOMER#<class>#<customer>` until
-this layout (one partition key each, off the event's hot partition); docs/contention.md says how
+this layout (one partition key each, off the event's hot partition); docs/explanation/contention.md says how
 to migrate them.
 
 - inventory: capacity, available, held, sold; optional max_per_customer, sale_status,
   sale_starts_at, sale_ends_at (epoch seconds); version (bumped by every operator change);
-  a sharded class (docs/sharding.md) has one such item per shard, each with its own capacity,
+  a sharded class (docs/explanation/sharding.md) has one such item per shard, each with its own capacity,
   available, held, sold and the same sale rules; shard n > 0 has `shard`; shard 0 (the only item
   of a class of one) has `shard_count` (shards groups are routed to) and `shard_items` (items
   that exist), absent = 1;
   `last_taken_at` (epoch seconds, fractional) is when a transaction last took seats from it;
-- inventory of a class that requires admission tokens (docs/admission.md): admission_required
+- inventory of a class that requires admission tokens (docs/guides/admission.md): admission_required
   (BOOL true; absent = not required), on every shard item;
 - admission token use: reservation_id (the reservation that spent it), expires_at (TTL: a day
   after the token's own expiry);
-- capacity pool (docs/pools.md): pool, event_id, capacity, available, held, sold; optional
+- capacity pool (docs/guides/pools.md): pool, event_id, capacity, available, held, sold; optional
   sale_status; version and recent_operations (operator changes, exactly once); a sharded pool
   has `shard_count` on every item (absent = 1) and `shard` on items n > 0; a seat class
   that belongs to pools has `pool_names` (S, the pool names joined by commas, sorted) on every
@@ -42,7 +42,7 @@ to migrate them.
   a hold's hold_expires_at; customer_counted when its seats count against a limit; `shard`
   when its seats came from a shard item other than 0.
 
-Ticket numbers (docs/tickets.md): a sold record (CONFIRMED, by a reserve or a confirm) is in the
+Ticket numbers (docs/guides/tickets.md): a sold record (CONFIRMED, by a reserve or a confirm) is in the
 sparse index `TicketsToIssue` (`gsi2pk = UNNUMBERED#<bucket>`, bucket 0-127 from a CRC-32 of the
 reservation id; `gsi2sk` = when it was sold, epoch ms) until the issuer numbers it
 (`ticket_series`, `ticket_first`; its seats are `ticket_first` .. `+ quantity - 1`). The
@@ -97,7 +97,7 @@ HOLDS_PREFIX = "HOLDS#"
 OUTBOX_PREFIX = "EXPIRED#"
 TICKETS_INDEX = "TicketsToIssue"
 # Sold records spread over this many index partitions: at 40,000 sales a second each gets about
-# 310 index writes in and as many out, inside a partition's 1,000 write units (docs/tickets.md).
+# 310 index writes in and as many out, inside a partition's 1,000 write units (docs/guides/tickets.md).
 UNNUMBERED_BUCKETS = 128
 UNNUMBERED_PREFIX = "UNNUMBERED#"
 LEDGER_OUTBOX_BUCKETS = 8
@@ -131,7 +131,7 @@ def inventory_key(key: SeatKey, shard: int = 0) -> dict[str, Any]:
 
 def pool_key(event_id: str, pool: str, shard: int = 0) -> dict[str, Any]:
     """The item of one capacity pool (shard 0), or of its shard `shard`: beside the event's seat
-    classes, laid out like a class's shard items (docs/pools.md)."""
+    classes, laid out like a class's shard items (docs/guides/pools.md)."""
     pk = INVENTORY_PREFIX + event_id + (f"{SHARD_MARK}{shard}" if shard else "")
     return {"pk": {"S": pk}, "sk": {"S": POOL_PREFIX + pool}}
 
@@ -334,7 +334,7 @@ def outcome_from_item(item: Mapping[str, Any]) -> ReservationOutcome:
 
 
 def _line_item(line: OrderLine) -> dict[str, Any]:
-    """An order line on its record (docs/orders.md): the class, the seats and where they came from."""
+    """An order line on its record (docs/guides/orders.md): the class, the seats and where they came from."""
     item: dict[str, Any] = {"seat_class": {"S": line.seat_class}, "quantity": number(line.quantity)}
     if line.shard:
         item["shard"] = number(line.shard)

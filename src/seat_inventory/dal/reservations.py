@@ -132,7 +132,7 @@ class Reservations(TableAccess):
     def _move_pool_seats_action(self, event_id: str, pool: str, donor: int, seats: int) -> dict[str, Any]:
         """Takes `seats` available seats and as much capacity off item `donor` of a sharded pool
         (they move to the item the take writes), guarded by `available >=` what it gives: the
-        pool's totals never change by a move (docs/pools.md). ALL_OLD hands back the donor."""
+        pool's totals never change by a move (docs/guides/pools.md). ALL_OLD hands back the donor."""
         return {
             "Update": {
                 "TableName": self._table_name,
@@ -146,7 +146,7 @@ class Reservations(TableAccess):
         }
 
     def _take_from_pool_action(self, write: GroupWrite, pool: str) -> dict[str, Any]:
-        """Takes the write's seats off one capacity pool of the class (docs/pools.md), guarded
+        """Takes the write's seats off one capacity pool of the class (docs/guides/pools.md), guarded
         like the class's item: the pool exists, has the seats and is open. ALL_OLD hands back
         the pool as it was. On a sharded pool: its item `pool_shards[pool]`, which first gains
         the seats (and capacity) its donors move into it."""
@@ -191,7 +191,7 @@ class Reservations(TableAccess):
         }
 
     def _commit_together(self, writes: Sequence[GroupWrite]) -> WriteRefused | None:
-        """Several writes of one event in ONE transaction (an order's lines, docs/orders.md): each
+        """Several writes of one event in ONE transaction (an order's lines, docs/guides/orders.md): each
         write's inventory item (and donor moves), records, counters and token uses, then one
         update per pool item any of them touches (`models.pool_item_changes`): the item each
         line's class shard routes to, guarded on the seats of all lines taking from it, and the
@@ -205,7 +205,7 @@ class Reservations(TableAccess):
         actions: list[dict[str, Any]] = []
         sizes: list[tuple[int, int, int, int]] = []  # per write: inventory, records, counters, tokens
         for write in writes:
-            # A mapped class's line (docs/seating.md): its row items, each guarded on its seats.
+            # A mapped class's line (docs/guides/seat-maps.md): its row items, each guarded on its seats.
             taking = (
                 take_rows_actions(self._table_name, write)
                 if write.rows
@@ -223,7 +223,7 @@ class Reservations(TableAccess):
             )
             actions.extend(self._use_token_action(use) for use in write.token_uses)
             sizes.append((len(taking), len(write.outcomes), len(write.counters), len(write.token_uses)))
-        # One update per pool item the lines touch (docs/orders.md): the seats of every line
+        # One update per pool item the lines touch (docs/guides/orders.md): the seats of every line
         # that takes from it, guarded on their sum, after the seats moved into it (or less those
         # it gives another line's item); an item only giving is a donor's move.
         for write in writes:
@@ -306,7 +306,7 @@ class Reservations(TableAccess):
         }
 
     def _commit_rows(self, write: GroupWrite, recorded_at: str) -> WriteRefused | None:
-        """A mapped class's take (docs/seating.md): one guarded update per row item instead of the
+        """A mapped class's take (docs/guides/seat-maps.md): one guarded update per row item instead of the
         class's inventory item, then the records, counters and token uses as for a counted class,
         then the take off each of the class's pools (the item `pool_shards` names, after its
         donors' moves: `_pool_action`, as a counted class's take)."""
@@ -453,13 +453,13 @@ class Reservations(TableAccess):
         else:
             condition += " AND max_per_customer = :limit"
             values[":limit"] = number(write.max_per_customer)
-        # So are the pools the class takes from besides (docs/pools.md).
+        # So are the pools the class takes from besides (docs/guides/pools.md).
         if write.pools:
             condition += f" AND {POOL_NAMES} = :pools"
             values[":pools"] = pool_names_value(write.pools)
         else:
             condition += f" AND attribute_not_exists({POOL_NAMES})"
-        # So is whether the class requires admission tokens (docs/admission.md).
+        # So is whether the class requires admission tokens (docs/guides/admission.md).
         if write.admission_required:
             condition += f" AND {ADMISSION_REQUIRED} = :required"
             values[":required"] = {"BOOL": True}
@@ -607,7 +607,7 @@ class Reservations(TableAccess):
 
 def _pool_items(write: GroupWrite) -> list[tuple[str, int]]:
     """The pool items a take writes, in action order: per pool, the item the seats come off
-    (`pool_shards`), then its donors (docs/pools.md)."""
+    (`pool_shards`), then its donors (docs/guides/pools.md)."""
     items: list[tuple[str, int]] = []
     for pool in write.pools:
         shard = write.pool_shards.get(pool, 0)

@@ -1,4 +1,6 @@
-"""A mapped event's seat layout, uncompressed, for pages that draw the map (docs/seating.md, docs/api.md).
+"""A mapped event's seat layout, uncompressed, for pages that draw the map.
+
+See docs/guides/seat-maps.md and docs/reference/http-api.md.
 
 The seat map item (`SEATMAP#<event>`/`MAP`) is zlib-compressed, which API Gateway's mapping
 templates cannot read. So `seats event create --seat-map` also writes one layout item per section,

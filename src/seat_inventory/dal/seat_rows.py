@@ -1,4 +1,4 @@
-"""Mapped seat classes (docs/seating.md): the seat map item, the row items, and the expressions
+"""Mapped seat classes (docs/guides/seat-maps.md): the seat map item, the row items, and the expressions
 that take and give back exactly the seats of a reservation.
 
 | item      | pk                                        | sk              |
@@ -10,7 +10,7 @@ that take and give back exactly the seats of a reservation.
 A row item (`row_id` = `<section>-<row>#<block>`, at most `ROW_BLOCK` seats) has `first` and
 `size`, the counts `available`, `held`, `sold`, the class's sale rules (`sale_status`,
 `sale_starts_at`, `sale_ends_at`, `max_per_customer`, and the class's `pool_names` and
-`admission_required` (docs/pools.md, docs/admission.md), copied on every row item) and one
+`admission_required` (docs/guides/pools.md, docs/guides/admission.md), copied on every row item) and one
 attribute `p<position>` per seat that is not free: `H` held, `S` sold, `B` blocked. A take is
 one update per row item guarded by `attribute_not_exists(p<n>)` on exactly its seats (and the
 sale rules); a release is guarded by each seat's state being the one the record says. No item
@@ -180,7 +180,7 @@ def take_rows_actions(table_name: str, write: GroupWrite) -> list[dict[str, Any]
 
 def _rules_condition(write: GroupWrite, values: dict[str, Any]) -> str:
     """The guard that the class belongs to exactly the pools the planner assumed and requires an
-    admission token exactly when it assumed so (docs/pools.md, docs/admission.md)."""
+    admission token exactly when it assumed so (docs/guides/pools.md, docs/guides/admission.md)."""
     if write.pools:
         condition = f" AND {POOL_NAMES} = :pools"
         values[":pools"] = pool_names_value(write.pools)
@@ -388,7 +388,7 @@ class SeatRows(TableAccess):
 
     def set_rows_admission(self, key: SeatKey, required: bool) -> int:
         """Makes reserve and hold of a mapped class need an admission token, or no longer
-        (docs/admission.md): `admission_required` on each row item, as `set_rows_sale_status` sets
+        (docs/guides/admission.md): `admission_required` on each row item, as `set_rows_sale_status` sets
         the status (row by row; a take is guarded on it, so a planner that assumed the other rule
         is refused and plans again). Returns the rows updated."""
         return self._set_on_rows(key, ADMISSION_REQUIRED, {"BOOL": required})

@@ -1,4 +1,4 @@
-"""Ticket numbers (docs/tickets.md): the issuer's index, the series' counters, the numbering
+"""Ticket numbers (docs/guides/tickets.md): the issuer's index, the series' counters, the numbering
 transaction, the ledger and its publication outbox; and the reads the audit makes."""
 
 from __future__ import annotations

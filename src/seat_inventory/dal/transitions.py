@@ -108,9 +108,9 @@ class Transitions(TableAccess):
         if not transitions:
             return None
         # Each record's seats by the item they came from: its own class's shard item, or, for an
-        # order (docs/orders.md), each line's class's (`ReservationRecord.takes`).
+        # order (docs/guides/orders.md), each line's class's (`ReservationRecord.takes`).
         by_item: dict[tuple[SeatKey, int], list[tuple[Transition, int]]] = {}
-        # A mapped class's seats (docs/seating.md) go back to their row items instead, each seat
+        # A mapped class's seats (docs/guides/seat-maps.md) go back to their row items instead, each seat
         # guarded on its state: per class, the transitions with the seats of that class.
         by_rows: dict[SeatKey, list[Transition]] = {}
         counters: dict[tuple[SeatKey, str], int] = {}
@@ -146,7 +146,7 @@ class Transitions(TableAccess):
         ]
         customers = list(counters)
         actions += [self._uncount_customer_action(k, c, counters[(k, c)]) for k, c in customers]
-        # The pools the records' seats came from get them back too (docs/pools.md): each item a
+        # The pools the records' seats came from get them back too (docs/guides/pools.md): each item a
         # record (or an order's line) names, the item of a sharded pool its seats came off.
         pools = sorted(by_pool)
         actions += [
@@ -234,7 +234,7 @@ class Transitions(TableAccess):
             values[":change_id"] = {"S": transition.change_id}
         removes = ["gsi1pk", "gsi1sk"]
         if transition.to is Outcome.CONFIRMED:
-            # Sold: it waits for its ticket numbers in the issuer's index (docs/tickets.md).
+            # Sold: it waits for its ticket numbers in the issuer's index (docs/guides/tickets.md).
             sets.append("gsi2pk = :unnumbered, gsi2sk = :sold_at")
             index = awaiting_tickets_values(record.reservation_id, int(time.time() * 1000))
             values[":unnumbered"] = index["gsi2pk"]

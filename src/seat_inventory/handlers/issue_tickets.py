@@ -1,6 +1,6 @@
 """Lambda entry point for the ticket issuer, run by an EventBridge schedule (`IssueSchedule`).
 
-Numbers sold reservations (1..N per series, no gap, no duplicate; docs/tickets.md) and publishes
+Numbers sold reservations (1..N per series, no gap, no duplicate; docs/guides/tickets.md) and publishes
 their TICKETED outcomes; see `logic.issue_tickets`. A run goes on in rounds for ISSUE_SECONDS
 (60, as long as the schedule: the next run starts as this one's last round ends, so there is no
 gap between runs; capped by the invocation's remaining time), so a sale waits about a second plus

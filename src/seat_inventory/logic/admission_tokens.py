@@ -1,4 +1,4 @@
-"""Admission tokens (docs/admission.md): issue and verify, pure (no AWS; the keys are passed in).
+"""Admission tokens (docs/guides/admission.md): issue and verify, pure (no AWS; the keys are passed in).
 
 A token is four dot-separated parts, `v1.<key id>.<payload>.<signature>`:
 - `v1`: the format's version;
@@ -48,7 +48,7 @@ class KeyRingError(ValueError):
 class KeyRing:
     """The admission keys: `keys` (key id -> secret) are all accepted; `current` signs new tokens.
 
-    During a rotation the ring holds the new key and the previous one (docs/admission.md).
+    During a rotation the ring holds the new key and the previous one (docs/guides/admission.md).
     """
 
     current: str

@@ -1,6 +1,6 @@
 """Confirmations, cancellations and expiries: status changes of recorded reservations.
 
-The rules (docs/contract.md, "Reservation lifecycle"):
+The rules (docs/reference/contract.md, "Reservation lifecycle"):
 - the records of all confirm and cancel messages of a batch are read in one consistent
   BatchGetItem; each change is decided from the record as read (`decide_change`);
 - the changes of one (event, seat class) commit in one transaction: each record's update is
@@ -165,7 +165,7 @@ def _prefix_that_fits(transitions: Sequence[Transition]) -> int:
     rows: set[tuple[SeatKey, str]] = set()  # a mapped class: one update per row item its seats are on
     pools: set[str] = set()  # one update per capacity pool the records' seats came from
     for index, transition in enumerate(transitions):
-        # An order's record moves every line's class (docs/orders.md): count each line's items.
+        # An order's record moves every line's class (docs/guides/orders.md): count each line's items.
         takes = transition.record.takes()
         customer = transition.record.answer.customer_id or ""
         new_pools = {pool for take in takes for pool in take.pools} - pools
@@ -229,8 +229,8 @@ def _commit_transitions(
 ) -> None:
     capacity: int | None = None
     # A mapped class's seats go back to its row items, each guarded on the seats' states: no
-    # capacity to check (docs/seating.md).
-    # An order's lines (docs/orders.md) are guarded on held and sold alone: its first line's class
+    # capacity to check (docs/guides/seat-maps.md).
+    # An order's lines (docs/guides/orders.md) are guarded on held and sold alone: its first line's class
     # may be mapped, or sharded.
     if any(t.releases_seats and not t.record.seats and not t.record.answer.lines for t in pending):
         # Seats given back are guarded against the capacity; the condition checks the value

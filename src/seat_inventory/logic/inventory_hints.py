@@ -38,7 +38,7 @@ class InventoryHints:
 
     It keeps no estimate of how fast other containers take a class's seats: a class that many
     containers sell at once is sharded, so that each container has an item of its own (measured
-    in docs/sharding.md: on one item such estimates changed neither its rate nor its waste).
+    in docs/explanation/sharding.md: on one item such estimates changed neither its rate nor its waste).
     Correctness never rests on hints: every seat is still taken through the guarded transaction,
     whose condition checks every assumption it was planned on.
     """
@@ -56,7 +56,7 @@ class InventoryHints:
         self._pool_items: dict[tuple[str, str], int] = {}
         # The most reservations this container writes in one transaction (`logic.write_window`).
         self.write_limit = AdaptiveWriteLimit()
-        # Seat maps and the last view of each mapped class's rows (docs/seating.md).
+        # Seat maps and the last view of each mapped class's rows (docs/guides/seat-maps.md).
         self.seat_maps = SeatMaps()
         # Classes whose last group met a customer at the limit (`reads_counters`).
         self._customers_at_limit: set[SeatKey] = set()
@@ -91,7 +91,7 @@ class InventoryHints:
         not its seats: the seats known stay those of the last view of the whole class."""
         self._items[key] = item
         if item is None or item.complete:
-            # A class in pools read with them: the seats a take could get (docs/pools.md).
+            # A class in pools read with them: the seats a take could get (docs/guides/pools.md).
             self.learn(key, None if item is None else item.seats_to_sell)
 
     def learn_pools(self, key: SeatKey, pools: Iterable[PoolInventory | None]) -> None:
@@ -132,7 +132,7 @@ class InventoryHints:
         self._shards.pop(key, None)
 
     def own_pool_item(self, event_id: str, pool: str) -> int | None:
-        """The item of a sharded pool this container's orders take from (docs/orders.md), None
+        """The item of a sharded pool this container's orders take from (docs/guides/orders.md), None
         until an order committed on one."""
         return self._pool_items.get((event_id, pool))
 

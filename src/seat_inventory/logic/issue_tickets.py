@@ -1,4 +1,6 @@
-"""Gives every sold seat a ticket number: 1, 2, 3, ... per series, no gap, no duplicate (docs/tickets.md).
+"""Gives every sold seat a ticket number: 1, 2, 3, ... per series, no gap, no duplicate.
+
+See docs/guides/tickets.md.
 
 Numbers are not given in the reservation's transaction (that would add one counter item to every
 sale and bring back the one-item ceiling the inventory's shards removed). A sale enters a sparse

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-# DynamoDB allows 100 actions per transaction (docs/sources.md): one inventory update, one record
+# DynamoDB allows 100 actions per transaction (docs/reference/sources.md): one inventory update, one record
 # per reservation and, when the class has a per-customer limit, one counter update per customer.
 MAX_ACTIONS_PER_TRANSACTION = 100
 # Without a per-customer limit: one inventory update plus 99 reservation records.
@@ -12,6 +12,7 @@ MAX_RESERVATIONS_PER_TRANSACTION = MAX_ACTIONS_PER_TRANSACTION - 1
 # between rounds, so bound it. A conflict or throttling teaches nothing and is bounded by the
 # deadline instead (`logic.retry_deadline`); newly learned customers' counters are bounded by the
 # group's customers: neither counts as a round. A bound, not a tuning: the runs of
-# docs/sharding.md ("How to size K", `seats simulate --requests 1000000 --containers 64 --shards 64`)
+# docs/explanation/sharding.md ("How to size K",
+# `seats simulate --requests 1000000 --containers 64 --shards 64`)
 # hand back no message, so no group reached it.
 MAX_SETTLE_ROUNDS = 8

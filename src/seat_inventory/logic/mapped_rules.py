@@ -1,4 +1,6 @@
-"""Capacity pools and admission tokens on a mapped seat class (docs/pools.md, docs/admission.md).
+"""Capacity pools and admission tokens on a mapped seat class.
+
+See docs/guides/pools.md and docs/guides/admission.md.
 
 A mapped class's pools and whether it requires admission tokens are copied on each of its row
 items, like its sale rules; each take's row updates are guarded on them (the planner's
@@ -82,7 +84,7 @@ def pool_refusal(
 ) -> PoolRefusal:
     """What a pool's refusal of a take means: SALE_CLOSED for a closed pool, SOLD_OUT naming the
     pool only from a whole view of it (a pool of one item, as the refusal handed it back; a
-    sharded one read whole first: one item never decides a SOLD_OUT, docs/pools.md), otherwise
+    sharded one read whole first: one item never decides a SOLD_OUT, docs/guides/pools.md), otherwise
     moves into item 0, which a mapped class's take writes (as a counted class of one item)."""
     views: dict[str, PoolInventory] = {}
     for name, pool in sorted(refused.items()):

@@ -1,5 +1,6 @@
-"""A mapped class's line of a multi-line order (docs/orders.md, docs/seating.md): where its seats
-are, and why a line cannot have them.
+"""A mapped class's line of a multi-line order: where its seats are, and why a line cannot have them.
+
+See docs/guides/orders.md and docs/guides/seat-maps.md.
 
 Chosen seats are checked on a consistent read of their row items (the orphan rule looks at their
 neighbours); best available is placed on the class's view, as a single best-available request

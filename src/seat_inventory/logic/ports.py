@@ -48,7 +48,7 @@ class WriteRefused:
     `tokens_used` maps each admission token whose use was refused to the reservation that used it
     first: a replay, refused for good.
     `pools_refused` maps each capacity pool whose guard failed to its item as it was (too few
-    seats left, or closed), or to None when the pool item does not exist (docs/pools.md).
+    seats left, or closed), or to None when the pool item does not exist (docs/guides/pools.md).
     """
 
     inventory_refused: bool
@@ -61,7 +61,7 @@ class WriteRefused:
     # A mapped class's write (`GroupWrite.rows`): the row items whose guard failed, as they were
     # (None: no such item).
     rows: Mapping[str, SeatRow | None] = field(default_factory=dict)
-    # Several writes committed together (an order's lines, docs/orders.md): for each write, in
+    # Several writes committed together (an order's lines, docs/guides/orders.md): for each write, in
     # order, what of it refused (its inventory item, its counters), or None when nothing of it
     # did; the fields above then sum them up (`inventory` is the first refusing item). Empty for
     # a single write.
@@ -94,7 +94,7 @@ class InventoryStore(Protocol):
         seats (only rejections) one record at a time.
 
         A sequence of writes (of one event, each of another counted class: an order's lines,
-        docs/orders.md) commits in ONE transaction, all or nothing: each write's inventory guards,
+        docs/guides/orders.md) commits in ONE transaction, all or nothing: each write's inventory guards,
         counters and token uses as alone, the pools several of them share taken once for all
         (one update per pool, guarded on the sum). A record whose answer has `lines` stores, line
         by line, the shard, pools and counting of the write of that line's class. A refusal
@@ -131,11 +131,11 @@ class InventoryStore(Protocol):
         ...
 
     def read_pools(self, event_id: str, pools: Sequence[str]) -> dict[str, PoolInventory]:
-        """The event's capacity pools by name, each read whole (docs/pools.md): a pool of one
+        """The event's capacity pools by name, each read whole (docs/guides/pools.md): a pool of one
         item strongly consistently, a sharded one in one snapshot of all its items (which a take in
         flight on one of them refuses: read again a few times, then `TransactionConflict`); a
         missing pool is absent. For a class without an inventory item to bring its pools along
-        (`read_inventory`): a mapped class (docs/seating.md), before it refuses a request because
+        (`read_inventory`): a mapped class (docs/guides/seat-maps.md), before it refuses a request because
         of a pool."""
         ...
 
@@ -154,7 +154,7 @@ class InventoryStore(Protocol):
         ...
 
     def read_seat_map(self, event_id: str) -> SeatMap | None:
-        """The event's seat map (its mapped classes), or None when it has none (docs/seating.md)."""
+        """The event's seat map (its mapped classes), or None when it has none (docs/guides/seat-maps.md)."""
         ...
 
     def read_seat_rows(self, key: SeatKey, row_ids: Sequence[str] | None = None) -> dict[str, SeatRow]:
@@ -164,7 +164,7 @@ class InventoryStore(Protocol):
         ...
 
     def claim(self, key: SeatKey, part: str, owner: str, *, now: float, until: float) -> bool:
-        """Claims `part` of a mapped class (a slice of its rows, docs/seating.md "At scale") for
+        """Claims `part` of a mapped class (a slice of its rows, docs/guides/seat-maps.md "At scale") for
         `owner` until `until` (epoch seconds): granted (True) when nobody holds it, `owner` already
         does, or the claim held ran out before `now`; False while another owner's claim runs. A
         claim only steers where containers place: every take is still guarded on its seats.
@@ -186,7 +186,7 @@ class InventoryStore(Protocol):
         effect once however often it is asked for). Seats given back are guarded so that the
         class never exceeds `capacity` (the capacity the caller believes; a different one refuses).
         Records of seats that were never sold get TTL `release_expires_at`. Seats go back to the
-        shard item each record names; an order's record (docs/orders.md) names one per line
+        shard item each record names; an order's record (docs/guides/orders.md) names one per line
         (`ReservationRecord.takes`), so its change moves every line's class, pools and counters in
         the same transaction (`key` is then its first line's class); `capacity` is given only
         for a class of one item (None leaves the guards on held and sold, which keep each item's
@@ -212,7 +212,7 @@ class HoldStore(InventoryStore, Protocol):
 
 
 class TicketStore(Protocol):
-    """What the ticket issuer needs (docs/tickets.md): the sold-but-unnumbered index, the series'
+    """What the ticket issuer needs (docs/guides/tickets.md): the sold-but-unnumbered index, the series'
     counters, and one guarded write that numbers a batch together with its counter."""
 
     def find_unnumbered(self, limit: int) -> list[UnnumberedSale]:

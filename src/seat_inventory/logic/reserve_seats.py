@@ -1,6 +1,6 @@
 """Answers one SQS batch of messages: reservations, holds, confirmations and cancellations.
 
-The rules (docs/guarantees.md):
+The rules (docs/explanation/guarantees.md):
 - seats are taken only by one conditional transaction per (event, seat class) group, which also
   writes one record per reservation id (reserve and hold alike); a record that already exists
   means the request was answered before, and its stored answer is published again;
@@ -74,7 +74,7 @@ def reserve_seats(
     `retry_deadline.conflict_deadline(...)` of the invocation; default
     `DEFAULT_CONFLICT_PATIENCE_SECONDS` from now): a conflict is not a failure, and a message
     handed back for one would count towards the dead-letter queue.
-    `admission` verifies the messages' admission tokens (docs/admission.md); without it no key is
+    `admission` verifies the messages' admission tokens (docs/guides/admission.md); without it no key is
     known and every token is refused as forged.
     """
     hints = hints if hints is not None else InventoryHints()
@@ -87,7 +87,7 @@ def reserve_seats(
         batch.groups, store=store, clock=clock, settings=settings, hints=hints, deadline=conflicts_until
     )
     if batch.orders:
-        # Multi-line orders (docs/orders.md): each in its own transaction, after the groups.
+        # Multi-line orders (docs/guides/orders.md): each in its own transaction, after the groups.
         context = OrderContext(store, clock, hints, settings.rejection_record_ttl_seconds, conflicts_until)
         _settle_orders(batch.orders, context, group_answers, failed)
     failed.update(batch.keys_unavailable)
@@ -121,7 +121,7 @@ class _Batch:
     first_request: dict[str, ReservationRequest] = field(default_factory=dict)
     repeats: list[ReservationRequest] = field(default_factory=list)
     groups: dict[SeatKey, list[ReservationRequest]] = field(default_factory=dict)
-    orders: list[ReservationRequest] = field(default_factory=list)  # multi-line (docs/orders.md)
+    orders: list[ReservationRequest] = field(default_factory=list)  # multi-line (docs/guides/orders.md)
     changes: list[ChangeRequest] = field(default_factory=list)
     keys_unavailable: dict[str, str] = field(default_factory=dict)  # message id -> why retried
 
@@ -296,7 +296,7 @@ def _settle_if_mapped(
     hints: InventoryHints,
     deadline: ConflictDeadline,
 ) -> list[ReservationRequest]:
-    """Settles a mapped class's group (docs/seating.md, `settle_mapped`) and returns
+    """Settles a mapped class's group (docs/guides/seat-maps.md, `settle_mapped`) and returns
     nothing left to do; for a counted class, answers the requests that name seats or seat options
     INVALID and returns the others for the counted planner, exactly as before maps existed."""
     class_map = None

@@ -5,7 +5,7 @@ a few tens of milliseconds. It is retried in place with capped full-jitter expon
 until the invocation's deadline (`ConflictDeadline`); only a group that never got its turn by
 then is handed back to the queue. Throttling (`Throttled`: the hot partition's write units of
 this second are spent, cancelled attempts included) is the same kind of wait, retried under the
-same deadline with the same count of refusals in a row (docs/contention.md), but with the capped
+same deadline with the same count of refusals in a row (docs/explanation/contention.md), but with the capped
 pause every time (`logic.write_window.back_off_step`).
 """
 
@@ -23,7 +23,7 @@ _Result = TypeVar("_Result")
 
 # The first pause is drawn from 0 to 20 ms, doubling per refusal in a row up to 0.5 s. With these,
 # on one item, `seats simulate --containers 10 --requests 100000` hands back no message and
-# `--containers 50` 693 of 100,000 (docs/simulation.md, "After (main at commit 8318e55)").
+# `--containers 50` 693 of 100,000 (docs/explanation/simulation.md, "After (main at commit 8318e55)").
 CONFLICT_BACKOFF_SECONDS = 0.02
 CONFLICT_BACKOFF_CAP_SECONDS = 0.5
 # Past this many doublings the pause is capped anyway (and 2**n stays a small number).
@@ -32,7 +32,7 @@ MAX_BACKOFF_DOUBLINGS = 10
 DEFAULT_CONFLICT_PATIENCE_SECONDS = 20.0
 # Kept back from the invocation's remaining time for publishing and answering after the last
 # conflict retry: publishing a batch's outcomes is a few SNS calls of p50 20 ms / p90 40 ms each
-# (the latency `seats simulate` models, docs/simulation.md).
+# (the latency `seats simulate` models, docs/explanation/simulation.md).
 FINISH_RESERVE_SECONDS = 5.0
 
 

@@ -1,7 +1,7 @@
 """Seat maps: the seats of an event's mapped classes, their order for "best", and the map files.
 
 Pure (no boto3): the loaders turn a JSON or CSV map into a validated `SeatMap`, or raise
-`SeatMapError` with a one-line reason. docs/seating.md describes the formats and the rank rule.
+`SeatMapError` with a one-line reason. docs/guides/seat-maps.md describes the formats and the rank rule.
 
 A row here is a run of physically adjacent seats (an aisle splits a physical row into two rows of
 the map); positions in a row are 1..n without gaps. A seat's id is `<section>-<row>-<position>`.
@@ -259,7 +259,7 @@ def _policies(raw: Any, where: str) -> dict[str, OrphanPolicy]:
 
 
 def load_json(text: str) -> SeatMap:
-    """The JSON map (docs/seating.md): classes with their orphan policy, sections with their class
+    """The JSON map (docs/guides/seat-maps.md): classes with their orphan policy, sections with their class
     and rank, rows front to back with their seat count and the flags of some positions."""
     try:
         doc = json.loads(text)
@@ -365,7 +365,7 @@ def load_file(path: str) -> SeatMap:
     raise SeatMapError(f"{path}: a seat map is a .json or .csv file")
 
 
-# A row's seats are stored on row items of at most this many seats (docs/seating.md): an item
+# A row's seats are stored on row items of at most this many seats (docs/guides/seat-maps.md): an item
 # stays under 1 KB, so a transaction writes it for 2 write units.
 ROW_BLOCK = 40
 

@@ -4,7 +4,7 @@ Pure: given a mapped class and the seats already taken (held or sold), it says w
 request gets, or why none. The store then takes exactly those seats under a guard on each of
 them, so a placement decided on a stale view only ever costs a retry, never a double sale.
 
-Rules (docs/seating.md):
+Rules (docs/guides/seat-maps.md):
 - An *orphan* is a free seat whose neighbours in its row are both not free (taken, blocked or the
   row's end). A placement *creates* one when a seat becomes an orphan that was not one before.
 - Best available takes N adjacent seats in one row: among all blocks that fit, those creating the

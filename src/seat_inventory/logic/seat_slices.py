@@ -1,5 +1,5 @@
 """Spreading containers over a mapped class's rows, the way shard routing spreads them over shard
-items (docs/seating.md, "At scale").
+items (docs/guides/seat-maps.md, "At scale").
 
 Every container places best available on the same rule, so containers with the same view aim at
 the same best block: one commits, the others' guards fail and their transactions meet on the same

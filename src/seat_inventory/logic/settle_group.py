@@ -49,14 +49,14 @@ from seat_inventory.models import (
 # How many times a container that needs a shard waits for one that no other container uses
 # before it shares one in use (there are more containers than items with seats left). With 3,
 # `seats simulate --requests 1000000 --containers 100 --shards 64` cancels 9.8% of transactions
-# and hands back no message (docs/sharding.md, "How to size K": main at the end of issue 13).
+# and hands back no message (docs/explanation/sharding.md, "How to size K": main at the end of issue 13).
 MAX_SHARD_WAITS = 3
 # A group taking seats for at most this many reservations does not wait: it shares an item in
 # use at once. Waiting spares a conflict that would cancel a transaction of up to 100 actions,
 # charged its write units; a small one risks little, and waiting only delays it while the items
 # with seats are all in use (a repeated-customer sale's drain, where most customers of a group
 # are at their limit and the few left take a few seats each). 24 is about half the reservations
-# a transaction holds with a per-customer limit (49, each with its counter); docs/simulation.md,
+# a transaction holds with a per-customer limit (49, each with its counter); docs/explanation/simulation.md,
 # "Repeated customers on a pre-warmed table", has the runs.
 SHARE_AT_ONCE_TAKES = 24
 
@@ -162,7 +162,7 @@ class GroupKnowledge:
 
     @property
     def class_pools(self) -> tuple[str, ...]:
-        """The capacity pools the class takes its seats from as well (docs/pools.md)."""
+        """The capacity pools the class takes its seats from as well (docs/guides/pools.md)."""
         if self.verified:
             return self.inventory.pools if self.inventory else ()
         return self.assumed_pools
@@ -197,7 +197,7 @@ class _Take:
     moves: dict[int, int]
     own: OwnShard | None
     on_own_shard: bool
-    # Sharded pools (docs/pools.md): the item of each pool the seats come off, and the seats
+    # Sharded pools (docs/guides/pools.md): the item of each pool the seats come off, and the seats
     # moved into it from the pool's other items (`_PoolRoute`).
     pools: _PoolRoute | None = None
 
@@ -410,7 +410,7 @@ class _Settlement:
 
     def _pool_route(self, shard: int, seats: int) -> _PoolRoute:
         """Where a take from class shard `shard` takes its seats off each sharded pool of the
-        class (docs/pools.md): the pool's item `shard mod K`, the seats moved into it as the
+        class (docs/guides/pools.md): the pool's item `shard mod K`, the seats moved into it as the
         pools' views in hand show them (the guards decide)."""
         views: dict[str, PoolInventory] = {}
         assumed = self.hints.assumed(self.key)
@@ -524,7 +524,7 @@ class _Settlement:
         new_tokens = bool(refused.tokens_used.keys() - self.knowledge.tokens_used.keys())
         self.knowledge.tokens_used.update(refused.tokens_used)
         # A capacity pool's item as it was: the next plan fits in what it has left, or is
-        # refused SOLD_OUT (SALE_CLOSED) naming it (docs/pools.md). One item of a sharded pool
+        # refused SOLD_OUT (SALE_CLOSED) naming it (docs/guides/pools.md). One item of a sharded pool
         # is not the pool: it is read whole, and the next plan moves seats or refuses from that.
         whole = {n: p for n, p in refused.pools_refused.items() if p is None or p.complete}
         self.knowledge.pools.update(whole)
@@ -690,7 +690,7 @@ def plan_group(
 
 @dataclass(slots=True)
 class _PoolRoom:
-    """The capacity pools side of one plan (docs/pools.md): the seats left in each pool a refused
+    """The capacity pools side of one plan (docs/guides/pools.md): the seats left in each pool a refused
     write handed back, as the plan takes them. Pools not seen yet are not bounded here: the
     write's guard on each pool item decides."""
 
@@ -732,7 +732,7 @@ class _PoolRoom:
 
 @dataclass(frozen=True, slots=True)
 class _PoolRoute:
-    """Where a take's seats come off its sharded pools (docs/pools.md): a take from shard s of
+    """Where a take's seats come off its sharded pools (docs/guides/pools.md): a take from shard s of
     a class writes item `s mod K` of a pool of K items (so a container that owns class shard s
     owns that pool item as far as the class's shards spread over containers), and when a view of
     the whole pool shows that item short, seats (and as much capacity) move into it from the
@@ -942,7 +942,7 @@ def _learn_commit(hints: InventoryHints, key: SeatKey, knowledge: GroupKnowledge
     held = sum(o.quantity or 0 for o in plan.outcomes if o.outcome is Outcome.HELD)
     pool_items = inventory.pool_items
     if pool_items is not None and plan.seats_taken:
-        # The pools read with the class gave the same seats (docs/pools.md).
+        # The pools read with the class gave the same seats (docs/guides/pools.md).
         pool_items = tuple(
             dataclasses.replace(p, available=p.available - plan.seats_taken) if p.pool in plan.pools else p
             for p in pool_items

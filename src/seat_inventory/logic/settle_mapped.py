@@ -1,4 +1,4 @@
-"""Reserve and hold on a mapped seat class (docs/seating.md).
+"""Reserve and hold on a mapped seat class (docs/guides/seat-maps.md).
 
 Each request is placed on a view of the class's row items (`seat_placement`; best available in
 the container's slice of the rows, `seat_slices`), then taken by a transaction: an update per row
@@ -69,7 +69,7 @@ SLICE_IN_USE_SECONDS = 0.5
 # there: its view of the slice is as it is): a slice another container claimed is left (in use)
 # rather than both taking there. (0.15 s until 2026-11-26. On 20,000 stadium requests with
 # `--event-pollers 7`, seats a second: 0.15 s 17,315; 0.08 s 18,580, 1% of the takes cancelled;
-# 0.05 s 19,610, 6%; 0.3 s 12,277. docs/seating.md, "Shorter claims".)
+# 0.05 s 19,610, 6%; 0.3 s 12,277. docs/guides/seat-maps.md, "Shorter claims".)
 CLAIM_SECONDS = 0.08
 # A slice read this recently is placed on as read (its rows are as they were then) and claimed
 # without reading it again.
@@ -362,7 +362,7 @@ def _settle_one(
     else:
         rows = maps.view(store, key, now)
     limit = next((row.max_per_customer for row in rows.values()), None)
-    rules = MappedRules.of(rows)  # pools and admission (docs/pools.md, docs/admission.md)
+    rules = MappedRules.of(rows)  # pools and admission (docs/guides/pools.md, docs/guides/admission.md)
     moves: Mapping[str, Mapping[int, int]] = {}
     for _ in range(MAX_PLACEMENTS):
         if limit is not None and request.quantity > limit:

@@ -1,4 +1,4 @@
-"""Settles one multi-line order (docs/orders.md): every line taken in ONE transaction, or none.
+"""Settles one multi-line order (docs/guides/orders.md): every line taken in ONE transaction, or none.
 
 An order names 1-4 lines of distinct counted seat classes of one event. Its write is a sequence
 of `GroupWrite`s, one per line (that line's shard item, moves into it, the customer's counter of
@@ -77,7 +77,7 @@ class _Refusal:
 class _LineTake:
     """Where one line takes its seats: shard item `shard`, after `moves` from other items; and
     off each sharded pool of its class, item `pool_shards[pool]` (class shard mod K), after
-    `pool_moves[pool]` (donor item -> seats) moved into it (docs/pools.md)."""
+    `pool_moves[pool]` (donor item -> seats) moved into it (docs/guides/pools.md)."""
 
     shard: int
     moves: dict[int, int] = field(default_factory=dict)
@@ -109,7 +109,7 @@ class _OrderSettler:
         self.counted: dict[SeatKey, int] = {}  # the customer's counter per class, as refusals told
         self.token_holder: str | None = None  # the reservation that used the token first
         self.conflicts = 0
-        # Mapped classes' lines (docs/seating.md): the class's map, the view of its rows the line
+        # Mapped classes' lines (docs/guides/seat-maps.md): the class's map, the view of its rows the line
         # is placed on, and the seats placed.
         self.class_maps: dict[SeatKey, ClassMap] = {}
         self.rows: dict[SeatKey, dict[str, SeatRow]] = {}
@@ -339,7 +339,7 @@ class _OrderSettler:
 
     def _whole_pool(self, pool: str) -> PoolInventory | None:
         """The pool as seen in this settlement, if the view is the whole pool's (one item, or every
-        item read at once): one item of a sharded pool never decides a refusal (docs/pools.md)."""
+        item read at once): one item of a sharded pool never decides a refusal (docs/guides/pools.md)."""
         seen = self.pools_seen.get(pool)
         return seen if seen is not None and seen.complete else None
 
@@ -728,7 +728,7 @@ def order_pool_routes(
     the item the container's orders take from, when it is one of the pool's items; else the
     first counted line's class shard mod K (as a single line's, `settle_group._PoolRoute`). So an
     order writes one item of each pool, and one its container keeps using, not one item per
-    line that the other classes' containers write too (docs/orders.md, "Scale"). Two containers
+    line that the other classes' containers write too (docs/guides/orders.md, "Scale"). Two containers
     may still meet on an item: the conflict makes both route afresh.
     A mapped line (not `routed`, shard 0) takes from item 0, as a single mapped take.
 

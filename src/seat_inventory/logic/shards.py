@@ -1,4 +1,4 @@
-"""How a sharded seat class's seats are spread over its shard items (docs/sharding.md).
+"""How a sharded seat class's seats are spread over its shard items (docs/explanation/sharding.md).
 
 Pure arithmetic on a consistent view of the class (`SeatClassInventory` with every shard): where
 a group takes its seats, which seats move when a shard alone is short, how capacity is added or
@@ -17,7 +17,7 @@ from seat_inventory.models import MAX_SHARDS, SeatClassInventory, ShardSurvey
 # another container. One container commits a transaction every 0.1-0.2 s on its shard, so a shard
 # left alone this long has no owner any more (its container moved on, or ended). With 0.5 s,
 # `seats simulate --requests 1000000 --containers 64 --shards 64` cancels 1.4% of transactions
-# (docs/sharding.md, "How to size K": main at the end of issue 13).
+# (docs/explanation/sharding.md, "How to size K": main at the end of issue 13).
 SHARD_IN_USE_SECONDS = 0.5
 
 
@@ -43,7 +43,7 @@ def pick_shard(
     spreads over every candidate: containers that survey at the same moment (a sale's start, its
     drain) cannot see where the others are going (a transaction in flight has not yet written its
     `taken_at`), and drawing from a few fullest items alone sent them onto the same ones
-    (docs/simulation.md, "Repeated customers on a pre-warmed table").
+    (docs/explanation/simulation.md, "Repeated customers on a pre-warmed table").
     """
     candidates = [s for s in shards_with(survey, seats) if share or not _in_use(s, now)]
     return _draw_by_seats(candidates, rng)

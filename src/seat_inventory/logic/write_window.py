@@ -1,13 +1,13 @@
 """How much one container writes to the table at once: an adaptive window (AIMD).
 
 DynamoDB throttles a request when its partition (or the table) has not the write units it needs
-at that moment; a throttled request consumes nothing (docs/contention.md). Under a table that
+at that moment; a throttled request consumes nothing (docs/explanation/contention.md). Under a table that
 admits fewer transactions than the containers send, who gets in is whoever asks when the
 partitions' units have refilled enough, and a 100-action transaction needs about 200 of them at
 once. Each container retrying on its own, with an exponential back-off that grows with its own
 refusals, lets the unlucky ones ask ever less often: their groups reach the invocation's
 deadline uncommitted and are handed back to the queue (180 s there), which is what made a sale on
-a new table (4,000 write units per second) slower than on one item (docs/simulation.md).
+a new table (4,000 write units per second) slower than on one item (docs/explanation/simulation.md).
 
 So each container keeps a congestion window, as TCP does (additive increase, multiplicative
 decrease, RFC 5681): the most reservations it puts in one transaction (its only write in flight).
@@ -20,7 +20,7 @@ same size (a larger transaction is throttled more often, as a larger TCP window 
 the table's units are still all used (throttled requests take none). And a throttled write waits
 the capped back-off every time (`back_off_step`), not one that grows with its own refusals.
 Smaller transactions cost a little more per reservation (the inventory item's 2 units are shared
-by fewer records: 2.25 units at `MIN_RECORDS` instead of 2.02 at 99); docs/simulation.md has the
+by fewer records: 2.25 units at `MIN_RECORDS` instead of 2.02 at 99); docs/explanation/simulation.md has the
 figures before and after.
 
 The AWS SDKs' "adaptive" retry mode limits a client's request rate in the same spirit

@@ -5,7 +5,7 @@ the other they would take ten round trips of the invocation's time). A call the 
 the region's publish rate (`Throttled`: each message of a PublishBatch counts against it, and
 botocore does not retry that code) is sent again while the caller's `retry_throttled` allows.
 
-Each outcome is one SNS message. Its body is the JSON document in docs/contract.md ("The answer");
+Each outcome is one SNS message. Its body is the JSON document in docs/reference/contract.md ("The answer");
 its message attributes `outcome`, `type`, `event_id` and `seat_class` let subscribers filter (for
 instance a filter policy `{"outcome": ["SOLD_OUT"]}` or `{"type": ["hold"]}`).
 """
@@ -56,13 +56,13 @@ def outcome_document(outcome: ReservationOutcome) -> dict[str, Any]:
         "expires_at_epoch": expires_at,
     }
     if outcome.tickets is not None:
-        # Only a TICKETED outcome (docs/tickets.md) carries its formatted ticket numbers.
+        # Only a TICKETED outcome (docs/guides/tickets.md) carries its formatted ticket numbers.
         document["tickets"] = list(outcome.tickets)
     if outcome.seats is not None:
-        # A mapped class's seats (docs/seating.md): taken, or not free (SEATS_TAKEN), or stranded.
+        # A mapped class's seats (docs/guides/seat-maps.md): taken, or not free (SEATS_TAKEN), or stranded.
         document["seats"] = list(outcome.seats)
     if outcome.lines is not None:
-        # A multi-line order (docs/orders.md): its lines as asked, in order (where their seats
+        # A multi-line order (docs/guides/orders.md): its lines as asked, in order (where their seats
         # came from is the record's, not the subscriber's).
         document["lines"] = [_line_document(line) for line in outcome.lines]
     return document

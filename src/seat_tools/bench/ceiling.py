@@ -21,7 +21,7 @@ published latencies), with these assumptions:
 The ceiling is the lower of the two. Designs without transactions (one `UpdateItem` per message)
 only have the first.
 
-A class sharded over K items (docs/sharding.md) has K partition keys, each with its own write
+A class sharded over K items (docs/explanation/sharding.md) has K partition keys, each with its own write
 units and each committing one transaction at a time:
 
 1. the busiest shard item's partition bounds the rate: its share of the class's inventory writes

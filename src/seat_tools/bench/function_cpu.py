@@ -19,7 +19,7 @@ clients and read the class, are not measured):
 - `limit`: one-seat reservations on a class with a per-customer limit (each customer's counter
   updated in the transaction);
 - `sold-out`: requests refused after the sell-out (each refusal's record is its own `PutItem`);
-- `mapped`: best-available requests of 1-8 seats on the stadium map's classes (docs/seating.md);
+- `mapped`: best-available requests of 1-8 seats on the stadium map's classes (docs/guides/seat-maps.md);
   the canned rows always read as they were created, so every take finds its seats free;
 - the ticket issuer: rounds that find `sales` waiting sales of one seat each in `series` series;
   the fit gives a round's fixed CPU (its index queries), per batch (a numbering transaction, its

@@ -1,5 +1,5 @@
 """`seats bench --orders N`: multi-line orders through the real handler on the local stack
-(docs/orders.md, docs/benchmarks.md "Orders").
+(docs/guides/orders.md, docs/reference/benchmarks.md "Orders").
 
 One event with `ORDER_CLASSES` counted classes, each `capacity` seats over `shards` items, all in
 one capacity pool (as many seats as the classes together, over `pool_shards` items). N orders of

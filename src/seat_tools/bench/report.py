@@ -1,4 +1,4 @@
-"""The benchmark's table (printed and in docs/benchmarks.md), its targets and its chart."""
+"""The benchmark's table (printed and in docs/reference/benchmarks.md), its targets and its chart."""
 
 from __future__ import annotations
 
@@ -579,7 +579,7 @@ def markdown(
         " item and have no shards, so their rows are those of the unsharded hot workload above."
         " K = 1 is the hot workload itself (unless `--sharded-workers` differs from `--workers`:"
         " then it runs again as 'hot K=1'). Each worker process plays one Lambda container, and a"
-        " container takes from a shard item of its own (docs/sharding.md, routing): with fewer"
+        " container takes from a shard item of its own (docs/explanation/sharding.md, routing): with fewer"
         " workers than shards, at most as many shards as workers take a transaction at once and"
         " the others sit idle ('shards busy at most'), so K beyond the number of containers cannot"
         " raise the rate here. A shard holds capacity / K seats: a group (up to a batch, 100"
@@ -668,11 +668,11 @@ def markdown(
 
 # Multi-line orders run on their own (`seats bench --orders`), not in this report's run.
 ORDERS_NOTE = (
-    "Multi-line orders (docs/orders.md) are not in this run: `seats bench --orders N` runs N orders"
+    "Multi-line orders (docs/guides/orders.md) are not in this run: `seats bench --orders N` runs N orders"
     " of 1-4 lines over four classes sharing a pool through the service on a local stack of its own,"
     " prints orders, lines and seats per second, answers and records by outcome and the transactions,"
     " and checks every class and pool item against the records (`src/seat_tools/bench/orders.py`)."
-    ' Its figures, with their commands: docs/orders.md, "On the local stack".'
+    ' Its figures, with their commands: docs/guides/orders.md, "On the local stack".'
 )
 
 

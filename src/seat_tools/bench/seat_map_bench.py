@@ -1,4 +1,4 @@
-"""`seats bench --seat-map FILE`: a seat map's on-sale through the local stack (docs/seating.md,
+"""`seats bench --seat-map FILE`: a seat map's on-sale through the local stack (docs/guides/seat-maps.md,
 "Benchmark on the local stack").
 
 One event is created with the map (the code path of `seats event create --seat-map`); the queue is

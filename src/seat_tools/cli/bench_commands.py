@@ -89,14 +89,14 @@ def shown_path(argument: str) -> str:
     "--report",
     "report_path",
     type=click.Path(dir_okay=False, path_type=Path),
-    default=Path("docs/benchmarks.md"),
+    default=Path("docs/reference/benchmarks.md"),
     show_default=True,
     help="Where to write the Markdown report; '-' writes none.",
 )
 @click.option(
     "--chart",
     type=click.Path(dir_okay=False, path_type=Path),
-    default=Path("docs/benchmarks.png"),
+    default=Path("docs/reference/benchmarks.png"),
     show_default=True,
     help="Where to draw the PNG chart; '-' draws none.",
 )
@@ -134,7 +134,7 @@ def shown_path(argument: str) -> str:
 @click.option(
     "--orders",
     type=click.IntRange(1, 100_000),
-    help="Instead of the benchmark: N multi-line orders (docs/orders.md) of 1-4 lines of one seat"
+    help="Instead of the benchmark: N multi-line orders (docs/guides/orders.md) of 1-4 lines of one seat"
     " over 4 classes in one pool, through the service with --workers; prints orders, lines and"
     " seats per second, answers and records by outcome, transactions, and checks every class and"
     " pool item against the records (exit status 1 if not); writes no report.",
@@ -219,7 +219,7 @@ def bench(
     request and each DynamoDB attempt's answer from botocore's events (transactions committed and
     cancelled by reason, throttling, messages handed back and dead-lettered, time from send to
     outcome), derives cost per million requests and the per-event ceiling on AWS, measures the
-    handler's import time, prints the tables and writes docs/benchmarks.md and its chart.
+    handler's import time, prints the tables and writes docs/reference/benchmarks.md and its chart.
     """
     from seat_tools.bench import report
     from seat_tools.bench.cold_start import measure_cold_start

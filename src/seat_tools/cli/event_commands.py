@@ -167,7 +167,7 @@ _MAX_PER_CUSTOMER_OPTION = click.option(
     "--seat-map",
     "seat_map_path",
     type=click.Path(exists=True, dir_okay=False),
-    help="Create the mapped seat classes of this JSON or CSV seat map instead (docs/seating.md).",
+    help="Create the mapped seat classes of this JSON or CSV seat map instead (docs/guides/seat-maps.md).",
 )
 @click.option(
     "--seat-class",
@@ -182,7 +182,8 @@ _MAX_PER_CUSTOMER_OPTION = click.option(
 @click.option(
     "--require-admission",
     is_flag=True,
-    help="Reserve and hold need an admission token (docs/admission.md); `seats event admission` toggles it.",
+    help="Reserve and hold need an admission token (docs/guides/admission.md);"
+    " `seats event admission` toggles it.",
 )
 @output_option
 @click.option(
@@ -190,13 +191,13 @@ _MAX_PER_CUSTOMER_OPTION = click.option(
     type=click.IntRange(min=1, max=MAX_SHARDS),
     default=1,
     show_default=True,
-    help="Split the class's seats over K items, each its own partition key (docs/sharding.md).",
+    help="Split the class's seats over K items, each its own partition key (docs/explanation/sharding.md).",
 )
 @click.option(
     "--pools",
     default="",
     help="Capacity pools (comma-separated, created first with `seats event pool create`) the class"
-    " takes its seats from as well (docs/pools.md).",
+    " takes its seats from as well (docs/guides/pools.md).",
 )
 @pass_cli
 def create(
@@ -351,8 +352,8 @@ def _show_mapped(
             # The rows' copies of the sale status (CLOSED/OPEN while `seats event close/open` runs).
             "sale_status": "/".join(sorted({r.sale_status.value for r in rows.values()})) or "-",
         }
-        # Its pools and admission rule, on each row item (docs/pools.md, docs/admission.md): shown
-        # only when set, so other events print as before.
+        # Its pools and admission rule, on each row item (docs/guides/pools.md,
+        # docs/guides/admission.md): shown only when set, so other events print as before.
         pools = sorted({p for r in rows.values() for p in r.pools})
         if pools:
             document["pools"] = pools
@@ -382,7 +383,7 @@ def _show_mapped(
     "--shards",
     type=click.IntRange(min=1, max=MAX_SHARDS),
     required=True,
-    help="Route sales over K shard items from now on (docs/sharding.md).",
+    help="Route sales over K shard items from now on (docs/explanation/sharding.md).",
 )
 @pass_cli
 def reshard(obj: CliContext, event_id: str, seat_class: str, shards: int) -> None:
@@ -467,7 +468,7 @@ def show(obj: CliContext, event_id: str, output: OutputFormat, per_shard: bool, 
         {**_class_document(c, now), **({"shards": _shard_documents(c)} if per_shard else {})} for c in classes
     ]
     if output is OutputFormat.JSON:
-        # Pools only for an event that has some (other events print as before; docs/pools.md).
+        # Pools only for an event that has some (other events print as before; docs/guides/pools.md).
         pools = [pool_document(p) for p in obj.inventory_table().get_pools(event_id)]
         print_json({"event_id": event_id, "seat_classes": documents, **({"pools": pools} if pools else {})})
         return
@@ -475,7 +476,7 @@ def show(obj: CliContext, event_id: str, output: OutputFormat, per_shard: bool, 
         print_text(documents)
         return
     header = f"{'SEAT CLASS':<16}{'CAPACITY':>10}{'AVAILABLE':>11}{'HELD':>10}{'SOLD':>10}"
-    # The ADMISSION column only for an event with a class that requires a token (docs/admission.md).
+    # The ADMISSION column only for an event with a class that requires a token (docs/guides/admission.md).
     gated = any(c.admission_required for c in classes)
     click.echo(f"{header}  {'SALE':<10}{'LIMIT':>6}" + ("  ADMISSION" if gated else ""))
     for c in classes:
@@ -510,7 +511,7 @@ def _pool_members(
     table: OperatorTable, event_id: str, classes: list[SeatClassInventory], seat_map: SeatMap | None
 ) -> dict[str, tuple[str, ...]]:
     """Each class's pools: a counted class's from its item, a mapped class's from its row items
-    (each carries them; docs/pools.md)."""
+    (each carries them; docs/guides/pools.md)."""
     members = {c.seat_class: c.pools for c in classes}
     for name in seat_map.classes if seat_map is not None else {}:
         row = next(iter(table.read_seat_rows(SeatKey(event_id, name)).values()), None)
@@ -519,7 +520,7 @@ def _pool_members(
 
 
 def _show_pools(pools: list[PoolInventory], members_of: dict[str, tuple[str, ...]]) -> None:
-    """The event's capacity pools, and the classes that take from each (docs/pools.md)."""
+    """The event's capacity pools, and the classes that take from each (docs/guides/pools.md)."""
     if not pools:
         return
     click.echo(f"{'POOL':<16}{'CAPACITY':>10}{'AVAILABLE':>11}{'HELD':>10}{'SOLD':>10}  {'SALE':<10}CLASSES")
@@ -586,7 +587,7 @@ def _set_status(
     obj: CliContext, event_id: str, seat_class: str | None, status: SaleStatus, output: OutputFormat
 ) -> None:
     """Close or open counted classes (one write each) and mapped ones (a write per row item,
-    docs/seating.md); the mapped classes are reported on stderr."""
+    docs/guides/seat-maps.md); the mapped classes are reported on stderr."""
     table = obj.inventory_table()
     seat_map = table.read_seat_map(_checked_id("event_id", event_id, MAX_ID_LENGTH))
     mapped = [name for name in (seat_map.classes if seat_map else {}) if seat_class in (None, name)]
@@ -665,7 +666,7 @@ def limit(
 def admission(
     obj: CliContext, event_id: str, seat_class: str | None, required: bool | None, output: OutputFormat
 ) -> None:
-    """Make reserve and hold of EVENT_ID need an admission token (docs/admission.md), or no longer.
+    """Make reserve and hold of EVENT_ID need an admission token (docs/guides/admission.md), or no longer.
 
     Messages without a valid, unused token for the event and customer are answered
     ADMISSION_REFUSED. Confirm and cancel need none. A mapped class's rule is set on each of its
@@ -677,7 +678,7 @@ def admission(
     seat_map = table.read_seat_map(_checked_id("event_id", event_id, MAX_ID_LENGTH))
     mapped = sorted(name for name in (seat_map.classes if seat_map else {}) if seat_class in (None, name))
     for name in mapped:
-        # A mapped class's rule is on each of its row items (docs/admission.md).
+        # A mapped class's rule is on each of its row items (docs/guides/admission.md).
         try:
             count = table.set_rows_admission(SeatKey(event_id, name), required)
         except RetryableError as exc:

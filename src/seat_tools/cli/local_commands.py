@@ -44,7 +44,7 @@ def aws_contention_options(command: Callable[..., Any]) -> Callable[..., Any]:
         "--no-aws-contention",
         is_flag=True,
         help="Run on DynamoDB Local alone: no transaction conflicts, throttling or AWS latencies"
-        " (the layer is on by default; docs/contention.md).",
+        " (the layer is on by default; docs/explanation/contention.md).",
     )(command)
 
 
@@ -199,7 +199,7 @@ def up(
                 if stack.api_url:
                     page = stack.checkout_page_url
                     _say(
-                        f"checkout API {stack.api_url} (no auth locally; docs/api.md)"
+                        f"checkout API {stack.api_url} (no auth locally; docs/reference/http-api.md)"
                         + (f"; example checkout page {page}" if page else "")
                     )
                 if no_runner:
@@ -272,7 +272,7 @@ def _wait_forever(stats: Any = None) -> None:
     "--shards",
     type=click.IntRange(min=1, max=MAX_SHARDS),
     help="Items the seat class is kept in (default: one per worker, the recommended configuration;"
-    " docs/sharding.md).",
+    " docs/explanation/sharding.md).",
 )
 @click.option(
     "--single-item",

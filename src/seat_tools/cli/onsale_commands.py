@@ -1,7 +1,7 @@
 """`seats onsale plan` and `seats onsale check`: size an on-sale, and check a deployed stack for it.
 
 The arithmetic is `seat_tools.onsale.plan` (pure, unit-tested); the AWS reads are
-`seat_tools.onsale.stack_reader` (describe calls only). docs/onsale.md has the rules and
+`seat_tools.onsale.stack_reader` (describe calls only). docs/guides/size-a-sale.md has the rules and
 their sources.
 """
 
@@ -49,7 +49,10 @@ def _finite(value: float) -> float | None:
 
 @click.group()
 def onsale() -> None:
-    """Size an on-sale (plan) and check a deployed stack against it (check). See docs/onsale.md."""
+    """Size an on-sale (plan) and check a deployed stack against it (check).
+
+    See docs/guides/size-a-sale.md.
+    """
 
 
 @onsale.command("plan")
@@ -70,7 +73,7 @@ def onsale() -> None:
     "--seat-map",
     "seat_map",
     type=click.Path(dir_okay=False),
-    help="A seat map file (JSON or CSV, docs/seating.md) instead of --seats: its sellable seats"
+    help="A seat map file (JSON or CSV, docs/guides/seat-maps.md) instead of --seats: its sellable seats"
     " (blocked ones left out), sold best available on row items, no shard items.",
 )
 @click.option(
@@ -91,7 +94,7 @@ def plan(
     event pollers, the provisioned concurrency, the table's warm throughput, quota and maximum,
     the API throttles, Lambda's concurrency, the scale-up time and the expected cost, one line
     each, the value then the rule behind it. With --seat-map, a seat map's best-available sale
-    (docs/onsale.md).
+    (docs/guides/size-a-sale.md).
 
     Exit status 1 when this design cannot reach the rate (more than 64 shards or 1,000 containers).
     """

@@ -1,4 +1,4 @@
-"""`seats event pool ...`: an event's capacity pools (docs/pools.md): seats several seat classes
+"""`seats event pool ...`: an event's capacity pools (docs/guides/pools.md): seats several seat classes
 share. Each change is one conditional write made exactly once (`seat_tools.pool_commands`)."""
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ def _run(
 
 @click.group()
 def pool() -> None:
-    """Capacity pools: seats several seat classes of an event share (docs/pools.md).
+    """Capacity pools: seats several seat classes of an event share (docs/guides/pools.md).
 
     A class joins pools when it is created (`seats event create ... --pools P1,P2`); each of its
     sales then takes seats from its own capacity and from every one of its pools, or none.
@@ -97,7 +97,7 @@ def pool() -> None:
     type=click.IntRange(1, MAX_SHARDS),
     default=1,
     show_default=True,
-    help="Split the pool over N items (a pool its sharded classes sell from at once; docs/pools.md).",
+    help="Split the pool over N items (a pool its sharded classes sell from at once; docs/guides/pools.md).",
 )
 @output_option
 @pass_cli

@@ -213,7 +213,10 @@ def _seat_request(
 
 
 def _mapped_options(function: Callable[..., None]) -> Callable[..., None]:
-    """--seat (repeatable), --split and --accessible: a request on a mapped class (docs/seating.md)."""
+    """--seat (repeatable), --split and --accessible: a request on a mapped class.
+
+    See docs/guides/seat-maps.md.
+    """
     function = click.option(
         "--accessible", is_flag=True, help="Mapped class: wheelchair and companion seats may be given."
     )(function)
@@ -248,7 +251,7 @@ _CUSTOMER_OPTION = click.option("--customer", required=True, help="Customer id s
 _SEAT_CLASS_OPTION = click.option("--seat-class", help="Seat class (default: the service's).")
 _ADMISSION_TOKEN_OPTION = click.option(
     "--admission-token",
-    help="Admission token for a class that requires one (`seats tokens issue`; docs/admission.md).",
+    help="Admission token for a class that requires one (`seats tokens issue`; docs/guides/admission.md).",
 )
 
 

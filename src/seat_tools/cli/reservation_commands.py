@@ -32,7 +32,7 @@ def record_document(record: ReservationRecord, fmt: TicketFormat | None = None) 
         "expiry_unpublished": record.awaiting_publication,
         "status_changed_at": record.status_changed_at,
         "message_id": answer.message_id,
-        # Ticket numbers (docs/tickets.md): serials in the event's series; `seats tickets list`
+        # Ticket numbers (docs/guides/tickets.md): serials in the event's series; `seats tickets list`
         # prints them with the event's prefix and width.
         "tickets": [
             (fmt or TicketFormat()).label(record.ticket_series or 0, n) for n in record.ticket_numbers
@@ -42,9 +42,9 @@ def record_document(record: ReservationRecord, fmt: TicketFormat | None = None) 
         "ticket_series": record.ticket_series,
         "awaiting_tickets": record.awaiting_tickets,
     }
-    if record.seats:  # a mapped class (docs/seating.md)
+    if record.seats:  # a mapped class (docs/guides/seat-maps.md)
         document["seats"] = list(record.seats)
-    if record.answer.lines is not None:  # an order (docs/orders.md): each line and where it took from
+    if record.answer.lines is not None:  # an order (docs/guides/orders.md): each line and where it took from
         document["lines"] = [
             {
                 "seat_class": line.seat_class,

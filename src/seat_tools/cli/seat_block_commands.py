@@ -1,5 +1,5 @@
 """`seats event block` and `seats event unblock`: take seats of a mapped class out of sale, and give
-them back (docs/seating.md, docs/cli.md). The writes are `seat_tools.seat_blocks`'."""
+them back (docs/guides/seat-maps.md, docs/reference/cli.md). The writes are `seat_tools.seat_blocks`'."""
 
 from __future__ import annotations
 

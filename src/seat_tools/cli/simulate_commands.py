@@ -1,4 +1,4 @@
-"""`seats simulate`: the service's logic at AWS scale on a virtual clock (docs/simulation.md)."""
+"""`seats simulate`: the service's logic at AWS scale on a virtual clock (docs/explanation/simulation.md)."""
 
 from __future__ import annotations
 
@@ -208,7 +208,7 @@ def _check_seat_map_options(config: SimulationConfig) -> None:
     type=click.IntRange(1, MAX_SHARDS),
     default=1,
     show_default=True,
-    help="Shard items of the seat class (docs/sharding.md).",
+    help="Shard items of the seat class (docs/explanation/sharding.md).",
 )
 @click.option(
     "--pool-shards",
@@ -216,7 +216,7 @@ def _check_seat_map_options(config: SimulationConfig) -> None:
     default=0,
     show_default=True,
     help="Every sale also takes its seats from a capacity pool of as many seats, over N items"
-    " (docs/pools.md); 0: no pool.",
+    " (docs/guides/pools.md); 0: no pool.",
 )
 @click.option(
     "--seed",
@@ -230,7 +230,7 @@ def _check_seat_map_options(config: SimulationConfig) -> None:
     type=click.FloatRange(min=0.0),
     default=DEFAULT_COLD_START_MS,
     show_default=True,
-    help="A new container's start before its first message is handled (docs/simulation.md).",
+    help="A new container's start before its first message is handled (docs/explanation/simulation.md).",
 )
 @click.option(
     "--first-invocation-ms",
@@ -311,7 +311,7 @@ def _check_seat_map_options(config: SimulationConfig) -> None:
     "--local-stack-scale",
     type=click.FloatRange(min=0.001),
     help="Model the local stack with its contention layer at this time scale instead of AWS"
-    " (only DynamoDB's time stretched; docs/simulation.md, validation).",
+    " (only DynamoDB's time stretched; docs/explanation/simulation.md, validation).",
 )
 @click.option(
     "--ticket-series",
@@ -365,14 +365,14 @@ def _check_seat_map_options(config: SimulationConfig) -> None:
 @click.option(
     "--seat-map",
     type=click.Path(exists=True, dir_okay=False),
-    help="A seat map (JSON or CSV; docs/seating.md): every class mapped, each request best available"
+    help="A seat map (JSON or CSV; docs/guides/seat-maps.md): every class mapped, each request best available"
     " of 1 to --seats-per-request seats of one class (drawn with the seed); the figures add the"
     " seats sold once each, the singles left and the rank by arrival.",
 )
 @click.option(
     "--order-lines",
     type=_LineRange(),
-    help="Every request is a multi-line order (docs/orders.md) of LO to HI lines (e.g. 1-4), each"
+    help="Every request is a multi-line order (docs/guides/orders.md) of LO to HI lines (e.g. 1-4), each"
     " line --seats-per-request seats of its own class of 4 (ADULT, CHILD, SENIOR, PARKING; drawn"
     " with the seed), each class --capacity seats sharded over --shards items, all in one pool of"
     " their seats together with --pool-shards; the figures add orders, lines and seats per second.",
@@ -381,15 +381,14 @@ def _check_seat_map_options(config: SimulationConfig) -> None:
     "--containers-at-once",
     is_flag=True,
     help="Every container takes batches from the first message on, instead of Lambda's scale-up"
-    " (5 batches at once, then 300 more a minute): the model of the figures measured before"
-    ' 2026-11-26 (docs/simulation.md, "Lambda\'s scale-up").',
+    ' (5 batches at once, then 300 more a minute; docs/explanation/simulation.md, "Lambda\'s scale-up").',
 )
 @click.option(
     "--event-pollers",
     type=click.IntRange(MIN_EVENT_POLLERS, MAX_CONTAINERS // INVOCATIONS_PER_EVENT_POLLER),
     help="The event source in provisioned mode with N event pollers (the template's EventPollers):"
     " 10 containers per poller, all ready from the first message, instead of --containers and"
-    " Lambda's scale-up; the pollers' charge is in the cost (docs/simulation.md).",
+    " Lambda's scale-up; the pollers' charge is in the cost (docs/explanation/simulation.md).",
 )
 @click.option(
     "--provisioned-concurrency",
@@ -398,7 +397,7 @@ def _check_seat_map_options(config: SimulationConfig) -> None:
     show_default=True,
     help="Containers initialised before the sale, paying only the first invocation's part of the"
     " cold start (Lambda's provisioned concurrency: the template's ProvisionedConcurrency; at most"
-    " the containers); their charge is in the cost (docs/simulation.md).",
+    " the containers); their charge is in the cost (docs/explanation/simulation.md).",
 )
 @output_option
 def simulate(
@@ -449,7 +448,7 @@ def simulate(
     an in-memory DynamoDB with AWS's conflicts, throttling and latency, fed by SQS, on a virtual
     clock. The table is the template's: its warm throughput decides its partitions (keys hashed
     onto them), under the per-table quota and its on-demand maximum. Then the ticket issuer numbers
-    the sales (its delay, units and cost; docs/tickets.md). Deterministic for a seed;
+    the sales (its delay, units and cost; docs/guides/tickets.md). Deterministic for a seed;
     options not given take template.yaml's defaults; the table's settings are printed."""
     try:
         defaults, settings = _template_defaults()

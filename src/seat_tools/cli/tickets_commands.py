@@ -1,4 +1,4 @@
-"""`seats tickets configure|issue|list|audit`: ticket numbers per event (docs/tickets.md)."""
+"""`seats tickets configure|issue|list|audit`: ticket numbers per event (docs/guides/tickets.md)."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def tickets() -> None:
     type=click.IntRange(1, MAX_TICKET_SERIES),
     default=1,
     show_default=True,
-    help="Number of series (each its own 1..N); more series number faster (docs/tickets.md).",
+    help="Number of series (each its own 1..N); more series number faster (docs/guides/tickets.md).",
 )
 @click.option(
     "--ticket-prefix", "prefix", default="", help=f"Printed before each number (at most {MAX_TICKET_PREFIX})."

@@ -1,4 +1,4 @@
-"""`seats tokens keygen|retire|issue`: admission key rings and test tokens (docs/admission.md).
+"""`seats tokens keygen|retire|issue`: admission key rings and test tokens (docs/guides/admission.md).
 
 A waiting room issues the real tokens with the same key ring; these commands are for tests, the
 local stack and rotation drills.
@@ -31,7 +31,7 @@ MAX_TTL_SECONDS = 86_400
 
 @click.group()
 def tokens() -> None:
-    """Admission tokens: make a key ring, issue test tokens (docs/admission.md)."""
+    """Admission tokens: make a key ring, issue test tokens (docs/guides/admission.md)."""
 
 
 @tokens.command("keygen")

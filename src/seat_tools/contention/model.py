@@ -2,7 +2,7 @@
 
 No I/O and no global state: time comes from an injectable clock (or an explicit `now`), random
 draws from an injectable `random.Random`. The local stack's proxy (`seat_tools.contention.proxy`)
-drives it on the wall clock; the simulation drives it on a virtual one. docs/contention.md says
+drives it on the wall clock; the simulation drives it on a virtual one. docs/explanation/contention.md says
 what is modelled and where each figure comes from.
 
 API (stable; everything else is internal):
@@ -23,7 +23,8 @@ API (stable; everything else is internal):
     model.counters()      # a ContentionCounters snapshot (partitions, splits, throttles by limit too)
     write_units(size_bytes, transactional=...), read_units(size_bytes, ...)  # AWS's unit rules
 
-Semantics, each from AWS's documentation or stated as an assumption (sources in docs/contention.md):
+Semantics, each from AWS's documentation or stated as an assumption (sources in
+docs/explanation/contention.md):
 
 - Holds. An admitted `TransactWriteItems` holds every item it writes from its start until its
   commit: `hold_until = now + latency_s`, or until `finish()` when it was started with
@@ -108,7 +109,7 @@ TRANSACTIONAL_OPERATIONS = frozenset({"TransactWriteItems", "TransactGetItems"})
 SINGLE_WRITE_OPERATIONS = frozenset({"PutItem", "UpdateItem", "DeleteItem"})
 PURGE_EVERY = 4096
 
-# AWS's figures (sources in docs/contention.md): a physical partition serves at most 1,000 write
+# AWS's figures (sources in docs/explanation/contention.md): a physical partition serves at most 1,000 write
 # and 3,000 read units per second; a new on-demand table serves 4,000 write and 12,000 read units
 # per second at once (its warm throughput); the account's per-table on-demand quota is 40,000
 # read and 40,000 write request units per second; on-demand grows to double the previous peak

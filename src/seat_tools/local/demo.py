@@ -2,7 +2,7 @@
 
 Steps: the local stack comes up (or an existing one is used), an event with `capacity` seats is
 created in the recommended configuration, its seat class kept in as many items (shards) as there are
-workers, so that each worker can take seats from an item of its own (docs/sharding.md; `shards=1`
+workers, so that each worker can take seats from an item of its own (docs/explanation/sharding.md; `shards=1`
 keeps it in one item that every worker shares, the comparison), the runner's workers start (cold
 starts happen before the burst, as with warm Lambda instances at an on-sale), a temporary queue
 is subscribed to the outcomes topic, the burst is sent (with deliberate duplicate re-sends and some
@@ -12,7 +12,7 @@ The summary is computed by checking, not by trusting counters: the inventory ite
 and compared with the capacity and with the seats of the reservation ids the service told
 CONFIRMED; every reservation id sent must have an answer; a reservation id answered twice with
 two different outcomes is reported as inconsistent. The ticket issuer runs beside the workers
-(docs/tickets.md); at the end the demo waits until every sale is numbered and audits the event's
+(docs/guides/tickets.md); at the end the demo waits until every sale is numbered and audits the event's
 ticket numbers (`seats tickets audit`): every defect is a failed check.
 """
 
@@ -73,10 +73,12 @@ class DemoOptions:
 
 
 def recommended_shards(workers: int) -> int:
-    """The items a seat class is kept in for `workers` concurrent containers: one each (docs/sharding.md).
+    """The items a seat class is kept in for `workers` concurrent containers: one each.
+
+    See docs/explanation/sharding.md.
 
     With fewer items than containers, containers meet on an item and their transactions cancel each
-    other (AWS's TransactionConflict); with one each, far less often (docs/contention.md, "Figures
+    other (AWS's TransactionConflict); with one each, far less often (docs/explanation/contention.md, "Figures
     from the demo": about a quarter of the conflicts of one shared item).
     """
     return max(1, min(workers, MAX_SHARDS))

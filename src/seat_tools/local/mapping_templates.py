@@ -7,7 +7,7 @@ Gateway and AppSync templates: it adds the Java methods templates call on string
 `$map.put(k, v)`, ...) and `#set` into nested maps (`#set($context.responseOverride.status = 404)`),
 which upstream airspeed lacks (its `matches` only anchors at the start).
 
-What is supported (docs/api.md lists the same):
+What is supported (docs/reference/http-api.md lists the same):
 - `$input.body`, `$input.json(path)`, `$input.path(path)`, `$input.params()`, `$input.params(name)`
   (path, then query string, then header, as API Gateway looks them up; header names are
   case-insensitive). JSONPath: `$`, `.name`, `['name']` and `[index]` steps.

@@ -791,7 +791,7 @@ class LocalRunner:
         self.stop()
 
 
-# The template's scheduled ticket issuer (docs/tickets.md).
+# The template's scheduled ticket issuer (docs/guides/tickets.md).
 ISSUER_FUNCTION = "IssueTicketsFunction"
 
 

@@ -62,7 +62,7 @@ CHECKOUT_PAGE_DIR = "examples/checkout"  # the example checkout page the local A
 # Same spirit as the function's client config; the pool is large because the demo sends in threads.
 CLIENT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 5}, max_pool_connections=64)
 
-# The AWS contention layer is on unless a caller passes aws_contention=None (docs/contention.md);
+# The AWS contention layer is on unless a caller passes aws_contention=None (docs/explanation/contention.md);
 # the template's table throughput is applied on top (`table_contention`).
 DEFAULT_CONTENTION = ContentionSettings()
 
@@ -412,7 +412,7 @@ class LocalStack:
             "AWS_ENDPOINT_URL_DYNAMODB": self.dynamodb_endpoint,
             "AWS_ENDPOINT_URL_SQS": self.sqs_endpoint,
             "AWS_ENDPOINT_URL_SNS": self.sns_endpoint,
-            # The moto server holds the admission key parameter, if any (docs/admission.md).
+            # The moto server holds the admission key parameter, if any (docs/guides/admission.md).
             "AWS_ENDPOINT_URL_SSM": self.sns_endpoint,
             "AWS_ACCESS_KEY_ID": FAKE_ACCESS_KEY_ID,
             "AWS_SECRET_ACCESS_KEY": FAKE_SECRET_ACCESS_KEY,

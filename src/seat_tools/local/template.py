@@ -35,7 +35,7 @@ QUEUE_ID = "ReservationsQueue"
 DEAD_LETTER_QUEUE_ID = "ReservationsDeadLetterQueue"
 TOPIC_ID = "OutcomesTopic"
 FUNCTION_ID = "ReserveSeatsFunction"
-# The queue's event source mapping (written out in the template: docs/onsale.md).
+# The queue's event source mapping (written out in the template: docs/guides/size-a-sale.md).
 MAPPING_ID = "ReserveSeatsFunctionReservationsQueueEvent"
 
 # Lambda's own defaults when neither the function nor Globals sets a value.
@@ -397,7 +397,7 @@ class SecondaryIndex:
 class TableThroughput:
     """The table's `WarmThroughput` and `OnDemandThroughput` as the template sets them (None: not
     set: a new on-demand table's warm throughput, no maximum). DynamoDB Local has neither: the
-    local stack's contention layer models them (docs/contention.md)."""
+    local stack's contention layer models them (docs/explanation/contention.md)."""
 
     warm_write_units_per_s: int | None = None
     warm_read_units_per_s: int | None = None

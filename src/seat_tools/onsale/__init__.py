@@ -1,2 +1,2 @@
 """`seats onsale plan` and `seats onsale check`: what an on-sale of a given rate needs, and whether a
-deployed stack has it (docs/onsale.md)."""
+deployed stack has it (docs/guides/size-a-sale.md)."""

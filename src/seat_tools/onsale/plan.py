@@ -2,14 +2,14 @@
 
 Pure arithmetic, no AWS calls: `plan_sale` answers `seats onsale plan`, `assess_stack` answers
 `seats onsale check` from the settings `onsale.stack_reader` reads. Every figure carries its rule;
-docs/onsale.md lists the rules with their sources. The rate is reservations per second at the
+docs/guides/size-a-sale.md lists the rules with their sources. The rate is reservations per second at the
 sale's peak, all confirmed (the most write units a reservation costs); the same per-item rules
 give both directions (what a rate needs, what a setting allows), so the plan and the check agree.
 
 The rules, in short:
 
 - One container confirms about 800 reservations per second on a shard item of its own
-  (docs/sharding.md: `seats simulate --containers 1 --requests 50000` answers about 830/s). So
+  (docs/explanation/sharding.md: `seats simulate --containers 1 --requests 50000` answers about 830/s). So
   the event source's `MaximumConcurrency` >= rate / 800, and each seat class needs K >= that many
   shard items (at most 64, `models.MAX_SHARDS`): with fewer items than containers, containers
   share items and conflict. A class supports about 800/s per shard item.
@@ -17,7 +17,7 @@ The rules, in short:
   1 KB (2 units), and the inventory item's update (2 units) is shared by the reservations of one
   transaction (at most 99, the template's `BatchSize`): 2 + 2/99 = 2.02. A class with a
   per-customer limit adds the customer's counter, 2 more units in the same transaction. The
-  ticket issuer then numbers it on the same table (docs/tickets.md): the record's update in the
+  ticket issuer then numbers it on the same table (docs/guides/tickets.md): the record's update in the
   numbering transaction (2 units) and its share of its batch of 98 (the counter 2, the ledger
   entry of about 5 KB 10, clearing it from the outbox 5): 2 + 17/98 = 2.17. So 4.19 in all on
   the table's write throughput. The TicketsToIssue index's writes (the sale's entry, its removal,
@@ -25,14 +25,14 @@ The rules, in short:
   table's: they are in the cost, not in the warm write units.
 - Read units per refused request after the sell-out: each batch of refusals decides SOLD_OUT from a
   consistent read of the class: a `GetItem` of shard 0 (1 unit) and, for a sharded class, a
-  `TransactGetItems` of all its K items (2 units each) (docs/sharding.md); (1 + 2K) / 99 per
+  `TransactGetItems` of all its K items (2 units each) (docs/explanation/sharding.md); (1 + 2K) / 99 per
   request. Refused requests write 1 unit each (a `PutItem` of their record).
 - The table serves at once its warm throughput (a new on-demand table: 4,000 write / 12,000 read
   units per second), at most its per-table quota (40,000 by default) and its `OnDemandThroughput`
   maximum if one is set. The plan keeps the table at most 80% busy (`TABLE_UTILISATION`, this
   project's choice: with a table limit of 40,000 write units the simulation confirmed 14,136/s,
-  70% of the limit, docs/sharding.md), so the needed units are rate x units / 0.8.
-- A seat map (`SaleInputs.mapped`, docs/seating.md): one container confirms about 160
+  70% of the limit, docs/explanation/sharding.md), so the needed units are rate x units / 0.8.
+- A seat map (`SaleInputs.mapped`, docs/guides/seat-maps.md): one container confirms about 160
   best-available requests a second, a take writes its row item and its record (4 units), a
   refusal reads about 0.25 units, and there are no shard items (the constants below say where
   each figure was measured).
@@ -67,7 +67,7 @@ from seat_tools.event_source_scaling import (
 )
 
 RESERVATIONS_PER_CONTAINER_S = 800
-# A mapped class (docs/seating.md): one container confirms about 160 best-available requests a
+# A mapped class (docs/guides/seat-maps.md): one container confirms about 160 best-available requests a
 # second (`seats simulate --seat-map examples/seat_maps/stadium.json --containers 10
 # --containers-at-once --seats-per-request 8 --requests 5000 --warm-write-units-per-s 40000`:
 # 1,642/s on 10 containers, seed 1, at fde0cd3; 1,192/s before its whole-class reads 16 at a time;
@@ -87,7 +87,7 @@ RECORD_WRITE_UNITS = 2.0  # a transactional put of an item under 1 KB
 INVENTORY_WRITE_UNITS = 2.0  # the inventory item's update in the transaction
 COUNTER_WRITE_UNITS = 2.0  # a per-customer counter's update in the transaction
 REJECTION_WRITE_UNITS = 1.0  # a refused request's record: one conditional PutItem
-# The ticket issuer's writes per numbered reservation (docs/tickets.md, "Cost"): on the table, the
+# The ticket issuer's writes per numbered reservation (docs/guides/tickets.md, "Cost"): on the table, the
 # record's update in the numbering transaction and its share of the batch's counter (2), ledger
 # entry (about 5 KB: 10) and outbox clearing (5); on the TicketsToIssue index, the sale's entry,
 # its removal and the share of the ledger's outbox entry in and out.
@@ -96,7 +96,7 @@ TICKET_RECORD_WRITE_UNITS = 2.0
 TICKET_BATCH_WRITE_UNITS = 17.0
 TICKET_INDEX_WRITE_UNITS = 2.0 + 2.0 / TICKET_BATCH
 # One ticket series numbers about 820 sales a second as the issuer runs (`seats simulate`,
-# docs/tickets.md); a plan counts 600, leaving about a quarter spare.
+# docs/guides/tickets.md); a plan counts 600, leaving about a quarter spare.
 SERIES_NUMBERED_PER_S = 820
 SERIES_PLANNED_PER_S = 600
 SHARD0_READ_UNITS = 1.0  # strongly consistent GetItem of shard 0
@@ -269,7 +269,7 @@ class SaleInputs:
     customer_limit: bool = False
     batch_size: int = TEMPLATE_BATCH_SIZE
     memory_mb: int = TEMPLATE_MEMORY_MB
-    mapped: bool = False  # the seats are on a seat map (docs/seating.md): no shard items
+    mapped: bool = False  # the seats are on a seat map (docs/guides/seat-maps.md): no shard items
 
     def __post_init__(self) -> None:
         if not self.rate > 0:
@@ -306,21 +306,21 @@ def _shard_items(inputs: SaleInputs, containers: int, problems: list[str]) -> tu
     if inputs.mapped:
         return 0, (
             "none: a mapped class takes seats on its row items (a row, or 40 seats of one), and"
-            ' containers spread over its sections and rows (docs/seating.md, "At scale")'
+            ' containers spread over its sections and rows (docs/guides/seat-maps.md, "At scale")'
         )
     batch = inputs.batch_size
     shards = min(MAX_SHARDS, containers)
     shard_rule = (
         f"seats event create/reshard --shards K: K >= the containers that sell the class at once"
         f" ({containers:,}), at most {MAX_SHARDS}; with fewer items than containers they share"
-        f" items and conflict (docs/sharding.md); an item commits one transaction at a time, at"
+        f" items and conflict (docs/explanation/sharding.md); an item commits one transaction at a time, at"
         f" most about {_n(item_transaction_ceiling(batch))} reservations/s (bench/ceiling.py)"
     )
     if containers > MAX_SHARDS:
         problems.append(
             f"{containers:,} containers on one seat class: a class has at most {MAX_SHARDS} shard"
             f" items, about {_n(rate_for_containers(MAX_SHARDS))}/s (measured: 43,288/s at 64"
-            " containers on 64 items, docs/sharding.md); spread the demand over several classes"
+            " containers on 64 items, docs/explanation/sharding.md); spread the demand over several classes"
         )
     if inputs.seats is not None:
         per_shard = batch * inputs.seats_per_request
@@ -384,7 +384,7 @@ def plan_sale(inputs: SaleInputs) -> SalePlan:
         problems.append(
             f"the ticket issuer numbers at most {MAX_ISSUE_SERIES_AT_ONCE} series at once, about"
             f" {_n(MAX_ISSUE_SERIES_AT_ONCE * SERIES_NUMBERED_PER_S)}/s: ticket numbers fall behind"
-            " the sale (docs/tickets.md)"
+            " the sale (docs/guides/tickets.md)"
         )
 
     items = [
@@ -394,7 +394,11 @@ def plan_sale(inputs: SaleInputs) -> SalePlan:
             mapping,
             f"parameter MaximumConcurrency: containers >= rate / {_n(per_container_s(mapped=mapped))}"
             f" (one container confirms about {_n(per_container_s(mapped=mapped))}/s"
-            + (" on a seat map, docs/seating.md" if mapped else " on its own shard item, docs/sharding.md")
+            + (
+                " on a seat map, docs/guides/seat-maps.md"
+                if mapped
+                else " on its own shard item, docs/explanation/sharding.md"
+            )
             + f"); AWS allows {MAPPING_MIN_CONCURRENCY}"
             f"-{MAPPING_MAX_CONCURRENCY:,} per mapping",
         ),
@@ -413,7 +417,7 @@ def plan_sale(inputs: SaleInputs) -> SalePlan:
                 f" inventory update shared by {per_txn} reservations per transaction"
             )
             + f"{counter} + {_n(ticket_write_units_per_reservation())}"
-            " for the ticket issuer's numbering (docs/tickets.md)",
+            " for the ticket issuer's numbering (docs/guides/tickets.md)",
         ),
         PlanItem(
             "warm_read_units",
@@ -423,7 +427,8 @@ def plan_sale(inputs: SaleInputs) -> SalePlan:
             f" units per refused request / {TABLE_UTILISATION} = {_n(read_units)}, at least a new"
             f" table's {NEW_TABLE_WARM_READ:,}: "
             + (
-                "the containers' views of the map and the slices they read (measured, docs/seating.md)"
+                "the containers' views of the map and the slices they read"
+                " (measured, docs/guides/seat-maps.md)"
                 if mapped
                 else f"each batch of {batch} refusals reads the class (GetItem of shard 0{transact_read})"
             ),
@@ -485,7 +490,7 @@ def plan_sale(inputs: SaleInputs) -> SalePlan:
             f" invocations): all {mapping:,} containers work from the first message, no scale-up;"
             f" ${pollers_per_hour:.3f} an hour while set ({pollers} x"
             f" ${PRICES['event_poller'].usd} per poller-hour): set it before the sale, 0 after;"
-            " it takes MaximumConcurrency's place (docs/onsale.md)",
+            " it takes MaximumConcurrency's place (docs/guides/size-a-sale.md)",
         ),
         PlanItem(
             "provisioned_concurrency",
@@ -493,12 +498,12 @@ def plan_sale(inputs: SaleInputs) -> SalePlan:
             mapping,
             "parameter ProvisionedConcurrency: the containers, initialised before the sale, so the"
             " first batches do not wait for the environments to start (0.28 s of a 0.48 s cold"
-            " start; the first invocation still builds its clients, docs/simulation.md: a tenth"
+            " start; the first invocation still builds its clients, docs/explanation/simulation.md: a tenth"
             " of a 3 s sell-out); with EventPollers, 10 per poller;"
             f" ${provisioned_per_hour:.2f} an hour while set ({mapping:,} x {inputs.memory_mb} MB x"
             f" ${PRICES['lambda_provisioned_concurrency'].usd:.10f} per GB-second, rounded up to 5"
             " minutes): set it about 10 minutes before the sale (sam deploy waits until the"
-            " environments are ready), 0 after (docs/onsale.md)",
+            " environments are ready), 0 after (docs/guides/size-a-sale.md)",
         ),
         PlanItem(
             "ticket_series",
@@ -506,7 +511,7 @@ def plan_sale(inputs: SaleInputs) -> SalePlan:
             f"{series} / {series}",
             f"seats tickets configure EVENT --series N before the first sale: N = rate /"
             f" {SERIES_PLANNED_PER_S} rounded up (one series numbers about"
-            f" {SERIES_NUMBERED_PER_S} a second as the issuer runs, docs/tickets.md), at most"
+            f" {SERIES_NUMBERED_PER_S} a second as the issuer runs, docs/guides/tickets.md), at most"
             f" {MAX_ISSUE_SERIES_AT_ONCE}; parameter"
             " IssueSeriesAtOnce >= N (the issuer numbers that many series at once; more series"
             " than that wait their turn)",

@@ -1,1 +1,4 @@
-"""`seats simulate`: the service's own logic at AWS scale, on a virtual clock (docs/simulation.md)."""
+"""`seats simulate`: the service's own logic at AWS scale, on a virtual clock.
+
+See docs/explanation/simulation.md.
+"""

@@ -104,16 +104,16 @@ BATCH_GET_LIMIT = 100
 RECORD_FIXED_BYTES = 195
 RECORD_TTL_BYTES = 15  # `expires_at`, on rejections
 # `gsi2pk` / `gsi2sk` on a sold record, which put it in the TicketsToIssue index until it is
-# numbered (docs/tickets.md). The index entry itself is one more write unit (its projection is
+# numbered (docs/guides/tickets.md). The index entry itself is one more write unit (its projection is
 # under 1 KB), billed but not taken from the table's partitions: `SimulatedTable.index_write_units`.
 RECORD_TICKET_INDEX_BYTES = 25
 INVENTORY_ITEM_BYTES = 200
 # An event without a seat map: the GetItem finds nothing (a read unit all the same).
 SEAT_MAP_ITEM_BYTES = 100
-# A row item of a mapped class: about 400 bytes with its 40 seats taken (docs/seating.md).
+# A row item of a mapped class: about 400 bytes with its 40 seats taken (docs/guides/seat-maps.md).
 ROW_ITEM_BYTES = 400
 COUNTER_ITEM_BYTES = 150
-# An admission token's use (docs/admission.md): key, token id, reservation id, TTL.
+# An admission token's use (docs/guides/admission.md): key, token id, reservation id, TTL.
 TOKEN_USE_ITEM_BYTES = 150
 # A slice's claim item (`dal.seat_rows.SeatRows.claim`): key, owner, until, TTL.
 CLAIM_ITEM_BYTES = 120
@@ -219,7 +219,7 @@ class SimulatedDynamoStore:
             self._read("GetItem", [_read(inventory_key(key), INVENTORY_ITEM_BYTES)])
         item = self._table.data.read_inventory(key, whole=whole, customers=customers)
         if item is not None and item.pools:
-            # Its pools' first items, in one BatchGetItem (`dal.access`; docs/pools.md), and a
+            # Its pools' first items, in one BatchGetItem (`dal.access`; docs/guides/pools.md), and a
             # sharded pool read whole in one TransactGetItems when the class is.
             pools = [_read(pool_key(key.event_id, name), INVENTORY_ITEM_BYTES) for name in item.pools]
             self._read("BatchGetItem", pools)
@@ -339,7 +339,7 @@ class SimulatedDynamoStore:
             items.append(_write(inventory_key(key, write.shard), INVENTORY_ITEM_BYTES))
             items += [_write(inventory_key(key, donor), INVENTORY_ITEM_BYTES) for donor in write.moves]
         if write.seats_taken > 0:
-            # Each capacity pool of the class (mapped or counted) is one more item (docs/pools.md).
+            # Each capacity pool of the class (mapped or counted) is one more item (docs/guides/pools.md).
             for pool in write.pools:
                 shard = write.pool_shards.get(pool, 0)
                 items.append(_write(pool_key(key.event_id, pool, shard), INVENTORY_ITEM_BYTES))
@@ -354,7 +354,7 @@ class SimulatedDynamoStore:
         return self._transact(items, lambda: self._table.data.commit_outcomes(write), index_writes=sold)
 
     def _commit_together(self, writes: Sequence[GroupWrite]) -> WriteRefused | None:
-        """An order's lines in one transaction (docs/orders.md): each line's shard item (and
+        """An order's lines in one transaction (docs/guides/orders.md): each line's shard item (and
         donors), records, counters and token uses, and each pool item once."""
         items: list[ItemWrite] = []
         for w in writes:

@@ -1,5 +1,6 @@
-"""The ticket issuer in the simulation (docs/tickets.md, docs/simulation.md): how long a sale waits
-for its numbers, and what numbering costs.
+"""The ticket issuer in the simulation: how long a sale waits for its numbers, and what numbering costs.
+
+See docs/guides/tickets.md and docs/explanation/simulation.md.
 
 It runs the service's own issuer (`logic.issue_tickets.run_issuer`, each series numbered by one
 task, ISSUE_SERIES_AT_ONCE at a time as the function's thread pool does, each task publishing its
@@ -14,7 +15,7 @@ It runs after the sale, on the sale's record of when each reservation was sold: 
 to the issuer `index_lag_s` after it was sold (the index is eventually consistent). So its figures
 are those of an issuer running beside the sale, and the sale's own figures are untouched. What
 that leaves out: the issuer's writes do not take units from the sale's partitions or the table's
-quota, nor the sale's from the issuer's (docs/simulation.md, limits).
+quota, nor the sale's from the issuer's (docs/explanation/simulation.md, limits).
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ MAX_ISSUE_SECONDS = FUNCTION_TIMEOUT_S - MARGIN_SECONDS
 POOL_POLL_S = 0.002
 # How long after a sale the TicketsToIssue index shows it. AWS documents that a table's changes
 # reach its global secondary indexes "within a fraction of a second" under normal conditions
-# (docs/sources.md); no distribution is published, so this assumes the whole second.
+# (docs/reference/sources.md); no distribution is published, so this assumes the whole second.
 DEFAULT_INDEX_LAG_S = 1.0
 # Sizes in bytes, as DynamoDB counts them (names plus values), for units: the counter item, a
 # ledger entry's fixed part (its assignments are counted from their JSON), an index entry.
@@ -392,7 +393,7 @@ def _ledger_bytes(batch: TicketBatch) -> int:
 
 @dataclass(frozen=True)
 class IssuerConfig:
-    """The issuer's side of a run (docs/simulation.md)."""
+    """The issuer's side of a run (docs/explanation/simulation.md)."""
 
     series: int = 1  # the event's series (`seats tickets configure --series`)
     series_at_once: int = DEFAULT_ISSUE_SERIES_AT_ONCE  # the function's thread pool (ISSUE_SERIES_AT_ONCE)

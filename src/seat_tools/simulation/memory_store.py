@@ -62,7 +62,7 @@ class InMemoryInventoryStore:
     change_ids: dict[str, str] = field(default_factory=dict)  # records' `last_change_id`
     taken_at: dict[tuple[SeatKey, int], float] = field(default_factory=dict)  # shard items' `last_taken_at`
     token_uses: dict[str, str] = field(default_factory=dict)  # admission token id -> reservation
-    # Capacity pools (docs/pools.md): (event, item) -> the pool item, where an item is named as a
+    # Capacity pools (docs/guides/pools.md): (event, item) -> the pool item, where an item is named as a
     # record names it (`pool_ref`: the pool, `#<n>` after it for item n > 0 of a sharded pool);
     # records' `pool_names`.
     pools: dict[tuple[str, str], PoolInventory] = field(default_factory=dict)
@@ -78,7 +78,7 @@ class InMemoryInventoryStore:
     before_commit: Callable[[], None] | None = None
     # Records the (eventually consistent) index still shows as live holds, as they were.
     stale_index: dict[str, ReservationRecord] = field(default_factory=dict)
-    # Ticket numbers (`TicketStore`, docs/tickets.md): sales waiting for numbers (-> when sold,
+    # Ticket numbers (`TicketStore`, docs/guides/tickets.md): sales waiting for numbers (-> when sold,
     # ms), the numbers given (-> series, first), the series' counters (next serial), the ledger
     # and its publication outbox, the events' numbering.
     awaiting_tickets: dict[str, int] = field(default_factory=dict)
@@ -93,7 +93,7 @@ class InMemoryInventoryStore:
     lose_next_numbers_reply: list[Exception] = field(default_factory=list)  # after it committed
     before_numbers: Callable[[], None] | None = None  # runs at the start of commit_numbers
     number_commits: int = 0
-    # Mapped seat classes (docs/seating.md): each event's map, and each class's row items.
+    # Mapped seat classes (docs/guides/seat-maps.md): each event's map, and each class's row items.
     seat_maps: dict[str, SeatMap] = field(default_factory=dict)
     seat_rows: dict[SeatKey, dict[str, SeatRow]] = field(default_factory=dict)
     map_reads: int = 0
@@ -945,7 +945,7 @@ def _transition_moves(
     dict[tuple[SeatKey, str], int],
 ]:
     """What status changes move, per item their seats came from (`ReservationRecord.takes`: the
-    record's class, or each line's of an order, docs/orders.md): a class's shard item ->
+    record's class, or each line's of an order, docs/guides/orders.md): a class's shard item ->
     [released, unheld, unsold, sold]; a mapped class's row item -> (position, state it must be
     in, sold after); a customer counter -> seats taken off."""
     deltas: dict[tuple[SeatKey, int], list[int]] = {}

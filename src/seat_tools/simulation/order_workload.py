@@ -1,4 +1,4 @@
-"""`seats simulate --order-lines LO-HI`: every request is a multi-line order (docs/orders.md).
+"""`seats simulate --order-lines LO-HI`: every request is a multi-line order (docs/guides/orders.md).
 
 The event has `ORDER_CLASSES` counted classes, each sharded like the single class of a plain run
 and all in one capacity pool when the run has one (`--pool-shards`). Request i is an order of

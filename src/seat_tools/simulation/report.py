@@ -74,7 +74,7 @@ def _partitions(result: SimulationResult) -> str:
 
 
 def ticket_rows(result: SimulationResult) -> list[tuple[str, str]]:
-    """The issuer's figures (docs/tickets.md): its delay, rate, units and cost."""
+    """The issuer's figures (docs/guides/tickets.md): its delay, rate, units and cost."""
     t = result.figures["tickets"]
     units = t["write_units"]
     cost = t["cost_per_million_reservations"]
@@ -133,7 +133,7 @@ def _asked(c: Any) -> str:
 
 
 def seat_map_rows(result: SimulationResult) -> list[tuple[str, str]]:
-    """A seat-map run's own figures (docs/seating.md, "At scale"); none for a counted class."""
+    """A seat-map run's own figures (docs/guides/seat-maps.md, "At scale"); none for a counted class."""
     f = result.figures
     if result.config.seat_map is None:
         return []
@@ -158,7 +158,7 @@ def seat_map_rows(result: SimulationResult) -> list[tuple[str, str]]:
 
 
 def order_rows(result: SimulationResult) -> list[tuple[str, str]]:
-    """An orders run's own figures (docs/orders.md, "Scale"); none for single-line requests."""
+    """An orders run's own figures (docs/guides/orders.md, "Scale"); none for single-line requests."""
     f = result.figures
     if result.config.order_lines is None:
         return []
@@ -186,7 +186,7 @@ def _aligned(rows: list[tuple[str, str]]) -> str:
 
 
 def format_table(result: SimulationResult) -> str:
-    """The figures as aligned lines, grouped like docs/simulation.md describes them."""
+    """The figures as aligned lines, grouped like docs/explanation/simulation.md describes them."""
     c, f = result.config, result.figures
     if c.sold_per_s > 0:
         workload = (

@@ -43,17 +43,17 @@ from seat_tools.traffic import ORDER_CLASSES, OrderRequests
 EPOCH = 1_800_000_000.0
 EVENT_ID = "onsale-1"
 # Requests of a simulated sale; sales fed to the issuer alone (`sold_per_s`), which is cheaper per
-# sale, may be more: a sustained sale at 40,000 a second (docs/tickets.md). A simulated sale takes
+# sale, may be more: a sustained sale at 40,000 a second (docs/guides/tickets.md). A simulated sale takes
 # about 1.5 GB of memory per million requests; 3,000,000 lasts long enough past Lambda's 12 s
-# scale-up to show a pre-warmed table's rate (docs/simulation.md, "Lambda's scale-up").
+# scale-up to show a pre-warmed table's rate (docs/explanation/simulation.md, "Lambda's scale-up").
 MAX_REQUESTS = 3_000_000
 MAX_CONTAINERS = 1_000  # an event source mapping's MaximumConcurrency at most
 MAX_FED_SALES = 10_000_000
 # The handler's work per invocation besides AWS calls, on a 512 MB Arm function: not measured
-# on Lambda; assumed (docs/simulation.md).
+# on Lambda; assumed (docs/explanation/simulation.md).
 DEFAULT_INVOKE_OVERHEAD_MS = 5.0
 DEFAULT_PER_MESSAGE_MS = 0.05
-# A new container's time before its first message (docs/simulation.md): the handler's import in
+# A new container's time before its first message (docs/explanation/simulation.md): the handler's import in
 # its package (about 140 ms here, on a full vCPU as Lambda's init phase has), the first
 # invocation's client building (about 55 ms here, at 512 MB's 0.29 vCPU about 200 ms), and the
 # runtime's own start (assumed: 150 ms); about 490 ms in all.
@@ -93,21 +93,21 @@ class SimulationConfig:
     publish_ms: tuple[float, float] = DEFAULT_PUBLISH_MS
     max_per_customer: int | None = None
     customers: int | None = None  # distinct customers (default: one per request)
-    shards: int = 1  # shard items of the event's seat class (docs/sharding.md)
+    shards: int = 1  # shard items of the event's seat class (docs/explanation/sharding.md)
     # > 0: the class also takes every seat from a capacity pool of as many seats, over this many
-    # items (docs/pools.md, "Sharded pools"); 0: no pool.
+    # items (docs/guides/pools.md, "Sharded pools"); 0: no pool.
     pool_shards: int = 0
     contention: ContentionSettings = field(default_factory=ContentionSettings)
     # None: AWS. S: the local stack with its contention layer at time scale S, where only
     # DynamoDB's time is stretched by S: every other duration (the function's own work and
     # back-off, SNS, cold starts, the batching window, the visibility and function timeouts) runs
     # at wall speed, S times shorter in the model's time, and the local runner starts every
-    # container at once. Used to check the simulation against the layer (docs/simulation.md).
+    # container at once. Used to check the simulation against the layer (docs/explanation/simulation.md).
     local_stack_time_scale: float | None = None
     # True: every container takes a batch from the first message on, instead of Lambda's
     # scale-up (5 batches at once, then 300 more a minute). Until 2026-11-26 a bug kept the
     # scale-up from applying, so this is the model every earlier figure was measured on
-    # (docs/simulation.md, "Lambda's scale-up").
+    # (docs/explanation/simulation.md, "Lambda's scale-up").
     containers_at_once: bool = False
     # > 0: the event source mapping in provisioned mode with this many event pollers (the
     # template's EventPollers): `containers` = 10 per poller, every one there from the first
@@ -118,7 +118,7 @@ class SimulationConfig:
     # first invocation's part, at most the cold start), billed for the time it is set
     # (seat_tools.event_source_scaling.provisioned_concurrency_billed_s).
     provisioned_concurrency: int = 0
-    # The ticket issuer, run on the sale's sales (docs/tickets.md; its figures under "tickets").
+    # The ticket issuer, run on the sale's sales (docs/guides/tickets.md; its figures under "tickets").
     tickets: IssuerConfig = field(default_factory=IssuerConfig)
     # > 0: no sale is simulated; the issuer is fed `requests` sales of `seats_per_request` seats,
     # sold at this many a second (a rate the simulated sale does not reach with its containers).
@@ -127,7 +127,7 @@ class SimulationConfig:
     # `seats_per_request` seats best available of one of its classes (seat_map_workload).
     seat_map: str | None = None
     # (LO, HI): every request is an order of LO to HI lines over `ORDER_CLASSES`, each line
-    # `seats_per_request` seats of its own class (order_workload; docs/orders.md, "Scale").
+    # `seats_per_request` seats of its own class (order_workload; docs/guides/orders.md, "Scale").
     order_lines: tuple[int, int] | None = None
 
     def __post_init__(self) -> None:
@@ -178,7 +178,7 @@ class SimulationConfig:
 
 @dataclass
 class SimulationResult:
-    """The figures of one run (see `as_dict` for their names and `docs/simulation.md` for definitions)."""
+    """The figures of one run (`as_dict` names them; docs/explanation/simulation.md defines them)."""
 
     config: SimulationConfig
     figures: dict[str, Any]

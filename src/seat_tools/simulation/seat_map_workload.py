@@ -1,5 +1,5 @@
 """`seats simulate --seat-map`: best-available requests on a seat map, and the figures that check
-the sale (docs/seating.md, "At scale").
+the sale (docs/guides/seat-maps.md, "At scale").
 
 Each request asks for 1 to `seats_per_request` adjacent seats (drawn with the run's seed) of one of
 the map's classes (drawn the same way). After the run the final row items are checked against the
