@@ -79,9 +79,6 @@ def doc_files() -> list[Path]:
 # Pages still being rewritten from the project's notebook into reader's docs: each is expected to
 # fail (strict: a page that passes must leave this list). The list only shrinks.
 BEING_REWRITTEN = {
-    "docs/contributing/testing.md",
-    "docs/explanation/contention.md",
-    "docs/explanation/local-stack.md",
     "docs/explanation/performance.md",
     "docs/explanation/reliability.md",
     "docs/explanation/sharding.md",
