@@ -83,8 +83,6 @@ BEING_REWRITTEN = {
     "docs/explanation/reliability.md",
     "docs/explanation/sharding.md",
     "docs/explanation/simulation.md",
-    "docs/guides/admission.md",
-    "docs/guides/operate.md",
     "docs/guides/orders.md",
     "docs/guides/pools.md",
     "docs/guides/seat-maps.md",
