@@ -83,8 +83,6 @@ BEING_REWRITTEN = {
     "docs/explanation/reliability.md",
     "docs/explanation/sharding.md",
     "docs/explanation/simulation.md",
-    "docs/guides/orders.md",
-    "docs/guides/pools.md",
     "docs/guides/seat-maps.md",
     "docs/guides/size-a-sale.md",
     "docs/guides/tickets.md",
