@@ -80,6 +80,9 @@ ROOT := $(dir $(abspath $(lastword $(MAKEFILE_LIST))))
 BUILD_PYTHON ?= $(if $(wildcard $(ROOT)$(BIN)/python),$(ROOT)$(BIN)/python,$(PYTHON))
 build-ReserveSeatsFunction build-SweepHoldsFunction build-IssueTicketsFunction:
 	$(BUILD_PYTHON) $(ROOT)scripts/build_function.py "$(ARTIFACTS_DIR)"
+# The version publisher (template.yaml) calls Lambda's API only: botocore keeps that model alone.
+build-ReserveSeatsVersionPublisher:
+	$(BUILD_PYTHON) $(ROOT)scripts/build_function.py "$(ARTIFACTS_DIR)" lambda
 
 validate: install ## sam validate --lint
 	$(BIN)/sam validate --lint --region us-east-1
@@ -93,9 +96,13 @@ lock: install ## Refresh requirements/constraints.txt from the current environme
 
 # checkov lives in its own throwaway venv: it pins many packages the project must not inherit.
 CHECKOV_VENV ?= $(HOME)/.cache/seat-inventory/checkov
-security: ## checkov over template.yaml, from a throwaway venv (CHECKOV_VENV) outside the project pins
+# It reads template.yaml as CloudFormation processes it (scripts/processed_template.py: checkov
+# itself skips the resources of an Fn::ForEach loop), with the skips of .checkov.yaml.
+PROCESSED_TEMPLATE := build/template.processed.yaml
+security: install ## checkov over template.yaml as CloudFormation processes it, from a throwaway venv (CHECKOV_VENV) outside the project pins
 	test -x $(CHECKOV_VENV)/bin/checkov || { mkdir -p $(dir $(CHECKOV_VENV)) && $(PYTHON) -m venv $(CHECKOV_VENV) && $(CHECKOV_VENV)/bin/pip install --quiet checkov; }
-	$(CHECKOV_VENV)/bin/checkov --config-file .checkov.yaml --file template.yaml
+	$(BIN)/python scripts/processed_template.py $(PROCESSED_TEMPLATE)
+	$(CHECKOV_VENV)/bin/checkov --config-file .checkov.yaml --file $(PROCESSED_TEMPLATE)
 
 clean: ## Remove build output and caches (keeps .venv and the DynamoDB Local download)
 	rm -rf .aws-sam .pytest_cache .mypy_cache .ruff_cache .hypothesis build dist

@@ -1,13 +1,15 @@
 """Builds a function's deployment package with only what the functions import.
 
 `sam build` runs it for each function (template.yaml: `BuildMethod: makefile`; the Makefile's
-`build-<Function>` targets) with the directory to fill:
+`build-<Function>` targets) with the directory to fill, and for a function that calls other AWS
+services than the service's functions (the version publisher calls Lambda only), those services:
 
-    python scripts/build_function.py ARTIFACTS_DIR
+    python scripts/build_function.py ARTIFACTS_DIR [SERVICE ...]
 
 1. The pinned runtime dependencies (src/requirements.txt, from the lock), as wheels for the
    functions' platform (Lambda, arm64, CPython 3.11), exactly the versions the tests ran with.
-2. botocore's API models of the services the functions call only (DynamoDB, SNS, X-Ray).
+2. botocore's API models of the services the function calls only (DynamoDB, SNS, SSM, X-Ray;
+   Lambda for the version publisher).
    botocore ships one for every AWS service (about 27 MB of its 29 MB); a client loads the
    model of its own service only.
 3. The service package, `seat_inventory`, whole: it holds what runs in the functions and nothing
@@ -69,14 +71,14 @@ def install_dependencies(target: Path) -> None:
     )
 
 
-def prune_botocore(target: Path) -> None:
+def prune_botocore(target: Path, services: tuple[str, ...] = SERVICES) -> None:
     data = target / "botocore" / "data"
     for entry in data.iterdir():
-        if entry.is_dir() and entry.name not in SERVICES:
+        if entry.is_dir() and entry.name not in services:
             shutil.rmtree(entry)
         elif entry.is_file() and entry.name not in BOTOCORE_DATA_FILES:
             entry.unlink()
-    missing = [name for name in (*SERVICES, *BOTOCORE_DATA_FILES) if not (data / name).exists()]
+    missing = [name for name in (*services, *BOTOCORE_DATA_FILES) if not (data / name).exists()]
     if missing:
         raise SystemExit(f"botocore has no {', '.join(missing)}: update BOTOCORE_DATA_FILES or SERVICES")
 
@@ -97,10 +99,10 @@ def compile_bytecode(target: Path) -> None:
         raise SystemExit(f"compiling {target} failed")
 
 
-def build(target: Path) -> None:
+def build(target: Path, services: tuple[str, ...] = SERVICES) -> None:
     target.mkdir(parents=True, exist_ok=True)
     install_dependencies(target)
-    prune_botocore(target)
+    prune_botocore(target, services)
     for cache in target.rglob("__pycache__"):
         shutil.rmtree(cache)
     copy_function_code(target)
@@ -108,10 +110,10 @@ def build(target: Path) -> None:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 1:
-        print("usage: build_function.py ARTIFACTS_DIR", file=sys.stderr)
+    if not argv:
+        print("usage: build_function.py ARTIFACTS_DIR [SERVICE ...]", file=sys.stderr)
         return 2
-    build(Path(argv[0]))
+    build(Path(argv[0]), tuple(argv[1:]) or SERVICES)
     return 0
 
 

@@ -25,7 +25,6 @@ import socket
 import subprocess
 import sys
 import threading
-import types
 import urllib.request
 import zipfile
 from collections.abc import Iterator
@@ -43,10 +42,11 @@ from moto.cloudwatch.models import Metric, MetricDataQuery, MetricStat, cloudwat
 from moto.core.common_models import CloudFormationModel
 from moto.server import ThreadedMotoServer
 
+from seat_inventory.handlers import publish_live_version
 from seat_tools.local.runner import failed_message_ids, import_handler, sqs_record
 from seat_tools.onsale.stack_reader import StackReader, StackResources
 from tests.integration.conftest import REPO, LambdaContext
-from tests.template_support import Template, sam_translate, version_publisher
+from tests.template_support import Template, sam_translate
 
 STACK = "seat-inventory-ci"
 REGION = "us-east-1"
@@ -242,9 +242,9 @@ class LambdaAliasResource(CloudFormationModel):
 
 class VersionPublisherResource(CloudFormationModel):
     """AWS::CloudFormation::CustomResource for moto's CloudFormation, which cannot run the Lambda
-    function behind one: the template's ReserveSeatsLiveVersion runs the publisher's own code
-    (ReserveSeatsVersionPublisher's InlineCode) here, with a Lambda client on this moto server and
-    `cfnresponse` caught, and takes the version it answers (`!GetAtt <it>.Version`)."""
+    function behind one: the template's ReserveSeatsLiveVersion is answered here by the publisher's
+    own code (ReserveSeatsVersionPublisher's handler, `publish_live_version.answer`) with a Lambda
+    client on this moto server, and takes the version it answers (`!GetAtt <it>.Version`)."""
 
     def __init__(self, physical_id: str, data: dict[str, str]) -> None:
         self.physical_id = physical_id
@@ -271,20 +271,10 @@ class VersionPublisherResource(CloudFormationModel):
     def create_from_cloudformation_json(  # type: ignore[override]
         cls, resource_name: str, cloudformation_json: Any, account_id: str, region_name: str, **kwargs: Any
     ) -> VersionPublisherResource:
-        answers: list[tuple[str, dict[str, str], str]] = []
-        responses = types.SimpleNamespace(
-            SUCCESS="SUCCESS",
-            FAILED="FAILED",
-            send=lambda event, context, status, data, physical_id=None, reason=None, **_: answers.append(
-                (status, data, reason or physical_id or "")
-            ),
-        )
-        publisher = version_publisher(REPO / "template.yaml", responses)
         event = {"RequestType": "Create", "ResourceProperties": dict(cloudformation_json["Properties"])}
-        publisher.handler(event, None)
-        [(status, data, detail)] = answers
-        assert status == "SUCCESS", detail
-        return cls(detail, data)
+        sent = publish_live_version.answer(event, boto3.client("lambda", region_name=region_name))
+        assert sent["Status"] == "SUCCESS", sent["Reason"]
+        return cls(sent["PhysicalResourceId"], sent["Data"])
 
 
 # moto lists the CloudFormation models once (cached): make it see the ones above (the last model

@@ -27,7 +27,10 @@ from seat_tools.local.template import include_locations, read_template_document
 from tests.integration.conftest import REPO
 from tests.template_support import Template
 
-FUNCTIONS = ("ReserveSeatsFunction", "SweepHoldsFunction")
+FUNCTIONS = ("ReserveSeatsFunction", "SweepHoldsFunction", "IssueTicketsFunction")
+# The version publisher (provisioned concurrency's custom resource) calls Lambda's API only.
+PUBLISHER = "ReserveSeatsVersionPublisher"
+SERVICES_OF = {**dict.fromkeys(FUNCTIONS, SERVICES), PUBLISHER: ("lambda",)}
 # 39 MB before (boto3's every service model, the cli/local/bench code); about 18 MB now.
 MAX_PACKAGE_BYTES = 25_000_000
 
@@ -66,7 +69,11 @@ def run_in_package(package: Path, code: str) -> subprocess.CompletedProcess[str]
 
 def test_every_function_is_built_by_the_makefile_target(template: Template) -> None:
     makefile = (REPO / "Makefile").read_text()
-    for function in FUNCTIONS:
+    functions = [
+        lid for lid, r in template.document["Resources"].items() if r["Type"] == "AWS::Serverless::Function"
+    ]
+    assert sorted(functions) == sorted(SERVICES_OF)
+    for function in functions:
         metadata = template.resource(function)["Metadata"]
         assert (metadata["BuildMethod"], metadata["ContextPath"]) == ("makefile", ".")
         assert f"build-{function}" in makefile
@@ -78,7 +85,7 @@ def modules(root: Path) -> list[str]:
     return sorted(str(p.relative_to(root)) for p in root.rglob("*.py") if "__pycache__" not in p.parts)
 
 
-@pytest.mark.parametrize("function", FUNCTIONS)
+@pytest.mark.parametrize("function", SERVICES_OF)
 def test_the_package_holds_the_service_package_and_no_tool(build_dir: Path, function: str) -> None:
     package = build_dir / function
     assert modules(package / SERVICE_PACKAGE) == modules(SOURCE / SERVICE_PACKAGE)
@@ -88,13 +95,13 @@ def test_the_package_holds_the_service_package_and_no_tool(build_dir: Path, func
     assert not [p for p in package.rglob("*.py") if importing_tools.search(p.read_text(errors="replace"))]
 
 
-@pytest.mark.parametrize("function", FUNCTIONS)
+@pytest.mark.parametrize("function", SERVICES_OF)
 def test_botocore_keeps_the_models_of_the_services_called_only(build_dir: Path, function: str) -> None:
     data = build_dir / function / "botocore" / "data"
-    assert sorted(p.name for p in data.iterdir()) == sorted((*SERVICES, *BOTOCORE_DATA_FILES))
+    assert sorted(p.name for p in data.iterdir()) == sorted((*SERVICES_OF[function], *BOTOCORE_DATA_FILES))
 
 
-@pytest.mark.parametrize("function", FUNCTIONS)
+@pytest.mark.parametrize("function", SERVICES_OF)
 def test_every_module_ships_its_bytecode_used_whatever_the_timestamps(build_dir: Path, function: str) -> None:
     package = build_dir / function
     tag = sys.implementation.cache_tag
@@ -122,8 +129,20 @@ def test_the_package_runs_on_its_own_with_and_without_tracing(build_dir: Path, f
     assert result.stdout.strip() == str(package / "seat_inventory" / "__init__.py")
 
 
+def test_the_version_publisher_runs_on_its_own_with_the_lambda_waiter_it_uses(build_dir: Path) -> None:
+    package = build_dir / PUBLISHER
+    result = run_in_package(
+        package,
+        "import seat_inventory.handlers.publish_live_version as handler; "
+        "client = handler.boto3.client('lambda'); client.get_waiter('function_updated_v2'); "
+        "client.get_paginator('list_versions_by_function'); print(handler.__file__)",
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip() == str(package / "seat_inventory" / "handlers" / "publish_live_version.py")
+
+
 def test_the_package_is_small(build_dir: Path) -> None:
-    for function in FUNCTIONS:
+    for function in SERVICES_OF:
         size = sum(p.stat().st_size for p in (build_dir / function).rglob("*") if p.is_file())
         assert size < MAX_PACKAGE_BYTES, (function, size)
 
@@ -165,6 +184,7 @@ def test_sam_package_uploads_the_files_the_template_includes(build_dir: Path, tm
                 "us-east-1",
                 "--output-template-file",
                 str(packaged),
+                "--language-extensions",  # as samconfig.toml sets for every command (Fn::ForEach)
             ],
             cwd=tmp_path,  # not the repository's samconfig.toml
             env=env,

@@ -118,7 +118,8 @@ def _yaml_loader() -> type:
 
 def read_template_document(path: Path, *, includes: bool = True) -> dict[str, Any]:
     """The template as plain data, intrinsics in long form; with `includes`, as CloudFormation
-    processes it: every local `AWS::Include` replaced by its file (`resolve_includes`)."""
+    processes it: every local `AWS::Include` replaced by its file (`resolve_includes`), then every
+    `Fn::ForEach` loop expanded (`expand_for_each`, the AWS::LanguageExtensions transform's)."""
     import yaml
 
     loader = _yaml_loader()
@@ -132,7 +133,65 @@ def read_template_document(path: Path, *, includes: bool = True) -> dict[str, An
         raise TemplateError(f"{path} is not valid YAML: {exc}") from exc
     if not isinstance(document, dict) or not isinstance(document.get("Resources"), dict):
         raise TemplateError(f"{path} has no Resources section")
-    return resolve_includes(document, path.parent) if includes else document
+    return expand_for_each(resolve_includes(document, path.parent)) if includes else document
+
+
+FOR_EACH_PREFIX = "Fn::ForEach::"
+_FOR_EACH_SECTIONS = ("Conditions", "Resources", "Outputs")
+
+
+def expand_for_each(document: dict[str, Any]) -> dict[str, Any]:
+    """`document` with every `Fn::ForEach::<Loop>: [Identifier, [items], {OutputKey: OutputValue}]`
+    in its Conditions, Resources and Outputs (resource properties included) expanded as the
+    AWS::LanguageExtensions transform does: the fragment once per item, with `${Identifier}` and
+    `&{Identifier}` (the item without its non-alphanumeric characters) replaced in its keys and
+    strings and `{"Ref": Identifier}` replaced by the item; loops may nest. Refused: a collection
+    that is not a literal list of strings, and a key produced twice."""
+
+    def substitute(value: Any, identifier: str, item: str) -> Any:
+        if isinstance(value, str):
+            bare = re.sub(r"[^A-Za-z0-9]", "", item)
+            return value.replace(f"${{{identifier}}}", item).replace(f"&{{{identifier}}}", bare)
+        if isinstance(value, list):
+            return [substitute(inner, identifier, item) for inner in value]
+        if isinstance(value, dict):
+            if value == {"Ref": identifier}:
+                return item
+            return {
+                substitute(key, identifier, item): substitute(inner, identifier, item)
+                for key, inner in value.items()
+            }
+        return value
+
+    def loop(name: str, argument: Any) -> list[tuple[str, Any]]:
+        if not (isinstance(argument, list) and len(argument) == 3 and isinstance(argument[2], dict)):
+            raise TemplateError(f"{name} must be [Identifier, [items], {{OutputKey: OutputValue}}]")
+        identifier, collection, fragment = argument
+        if not isinstance(collection, list) or not all(isinstance(item, str) for item in collection):
+            raise TemplateError(
+                f"{name}: only a literal list of strings is expanded here, not {collection!r}"
+            )
+        return [
+            (key, inner)
+            for item in collection
+            for key, inner in expand(substitute(fragment, identifier, item)).items()
+        ]
+
+    def expand(value: Any) -> Any:
+        if isinstance(value, list):
+            return [expand(inner) for inner in value]
+        if not isinstance(value, dict):
+            return value
+        expanded: dict[str, Any] = {}
+        for key, inner in value.items():
+            entries = loop(key, inner) if key.startswith(FOR_EACH_PREFIX) else [(key, expand(inner))]
+            for new_key, new_value in entries:
+                if new_key in expanded:
+                    raise TemplateError(f"{new_key} is produced twice (by {key})")
+                expanded[new_key] = new_value
+        return expanded
+
+    return {key: expand(value) if key in _FOR_EACH_SECTIONS else value for key, value in document.items()}
 
 
 INCLUDE_TRANSFORM = "AWS::Include"
