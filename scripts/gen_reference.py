@@ -25,7 +25,7 @@ from typing import Any
 import click
 
 from seat_tools.cli.main import cli
-from seat_tools.local.template import include_locations, read_template_document
+from seat_tools.local.template import expand_for_each, include_locations, read_template_document
 
 REPO = Path(__file__).resolve().parents[1]
 CLI_PAGE = REPO / "docs" / "reference" / "cli.md"
@@ -193,7 +193,7 @@ def configuration_page(template: Path = TEMPLATE) -> str:
         "the name of the parameter or resource each value comes from, or the value itself.",
         "",
     ]
-    for owner, variables in _environments(document):
+    for owner, variables in _environments(expand_for_each(document)):  # functions, not loops
         lines += [f"{owner}:", "", "| variable | value |", "|---|---|"]
         lines += [f"| `{name}` | {_value(value)} |" for name, value in variables.items()]
         lines.append("")
