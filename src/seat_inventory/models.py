@@ -46,7 +46,7 @@ class Outcome(StrEnum):
     # chosen seats that would leave a single empty seat in a class that refuses orphans.
     SEATS_TAKEN = "SEATS_TAKEN"
     ORPHAN_SEAT = "ORPHAN_SEAT"
-    # At the gate (docs/checkin.md), never a record's status: a ticket passed on to another
+    # At the gate (docs/guides/checkin.md), never a record's status: a ticket passed on to another
     # customer (its old secret revoked, a new one issued), and a ticket admitted twice by
     # scanners that were offline (both scans named).
     TRANSFERRED = "TRANSFERRED"
@@ -530,7 +530,7 @@ class ReservationRecord:
     ticket_first: int | None = None
     # The capacity pools its seats were taken from, and go back to (docs/guides/pools.md).
     pools: tuple[str, ...] = ()
-    # How many of its tickets another customer holds now (passed on, docs/checkin.md): while
+    # How many of its tickets another customer holds now (passed on, docs/guides/checkin.md): while
     # any is, the reservation cannot be cancelled (its seats are no longer all the buyer's).
     tickets_passed_on: int = 0
 

@@ -87,6 +87,11 @@ class Settings:
     # is refused as forged (classes that do not require admission are not affected).
     admission_key_parameter: str = ""
     admission_key_refresh_seconds: int = DEFAULT_ADMISSION_KEY_REFRESH_SECONDS
+    # The gate (docs/guides/checkin.md): the SSM parameter (SecureString) holding the ticket key ring
+    # (empty: no key, no secret is shown and every one is refused as forged), and the origin the
+    # gate's API answers allow (the checkout API's ApiCorsOrigin).
+    ticket_key_parameter: str = ""
+    cors_origin: str = "*"
 
     @property
     def rejection_record_ttl_seconds(self) -> int:
@@ -119,4 +124,6 @@ class Settings:
             admission_key_refresh_seconds=_positive_int(
                 env, "ADMISSION_KEY_REFRESH_SECONDS", DEFAULT_ADMISSION_KEY_REFRESH_SECONDS
             ),
+            ticket_key_parameter=env.get("TICKET_KEY_PARAMETER") or "",
+            cors_origin=env.get("CORS_ORIGIN") or "*",
         )

@@ -1,4 +1,4 @@
-"""A reservation one of whose tickets another customer holds (passed on, docs/checkin.md) cannot be
+"""A reservation one of whose tickets another customer holds (passed on, docs/guides/checkin.md) cannot be
 cancelled: the cancel's record condition refuses it on moto, and the answer says why.
 
 The transfer that sets `tickets_passed_on` is the gate's (dal/transfers.py); here the attribute is

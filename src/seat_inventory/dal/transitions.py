@@ -257,7 +257,7 @@ class Transitions(TableAccess):
             # Records written before statuses existed have only their outcome.
             condition = "(#status = :from OR (attribute_not_exists(#status) AND outcome = :from))"
             if transition.to is Outcome.CANCELLED:
-                # Not while another customer holds one of its tickets (docs/checkin.md).
+                # Not while another customer holds one of its tickets (docs/guides/checkin.md).
                 condition += " AND (attribute_not_exists(tickets_passed_on) OR tickets_passed_on = :none)"
                 values[":none"] = number(0)
         expression = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
