@@ -85,8 +85,6 @@ BEING_REWRITTEN = {
     "docs/explanation/simulation.md",
     "docs/guides/seat-maps.md",
     "docs/guides/size-a-sale.md",
-    "docs/reference/benchmarks.md",
-    "docs/reference/http-api.md",
 }
 
 
