@@ -53,7 +53,7 @@ class Direction(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class TicketRef:
-    """One ticket: serial `serial` of series `series` of event `event_id` (docs/tickets.md)."""
+    """One ticket: serial `serial` of series `series` of event `event_id` (docs/guides/tickets.md)."""
 
     event_id: str
     series: int

@@ -81,7 +81,6 @@ def doc_files() -> list[Path]:
 BEING_REWRITTEN = {
     "docs/explanation/performance.md",
     "docs/explanation/reliability.md",
-    "docs/explanation/sharding.md",
     "docs/explanation/simulation.md",
     "docs/guides/seat-maps.md",
     "docs/guides/size-a-sale.md",

@@ -410,7 +410,7 @@ def walk(
 def conflict_outcome(
     gate: Gate, held: HeldTicket, conflict: Conflict, *, duplicate: bool
 ) -> ReservationOutcome:
-    """The CHECKIN_CONFLICT outcome of one conflict (docs/contract.md)."""
+    """The CHECKIN_CONFLICT outcome of one conflict (docs/reference/contract.md)."""
     return ReservationOutcome(
         reservation_id=held.reservation_id,
         outcome=Outcome.CHECKIN_CONFLICT,

@@ -60,7 +60,7 @@ class GateStore(Protocol):
         ...
 
     def read_ticket_format(self, event_id: str) -> TicketFormat:
-        """How the event's ticket numbers print (docs/tickets.md)."""
+        """How the event's ticket numbers print (docs/guides/tickets.md)."""
         ...
 
     def read_checkin_list(self, event_id: str, name: str) -> CheckinList | None:
