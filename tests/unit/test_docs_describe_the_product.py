@@ -13,11 +13,13 @@ other patterns apply to them too. CHANGELOG.md is the project's history and is n
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
+THIS_FILE = Path(__file__).resolve().relative_to(REPO).as_posix()
 
 # (what it is, pattern). Each is tried on a line with its links to other sites removed (their text
 # names the source: "SAM #1640", "AWS News Blog, 2025-11-14") and its URLs removed.
@@ -161,3 +163,25 @@ def test_the_readmes_links_into_the_repository_resolve() -> None:
     assert targets
     missing = [target for target in targets if not (REPO / target).exists()]
     assert not missing, missing
+
+
+DOCS_PATH = re.compile(r"(?<![\w/.-])docs/[\w/.-]+?\.(?:md|png)(?![\w-])")
+
+
+def test_every_docs_page_the_repository_names_exists() -> None:
+    """Help texts, docstrings, comments and tests name docs pages by path; a moved page leaves them
+    pointing nowhere. (CHANGELOG.md may name pages as they were.)"""
+    result = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True, timeout=60)
+    missing = []
+    for name in result.stdout.decode().split("\0"):
+        # test_no_outside_paths.py names a made-up page in its own test data.
+        if not name or name in ("CHANGELOG.md", THIS_FILE, "tests/unit/test_no_outside_paths.py"):
+            continue
+        data = (REPO / name).read_bytes()
+        if b"\0" in data:
+            continue
+        for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
+            missing += [
+                f"{name}:{number}: {path}" for path in DOCS_PATH.findall(line) if not (REPO / path).exists()
+            ]
+    assert not missing, "\n".join(missing)
