@@ -74,6 +74,33 @@ PRICES = {
         "GB-second",
         "https://aws.amazon.com/lambda/pricing/",
     ),
+    # API Gateway, first tier of requests a month (REST APIs $3.50 per million, HTTP APIs $1.00);
+    # whether a request answered 429 (throttled) is billed is not documented: the simulation
+    # charges it (the cautious choice).
+    "api_rest_request": Price(
+        "API Gateway REST API request", 3.50 / 1e6, "request", "https://aws.amazon.com/api-gateway/pricing/"
+    ),
+    "api_http_request": Price(
+        "API Gateway HTTP API request", 1.00 / 1e6, "request", "https://aws.amazon.com/api-gateway/pricing/"
+    ),
+    # Pre-warming (raising a table's or index's warm throughput above what it has): AWS bills it
+    # ("you will be charged for those requests", the warm throughput page) at the rate of the
+    # pricing page's "Warm throughput" section, which could not be read where this was written
+    # (no internet). Assumed: one hour of provisioned capacity for each unit added, at the
+    # us-east-1 provisioned rates ($0.00065 per WCU-hour, $0.00013 per RCU-hour). Change it here
+    # once checked; docs/reference/sources.md says the same.
+    "prewarm_write_unit": Price(
+        "DynamoDB warm throughput, write unit per second added (assumed: one provisioned WCU-hour)",
+        0.00065,
+        "write unit per second of warm throughput added",
+        "https://aws.amazon.com/dynamodb/pricing/on-demand/",
+    ),
+    "prewarm_read_unit": Price(
+        "DynamoDB warm throughput, read unit per second added (assumed: one provisioned RCU-hour)",
+        0.00013,
+        "read unit per second of warm throughput added",
+        "https://aws.amazon.com/dynamodb/pricing/on-demand/",
+    ),
     # Provisioned mode of an SQS event source mapping: one Event Poller Unit per event poller,
     # billed per second with a minimum of a minute (the page's SQS example: $0.00925 per EPU-hour).
     "event_poller": Price(
@@ -130,6 +157,8 @@ class CostBreakdown:
     lambda_: float
     event_pollers: float = 0.0  # provisioned mode's pollers (0: standard mode)
     provisioned_concurrency: float = 0.0  # the environments configured (0: none)
+    api_gateway: float = 0.0  # the checkout API's requests (0: none through the API)
+    pre_warming: float = 0.0  # the table's and index's warm throughput raised for the sale
 
     @property
     def total(self) -> float:
@@ -140,7 +169,30 @@ class CostBreakdown:
             + self.lambda_
             + self.event_pollers
             + self.provisioned_concurrency
+            + self.api_gateway
+            + self.pre_warming
         )
+
+    def as_dict(self) -> dict[str, float]:
+        return {
+            "dynamodb": self.dynamodb,
+            "sqs": self.sqs,
+            "sns": self.sns,
+            "lambda": self.lambda_,
+            "event_pollers": self.event_pollers,
+            "provisioned_concurrency": self.provisioned_concurrency,
+            "api_gateway": self.api_gateway,
+            "pre_warming": self.pre_warming,
+            "total": self.total,
+        }
+
+
+def pre_warming_usd(added_write_units_per_s: float, added_read_units_per_s: float) -> float:
+    """What raising warm throughput by these units per second costs, once (the assumed rate)."""
+    return (
+        max(0.0, added_write_units_per_s) * PRICES["prewarm_write_unit"].usd
+        + max(0.0, added_read_units_per_s) * PRICES["prewarm_read_unit"].usd
+    )
 
 
 def cost_per_million(
@@ -155,10 +207,15 @@ def cost_per_million(
     event_poller_hours: float = 0.0,
     provisioned_gb_seconds: float = 0.0,
     provisioned_concurrency_gb_seconds: float = 0.0,
+    api_requests: int = 0,
+    api_kind: str = "rest",
+    pre_warming_usd: float = 0.0,
 ) -> CostBreakdown:
     """US dollars per million reservations, by service, from what one run used for `reservations`.
     `provisioned_gb_seconds`: the part of `gb_seconds` run on provisioned concurrency (billed at
-    its rate); `provisioned_concurrency_gb_seconds`: the environments configured, for as long."""
+    its rate); `provisioned_concurrency_gb_seconds`: the environments configured, for as long;
+    `api_requests`: requests to the checkout API (`api_kind` "rest" or "http"), 429s included;
+    `pre_warming_usd`: the one-time charge for the warm throughput the sale needed."""
     scale = 1e6 / max(reservations, 1)
     on_demand_gb_seconds = gb_seconds - provisioned_gb_seconds
     return CostBreakdown(
@@ -176,4 +233,6 @@ def cost_per_million(
         provisioned_concurrency=scale
         * provisioned_concurrency_gb_seconds
         * PRICES["lambda_provisioned_concurrency"].usd,
+        api_gateway=scale * api_requests * PRICES[f"api_{api_kind}_request"].usd,
+        pre_warming=scale * pre_warming_usd,
     )

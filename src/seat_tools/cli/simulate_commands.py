@@ -19,10 +19,23 @@ from seat_tools.contention.model import (
     TABLE_QUOTA_UNITS_PER_S,
     ContentionSettings,
 )
-from seat_tools.event_source_scaling import INVOCATIONS_PER_EVENT_POLLER, MIN_EVENT_POLLERS
+from seat_tools.event_source_scaling import (
+    EVENT_POLLER_BYTES_PER_S,
+    EVENT_POLLER_BYTES_PER_S_API_REFERENCE,
+    INVOCATIONS_PER_EVENT_POLLER,
+    MAX_MAXIMUM_EVENT_POLLERS,
+    MAX_MINIMUM_EVENT_POLLERS,
+    MIN_EVENT_POLLERS,
+)
 from seat_tools.local.engines import LocalStackError
 from seat_tools.local.stack import table_contention
 from seat_tools.local.template import load_template
+from seat_tools.simulation.api import (
+    ACCOUNT_BURST_LIMIT,
+    ACCOUNT_RATE_LIMIT,
+    API_KINDS,
+    ApiSettings,
+)
 from seat_tools.simulation.issuer import (
     DEFAULT_ISSUE_SERIES_AT_ONCE,
     MAX_CONCURRENT_QUERIES,
@@ -32,9 +45,11 @@ from seat_tools.simulation.issuer import (
 )
 from seat_tools.simulation.report import format_table
 from seat_tools.simulation.run import (
-    DEFAULT_COLD_START_MS,
-    DEFAULT_FIRST_INVOCATION_MS,
+    DEFAULT_CPU_PER_INVOCATION_MS,
+    DEFAULT_CPU_PER_MESSAGE_MS,
     DEFAULT_PUBLISH_MS,
+    DEFAULT_RECEIVE_MS,
+    DEFAULT_SNS_PUBLISH_PER_S,
     MAX_CONTAINERS,
     MAX_FED_SALES,
     SimulationConfig,
@@ -115,7 +130,13 @@ def _template_defaults() -> tuple[SimulationConfig, Settings]:
     for name, value in function.environment.items():
         environment[name] = _PLACEHOLDERS.get(name) or str(template.resolver.resolve(value))
     source = function.event_source
+    parameters = template.parameters
+    api = ApiSettings(
+        rate_limit=float(parameters.get("ApiThrottlingRateLimit", ApiSettings.rate_limit)),
+        burst_limit=float(parameters.get("ApiThrottlingBurstLimit", ApiSettings.burst_limit)),
+    )
     config = SimulationConfig(
+        api=api,
         containers=source.concurrency or 1000,
         event_pollers=source.event_pollers or 0,
         batch_size=source.batch_size,
@@ -228,17 +249,43 @@ def _check_seat_map_options(config: SimulationConfig) -> None:
 @click.option(
     "--cold-start-ms",
     type=click.FloatRange(min=0.0),
-    default=DEFAULT_COLD_START_MS,
-    show_default=True,
-    help="A new container's start before its first message is handled (docs/explanation/simulation.md).",
+    help="A new container's start before its first message is handled [default: derived from the"
+    " memory: 150 ms runtime + 140 ms import + 55 ms of client building at the memory's share of a"
+    " vCPU; 480 ms at 512 MB] (docs/explanation/simulation.md).",
 )
 @click.option(
     "--first-invocation-ms",
     type=click.FloatRange(min=0.0),
-    default=DEFAULT_FIRST_INVOCATION_MS,
-    show_default=True,
     help="Of the cold start, what the first invocation does (settings, clients): a provisioned"
-    " container still pays it (at most the cold start).",
+    " container still pays it (at most the cold start) [default: 55 ms at the memory's share].",
+)
+@click.option(
+    "--memory-mb",
+    type=click.IntRange(128, 10_240),
+    help="The function's memory: its CPU is this share of a vCPU (1,769 MB is one) [default: the"
+    " template's MemorySize].",
+)
+@click.option(
+    "--cpu-per-message-ms",
+    type=click.FloatRange(min=0.0),
+    default=DEFAULT_CPU_PER_MESSAGE_MS,
+    show_default="0.72, measured",
+    help="The handler's own CPU per message, in ms of one core of the measuring machine.",
+)
+@click.option(
+    "--cpu-per-invocation-ms",
+    type=click.FloatRange(min=0.0),
+    default=DEFAULT_CPU_PER_INVOCATION_MS,
+    show_default=True,
+    help="The handler's own CPU per invocation, in ms of one core.",
+)
+@click.option(
+    "--receive-ms",
+    type=(click.FloatRange(min=0.1), click.FloatRange(min=0.1)),
+    default=DEFAULT_RECEIVE_MS,
+    show_default=True,
+    help="SQS ReceiveMessage (and SendMessage) latency p50 and p90 (assumed: a 20 ms mean, the SQS"
+    " developer guide's example).",
 )
 @click.option(
     "--publish-ms",
@@ -385,10 +432,24 @@ def _check_seat_map_options(config: SimulationConfig) -> None:
 )
 @click.option(
     "--event-pollers",
-    type=click.IntRange(MIN_EVENT_POLLERS, MAX_CONTAINERS // INVOCATIONS_PER_EVENT_POLLER),
-    help="The event source in provisioned mode with N event pollers (the template's EventPollers):"
-    " 10 containers per poller, all ready from the first message, instead of --containers and"
-    " Lambda's scale-up; the pollers' charge is in the cost (docs/explanation/simulation.md).",
+    type=click.IntRange(MIN_EVENT_POLLERS, MAX_MINIMUM_EVENT_POLLERS),
+    help="The event source in provisioned mode with N event pollers from the start (MinimumPollers,"
+    " the template's EventPollers): each makes at most 10 receive calls a second (100 messages) and"
+    " runs 10 invocations at once, instead of --containers and Lambda's scale-up; the pollers'"
+    " charge is in the cost (docs/explanation/simulation.md).",
+)
+@click.option(
+    "--max-event-pollers",
+    type=click.IntRange(MIN_EVENT_POLLERS, MAX_MAXIMUM_EVENT_POLLERS),
+    help="Provisioned mode's MaximumPollers: while messages wait, Lambda adds a poller every 0.6 s"
+    " up to it [default: --event-pollers, as the template sets it].",
+)
+@click.option(
+    "--poller-mb-per-s",
+    type=click.Choice(["1", "5"]),
+    default="1",
+    show_default=True,
+    help="An event poller's throughput: 1 MB/s (the Lambda developer guide) or 5 (the API reference).",
 )
 @click.option(
     "--provisioned-concurrency",
@@ -398,6 +459,57 @@ def _check_seat_map_options(config: SimulationConfig) -> None:
     help="Containers initialised before the sale, paying only the first invocation's part of the"
     " cold start (Lambda's provisioned concurrency: the template's ProvisionedConcurrency; at most"
     " the containers); their charge is in the cost (docs/explanation/simulation.md).",
+)
+@click.option(
+    "--sns-publish-per-s",
+    type=_Limit(),
+    default=str(DEFAULT_SNS_PUBLISH_PER_S),
+    show_default=True,
+    help="The region's SNS publish quota, messages a second (30,000 in us-east-1, 9,000 or 1,500"
+    " elsewhere); none (or -1): no quota.",
+)
+@click.option(
+    "--offered-rate",
+    type=click.FloatRange(min=0.0),
+    default=0.0,
+    show_default=True,
+    help="Requests offered to the checkout API a second, through API Gateway's throttles (429s"
+    " answered and counted); each accepted one is a SendMessage. 0: not through the API.",
+)
+@click.option(
+    "--api-kind", type=click.Choice(API_KINDS), default="rest", show_default=True, help="Its price."
+)
+@click.option(
+    "--api-rate-limit",
+    type=click.FloatRange(min=1.0),
+    help="The stage's throttle, requests a second [default: the template's ApiThrottlingRateLimit].",
+)
+@click.option(
+    "--api-burst-limit",
+    type=click.FloatRange(min=1.0),
+    help="The stage's burst [default: the template's ApiThrottlingBurstLimit].",
+)
+@click.option(
+    "--api-account-rate-limit",
+    type=click.FloatRange(min=1.0),
+    default=ACCOUNT_RATE_LIMIT,
+    show_default=True,
+    help="The account's throttle in the region, requests a second.",
+)
+@click.option(
+    "--api-account-burst-limit",
+    type=click.FloatRange(min=1.0),
+    default=ACCOUNT_BURST_LIMIT,
+    show_default=True,
+    help="The account's burst in the region.",
+)
+@click.option(
+    "--client-retries",
+    type=click.IntRange(0, 10),
+    default=0,
+    show_default=True,
+    help="Times a client sends a request answered 429 again (full-jitter back-off up to 1 s, 2 s,"
+    " 4 s, ...); 0: it does not.",
 )
 @output_option
 def simulate(
@@ -417,8 +529,12 @@ def simulate(
     shards: int,
     pool_shards: int,
     seed: int,
-    cold_start_ms: float,
-    first_invocation_ms: float,
+    cold_start_ms: float | None,
+    first_invocation_ms: float | None,
+    memory_mb: int | None,
+    cpu_per_message_ms: float,
+    cpu_per_invocation_ms: float,
+    receive_ms: tuple[float, float],
     publish_ms: tuple[float, float],
     warm_write_units_per_s: float | None,
     warm_read_units_per_s: float | None,
@@ -441,7 +557,17 @@ def simulate(
     order_lines: tuple[int, int] | None,
     containers_at_once: bool,
     event_pollers: int | None,
+    max_event_pollers: int | None,
+    poller_mb_per_s: str,
     provisioned_concurrency: int,
+    sns_publish_per_s: float,
+    offered_rate: float,
+    api_kind: str,
+    api_rate_limit: float | None,
+    api_burst_limit: float | None,
+    api_account_rate_limit: float,
+    api_account_burst_limit: float,
+    client_retries: int,
     output: OutputFormat,
 ) -> None:
     """Simulate one event's on-sale on AWS: the service's own logic in 1-1,000 containers against
@@ -458,9 +584,12 @@ def simulate(
                 " give it without --containers or --containers-at-once"
             )
         # --containers chooses standard mode even where the template sets EventPollers
+        if max_event_pollers and (containers or not (event_pollers or defaults.event_pollers)):
+            raise ValueError("--max-event-pollers is provisioned mode's: give it with --event-pollers")
         pollers = 0 if containers else (event_pollers or defaults.event_pollers)
+        most = max(pollers, max_event_pollers or 0)
         config = SimulationConfig(
-            containers=containers or pollers * INVOCATIONS_PER_EVENT_POLLER or defaults.containers,
+            containers=containers or most * INVOCATIONS_PER_EVENT_POLLER or defaults.containers,
             requests=requests,
             capacity=capacity,
             seats_per_request=seats_per_request,
@@ -474,10 +603,24 @@ def simulate(
             ),
             max_receive_count=max_receive_count or defaults.max_receive_count,
             timeout_s=function_timeout or defaults.timeout_s,
-            memory_mb=defaults.memory_mb,
+            memory_mb=memory_mb or defaults.memory_mb,
             cold_start_ms=cold_start_ms,
             first_invocation_ms=first_invocation_ms,
+            cpu_per_message_ms=cpu_per_message_ms,
+            cpu_per_invocation_ms=cpu_per_invocation_ms,
+            receive_ms=receive_ms,
             publish_ms=publish_ms,
+            sns_publish_per_s=None if sns_publish_per_s == NO_LIMIT else sns_publish_per_s,
+            offered_rate=offered_rate,
+            api=dataclasses.replace(
+                defaults.api,
+                kind=api_kind,
+                rate_limit=api_rate_limit or defaults.api.rate_limit,
+                burst_limit=api_burst_limit or defaults.api.burst_limit,
+                account_rate_limit=api_account_rate_limit,
+                account_burst_limit=api_account_burst_limit,
+                client_retries=client_retries,
+            ),
             max_per_customer=max_per_customer,
             customers=customers,
             shards=shards,
@@ -497,6 +640,10 @@ def simulate(
             local_stack_time_scale=local_stack_scale,
             containers_at_once=containers_at_once,
             event_pollers=pollers,
+            max_event_pollers=max_event_pollers or 0,
+            poller_bytes_per_s=(
+                EVENT_POLLER_BYTES_PER_S if poller_mb_per_s == "1" else EVENT_POLLER_BYTES_PER_S_API_REFERENCE
+            ),
             provisioned_concurrency=provisioned_concurrency,
             tickets=IssuerConfig(
                 series=ticket_series,

@@ -129,6 +129,12 @@ KEY_SPACE = 2**64
 THROTTLED_KEY_RANGE = "KeyRangeThroughputExceeded"
 THROTTLED_ACCOUNT_LIMIT = "AccountLimitExceeded"
 THROTTLED_MAX_ON_DEMAND = "MaxOnDemandThroughputExceeded"
+# A global secondary index's throttling of its table's writes names the index and the limit in
+# full (AWS's ThrottlingReason, ResourceType + OperationType + LimitType).
+INDEX_WRITE = "IndexWrite"
+INDEX_THROTTLING_REASONS = frozenset(
+    INDEX_WRITE + limit for limit in (THROTTLED_KEY_RANGE, THROTTLED_ACCOUNT_LIMIT, THROTTLED_MAX_ON_DEMAND)
+)
 
 
 class Verdict(enum.Enum):

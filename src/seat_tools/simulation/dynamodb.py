@@ -80,6 +80,8 @@ from seat_inventory.models import (
 )
 from seat_tools.contention.model import (
     CONDITIONAL_CHECK_FAILED,
+    INDEX_THROTTLING_REASONS,
+    THROTTLED_KEY_RANGE,
     ContentionModel,
     Decision,
     ItemRead,
@@ -88,6 +90,7 @@ from seat_tools.contention.model import (
     read_units,
     write_units,
 )
+from seat_tools.simulation import binding
 from seat_tools.simulation.memory_store import InMemoryInventoryStore
 
 # botocore's standard retry mode (wiring.CLIENT_CONFIG: max_attempts 4): a throttled request is
@@ -142,6 +145,17 @@ def record_item_bytes(outcome: ReservationOutcome) -> int:
     )
 
 
+def refusal_cause(decision: Decision) -> str | None:
+    """What refused a request, as `simulation.binding` counts it (None: it was admitted)."""
+    if decision.verdict is Verdict.CONFLICT:
+        return binding.CONFLICTS
+    if decision.verdict is Verdict.THROTTLED:
+        if decision.throttled_by in INDEX_THROTTLING_REASONS:
+            return binding.INDEX
+        return binding.PARTITIONS if decision.throttled_by == THROTTLED_KEY_RANGE else binding.TABLE
+    return None
+
+
 def _item_key(key: Mapping[str, Any]) -> tuple[str, str]:
     pk = key["pk"]["S"]
     return pk, f"{pk}|{key['sk']['S']}"
@@ -173,8 +187,9 @@ class ContainerClock(Protocol):
         """Time the client spends itself (botocore's back-off)."""
         ...
 
-    def wait_for_aws(self, seconds: float) -> None:
-        """Time a DynamoDB request takes on AWS (the contention model's latency)."""
+    def wait_for_aws(self, seconds: float, cause: str | None = None) -> None:
+        """Time a DynamoDB request takes on AWS (the contention model's latency); `cause`: why it
+        was refused, if it was (`refusal_cause`), for the report of what held the sale."""
         ...
 
 
@@ -300,7 +315,7 @@ class SimulatedDynamoStore:
         pk, item_key = _item_key(claim_key(key, part))
         units = write_units(CLAIM_ITEM_BYTES, transactional=False)
         decision = table.model.write_item(ItemWrite(pk, item_key, units), operation="UpdateItem", now=now)
-        self._clock.wait_for_aws(decision.latency_s)
+        self._clock.wait_for_aws(decision.latency_s, refusal_cause(decision))
         if decision.verdict is Verdict.CONFLICT:
             raise TransactionConflict("TransactionConflictException")
         if decision.verdict is Verdict.THROTTLED:
@@ -470,7 +485,8 @@ class SimulatedDynamoStore:
             decisions.append(table.model.write_item(ItemWrite(pk, item_key, units), now=now))
         again: list[ReservationOutcome] = []
         try:
-            self._clock.wait_for_aws(max(d.latency_s for d in decisions))
+            causes = [c for c in map(refusal_cause, decisions) if c is not None]
+            self._clock.wait_for_aws(max(d.latency_s for d in decisions), causes[0] if causes else None)
         finally:
             # Admitted puts are written on DynamoDB even when the invocation ends meanwhile.
             for outcome, decision in zip(wave, decisions, strict=True):
@@ -494,7 +510,7 @@ class SimulatedDynamoStore:
         table.count("TransactWriteItems")
         decision = table.model.transact_write(items, now=self._clock.now())
         try:
-            self._clock.wait_for_aws(decision.latency_s)
+            self._clock.wait_for_aws(decision.latency_s, refusal_cause(decision))
         finally:
             # An admitted transaction commits on DynamoDB even when the caller's invocation ends
             # while it waits (the function timeout): its effect is applied either way.
@@ -515,7 +531,7 @@ class SimulatedDynamoStore:
         table.count("TransactGetItems")
         decision = table.model.transact_read(items, now=self._clock.now())
         try:
-            self._clock.wait_for_aws(decision.latency_s)
+            self._clock.wait_for_aws(decision.latency_s, refusal_cause(decision))
         finally:
             decision = table.model.finish_read(decision, now=self._clock.now())
         if decision.verdict is Verdict.THROTTLED:
@@ -534,7 +550,8 @@ class SimulatedDynamoStore:
             for items in pending:
                 table.count(operation)
                 decisions.append(table.model.read_items(items, operation=operation, now=now))
-            self._clock.wait_for_aws(max(d.latency_s for d in decisions))
+            causes = [c for c in map(refusal_cause, decisions) if c is not None]
+            self._clock.wait_for_aws(max(d.latency_s for d in decisions), causes[0] if causes else None)
             pending = [
                 r for r, d in zip(pending, decisions, strict=True) if d.verdict is not Verdict.ADMITTED
             ]

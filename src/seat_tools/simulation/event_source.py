@@ -1,47 +1,62 @@
-"""SQS, Lambda's SQS event source mapping, the function's containers and SNS, on the virtual clock.
+"""SQS, the function's containers and SNS, on the virtual clock (the mapping that reads the queue
+and invokes the containers is `simulation.intake`).
 
 - `SimulatedQueue`: a standard queue. A received message is invisible for the visibility
   timeout from its receive; a message the function hands back (`batchItemFailures`, or every
   message of a failed or timed-out invocation) becomes visible again when it runs out, and one
   received `max_receive_count` times goes to the dead-letter queue instead (the redrive policy).
-- `EventSource`: the mapping. It hands a batch to an idle container when `batch_size` messages
-  are visible, or when some are and the batching window has passed since they became visible.
-  In standard mode it starts with 5 concurrent batches and adds up to 300 containers a minute
-  while messages are waiting, up to `MaximumConcurrency`; in provisioned mode (event pollers)
-  every container is there from the first message (`seat_tools.event_source_scaling`).
 - `Container`: one Lambda execution environment, in its own scheduler task. It runs the service's
   `reserve_seats` unchanged with its own `InventoryHints` (the container's lifetime), a store
-  client and a clock whose sleep ends the invocation at the function timeout. A new container
-  pays a cold start first; one of the provisioned concurrency's (initialised before the sale)
-  pays only the cold start's part its first invocation runs (the clients); after a timeout its
-  environment is replaced (cold again).
+  client and a clock whose sleep ends the invocation at the function timeout. Its own work (the
+  handler's CPU) takes the measured CPU time at one core divided by the memory's share of a vCPU
+  (`FunctionTiming`). A new container pays a cold start first; one of the provisioned
+  concurrency's (initialised before the sale) pays only the cold start's part its first
+  invocation runs (the clients); after a timeout its environment is replaced (cold again).
 - `SimulatedPublisher`: SNS PublishBatch of 10 outcomes per call, 10 calls at a time (as
-  `publishing.sns_publisher`), each taking a modelled latency; it records when each message's
-  outcome was published (its answer time).
+  `publishing.sns_publisher`), each taking a modelled latency, against the region's publish quota
+  (`SnsQuota`: each message counts; a call over it is refused with `Throttled`, which botocore does
+  not retry, and sent again while the service's `retry_throttled` allows); it records when each
+  message's outcome was published (its answer time).
+
+Every wait a container makes is recorded by what it waits for (`binding.Activities`), so the run
+can say what held the sale (`simulation.binding`).
 """
 
 from __future__ import annotations
 
 import heapq
-import itertools
 import json
 import math
 import random
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import partial
+from typing import TYPE_CHECKING
 
 from seat_inventory.logic.inventory_hints import InventoryHints
 from seat_inventory.logic.reserve_seats import QueueMessage, reserve_seats
+from seat_inventory.logic.retry_deadline import conflict_deadline
 from seat_inventory.models import ReservationOutcome
 from seat_inventory.publishing.sns_publisher import MAX_CONCURRENT_CALLS, PUBLISH_BATCH_LIMIT
 from seat_inventory.settings import Settings
-from seat_tools.event_source_scaling import scale_up_delay_s
+from seat_tools.event_source_scaling import SQS_RECEIVE_LIMIT
+from seat_tools.simulation import binding
 from seat_tools.simulation.dynamodb import SimulatedTable
 from seat_tools.simulation.scheduler import Task, VirtualScheduler
 
-SQS_RECEIVE_LIMIT = 10  # messages per ReceiveMessage / DeleteMessageBatch / SendMessageBatch
+if TYPE_CHECKING:
+    from seat_tools.simulation.intake import EventSource
+
+__all__ = ["SQS_RECEIVE_LIMIT"]
+
+# Lambda gives a function CPU in proportion to its memory: 1,769 MB is one vCPU (the Lambda
+# developer guide, "Configure Lambda function memory"); Python's handler uses at most one.
+MB_PER_VCPU = 1769
+
+
+def vcpu_share(memory_mb: int) -> float:
+    """The share of one vCPU a function of `memory_mb` gets (at most 1: the handler is one thread)."""
+    return min(1.0, memory_mb / MB_PER_VCPU)
 
 
 class FunctionTimedOut(BaseException):
@@ -51,7 +66,8 @@ class FunctionTimedOut(BaseException):
 
 @dataclass(slots=True)
 class Message:
-    """One SQS message: a reservation request (index into the workload) sent at `sent_at`."""
+    """One SQS message: a reservation request (index into the workload) visible from `sent_at`,
+    asked for by its client at `requested_at` (its first attempt, through the API or not)."""
 
     message_id: str
     request: int
@@ -59,6 +75,11 @@ class Message:
     receive_count: int = 0
     received_at: float = 0.0
     visible_since: float = 0.0
+    requested_at: float | None = None
+
+    @property
+    def asked_at(self) -> float:
+        return self.sent_at if self.requested_at is None else self.requested_at
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,13 +104,22 @@ class Tally:
     messages_received: int = 0
     messages_handed_back: int = 0
     messages_dead_lettered: int = 0
-    sqs_requests: int = 0
-    sns_requests: int = 0
+    sqs_receives: int = 0  # ReceiveMessage calls, empty ones included
+    sqs_deletes: int = 0  # DeleteMessageBatch calls
+    sns_requests: int = 0  # PublishBatch calls SNS accepted (billed)
+    sns_throttled: int = 0  # PublishBatch calls refused for the publish quota
+    sns_handed_back: int = 0  # outcomes still refused when the service stopped waiting
     billed_seconds: float = 0.0
     provisioned_billed_seconds: float = 0.0  # the part of billed_seconds on provisioned environments
+    cpu_seconds: float = 0.0  # the handler's own work, in the function's time
     invocation_spans: list[tuple[float, float]] = field(default_factory=list)  # (start, end)
     answered_at: dict[str, float] = field(default_factory=dict)  # message id -> first publication
     outcomes: list[ReservationOutcome] = field(default_factory=list)  # every publication
+
+    @property
+    def sqs_requests(self) -> int:
+        """The mapping's SQS requests (the producer's are counted apart)."""
+        return self.sqs_receives + self.sqs_deletes
 
 
 class SimulatedQueue:
@@ -108,7 +138,7 @@ class SimulatedQueue:
         self._visible: deque[Message] = deque()
         self._returning: list[tuple[float, int, Message]] = []
         self._order = 0
-        self._in_flight = 0
+        self.in_flight = 0  # received and not yet deleted or handed back
         self.visibility_timeout_s = visibility_timeout_s
         self.max_receive_count = max_receive_count
         self.dead_letters: list[Message] = []
@@ -134,22 +164,29 @@ class SimulatedQueue:
     def visible(self) -> int:
         return len(self._visible)
 
-    def oldest_visible_since(self) -> float:
-        return min(m.visible_since for m in itertools.islice(self._visible, SQS_RECEIVE_LIMIT))
+    @property
+    def arrivals_pending(self) -> bool:
+        """Messages still to be sent."""
+        return self._next < len(self._arrivals)
+
+    @property
+    def returning(self) -> bool:
+        """Messages handed back and waiting for their visibility timeout."""
+        return bool(self._returning)
 
     def take(self, count: int, now: float) -> list[Message]:
+        """The oldest `count` visible messages (at most), received now."""
         batch = [self._visible.popleft() for _ in range(min(count, len(self._visible)))]
         for message in batch:
             message.receive_count += 1
             message.received_at = now
-        self._in_flight += len(batch)
+        self.in_flight += len(batch)
         self._tally.messages_received += len(batch)
-        self._tally.sqs_requests += math.ceil(len(batch) / SQS_RECEIVE_LIMIT)
         return batch
 
     def settle(self, batch: Sequence[Message], failed: set[str]) -> None:
         """Deletes the batch's messages except `failed`, which come back after the visibility timeout."""
-        self._in_flight -= len(batch)
+        self.in_flight -= len(batch)
         deleted = 0
         for message in batch:
             if message.message_id in failed:
@@ -159,7 +196,7 @@ class SimulatedQueue:
                 self._tally.messages_handed_back += 1
             else:
                 deleted += 1
-        self._tally.sqs_requests += math.ceil(deleted / SQS_RECEIVE_LIMIT)
+        self._tally.sqs_deletes += math.ceil(deleted / SQS_RECEIVE_LIMIT)
 
     def next_change_at(self) -> float | None:
         """When the next message becomes visible (sent, or back from a failed receive)."""
@@ -170,38 +207,54 @@ class SimulatedQueue:
             times.append(self._returning[0][0])
         return min(times) if times else None
 
-    def sent_by_when(self, count: int) -> float | None:
-        """When `count` messages will have been visible, counting only arrivals still to come."""
-        missing = count - len(self._visible)
-        if missing <= 0:
-            return None
-        index = self._next + missing - 1
-        return self._arrivals[index].sent_at if index < len(self._arrivals) else None
-
     def finished(self) -> bool:
         return (
             self._next >= len(self._arrivals)
             and not self._visible
             and not self._returning
-            and self._in_flight == 0
+            and self.in_flight == 0
         )
 
 
+class SnsQuota:
+    """The region's SNS publish quota: a token bucket of `messages_per_s`, holding at most one
+    second of it (SNS documents the rate, not its burst: assumed), every message of a
+    PublishBatch taking one."""
+
+    def __init__(self, messages_per_s: float | None) -> None:
+        self.rate = messages_per_s
+        self._tokens = messages_per_s or 0.0
+        self._updated = -math.inf
+
+    def take(self, messages: int, now: float) -> bool:
+        if self.rate is None:
+            return True
+        if now > self._updated:
+            self._tokens = min(self.rate, self._tokens + (now - self._updated) * self.rate)
+            self._updated = now
+        if self._tokens < messages:
+            return False
+        self._tokens -= messages
+        return True
+
+
 class SimulatedPublisher:
-    """The `OutcomePublisher` port on SNS PublishBatch, with modelled latency; never fails."""
+    """The `OutcomePublisher` port on SNS PublishBatch, with modelled latency and the region's
+    publish quota; as `SnsOutcomePublisher`, a call refused for the quota is sent again while
+    `retry_throttled` allows (it waits the service's back-off), other calls never fail."""
 
     def __init__(
         self,
-        sleep: Callable[[float], None],
-        now: Callable[[], float],
+        clock: _InvocationClock,
         rng: random.Random,
         latency: LatencyModel,
+        quota: SnsQuota,
         tally: Tally,
     ) -> None:
-        self._sleep = sleep
-        self._now = now
+        self._clock = clock
         self._rng = rng
         self._latency = latency
+        self._quota = quota
         self._tally = tally
 
     def publish(
@@ -210,23 +263,43 @@ class SimulatedPublisher:
         *,
         retry_throttled: Callable[[int], bool] | None = None,
     ) -> list[ReservationOutcome]:
-        calls = math.ceil(len(outcomes) / PUBLISH_BATCH_LIMIT)
-        if calls == 0:
-            return []
-        waves = math.ceil(calls / MAX_CONCURRENT_CALLS)
-        elapsed = 0.0
-        remaining = calls
-        for _ in range(waves):
-            in_wave = min(remaining, MAX_CONCURRENT_CALLS)
-            elapsed += max(self._latency.sample(self._rng) for _ in range(in_wave))
-            remaining -= in_wave
-        self._sleep(elapsed)
-        self._tally.sns_requests += calls
-        at = self._now()
-        for outcome in outcomes:
-            self._tally.answered_at.setdefault(outcome.message_id or "", at)
-        self._tally.outcomes.extend(outcomes)
+        chunks = [
+            outcomes[start : start + PUBLISH_BATCH_LIMIT]
+            for start in range(0, len(outcomes), PUBLISH_BATCH_LIMIT)
+        ]
+        refusals = 0
+        while chunks:
+            chunks = self._send(chunks)
+            if not chunks:
+                break
+            self._clock.refused(binding.SNS_THROTTLED)
+            if retry_throttled is None or not retry_throttled(refusals):
+                left = [o for chunk in chunks for o in chunk]
+                self._tally.sns_handed_back += len(left)
+                return left
+            refusals += 1
         return []
+
+    def _send(self, chunks: Sequence[Sequence[ReservationOutcome]]) -> list[Sequence[ReservationOutcome]]:
+        """The calls, `MAX_CONCURRENT_CALLS` at a time, each wave over when its slowest answers;
+        returns the chunks refused for the quota."""
+        refused: list[Sequence[ReservationOutcome]] = []
+        for start in range(0, len(chunks), MAX_CONCURRENT_CALLS):
+            wave = chunks[start : start + MAX_CONCURRENT_CALLS]
+            now = self._clock.now()
+            taken = [self._quota.take(len(chunk), now) for chunk in wave]
+            accepted = [chunk for chunk, ok in zip(wave, taken, strict=True) if ok]
+            refused += [chunk for chunk, ok in zip(wave, taken, strict=True) if not ok]
+            latency = max(self._latency.sample(self._rng) for _ in wave)
+            self._clock.spend(latency, binding.SNS if accepted else binding.SNS_THROTTLED)
+            self._tally.sns_requests += len(accepted)
+            self._tally.sns_throttled += len(wave) - len(accepted)
+            at = self._clock.now()
+            for chunk in accepted:
+                for outcome in chunk:
+                    self._tally.answered_at.setdefault(outcome.message_id or "", at)
+                self._tally.outcomes.extend(chunk)
+        return refused
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,12 +309,18 @@ class FunctionTiming:
     timeout_s: float
     memory_mb: int
     cold_start_s: float
-    invoke_overhead_s: float
-    per_message_s: float
+    # The handler's own CPU at one core of the measuring machine: per invocation, per message
+    # (run at the memory's share of a vCPU: `vcpu_share`).
+    cpu_per_invocation_s: float
+    cpu_per_message_s: float
     client_time_factor: float = 1.0
     # Of `cold_start_s`, what the first invocation does (the settings and clients), which an
     # environment initialised before the sale (provisioned concurrency) still pays.
     first_invocation_s: float = 0.0
+
+    def cpu_s(self, messages: int) -> float:
+        """The function's time for its own work on a batch of `messages`."""
+        return (self.cpu_per_invocation_s + self.cpu_per_message_s * messages) / vcpu_share(self.memory_mb)
 
 
 class _InvocationClock:
@@ -250,20 +329,50 @@ class _InvocationClock:
     `sleep` is time the function spends itself (its back-off, its own work, SNS calls); it is
     multiplied by `client_time_factor` (1 on AWS; 1/S to model the local stack, whose contention
     layer stretches only DynamoDB's time by S). `wait_for_aws` is DynamoDB's modelled latency.
+    Each wait is recorded in `activities` by what it waits for: DynamoDB answering (or the cause
+    of its refusal), the container's CPU, SNS; a back-off counts as waiting out the last refusal.
     """
 
-    def __init__(self, scheduler: VirtualScheduler, client_time_factor: float) -> None:
+    def __init__(
+        self, scheduler: VirtualScheduler, client_time_factor: float, activities: binding.Activities
+    ) -> None:
         self._scheduler = scheduler
         self._factor = client_time_factor
+        self._activities = activities
+        self._doing: str | None = None
+        self._refusal: str | None = None
         self.deadline = math.inf
 
     def now(self) -> float:
         return self._scheduler.now()
 
     def sleep(self, seconds: float) -> None:
-        self.wait_for_aws(seconds * self._factor)
+        """The service's own wait: a back-off after the last refusal."""
+        self._wait(seconds * self._factor, self._refusal or binding.DYNAMODB)
 
-    def wait_for_aws(self, seconds: float) -> None:
+    def wait_for_aws(self, seconds: float, cause: str | None = None) -> None:
+        """DynamoDB's answer; `cause`: the refusal it answers with (a binding activity), if any."""
+        self._refusal = cause
+        self._wait(seconds, cause or binding.DYNAMODB)
+
+    def spend(self, seconds: float, activity: str) -> None:
+        """Time the container spends itself (`activity`: its CPU, an SNS call), client-side."""
+        self._wait(seconds * self._factor, activity)
+
+    def refused(self, cause: str) -> None:
+        """The next back-offs wait out this refusal."""
+        self._refusal = cause
+
+    def start(self) -> None:
+        self._refusal = None
+
+    def stop(self) -> None:
+        self._activities.move(self._doing, None)
+        self._doing = None
+
+    def _wait(self, seconds: float, activity: str) -> None:
+        self._activities.move(self._doing, activity)
+        self._doing = activity
         now = self._scheduler.now()
         if now + seconds >= self.deadline:
             self._scheduler.sleep(max(0.0, self.deadline - now))
@@ -271,35 +380,38 @@ class _InvocationClock:
         self._scheduler.sleep(seconds)
 
 
+@dataclass
+class ContainerContext:
+    """What every container of a run shares."""
+
+    scheduler: VirtualScheduler
+    table: SimulatedTable
+    settings: Settings
+    timing: FunctionTiming
+    body_of: Callable[[Message], str]
+    publisher_latency: LatencyModel
+    sns_quota: SnsQuota
+    tally: Tally
+    activities: binding.Activities
+
+
 class Container:
     """One Lambda execution environment running the reservation function."""
 
     def __init__(
-        self,
-        index: int,
-        *,
-        scheduler: VirtualScheduler,
-        table: SimulatedTable,
-        settings: Settings,
-        timing: FunctionTiming,
-        body_of: Callable[[Message], str],
-        publisher_latency: LatencyModel,
-        rng: random.Random,
-        tally: Tally,
-        provisioned: bool = False,
+        self, index: int, context: ContainerContext, *, rng: random.Random, provisioned: bool = False
     ) -> None:
         self.index = index
         # one of the provisioned concurrency's environments: initialised before the sale
         self.provisioned = provisioned
-        self._scheduler = scheduler
-        self._table = table
-        self._settings = settings
-        self._timing = timing
-        self._body_of = body_of
-        self._tally = tally
-        self._clock = _InvocationClock(scheduler, timing.client_time_factor)
-        self._store = table.client(self._clock)
-        self._publisher = SimulatedPublisher(self._clock.sleep, scheduler.now, rng, publisher_latency, tally)
+        self._context = context
+        self._clock = _InvocationClock(
+            context.scheduler, context.timing.client_time_factor, context.activities
+        )
+        self._store = context.table.client(self._clock)
+        self._publisher = SimulatedPublisher(
+            self._clock, rng, context.publisher_latency, context.sns_quota, context.tally
+        )
         self._hints = InventoryHints()
         self._cold = not provisioned
         # provisioned: initialised, but its first invocation still builds its clients
@@ -313,36 +425,45 @@ class Container:
         return not self._cold
 
     def run(self, source: EventSource) -> None:
-        """The container's life: wait for a batch, run it, report, until the source has no more."""
-        while True:
-            batch = source.wait_for_batch(self)
-            if batch is None:
-                return
+        """The container's life: run the batch it was given, report, wait for the next, until the
+        source has no more."""
+        batch = self.inbox
+        while batch is not None:
             failed = self._invoke(batch)
             source.finished(self, batch, failed)
+            batch = source.wait_for_batch(self)
 
     def _invoke(self, batch: Sequence[Message]) -> set[str]:
-        scheduler, timing, tally = self._scheduler, self._timing, self._tally
+        context, clock = self._context, self._clock
+        scheduler, timing, tally = context.scheduler, context.timing, context.tally
         started = scheduler.now()
         tally.invocations += 1
-        if self._cold:
-            tally.cold_starts += 1
-            scheduler.sleep(timing.cold_start_s * timing.client_time_factor)
-            self._cold, self._clients_built = False, True
-        elif not self._clients_built:
-            scheduler.sleep(timing.first_invocation_s * timing.client_time_factor)
-            self._clients_built = True
-        self._clock.deadline = scheduler.now() + timing.timeout_s * timing.client_time_factor
-        messages = [QueueMessage(m.message_id, self._body_of(m)) for m in batch]
+        clock.start()
         try:
-            self._clock.sleep(timing.invoke_overhead_s + timing.per_message_s * len(batch))
+            if self._cold:
+                tally.cold_starts += 1
+                clock.spend(timing.cold_start_s, binding.COLD)
+                self._cold, self._clients_built = False, True
+            elif not self._clients_built:
+                clock.spend(timing.first_invocation_s, binding.COLD)
+                self._clients_built = True
+            clock.deadline = scheduler.now() + timing.timeout_s * timing.client_time_factor
+            messages = [QueueMessage(m.message_id, context.body_of(m)) for m in batch]
+            cpu = timing.cpu_s(len(batch))
+            tally.cpu_seconds += cpu
+            clock.spend(cpu, binding.CPU)
+            remaining_ms = int((clock.deadline - scheduler.now()) * 1000 / timing.client_time_factor)
             result = reserve_seats(
                 messages,
                 store=self._store,
                 publisher=self._publisher,
-                settings=self._settings,
-                clock=self._clock,
+                settings=context.settings,
+                clock=clock,
                 hints=self._hints,
+                # the handler's deadline (on the local stack's time scale, the logic's default)
+                deadline=conflict_deadline(scheduler.now(), remaining_ms)
+                if timing.client_time_factor == 1
+                else None,
             )
             failed = set(result.failed_message_ids)
         except FunctionTimedOut:
@@ -352,126 +473,13 @@ class Container:
             self._cold, self._clients_built = True, False
             self._hints = InventoryHints()
         finally:
-            self._clock.deadline = math.inf
+            clock.deadline = math.inf
+            clock.stop()
         tally.billed_seconds += scheduler.now() - started
         if self.provisioned:
             tally.provisioned_billed_seconds += scheduler.now() - started
         tally.invocation_spans.append((started, scheduler.now()))
         return failed
-
-
-class EventSource:
-    """Lambda's SQS event source mapping for one function (standard queue)."""
-
-    def __init__(
-        self,
-        scheduler: VirtualScheduler,
-        queue: SimulatedQueue,
-        containers: Sequence[Container],
-        *,
-        batch_size: int,
-        batching_window_s: float,
-        gradual_scaling: bool = True,
-    ) -> None:
-        self._scheduler = scheduler
-        self._gradual = gradual_scaling
-        # The scale-up counts from the mapping's first poll: the simulation's start, when the
-        # sale's first messages are sent (the scheduler's clock runs from an epoch, not from 0).
-        self._origin = scheduler.now()
-        self._queue = queue
-        self._containers = containers
-        self._batch_size = batch_size
-        self._window_s = batching_window_s
-        self._idle: list[Container] = []
-        self._started = 0
-        self._wake_token = 0
-        self._last_dispatch = -math.inf
-        self._done = False
-
-    def start(self) -> None:
-        """Spawns every container's task; the mapping's scaling decides when each gets work."""
-        for container in self._containers:
-            container.task = self._scheduler.spawn(
-                f"container-{container.index}", partial(container.run, self)
-            )
-        self._scheduler.call_at(self._scheduler.now(), self._dispatch)
-
-    def available_at(self, index: int, since: float) -> float:
-        """When the mapping may run the `index`-th concurrent batch (all at once for the local runner)."""
-        return since + (scale_up_delay_s(index) if self._gradual else 0.0)
-
-    def wait_for_batch(self, container: Container) -> list[Message] | None:
-        """Called by a container's task: parks it until the mapping gives it a batch (None: done)."""
-        container.inbox = None
-        self._idle.append(container)
-        self._schedule(self._scheduler.now())
-        self._scheduler.park()
-        return container.inbox
-
-    def finished(self, container: Container, batch: Sequence[Message], failed: set[str]) -> None:
-        self._queue.settle(batch, failed)
-
-    # ------------------------------------------------------------------ internals
-    def _schedule(self, at: float) -> None:
-        self._wake_token += 1
-        token = self._wake_token
-        self._scheduler.call_at(at, lambda: self._dispatch() if token == self._wake_token else None)
-
-    def _dispatch(self) -> None:
-        if self._done:
-            return
-        now = self._scheduler.now()
-        queue = self._queue
-        queue.refresh(now)
-        ready = [c for c in self._idle if c.index < self._started or self._may_start(c, now)]
-        while ready and queue.visible:
-            gathered_since = max(queue.oldest_visible_since(), self._last_dispatch)
-            if queue.visible < self._batch_size and now < gathered_since + self._window_s:
-                break
-            # warm environments first (provisioned ones are warm before their first batch), the
-            # most recently idle of them
-            container = next((c for c in reversed(ready) if c.warm), ready[-1])
-            ready.remove(container)
-            self._idle.remove(container)
-            container.inbox = queue.take(self._batch_size, now)
-            self._last_dispatch = now
-            assert container.task is not None
-            self._scheduler.unpark(container.task)
-        if queue.finished() and len(self._idle) == len(self._containers):
-            self._done = True
-            for container in self._idle:
-                container.inbox = None
-                assert container.task is not None
-                self._scheduler.unpark(container.task)
-            return
-        wake = self._next_wake(now, bool(ready))
-        if wake is not None:
-            self._schedule(wake)
-
-    def _may_start(self, container: Container, now: float) -> bool:
-        if self.available_at(container.index, self._origin) <= now:
-            self._started = max(self._started, container.index + 1)
-            return True
-        return False
-
-    def _next_wake(self, now: float, has_idle: bool) -> float | None:
-        queue = self._queue
-        candidates: list[float] = []
-        not_started = [c for c in self._idle if c.index >= self._started]
-        if not_started:
-            candidates.append(self.available_at(min(c.index for c in not_started), self._origin))
-        if has_idle or not_started:
-            if queue.visible:
-                gathered_since = max(queue.oldest_visible_since(), self._last_dispatch)
-                candidates.append(gathered_since + self._window_s)
-                full_at = queue.sent_by_when(self._batch_size)
-                if full_at is not None:
-                    candidates.append(full_at)
-            change = queue.next_change_at()
-            if change is not None:
-                candidates.append(change)
-        later = [t for t in candidates if t > now]
-        return min(later) if later else None
 
 
 def message_body(request: dict[str, object]) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from seat_tools.simulation.binding import ROW_MEANING
 from seat_tools.simulation.run import SimulationResult
 from seat_tools.traffic import ORDER_CLASSES
 
@@ -43,18 +44,51 @@ def _contention(result: SimulationResult) -> str:
 
 def _scale_up(result: SimulationResult) -> str:
     c, f = result.config, result.figures
+    intake = f["intake"]
     if c.local_stack_time_scale:
-        how = "every container at once (the local runner)"
+        how = "every reader at once (the local runner)"
     elif c.event_pollers:
-        how = f"provisioned mode: {c.event_pollers} event pollers, {c.containers} containers ready at once"
+        most = (
+            f" (up to {c.most_pollers}: +1 every 0.6 s while messages wait)"
+            if c.most_pollers > c.event_pollers
+            else ""
+        )
+        how = (
+            f"provisioned mode: {c.event_pollers} event pollers from the start{most}, each at most 10"
+            f" receive calls a second and 10 invocations at once; {intake['pollers']} at the end"
+        )
     elif c.containers_at_once:
-        how = "every container at once (--containers-at-once)"
+        how = "standard mode, every reader at once (--containers-at-once)"
     else:
-        how = "Lambda's: 5 batches at once, then up to 300 more a minute"
+        how = (
+            "standard mode: 5 readers at once, then up to 300 more a minute, each gathering its batch"
+            " and then invoking"
+        )
     if c.provisioned_concurrency:
         how += f"; {c.provisioned_concurrency} initialised before the sale (provisioned concurrency)"
     peak, after = f["peak_concurrency"], _n(f["peak_concurrency_after_s"])
-    return f"{how}; at most {peak:,} running, first after {after} s"
+    return (
+        f"{how}; {intake['receive_calls']:,} receive calls ({intake['messages_per_receive']:.1f} messages"
+        f" each), batches of {intake['mean_batch']:.1f}; at most {peak:,} running, first after {after} s"
+    )
+
+
+def _bound_by(figures: dict[str, Any]) -> str:
+    shares = figures["bound_by"]
+    if not shares:
+        return "-"
+    parts = ", ".join(f"{row} {share:.0%}" for row, share in shares.items() if share >= 0.005)
+    limit = figures["binding_limit"]
+    return f"{limit} ({ROW_MEANING[limit]}); {parts} of the sale's time"
+
+
+def _api(figures: dict[str, Any]) -> str:
+    api = figures["api"]
+    return (
+        f"{api['offered']:,} requests offered, {api['accepted']:,} accepted,"
+        f" {api['responses_429']:,} answered 429 ({api['refused']:,} refused for good;"
+        f" {api['attempts']:,} attempts)"
+    )
 
 
 def _throttled(figures: dict[str, Any]) -> str:
@@ -180,6 +214,17 @@ def order_rows(result: SimulationResult) -> list[tuple[str, str]]:
     ]
 
 
+def _cost(figures: dict[str, Any]) -> str:
+    cost = figures["cost_per_million_requests"]
+    parts = ", ".join(
+        f"{name.replace('_', ' ')} ${value:.4f}" if value < 0.01 else f"{name.replace('_', ' ')} ${value:.2f}"
+        for name, value in cost.items()
+        if name != "total" and value > 0
+    )
+    prewarm = f"; pre-warming ${figures['pre_warming_usd']:,.2f} once" if figures["pre_warming_usd"] else ""
+    return f"${cost['total']:.2f} all in ({parts}){prewarm}"
+
+
 def _aligned(rows: list[tuple[str, str]]) -> str:
     width = max(len(name) for name, _ in rows)
     return "\n".join(f"{name:<{width}}  {value}".rstrip() for name, value in rows)
@@ -196,7 +241,6 @@ def format_table(result: SimulationResult) -> str:
         return _aligned(
             [("workload", workload), ("DynamoDB model", _contention(result)), *ticket_rows(result)]
         )
-    cost = f["cost_per_million_requests"]
     rows: list[tuple[str, str]] = [
         (
             "workload",
@@ -205,7 +249,7 @@ def format_table(result: SimulationResult) -> str:
             + " of one event, "
             + _asked(c)
             + f", {c.duplicates:.0%} sent twice, "
-            + (f"{c.arrival_rate:,.0f} sent/s" if c.arrival_rate else "all sent at once")
+            + c.rate_kind
             + f"; seed {c.seed}",
         ),
         (
@@ -213,12 +257,15 @@ def format_table(result: SimulationResult) -> str:
             f"{c.containers} containers"
             f" ({'10 per event poller' if c.event_pollers else 'MaximumConcurrency'}),"
             f" BatchSize {c.batch_size}, window"
-            f" {c.batching_window_s:g} s, timeout {c.timeout_s:g} s, {c.memory_mb} MB; visibility"
-            f" {c.visibility_timeout_s:g} s, maxReceiveCount {c.max_receive_count}",
+            f" {c.batching_window_s:g} s, timeout {c.timeout_s:g} s, {c.memory_mb} MB"
+            f" ({f['function']['vcpu_share']:.2f} vCPU: {f['function']['cpu_per_message_ms']:.2f} ms of CPU a"
+            f" message); visibility {c.visibility_timeout_s:g} s, maxReceiveCount {c.max_receive_count}",
         ),
         ("scale-up", _scale_up(result)),
         ("DynamoDB model", _contention(result)),
         ("", ""),
+        ("bound by", _bound_by(f)),
+        *([("API", _api(f))] if f["api"] else []),
         ("confirmed reservations", f"{f['confirmed_reservations']:,}"),
         (
             "confirmed / s",
@@ -250,6 +297,13 @@ def format_table(result: SimulationResult) -> str:
         ),
         ("messages dead-lettered", f"{f['messages_dead_lettered']:,}"),
         (
+            "SNS",
+            f"{f['sns_requests']:,} PublishBatch calls, {f['sns_throttled_calls']:,} refused for the quota"
+            f" ({c.sns_publish_per_s:,.0f} messages/s)"
+            if c.sns_publish_per_s
+            else f"{f['sns_requests']:,} PublishBatch calls, no quota",
+        ),
+        (
             "answer latency",
             f"p50 {f['answer_latency_p50_s']:.3f} s, p99 {f['answer_latency_p99_s']:.3f} s"
             " (send to outcome published)",
@@ -258,18 +312,7 @@ def format_table(result: SimulationResult) -> str:
             "invocations",
             f"{f['invocations']:,} ({f['cold_starts']:,} cold, {f['timeouts']:,} timed out)",
         ),
-        (
-            "cost / million requests",
-            f"${cost['total']:.2f} (DynamoDB ${cost['dynamodb']:.2f}, SQS ${cost['sqs']:.2f},"
-            f" SNS ${cost['sns']:.2f}, Lambda ${cost['lambda']:.2f}"
-            + (f", event pollers ${cost['event_pollers']:.4f}" if c.event_pollers else "")
-            + (
-                f", provisioned concurrency ${cost['provisioned_concurrency']:.4f}"
-                if c.provisioned_concurrency
-                else ""
-            )
-            + ")",
-        ),
+        ("cost / million requests", _cost(f)),
         ("invariants", f["invariants"] if isinstance(f["invariants"], str) else "; ".join(f["invariants"])),
         *seat_map_rows(result),
         *order_rows(result),

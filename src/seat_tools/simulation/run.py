@@ -12,26 +12,37 @@ from typing import Any
 from seat_inventory.logic.seat_map import SeatMap, load_file
 from seat_inventory.models import MAX_ORDER_LINES, Outcome, ReservationOutcome, SeatKey
 from seat_inventory.settings import Settings
-from seat_tools.bench.pricing import cost_per_million
-from seat_tools.contention.model import ContentionModel, ContentionSettings
+from seat_tools.bench.pricing import cost_per_million, pre_warming_usd
+from seat_tools.contention.model import (
+    NEW_TABLE_WARM_READ_UNITS_PER_S,
+    NEW_TABLE_WARM_WRITE_UNITS_PER_S,
+    ContentionModel,
+    ContentionSettings,
+)
 from seat_tools.event_source_scaling import (
     EVENT_POLLER_BILLED_MINIMUM_S,
+    EVENT_POLLER_BYTES_PER_S,
+    EVENT_POLLER_LEAD_S,
     INVOCATIONS_PER_EVENT_POLLER,
     check_event_pollers,
     provisioned_concurrency_billed_s,
 )
+from seat_tools.simulation import binding
+from seat_tools.simulation.api import ApiSettings, ApiTally, through_api
 from seat_tools.simulation.dynamodb import SimulatedTable
 from seat_tools.simulation.event_source import (
     SQS_RECEIVE_LIMIT,
-    Container,
-    EventSource,
+    ContainerContext,
     FunctionTiming,
     LatencyModel,
     Message,
     SimulatedQueue,
+    SnsQuota,
     Tally,
     message_body,
+    vcpu_share,
 )
+from seat_tools.simulation.intake import EventSource, IntakeSettings
 from seat_tools.simulation.issuer import IssuerConfig, issuer_figures, simulate_issuer
 from seat_tools.simulation.memory_store import InMemoryInventoryStore
 from seat_tools.simulation.order_workload import order_figures
@@ -49,20 +60,38 @@ EVENT_ID = "onsale-1"
 MAX_REQUESTS = 3_000_000
 MAX_CONTAINERS = 1_000  # an event source mapping's MaximumConcurrency at most
 MAX_FED_SALES = 10_000_000
-# The handler's work per invocation besides AWS calls, on a 512 MB Arm function: not measured
-# on Lambda; assumed (docs/explanation/simulation.md).
-DEFAULT_INVOKE_OVERHEAD_MS = 5.0
-DEFAULT_PER_MESSAGE_MS = 0.05
-# A new container's time before its first message (docs/explanation/simulation.md): the handler's import in
-# its package (about 140 ms here, on a full vCPU as Lambda's init phase has), the first
-# invocation's client building (about 55 ms here, at 512 MB's 0.29 vCPU about 200 ms), and the
-# runtime's own start (assumed: 150 ms); about 490 ms in all.
-DEFAULT_COLD_START_MS = 480.0
-# Of it, what the first invocation does (the settings and clients: the service builds none at
-# import), which an environment of the provisioned concurrency still pays.
-DEFAULT_FIRST_INVOCATION_MS = 200.0
+# The handler's own CPU per invocation and per message, measured at one core of this machine and
+# run at the memory's share of a vCPU (event_source.vcpu_share). The figure measured so far is the
+# botocore work of one 99-message batch (a 100-action TransactWriteItems and its PublishBatch
+# calls, HTTP stubbed): 65-77 ms of one core (docs/reference/sources.md), taken here as 71 ms per 99
+# messages and nothing per invocation.
+DEFAULT_CPU_PER_INVOCATION_MS = 0.0
+DEFAULT_CPU_PER_MESSAGE_MS = 71.0 / 99
+# A new container's time before its first message (docs/explanation/simulation.md): the runtime's own start
+# (assumed: 150 ms), the handler's import in its package (measured: 140 ms here, on a full vCPU as
+# Lambda's init phase has) and the first invocation's settings and client building (measured:
+# 55 ms of one core here, at the memory's share of a vCPU: about 190 ms at 512 MB).
+RUNTIME_START_MS = 150.0
+HANDLER_IMPORT_MS = 140.0
+CLIENT_BUILDING_MS = 55.0
 # SNS PublishBatch latency (p50, p90): no public figure was found; assumed.
 DEFAULT_PUBLISH_MS = (20.0, 40.0)
+# SQS ReceiveMessage and SendMessage latency (p50, p90): the SQS developer guide's example of a
+# client in the same region averages 20 ms a request; this log-normal's mean is 19.5 ms. Assumed.
+DEFAULT_RECEIVE_MS = (18.0, 30.0)
+# The region's SNS publish quota (messages a second; each message of a PublishBatch counts):
+# 30,000 in us-east-1 (the SNS quotas page).
+DEFAULT_SNS_PUBLISH_PER_S = 30_000.0
+
+
+def first_invocation_ms(memory_mb: int) -> float:
+    """The first invocation's client building at `memory_mb`'s share of a vCPU."""
+    return CLIENT_BUILDING_MS / vcpu_share(memory_mb)
+
+
+def cold_start_ms(memory_mb: int) -> float:
+    """A new container's start before its first message at `memory_mb` (480 ms at 512 MB)."""
+    return RUNTIME_START_MS + HANDLER_IMPORT_MS + first_invocation_ms(memory_mb)
 
 
 # The capacity pool of `SimulationConfig.pool_shards`.
@@ -86,11 +115,17 @@ class SimulationConfig:
     max_receive_count: int = 5
     timeout_s: float = 30.0
     memory_mb: int = 512
-    cold_start_ms: float = DEFAULT_COLD_START_MS
-    first_invocation_ms: float = DEFAULT_FIRST_INVOCATION_MS
-    invoke_overhead_ms: float = DEFAULT_INVOKE_OVERHEAD_MS
-    per_message_ms: float = DEFAULT_PER_MESSAGE_MS
+    cold_start_ms: float | None = None  # None: `cold_start_ms(memory_mb)`
+    first_invocation_ms: float | None = None  # None: `first_invocation_ms(memory_mb)`
+    cpu_per_invocation_ms: float = DEFAULT_CPU_PER_INVOCATION_MS  # at one core
+    cpu_per_message_ms: float = DEFAULT_CPU_PER_MESSAGE_MS  # at one core
     publish_ms: tuple[float, float] = DEFAULT_PUBLISH_MS
+    receive_ms: tuple[float, float] = DEFAULT_RECEIVE_MS
+    sns_publish_per_s: float | None = DEFAULT_SNS_PUBLISH_PER_S  # None: no quota
+    # > 0: requests offered to the checkout API at this rate (through API Gateway's throttles);
+    # exclusive with `arrival_rate` (requests sent straight to SQS).
+    offered_rate: float = 0.0
+    api: ApiSettings = field(default_factory=ApiSettings)
     max_per_customer: int | None = None
     customers: int | None = None  # distinct customers (default: one per request)
     shards: int = 1  # shard items of the event's seat class (docs/explanation/sharding.md)
@@ -113,6 +148,11 @@ class SimulationConfig:
     # template's EventPollers): `containers` = 10 per poller, every one there from the first
     # message, and the pollers are billed for the sale (seat_tools.event_source_scaling).
     event_pollers: int = 0
+    # Provisioned mode's MaximumPollers (0: the same as `event_pollers`, as the template sets it):
+    # above the minimum, Lambda adds pollers while messages wait (event_source_scaling).
+    max_event_pollers: int = 0
+    # An event poller's throughput: 1 MB/s (the developer guide), 5 MB/s (the API reference).
+    poller_bytes_per_s: float = EVENT_POLLER_BYTES_PER_S
     # > 0: the function's provisioned concurrency (the template's ProvisionedConcurrency):
     # this many containers are initialised before the sale (of the cold start they pay only the
     # first invocation's part, at most the cold start), billed for the time it is set
@@ -131,14 +171,18 @@ class SimulationConfig:
     order_lines: tuple[int, int] | None = None
 
     def __post_init__(self) -> None:
-        if not 1 <= self.containers <= MAX_CONTAINERS:
+        if not self.event_pollers and not 1 <= self.containers <= MAX_CONTAINERS:
             raise ValueError(f"containers must be 1 to 1,000 (MaximumConcurrency), not {self.containers}")
-        check_event_pollers(self.event_pollers)
-        if self.event_pollers and self.containers != self.event_pollers * INVOCATIONS_PER_EVENT_POLLER:
+        check_event_pollers(self.event_pollers, self.max_event_pollers or None)
+        if self.event_pollers and self.containers != self.most_pollers * INVOCATIONS_PER_EVENT_POLLER:
             raise ValueError(
-                f"{self.event_pollers} event pollers run {self.event_pollers * INVOCATIONS_PER_EVENT_POLLER}"
+                f"{self.most_pollers} event pollers run {self.most_pollers * INVOCATIONS_PER_EVENT_POLLER}"
                 f" containers, not {self.containers}"
             )
+        if self.offered_rate < 0 or (self.offered_rate > 0 and self.arrival_rate > 0):
+            raise ValueError("requests are offered to the API or sent to SQS at a rate, not both")
+        if not self.memory_mb >= 128:
+            raise ValueError(f"a function has at least 128 MB, not {self.memory_mb}")
         if not 0 <= self.provisioned_concurrency <= self.containers:
             raise ValueError(
                 f"provisioned concurrency must be 0 to the {self.containers} containers the event"
@@ -167,6 +211,33 @@ class SimulationConfig:
             raise ValueError("order lines take no --seat-map or --sold-per-s")
 
     @property
+    def most_pollers(self) -> int:
+        """Provisioned mode's MaximumPollers (0 in standard mode)."""
+        return max(self.event_pollers, self.max_event_pollers) if self.event_pollers else 0
+
+    @property
+    def cold_start_s(self) -> float:
+        return (cold_start_ms(self.memory_mb) if self.cold_start_ms is None else self.cold_start_ms) / 1000
+
+    @property
+    def first_invocation_s(self) -> float:
+        ms = (
+            first_invocation_ms(self.memory_mb)
+            if self.first_invocation_ms is None
+            else self.first_invocation_ms
+        )
+        return min(ms / 1000, self.cold_start_s)
+
+    @property
+    def rate_kind(self) -> str:
+        """How the requests arrive, which says what kind of rate the run's figures are."""
+        if self.offered_rate > 0:
+            return f"offered through the API at {self.offered_rate:,.0f} requests/s"
+        if self.arrival_rate > 0:
+            return f"sent to SQS at {self.arrival_rate:,.0f} requests/s"
+        return "drain: every request on the queue at the start"
+
+    @property
     def client_time_factor(self) -> float:
         """How much of the model's time one second of everything but DynamoDB takes."""
         return 1.0 / self.local_stack_time_scale if self.local_stack_time_scale else 1.0
@@ -186,19 +257,24 @@ class SimulationResult:
     def as_dict(self) -> dict[str, Any]:
         config = asdict(self.config)
         config["contention"] = asdict(self.config.contention)
+        config["api"] = asdict(self.config.api)
         return {"config": config, **self.figures}
 
 
-def _arrivals(config: SimulationConfig, rng: random.Random) -> list[Message]:
-    """Request i is sent at i / rate (or all at 0); a duplicate follows its original within a second."""
-    messages: list[Message] = []
+def _arrivals(config: SimulationConfig, rng: random.Random) -> tuple[list[Message], ApiTally | None]:
+    """Request i is asked for at i / rate (or all at 0); a duplicate follows its original within a
+    second. Offered through the API, what API Gateway accepts is sent on to SQS (`simulation.api`)."""
+    rate = config.offered_rate or config.arrival_rate
+    asked: list[tuple[float, int, str]] = []
     for index in range(config.requests):
-        sent_at = index / config.arrival_rate if config.arrival_rate > 0 else 0.0
-        messages.append(Message(f"m-{index}", index, EPOCH + sent_at))
+        at = index / rate if rate > 0 else 0.0
+        asked.append((EPOCH + at, index, f"m-{index}"))
         if config.duplicates and rng.random() < config.duplicates:
-            messages.append(Message(f"m-{index}-dup", index, EPOCH + sent_at + rng.random()))
-    messages.sort(key=lambda m: m.sent_at)
-    return messages
+            asked.append((EPOCH + at + rng.random(), index, f"m-{index}-dup"))
+    asked.sort()
+    if config.offered_rate > 0:
+        return through_api(asked, config.api, LatencyModel(*config.receive_ms), random.Random(rng.random()))
+    return [Message(message_id, index, at) for at, index, message_id in asked], None
 
 
 def _percentile(values: list[float], share: float) -> float:
@@ -279,7 +355,7 @@ def _run(config: SimulationConfig, settings: Settings) -> SimulationResult:
     model = ContentionModel(config.contention, clock=scheduler.now, rng=random.Random(rng.random()))
     table = SimulatedTable(data, model, seed=rng.randrange(2**32))
     tally = Tally()
-    arrivals = _arrivals(config, rng)
+    arrivals, api = _arrivals(config, rng)
     queue = SimulatedQueue(
         arrivals,
         visibility_timeout_s=config.visibility_timeout_s * config.client_time_factor,
@@ -301,41 +377,48 @@ def _run(config: SimulationConfig, settings: Settings) -> SimulationResult:
     timing = FunctionTiming(
         timeout_s=config.timeout_s,
         memory_mb=config.memory_mb,
-        cold_start_s=config.cold_start_ms / 1000,
-        first_invocation_s=min(config.first_invocation_ms, config.cold_start_ms) / 1000,
-        invoke_overhead_s=config.invoke_overhead_ms / 1000,
-        per_message_s=config.per_message_ms / 1000,
+        cold_start_s=config.cold_start_s,
+        first_invocation_s=config.first_invocation_s,
+        cpu_per_invocation_s=config.cpu_per_invocation_ms / 1000 * config.client_time_factor,
+        cpu_per_message_s=config.cpu_per_message_ms / 1000 * config.client_time_factor,
         client_time_factor=config.client_time_factor,
     )
     publish_latency = LatencyModel(*config.publish_ms)
-    containers = [
-        Container(
-            index,
-            scheduler=scheduler,
-            table=table,
-            settings=settings,
-            timing=timing,
-            body_of=body_of,
-            publisher_latency=publish_latency,
-            rng=random.Random(rng.randrange(2**32)),
-            tally=tally,
-            provisioned=index < config.provisioned_concurrency,
-        )
-        for index in range(config.containers)
-    ]
+    monitor = binding.BindingMonitor(api_refused_at=api.refused_at if api else [])
+    context = ContainerContext(
+        scheduler=scheduler,
+        table=table,
+        settings=settings,
+        timing=timing,
+        body_of=body_of,
+        publisher_latency=publish_latency,
+        sns_quota=SnsQuota(config.sns_publish_per_s),
+        tally=tally,
+        activities=binding.Activities(),
+    )
     source = EventSource(
         scheduler,
         queue,
-        containers,
-        batch_size=config.batch_size,
-        batching_window_s=config.batching_window_s * config.client_time_factor,
-        gradual_scaling=config.local_stack_time_scale is None
-        and not config.containers_at_once
-        and not config.event_pollers,
+        context,
+        IntakeSettings(
+            batch_size=config.batch_size,
+            batching_window_s=config.batching_window_s,
+            receive_latency=LatencyModel(*config.receive_ms),
+            concurrency=config.containers,
+            gradual=config.local_stack_time_scale is None and not config.containers_at_once,
+            event_pollers=config.event_pollers,
+            max_event_pollers=config.most_pollers,
+            poller_bytes_per_s=config.poller_bytes_per_s,
+            client_time_factor=config.client_time_factor,
+        ),
+        provisioned_concurrency=config.provisioned_concurrency,
+        seeds=random.Random(rng.randrange(2**32)),
+        size_of=lambda message: len(body_of(message)),
+        monitor=monitor,
     )
     source.start()
     scheduler.run()
-    figures = _figures(config, arrivals, tally, table, data)
+    figures = _figures(config, arrivals, tally, table, data, source, monitor, api)
     if orders is not None:
         pool = POOL_NAME if config.pool_shards else None
         figures.update(order_figures(data, EVENT_ID, orders, pool, figures["sale_seconds"]))
@@ -395,10 +478,14 @@ def _figures(
     tally: Tally,
     table: SimulatedTable,
     data: InMemoryInventoryStore,
+    source: EventSource,
+    monitor: binding.BindingMonitor,
+    api: ApiTally | None,
 ) -> dict[str, Any]:
-    sent_at = {m.message_id: m.sent_at for m in arrivals}
     request_of = {m.message_id: m.request for m in arrivals}
-    first_sent = min(sent_at.values())
+    first_sent = min((m.asked_at for m in arrivals), default=EPOCH)
+    if api is not None:
+        first_sent = EPOCH  # the first request offered to the API
     # A request's answer: the first publication for any of its messages.
     answered: dict[int, float] = {}
     for message_id, at in tally.answered_at.items():
@@ -407,7 +494,7 @@ def _figures(
     request_sent: dict[int, float] = {}
     for message in arrivals:
         request_sent[message.request] = min(
-            message.sent_at, request_sent.get(message.request, message.sent_at)
+            message.asked_at, request_sent.get(message.request, message.asked_at)
         )
     latencies = sorted(answered[r] - request_sent[r] for r in answered)
     final: dict[str, Outcome] = {}
@@ -427,10 +514,25 @@ def _figures(
     cancelled = dict(sorted(counters.transactions_cancelled.items()))
     transactions = counters.transactions_committed + sum(cancelled.values())
     gb_seconds = tally.billed_seconds * config.memory_mb / 1024
-    producer_sqs = -(-len(arrivals) // SQS_RECEIVE_LIMIT)
+    # The producer's SQS requests: SendMessageBatch (10 messages a call), or through the API one
+    # SendMessage per accepted request.
+    producer_sqs = api.accepted if api is not None else -(-len(arrivals) // SQS_RECEIVE_LIMIT)
     write_units = counters.write_units_consumed + table.index_write_units
     sale_s = last_confirmed - first_sent
     answer_s = last_answer - first_sent
+    # Event pollers are billed per second from when they are set to when they are set back: the
+    # minimum from EVENT_POLLER_LEAD_S before the sale, the ones Lambda added from then on, to the
+    # last answer; at least a minute each.
+    poller_seconds = 0.0
+    if config.event_pollers:
+        for index, start in enumerate(source.poller_started_at):
+            lead = EVENT_POLLER_LEAD_S if index < config.event_pollers else 0.0
+            poller_seconds += max(EVENT_POLLER_BILLED_MINIMUM_S, lead + max(0.0, last_answer - start))
+    contention = config.contention
+    prewarm = pre_warming_usd(
+        contention.warm_write_units_per_s - NEW_TABLE_WARM_WRITE_UNITS_PER_S,
+        contention.warm_read_units_per_s - NEW_TABLE_WARM_READ_UNITS_PER_S,
+    )
     cost = cost_per_million(
         write_units=write_units,
         read_units=counters.read_units_consumed,
@@ -439,17 +541,22 @@ def _figures(
         invocations=tally.invocations,
         gb_seconds=gb_seconds,
         reservations=config.requests,
-        event_poller_hours=config.event_pollers * max(EVENT_POLLER_BILLED_MINIMUM_S, answer_s) / 3600,
+        event_poller_hours=poller_seconds / 3600,
         provisioned_gb_seconds=tally.provisioned_billed_seconds * config.memory_mb / 1024,
         provisioned_concurrency_gb_seconds=config.provisioned_concurrency
         * config.memory_mb
         / 1024
         * provisioned_concurrency_billed_s(answer_s),
+        api_requests=api.attempts if api is not None else 0,
+        api_kind=config.api.kind,
+        pre_warming_usd=prewarm,
     )
     busy_s = _busy_seconds(tally.invocation_spans)
     peak, peak_at = _peak_concurrency(tally.invocation_spans)
+    bound_by = monitor.shares(first_sent, last_answer)
     return {
         "requests": config.requests,
+        "rate_kind": config.rate_kind,
         "messages_sent": len(arrivals),
         "seats": config.seats,
         "confirmed_reservations": confirmed,
@@ -465,6 +572,27 @@ def _figures(
         "peak_concurrency": peak,
         "peak_concurrency_after_s": peak_at - first_sent if peak else 0.0,
         "confirmed_per_busy_s": confirmed / busy_s if busy_s > 0 else 0.0,
+        "bound_by": bound_by,
+        "binding_limit": binding.binding_limit(bound_by),
+        "api": api.as_dict() if api is not None else None,
+        "intake": {
+            "pollers": len(source.pollers),
+            "containers": len(source.containers),
+            "receive_calls": tally.sqs_receives,
+            "messages_per_receive": tally.messages_received / tally.sqs_receives
+            if tally.sqs_receives
+            else 0.0,
+            "delete_calls": tally.sqs_deletes,
+            "mean_batch": tally.messages_received / tally.invocations if tally.invocations else 0.0,
+        },
+        "function": {
+            "memory_mb": config.memory_mb,
+            "vcpu_share": vcpu_share(config.memory_mb),
+            "cpu_seconds": tally.cpu_seconds,
+            "cpu_per_message_ms": 1000 * tally.cpu_seconds / tally.messages_received
+            if tally.messages_received
+            else 0.0,
+        },
         "transactions": transactions,
         "transactions_committed": counters.transactions_committed,
         "transactions_cancelled": cancelled,
@@ -493,16 +621,12 @@ def _figures(
         "answer_latency_p99_s": _percentile(latencies, 0.99),
         "sqs_requests": tally.sqs_requests + producer_sqs,
         "sns_requests": tally.sns_requests,
+        "sns_throttled_calls": tally.sns_throttled,
+        "sns_outcomes_handed_back": tally.sns_handed_back,
         "lambda_gb_seconds": gb_seconds,
-        "cost_per_million_requests": {
-            "dynamodb": cost.dynamodb,
-            "sqs": cost.sqs,
-            "sns": cost.sns,
-            "lambda": cost.lambda_,
-            "event_pollers": cost.event_pollers,
-            "provisioned_concurrency": cost.provisioned_concurrency,
-            "total": cost.total,
-        },
+        "event_poller_seconds": poller_seconds,
+        "pre_warming_usd": prewarm,
+        "cost_per_million_requests": cost.as_dict(),
     }
 
 
