@@ -45,8 +45,6 @@ from seat_tools.simulation.issuer import (
 )
 from seat_tools.simulation.report import format_table
 from seat_tools.simulation.run import (
-    DEFAULT_CPU_PER_INVOCATION_MS,
-    DEFAULT_CPU_PER_MESSAGE_MS,
     DEFAULT_PUBLISH_MS,
     DEFAULT_RECEIVE_MS,
     DEFAULT_SNS_PUBLISH_PER_S,
@@ -139,6 +137,7 @@ def _template_defaults() -> tuple[SimulationConfig, Settings]:
         api=api,
         containers=source.concurrency or 1000,
         event_pollers=source.event_pollers or 0,
+        max_event_pollers=source.maximum_pollers or 0,
         batch_size=source.batch_size,
         batching_window_s=source.maximum_batching_window_s,
         visibility_timeout_s=template.queue.visibility_timeout_s,
@@ -268,16 +267,14 @@ def _check_seat_map_options(config: SimulationConfig) -> None:
 @click.option(
     "--cpu-per-message-ms",
     type=click.FloatRange(min=0.0),
-    default=DEFAULT_CPU_PER_MESSAGE_MS,
-    show_default="0.72, measured",
-    help="The handler's own CPU per message, in ms of one core of the measuring machine.",
+    help="The handler's own CPU per message, in ms of one core of the measuring machine [default:"
+    " measured for the workload's kind of batch, seat_tools/simulation/measured_cpu.py]; given,"
+    " it applies to every batch, rejections included.",
 )
 @click.option(
     "--cpu-per-invocation-ms",
     type=click.FloatRange(min=0.0),
-    default=DEFAULT_CPU_PER_INVOCATION_MS,
-    show_default=True,
-    help="The handler's own CPU per invocation, in ms of one core.",
+    help="The handler's own CPU per invocation, in ms of one core [default: measured].",
 )
 @click.option(
     "--receive-ms",
@@ -532,8 +529,8 @@ def simulate(
     cold_start_ms: float | None,
     first_invocation_ms: float | None,
     memory_mb: int | None,
-    cpu_per_message_ms: float,
-    cpu_per_invocation_ms: float,
+    cpu_per_message_ms: float | None,
+    cpu_per_invocation_ms: float | None,
     receive_ms: tuple[float, float],
     publish_ms: tuple[float, float],
     warm_write_units_per_s: float | None,
@@ -587,6 +584,8 @@ def simulate(
         if max_event_pollers and (containers or not (event_pollers or defaults.event_pollers)):
             raise ValueError("--max-event-pollers is provisioned mode's: give it with --event-pollers")
         pollers = 0 if containers else (event_pollers or defaults.event_pollers)
+        if not max_event_pollers and pollers and not event_pollers:
+            max_event_pollers = defaults.max_event_pollers  # the template's, with its EventPollers
         most = max(pollers, max_event_pollers or 0)
         config = SimulationConfig(
             containers=containers or most * INVOCATIONS_PER_EVENT_POLLER or defaults.containers,

@@ -9,8 +9,8 @@ has work waiting while the stage after it is starved, or by the stage that refus
 Sampled every `TICK_S` of virtual time, each moment is shared among the invocation slots the
 mapping may run, each slot counted by what holds it:
 
-- a free slot while messages wait in the queue (or in a batch being gathered): `intake`, the
-  mapping's reading of the queue (its receive calls: their rate and latency, the batching);
+- a free slot while messages wait in the queue: `intake`, the mapping's reading of the queue
+  (its receive calls: their rate and latency);
 - a busy slot, by what its container is doing: its CPU (`cpu`), its cold start (`cold_starts`),
   waiting for DynamoDB or SNS answering in their ordinary time (`concurrency`: more invocations at
   once would have gone faster), or waiting out a refusal, by its cause (`partitions` a partition
@@ -21,8 +21,9 @@ mapping may run, each slot counted by what holds it:
   answered 429 in that moment, else `arrivals` (the offered rate itself: not a limit).
 
 When nothing waits and nothing is left to arrive (the sale's last batches), the moment is shared
-among the busy slots only; with none busy, messages handed back and waiting for their visibility
-timeout make it `visibility`. The report covers the sale from its first request to its last
+among the busy slots only; with none busy, a batch still being gathered (its batching window
+running out) makes it `intake`, messages handed back and waiting for their visibility timeout
+`visibility`. The report covers the sale from its first request to its last
 answer; `binding_limit` names the row with the largest share.
 """
 
@@ -115,21 +116,23 @@ class BindingMonitor:
         self,
         now: float,
         *,
-        waiting: bool,
+        visible: int,
+        gathering: bool,
         slots: int,
         activities: Activities,
         arrivals_pending: bool,
         returning: bool,
     ) -> None:
-        """One moment: `waiting` messages visible or being gathered, `slots` the invocations the
-        mapping may run now, `activities` what the busy ones do."""
-        shares = self._classify(now, waiting, slots, activities, arrivals_pending, returning)
+        """One moment: `visible` messages in the queue, `gathering` a batch being gathered, `slots`
+        the invocations the mapping may run now, `activities` what the busy ones do."""
+        shares = self._classify(now, visible, gathering, slots, activities, arrivals_pending, returning)
         self.ticks.append((now, shares))
 
     def _classify(
         self,
         now: float,
-        waiting: bool,
+        visible: int,
+        gathering: bool,
         slots: int,
         activities: Activities,
         arrivals_pending: bool,
@@ -137,17 +140,19 @@ class BindingMonitor:
     ) -> dict[str, float]:
         busy = activities.busy
         free = max(0, slots - busy)
-        if waiting or arrivals_pending:
+        if visible or arrivals_pending:
             whole = busy + free
             if not whole:
-                return {"intake": 1.0} if waiting else {}
+                return {"intake": 1.0} if visible else {}
             shares = self._busy_shares(activities, whole)
             if free:
-                row = "intake" if waiting else ("api" if self._refused_within(now) else "arrivals")
+                row = "intake" if visible else ("api" if self._refused_within(now) else "arrivals")
                 shares[row] = shares.get(row, 0.0) + free / whole
             return shares
         if busy:
             return self._busy_shares(activities, busy)
+        if gathering:
+            return {"intake": 1.0}
         return {"visibility": 1.0} if returning else {}
 
     @staticmethod

@@ -36,27 +36,19 @@ from typing import TYPE_CHECKING
 from seat_inventory.logic.inventory_hints import InventoryHints
 from seat_inventory.logic.reserve_seats import QueueMessage, reserve_seats
 from seat_inventory.logic.retry_deadline import conflict_deadline
-from seat_inventory.models import ReservationOutcome
+from seat_inventory.models import Outcome, ReservationOutcome
 from seat_inventory.publishing.sns_publisher import MAX_CONCURRENT_CALLS, PUBLISH_BATCH_LIMIT
 from seat_inventory.settings import Settings
 from seat_tools.event_source_scaling import SQS_RECEIVE_LIMIT
 from seat_tools.simulation import binding
 from seat_tools.simulation.dynamodb import SimulatedTable
+from seat_tools.simulation.measured_cpu import HandlerCpu, vcpu_share
 from seat_tools.simulation.scheduler import Task, VirtualScheduler
 
 if TYPE_CHECKING:
     from seat_tools.simulation.intake import EventSource
 
-__all__ = ["SQS_RECEIVE_LIMIT"]
-
-# Lambda gives a function CPU in proportion to its memory: 1,769 MB is one vCPU (the Lambda
-# developer guide, "Configure Lambda function memory"); Python's handler uses at most one.
-MB_PER_VCPU = 1769
-
-
-def vcpu_share(memory_mb: int) -> float:
-    """The share of one vCPU a function of `memory_mb` gets (at most 1: the handler is one thread)."""
-    return min(1.0, memory_mb / MB_PER_VCPU)
+__all__ = ["SQS_RECEIVE_LIMIT", "vcpu_share"]
 
 
 class FunctionTimedOut(BaseException):
@@ -256,6 +248,8 @@ class SimulatedPublisher:
         self._latency = latency
         self._quota = quota
         self._tally = tally
+        # the handler's CPU that depends on the answers (charged before they are sent)
+        self.cpu_for: Callable[[Sequence[ReservationOutcome]], float] = lambda outcomes: 0.0
 
     def publish(
         self,
@@ -263,6 +257,10 @@ class SimulatedPublisher:
         *,
         retry_throttled: Callable[[int], bool] | None = None,
     ) -> list[ReservationOutcome]:
+        cpu = self.cpu_for(outcomes)
+        if cpu > 0:
+            self._tally.cpu_seconds += cpu
+            self._clock.spend(cpu, binding.CPU)
         chunks = [
             outcomes[start : start + PUBLISH_BATCH_LIMIT]
             for start in range(0, len(outcomes), PUBLISH_BATCH_LIMIT)
@@ -309,18 +307,31 @@ class FunctionTiming:
     timeout_s: float
     memory_mb: int
     cold_start_s: float
-    # The handler's own CPU at one core of the measuring machine: per invocation, per message
-    # (run at the memory's share of a vCPU: `vcpu_share`).
-    cpu_per_invocation_s: float
-    cpu_per_message_s: float
+    # The handler's own CPU in ms of one core of the measuring machine (`measured_cpu`), run at
+    # the memory's share of a vCPU: for the run's kind of batch, and for a batch of rejections
+    # after the sell-out (None: the same).
+    cpu: HandlerCpu
+    sold_out_cpu: HandlerCpu | None = None
     client_time_factor: float = 1.0
     # Of `cold_start_s`, what the first invocation does (the settings and clients), which an
     # environment initialised before the sale (provisioned concurrency) still pays.
     first_invocation_s: float = 0.0
 
     def cpu_s(self, messages: int) -> float:
-        """The function's time for its own work on a batch of `messages`."""
-        return (self.cpu_per_invocation_s + self.cpu_per_message_s * messages) / vcpu_share(self.memory_mb)
+        """The function's time for its own work on a batch of `messages` (before its answers)."""
+        return self.cpu.ms(messages) / 1000 / vcpu_share(self.memory_mb) * self.client_time_factor
+
+    def answers_cpu_s(self, outcomes: Sequence[ReservationOutcome]) -> float:
+        """What answering `outcomes` adds: a rejection after the sell-out costs more CPU than a
+        reservation (the measured sold-out batch), charged before the answers are published."""
+        sold_out = self.sold_out_cpu
+        if sold_out is None or not outcomes:
+            return 0.0
+        rejected = sum(1 for o in outcomes if o.outcome is Outcome.SOLD_OUT)
+        extra = rejected * max(0.0, sold_out.per_message_ms - self.cpu.per_message_ms)
+        if rejected == len(outcomes):
+            extra += max(0.0, sold_out.invocation_ms - self.cpu.invocation_ms)
+        return extra / 1000 / vcpu_share(self.memory_mb) * self.client_time_factor
 
 
 class _InvocationClock:
@@ -412,6 +423,7 @@ class Container:
         self._publisher = SimulatedPublisher(
             self._clock, rng, context.publisher_latency, context.sns_quota, context.tally
         )
+        self._publisher.cpu_for = context.timing.answers_cpu_s
         self._hints = InventoryHints()
         self._cold = not provisioned
         # provisioned: initialised, but its first invocation still builds its clients

@@ -416,7 +416,8 @@ class EventSource:
         self.queue.refresh(now)
         self._monitor.sample(
             now,
-            waiting=self.queue.visible > 0 or self.holding > 0,
+            visible=self.queue.visible,
+            gathering=self.holding > 0,
             slots=self.slots,
             activities=self._context.activities,
             arrivals_pending=self.queue.arrivals_pending,

@@ -44,6 +44,7 @@ from seat_tools.simulation.event_source import (
 )
 from seat_tools.simulation.intake import EventSource, IntakeSettings
 from seat_tools.simulation.issuer import IssuerConfig, issuer_figures, simulate_issuer
+from seat_tools.simulation.measured_cpu import RESERVE_CPU, HandlerCpu
 from seat_tools.simulation.memory_store import InMemoryInventoryStore
 from seat_tools.simulation.order_workload import order_figures
 from seat_tools.simulation.scheduler import VirtualScheduler
@@ -60,13 +61,33 @@ EVENT_ID = "onsale-1"
 MAX_REQUESTS = 3_000_000
 MAX_CONTAINERS = 1_000  # an event source mapping's MaximumConcurrency at most
 MAX_FED_SALES = 10_000_000
-# The handler's own CPU per invocation and per message, measured at one core of this machine and
-# run at the memory's share of a vCPU (event_source.vcpu_share). The figure measured so far is the
-# botocore work of one 99-message batch (a 100-action TransactWriteItems and its PublishBatch
-# calls, HTTP stubbed): 65-77 ms of one core (docs/reference/sources.md), taken here as 71 ms per 99
-# messages and nothing per invocation.
-DEFAULT_CPU_PER_INVOCATION_MS = 0.0
-DEFAULT_CPU_PER_MESSAGE_MS = 71.0 / 99
+
+
+# The handler's own CPU per invocation and per message, measured at one core of the measuring
+# machine (`measured_cpu`, written by scripts/measure_function_cpu.py) and run at the memory's
+# share of a vCPU: the kind of batch the workload sends (a seat map's best-available takes, a
+# class with a per-customer limit, or plain reservations; orders are counted as reservations, not
+# measured apart), and a sold-out batch's rejections.
+def handler_cpu(config: SimulationConfig) -> tuple[HandlerCpu, HandlerCpu | None]:
+    """The CPU per batch of the run's kind and of a sold-out batch (None: `--cpu-*` overrides)."""
+    if config.cpu_per_invocation_ms is not None or config.cpu_per_message_ms is not None:
+        kind = RESERVE_CPU["mapped" if config.seat_map else "reserve"]
+        return (
+            HandlerCpu(
+                invocation_ms=kind.invocation_ms
+                if config.cpu_per_invocation_ms is None
+                else config.cpu_per_invocation_ms,
+                per_message_ms=kind.per_message_ms
+                if config.cpu_per_message_ms is None
+                else config.cpu_per_message_ms,
+            ),
+            None,
+        )
+    if config.seat_map:
+        return RESERVE_CPU["mapped"], None
+    return RESERVE_CPU["limit" if config.max_per_customer else "reserve"], RESERVE_CPU["sold-out"]
+
+
 # A new container's time before its first message (docs/explanation/simulation.md): the runtime's own start
 # (assumed: 150 ms), the handler's import in its package (measured: 140 ms here, on a full vCPU as
 # Lambda's init phase has) and the first invocation's settings and client building (measured:
@@ -117,8 +138,9 @@ class SimulationConfig:
     memory_mb: int = 512
     cold_start_ms: float | None = None  # None: `cold_start_ms(memory_mb)`
     first_invocation_ms: float | None = None  # None: `first_invocation_ms(memory_mb)`
-    cpu_per_invocation_ms: float = DEFAULT_CPU_PER_INVOCATION_MS  # at one core
-    cpu_per_message_ms: float = DEFAULT_CPU_PER_MESSAGE_MS  # at one core
+    # The handler's CPU in ms of one core (None: measured, by the workload's kind: `handler_cpu`).
+    cpu_per_invocation_ms: float | None = None
+    cpu_per_message_ms: float | None = None
     publish_ms: tuple[float, float] = DEFAULT_PUBLISH_MS
     receive_ms: tuple[float, float] = DEFAULT_RECEIVE_MS
     sns_publish_per_s: float | None = DEFAULT_SNS_PUBLISH_PER_S  # None: no quota
@@ -374,13 +396,14 @@ def _run(config: SimulationConfig, settings: Settings) -> SimulationResult:
         request["customer_id"] = f"c-{message.request % customers}"
         return message_body(request)
 
+    cpu, sold_out_cpu = handler_cpu(config)
     timing = FunctionTiming(
         timeout_s=config.timeout_s,
         memory_mb=config.memory_mb,
         cold_start_s=config.cold_start_s,
         first_invocation_s=config.first_invocation_s,
-        cpu_per_invocation_s=config.cpu_per_invocation_ms / 1000 * config.client_time_factor,
-        cpu_per_message_s=config.cpu_per_message_ms / 1000 * config.client_time_factor,
+        cpu=cpu,
+        sold_out_cpu=sold_out_cpu,
         client_time_factor=config.client_time_factor,
     )
     publish_latency = LatencyModel(*config.publish_ms)
