@@ -185,3 +185,22 @@ def test_every_docs_page_the_repository_names_exists() -> None:
                 f"{name}:{number}: {path}" for path in DOCS_PATH.findall(line) if not (REPO / path).exists()
             ]
     assert not missing, "\n".join(missing)
+
+
+CODE_PATH = re.compile(r"`((?:[\w.-]+/)+[\w.-]+\.(?:py|yaml|yml|json|csv|sh|toml|js|html))(?:::[^`]*)?`")
+# Where a path in the docs may be relative to: the checkout, src/, or one of the two packages.
+CODE_ROOTS = ("", "src/", "src/seat_inventory/", "src/seat_tools/")
+
+
+def test_every_file_the_docs_name_exists() -> None:
+    """A page that names `logic/shards.py` or `scripts/gen_reference.py` sends its reader there;
+    when a file moves or goes, the page must follow."""
+    missing, named = [], 0
+    for path in doc_files():
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            for name in CODE_PATH.findall(line):
+                named += 1
+                if not any((REPO / root / name).exists() for root in CODE_ROOTS):
+                    missing.append(f"{path.relative_to(REPO)}:{number}: {name}")
+    assert named > 50  # the pattern finds the paths the pages name
+    assert not missing, "the docs name files that do not exist (update the page):\n" + "\n".join(missing)
