@@ -81,7 +81,6 @@ def doc_files() -> list[Path]:
 # Pages still being rewritten from the project's notebook into reader's docs: each is expected to
 # fail (strict: a page that passes must leave this list). The list only shrinks.
 BEING_REWRITTEN = {
-    "docs/explanation/simulation.md",
     "docs/guides/size-a-sale.md",
 }
 
@@ -199,6 +198,9 @@ def test_every_file_the_docs_name_exists() -> None:
     for path in doc_files():
         for number, line in enumerate(path.read_text().splitlines(), 1):
             for name in CODE_PATH.findall(line):
+                first = name.split("/", 1)[0]
+                if not any((REPO / root / first).is_dir() for root in CODE_ROOTS):
+                    continue  # another project's file (botocore's `retries/standard.py`)
                 named += 1
                 if not any((REPO / root / name).exists() for root in CODE_ROOTS):
                     missing.append(f"{path.relative_to(REPO)}:{number}: {name}")
