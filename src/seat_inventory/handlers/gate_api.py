@@ -21,6 +21,7 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from seat_inventory.gate_models import GATE_ID, TRANSFER_ID, GateResult, ScanAnswer, TransferAnswer
@@ -105,12 +106,18 @@ def _body(event: Mapping[str, Any]) -> dict[str, Any] | None:
     return body if isinstance(body, dict) else None
 
 
+def _count(result: GateResult) -> None:
+    """One business metric per answer: Gate<Result> (GateAdmitted, GateAlreadyCheckedIn, ...)."""
+    metrics.add_metric(name="Gate" + result.value.title().replace("_", ""), unit=MetricUnit.Count, value=1)
+
+
 def _post_checkin(gate: Gate, event: Mapping[str, Any]) -> tuple[int, Any]:
     body = _body(event)
     if body is None:
         return 400, {"message": "the body must be a JSON object"}
     request = parse_scan(body)
     answer = request if isinstance(request, ScanAnswer) else check_in(gate, request)
+    _count(answer.result)
     return (400 if answer.result in _BAD_REQUEST else 200), _scan_document(answer)
 
 
@@ -123,6 +130,8 @@ def _post_upload(gate: Gate, event: Mapping[str, Any]) -> tuple[int, Any]:
             " with scanned_at"
         }
     answers = upload_scans(gate, scans)
+    for answer in answers:
+        _count(answer.result)
     return 200, {"answers": [_scan_document(a) for a in answers]}
 
 
@@ -132,6 +141,7 @@ def _post_transfer(gate: Gate, event: Mapping[str, Any]) -> tuple[int, Any]:
         return 400, {"message": "the body must be a JSON object"}
     request = parse_transfer(body)
     answer = request if isinstance(request, TransferAnswer) else transfer_ticket(gate, request)
+    _count(answer.result)
     status = {GateResult.TRANSFERRED: 200, GateResult.INVALID: 400}.get(answer.result, 409)
     return status, _transfer_document(answer)
 
@@ -174,9 +184,11 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     headers = {"Content-Type": "application/json", "Access-Control-Allow-Origin": settings.cors_origin}
     if route is None:
         status, document = 404, {"message": "no such route"}
+        metrics.add_metric(name="GateUnknownRoute", unit=MetricUnit.Count, value=1)
     else:
         try:
             status, document = route(gate, event)
+            metrics.add_metric(name="GateRequests", unit=MetricUnit.Count, value=1)
         except RetryableError as exc:
             logger.warning("gate request failed transiently", extra={"error": str(exc)})
             headers["Retry-After"] = "1"

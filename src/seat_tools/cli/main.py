@@ -111,6 +111,8 @@ cli.add_command(onsale)
 from seat_tools.cli.tickets_commands import tickets  # noqa: E402
 
 cli.add_command(tickets)
+from seat_tools.cli.checkin_commands import checkin  # noqa: E402  (also adds the gate's `tickets` commands)
 from seat_tools.cli.tokens_commands import tokens  # noqa: E402
 
 cli.add_command(tokens)
+cli.add_command(checkin)

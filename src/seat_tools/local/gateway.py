@@ -54,6 +54,7 @@ LOCAL_API_ID = "local"
 JSON = "application/json"
 DYNAMODB_TARGET_PREFIX = "DynamoDB_20120810."
 _URI = re.compile(r"arn:[^:]+:apigateway:([^:]+):([^:]+):(path|action)/(.*)")
+_LAMBDA_URI = re.compile(r"arn:[^:]+:apigateway:[^:]+:lambda:path/2015-03-31/functions/(.+)/invocations")
 _METHODS = ("get", "put", "post", "delete", "options", "head", "patch")
 
 
@@ -221,11 +222,14 @@ class LocalApiGateway:
         *,
         account_id: str,
         clock: Callable[[], float] = time.time,
+        functions: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None,
     ) -> None:
+        """`functions(arn, event)` runs a Lambda proxy route's function (`function_host`)."""
         self.api = api
         self._backends = backends
         self._account_id = account_id
         self._clock = clock
+        self._functions = functions
 
     # ------------------------------------------------------------------ the request lifecycle
     def handle(self, request: ApiRequest) -> ApiResponse:
@@ -356,6 +360,8 @@ class LocalApiGateway:
                 request,
                 path_parameters,
             )
+        if str(integration.get("type", "")).lower() == "aws_proxy":
+            return self._proxy(route, integration, request, path_parameters, context)
         method_input = self._input(request.body, request, path_parameters)
         rendered = (
             render(template, input_variable=method_input, context=context) if template is not None else None
@@ -380,6 +386,37 @@ class LocalApiGateway:
         else:
             raise ApiDefinitionError(f"integration type {kind!r} is not supported locally")
         return self._respond(integration, result, request, path_parameters, context)
+
+    def _proxy(
+        self,
+        route: Route,
+        integration: Mapping[str, Any],
+        request: ApiRequest,
+        path_parameters: Mapping[str, str],
+        context: dict[str, Any],
+    ) -> ApiResponse:
+        """A Lambda proxy route: the request as API Gateway's proxy event (format 1.0), the
+        function's answer as the response (its status code, headers and body)."""
+        match = _LAMBDA_URI.fullmatch(str(integration.get("uri", "")))
+        if match is None or self._functions is None:
+            raise ApiDefinitionError(
+                f"{route.method} {route.resource_path}: no local function for {integration.get('uri')}"
+            )
+        event = {
+            "resource": route.resource_path,
+            "path": request.path,
+            "httpMethod": request.method,
+            "headers": dict(request.headers),
+            "queryStringParameters": dict(request.query) or None,
+            "pathParameters": dict(path_parameters) or None,
+            "stageVariables": None,
+            "requestContext": {**context, "resourcePath": route.resource_path},
+            "body": request.body or None,
+            "isBase64Encoded": False,
+        }
+        answer = self._functions(match.group(1), event)
+        headers = {str(k): str(v) for k, v in (answer.get("headers") or {}).items()}
+        return ApiResponse(int(answer.get("statusCode", 502)), headers, str(answer.get("body") or ""))
 
     def _integration_headers(
         self, integration: Mapping[str, Any], request: ApiRequest, context: Mapping[str, Any]

@@ -44,6 +44,7 @@ from seat_tools.local.engines import (
     repository_root,
     stop_all,
 )
+from seat_tools.local.function_host import FunctionHost, HostedFunction
 from seat_tools.local.template import (
     DEFAULT_STACK_NAME,
     PhysicalResource,
@@ -59,6 +60,10 @@ if TYPE_CHECKING:
 KEPT_LOG_DIRS = 10
 API_URL_ENV = "SEATS_API_URL"  # the checkout API's base URL among the exports of `seats local up`
 CHECKOUT_PAGE_DIR = "examples/checkout"  # the example checkout page the local API serves
+# The ticket key ring the local stack makes in moto's SSM when the template's TicketKeyParameterName
+# is empty (docs/guides/checkin.md): the gate's function signs and verifies with it.
+LOCAL_TICKET_KEY_PARAMETER = "/seats/local/ticket-keys"
+LOCAL_TICKET_KEY_ID = "local-1"
 # Same spirit as the function's client config; the pool is large because the demo sends in threads.
 CLIENT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 5}, max_pool_connections=64)
 
@@ -140,6 +145,7 @@ class LocalStack:
             None if aws_contention is None else table_contention(self.template, aws_contention)
         )
         self._proxy: ContentionProxy | None = None
+        self._functions: FunctionHost | None = None
         self._resources: dict[str, PhysicalResource] = {}
         self._session: boto3.session.Session | None = None
         self._api: LocalApiServer | None = None
@@ -184,6 +190,9 @@ class LocalStack:
         if self._api is not None:
             self._api.stop()
             self._api = None
+        if self._functions is not None:
+            self._functions.stop()
+            self._functions = None
         stop_all([e for e in (self._dynamodb, self._moto, self._proxy) if e is not None])
         self._resources = {}
         self._session = None
@@ -254,6 +263,54 @@ class LocalStack:
         self._resources[template.function.logical_id] = PhysicalResource(
             ref=function_name, attributes={"Arn": self.function_arn(function_name)}
         )
+        for api_function in template.api_functions:
+            name = f"{self.stack_name}-{api_function.logical_id}"
+            self._resources[api_function.logical_id] = PhysicalResource(
+                ref=name, attributes={"Arn": self.function_arn(name)}
+            )
+        if template.api_functions:
+            self._create_ticket_keys()
+
+    @property
+    def ticket_key_parameter(self) -> str:
+        """The SSM parameter of the ticket key ring: the template's, or the local stack's own."""
+        return self.template.parameters.get("TicketKeyParameterName") or LOCAL_TICKET_KEY_PARAMETER
+
+    def _create_ticket_keys(self) -> None:
+        """A ticket key ring in moto's SSM unless the parameter holds one (docs/guides/checkin.md)."""
+        from seat_inventory.logic.ticket_credentials import new_secret, ring_text, with_key
+
+        ssm = self.client("ssm")
+        try:
+            ssm.get_parameter(Name=self.ticket_key_parameter)
+        except ssm.exceptions.ParameterNotFound:
+            ring = with_key(None, LOCAL_TICKET_KEY_ID, new_secret(), make_current=True)
+            ssm.put_parameter(Name=self.ticket_key_parameter, Value=ring_text(ring), Type="SecureString")
+
+    def api_function_environment(self, logical_id: str) -> dict[str, str]:
+        """An API function's environment (the gate's): the template's variables resolved locally,
+        the ticket key parameter, endpoints, fake credentials and region; X-Ray off."""
+        function = next(f for f in self.template.api_functions if f.logical_id == logical_id)
+        environment = self.template.api_function_environment(function, self._resources)
+        environment.update(self._endpoint_and_credentials())
+        environment["POWERTOOLS_TRACE_DISABLED"] = "true"
+        environment["TICKET_KEY_PARAMETER"] = self.ticket_key_parameter
+        return environment
+
+    def _function_host(self) -> FunctionHost:
+        functions = {}
+        for api_function in self.template.api_functions:
+            resource = self._resources[api_function.logical_id]
+            functions[resource.attributes["Arn"]] = HostedFunction(
+                arn=resource.attributes["Arn"],
+                name=resource.ref,
+                handler=api_function.handler,
+                environment=self.api_function_environment(api_function.logical_id),
+                timeout_s=api_function.timeout_s,
+                memory_mb=api_function.memory_mb,
+                log_path=self.log_dir / f"{api_function.logical_id}.log",
+            )
+        return FunctionHost(functions)
 
     def _start_api(self) -> LocalApiServer | None:
         """The template's checkout API on 127.0.0.1 (none when the template defines no CheckoutApi)."""
@@ -270,8 +327,12 @@ class LocalStack:
             api = ApiDefinition.from_template(self.template.path, resolver)
         except ApiDefinitionError:
             return None
+        self._functions = self._function_host()
         gateway = LocalApiGateway(
-            api, ServiceBackends(self.endpoints(), self.region), account_id=resolver.account_id
+            api,
+            ServiceBackends(self.endpoints(), self.region),
+            account_id=resolver.account_id,
+            functions=self._functions.invoke,
         )
         page = repository_root() / CHECKOUT_PAGE_DIR
         return LocalApiServer(gateway, static_dir=page if page.is_dir() else None).start()
@@ -372,7 +433,13 @@ class LocalStack:
         return self._moto.endpoint_url
 
     def endpoints(self) -> dict[str, str]:
-        return {"dynamodb": self.dynamodb_endpoint, "sqs": self.sqs_endpoint, "sns": self.sns_endpoint}
+        # The moto server stands in for SSM too (the admission and ticket key parameters).
+        return {
+            "dynamodb": self.dynamodb_endpoint,
+            "sqs": self.sqs_endpoint,
+            "sns": self.sns_endpoint,
+            "ssm": self.sns_endpoint,
+        }
 
     def session(self) -> boto3.session.Session:
         if self._session is None:

@@ -574,6 +574,18 @@ class FunctionDefinition:
 
 
 @dataclass(frozen=True, slots=True)
+class ApiFunction:
+    """A function the checkout API invokes (an `AWS::Lambda::Permission` lets API Gateway call it):
+    the local gateway runs it for its Lambda proxy routes (docs/guides/checkin.md)."""
+
+    logical_id: str
+    handler: str
+    timeout_s: int
+    memory_mb: int
+    environment: Mapping[str, Any]  # Globals merged; values may still refer to resources
+
+
+@dataclass(frozen=True, slots=True)
 class ScheduledFunction:
     """A function run by an EventBridge schedule (the hold sweeper): what the local runner repeats."""
 
@@ -611,10 +623,18 @@ class StackTemplate:
     function: FunctionDefinition
     outputs: Mapping[str, Any] = field(default_factory=dict)  # output name -> unresolved Value
     scheduled_functions: tuple[ScheduledFunction, ...] = ()
+    api_functions: tuple[ApiFunction, ...] = ()
 
     @property
     def parameters(self) -> Mapping[str, str]:
         return self.resolver.parameters
+
+    def api_function_environment(
+        self, function: ApiFunction, resources: Mapping[str, PhysicalResource]
+    ) -> dict[str, str]:
+        """An API function's environment variables with every reference resolved locally."""
+        resolver = self.resolver.with_resources(resources)
+        return {name: str(resolver.resolve(value)) for name, value in function.environment.items()}
 
     def function_environment(self, resources: Mapping[str, PhysicalResource]) -> dict[str, str]:
         """The function's environment variables with every reference resolved to a local resource."""
@@ -869,6 +889,43 @@ def _scheduled_functions(document: Mapping[str, Any], resolver: Resolver) -> tup
     return tuple(found)
 
 
+def _api_functions(document: Mapping[str, Any], resolver: Resolver) -> tuple[ApiFunction, ...]:
+    """The functions an `AWS::Lambda::Permission` lets API Gateway invoke."""
+    resources = document.get("Resources") or {}
+    globals_ = (document.get("Globals") or {}).get("Function") or {}
+    found: list[ApiFunction] = []
+    for resource in resources.values():
+        if not isinstance(resource, dict) or resource.get("Type") != "AWS::Lambda::Permission":
+            continue
+        properties = resource.get("Properties") or {}
+        target = properties.get("FunctionName")
+        if properties.get("Principal") != "apigateway.amazonaws.com" or not isinstance(target, dict):
+            continue
+        logical_id = str(target.get("Ref", ""))
+        function = resources.get(logical_id)
+        if not isinstance(function, dict) or function.get("Type") != "AWS::Serverless::Function":
+            continue
+        own = function.get("Properties") or {}
+
+        def setting(name: str, default: Any, own: Mapping[str, Any] = own) -> Any:
+            return resolver.resolve(own.get(name, globals_.get(name, default)))
+
+        environment = {
+            **((globals_.get("Environment") or {}).get("Variables") or {}),
+            **((own.get("Environment") or {}).get("Variables") or {}),
+        }
+        found.append(
+            ApiFunction(
+                logical_id=logical_id,
+                handler=str(setting("Handler", "")),
+                timeout_s=_int(setting("Timeout", LAMBDA_DEFAULT_TIMEOUT_S), f"{logical_id}.Timeout"),
+                memory_mb=_int(setting("MemorySize", LAMBDA_DEFAULT_MEMORY_MB), f"{logical_id}.MemorySize"),
+                environment={name: resolver.partial(value) for name, value in environment.items()},
+            )
+        )
+    return tuple(found)
+
+
 def load_template(
     path: Path | None = None,
     *,
@@ -897,6 +954,7 @@ def load_template(
         topic=_topic(document, resolver),
         function=function,
         scheduled_functions=_scheduled_functions(document, resolver),
+        api_functions=_api_functions(document, resolver),
         outputs={
             name: output["Value"]
             for name, output in (document.get("Outputs") or {}).items()
