@@ -19,6 +19,7 @@ OUTPUTS = {
     "ReservationsQueueArn": "arn:aws:sqs:us-east-1:123456789012:seats-reservations",
     "CheckoutApiId": "abc123",
     "CheckoutApiUrl": "https://abc123.execute-api.us-east-1.amazonaws.com/v1",
+    "IssueTicketsFunctionName": "seats-issue",
 }
 
 
@@ -47,6 +48,8 @@ def stub_stack(
     reserved: int | None = None,
     stage: dict[str, Any] | None = None,
     usage_plans: list[dict[str, Any]] | None = None,
+    pollers: dict[str, int] | None = None,
+    issuer: bool = True,
 ) -> None:
     dynamodb, lambda_, apigateway = (clients[s][1] for s in ("dynamodb", "lambda", "apigateway"))
     dynamodb.add_response(
@@ -82,7 +85,11 @@ def stub_stack(
                     "FunctionArn": "arn:aws:lambda:us-east-1:123456789012:function:seats-reserve:live",
                     "BatchSize": 99,
                     "State": mapping_state,
-                    "ScalingConfig": {"MaximumConcurrency": 50},
+                    **(
+                        {"ProvisionedPollerConfig": pollers}
+                        if pollers
+                        else {"ScalingConfig": {"MaximumConcurrency": 50}}
+                    ),
                 },
             ]
         },
@@ -98,6 +105,13 @@ def stub_stack(
         {"AccountLimit": {"ConcurrentExecutions": 1_000, "UnreservedConcurrentExecutions": 900}},
         {},
     )
+    lambda_.add_response(
+        "get_function_configuration", {"MemorySize": 1769}, {"FunctionName": "seats-reserve"}
+    )
+    if issuer:
+        lambda_.add_response(
+            "get_function_configuration", {"MemorySize": 512}, {"FunctionName": "seats-issue"}
+        )
     if stage is None:
         apigateway.add_client_error(
             "get_stage", "NotFoundException", "Invalid stage identifier specified", 404
@@ -110,9 +124,9 @@ def stub_stack(
     )
 
 
-def read(clients: dict[str, tuple[Any, Stubber]]) -> Any:
+def read(clients: dict[str, tuple[Any, Stubber]], outputs: dict[str, str] = OUTPUTS) -> Any:
     reader = StackReader(lambda service: clients[service][0])
-    return reader.read(StackResources.from_outputs(OUTPUTS), [ClassShards("GA", 50, 50)])
+    return reader.read(StackResources.from_outputs(outputs), [ClassShards("GA", 50, 50)])
 
 
 def test_the_reader_takes_each_setting_from_its_describe_call(
@@ -127,6 +141,13 @@ def test_the_reader_takes_each_setting_from_its_describe_call(
                 "Status": "ACTIVE",
             },
             "OnDemandThroughput": {"MaxReadRequestUnits": -1, "MaxWriteRequestUnits": 90_000},
+            "GlobalSecondaryIndexes": [
+                {"IndexName": "HoldsByExpiry", "WarmThroughput": {"WriteUnitsPerSecond": 7}},
+                {
+                    "IndexName": "TicketsToIssue",
+                    "WarmThroughput": {"ReadUnitsPerSecond": 12_000, "WriteUnitsPerSecond": 60_000},
+                },
+            ],
         },
         reserved=60,
         stage={
@@ -165,10 +186,33 @@ def test_the_reader_takes_each_setting_from_its_describe_call(
     assert (settings.api_rate_limit, settings.api_burst_limit) == (40_000.0, 80_000.0)
     assert (settings.usage_plan_rate_limit, settings.usage_plan_burst_limit) == (45_000.0, 90_000.0)
     assert (settings.api_account_rate_limit, settings.api_account_burst_limit) == (10_000.0, 5_000.0)
-    # at 40,000/s: the maximum of 90,000 write units is short (40,000 x 4.1937 / 0.8 = 209,684),
-    # -1 reads as no maximum, and the account's API throttle is short
-    short = {f.key for f in assess_stack(settings, 40_000).findings if not f.ok}
-    assert short == {"table_maximum", "table_quota", "api_account_throttle"}
+    # each function's memory, and the TicketsToIssue index's own warm throughput
+    assert (settings.reserve_memory_mb, settings.issuer_memory_mb) == (1769, 512)
+    assert (settings.index_warm_write_units, settings.index_warm_read_units) == (60_000, 12_000)
+    assert settings.event_pollers is None  # standard mode
+    # at 20,000/s (35 containers at 1,769 MB, within 50): the maximum of 90,000 write units holds,
+    # the quota of 40,000 does not (the table needs (20,000 x 2.02 + numbered/s x 2.17) / 0.8),
+    # nor the account's API throttle, nor the issuer at 512 MB
+    short = {f.key for f in assess_stack(settings, 20_000).findings if not f.ok}
+    assert short == {"table_quota", "api_account_throttle", "issue_memory"}
+
+
+def test_provisioned_mode_is_read_as_its_minimum_and_maximum_pollers(
+    clients: dict[str, tuple[Any, Stubber]],
+) -> None:
+    stub_stack(clients, table={}, pollers={"MinimumPollers": 200, "MaximumPollers": 400}, issuer=False)
+
+    settings = read(clients, {k: v for k, v in OUTPUTS.items() if k != "IssueTicketsFunctionName"})
+
+    assert (settings.event_pollers, settings.maximum_pollers, settings.maximum_concurrency) == (
+        200,
+        400,
+        None,
+    )
+    # a stack without the issuer's output: its memory is not read, and not judged
+    assert settings.issuer_memory_mb is None
+    assert "issue_memory" not in {f.key for f in assess_stack(settings, 1_000).findings}
+    assert settings.index_warm_write_units is None
 
 
 def test_a_missing_stage_a_disabled_mapping_and_no_throttle_settings(
@@ -185,6 +229,7 @@ def test_a_missing_stage_a_disabled_mapping_and_no_throttle_settings(
     assert settings.usage_plan_rate_limit is None
     assessment = assess_stack(settings)
     assert not assessment.ready
+    # nothing sells: the disabled mapping and the missing stage (the issuer's memory is not a rate)
     assert {f.key for f in assessment.findings if not f.ok} == {"maximum_concurrency", "api_throttle"}
 
 

@@ -8,6 +8,7 @@ their sources.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import click
@@ -18,6 +19,8 @@ from seat_tools.cli.context import CliContext
 from seat_tools.cli.errors import CommandError, ExitCode
 from seat_tools.cli.output import OutputFormat, output_option, print_json, print_text
 from seat_tools.onsale.plan import (
+    PLANNED_MEMORY_MB,
+    SNS_PUBLISH_QUOTA_DEFAULT,
     Assessment,
     ClassShards,
     SaleInputs,
@@ -81,6 +84,43 @@ def onsale() -> None:
     is_flag=True,
     help="The class has a per-customer limit: each reservation also updates its customer's counter.",
 )
+@click.option(
+    "--duration",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Seconds the sale lasts at RATE, instead of --seats: its cost, with what it sets while it lasts.",
+)
+@click.option(
+    "--memory",
+    "memory_mb",
+    type=click.IntRange(128, 10_240),
+    default=PLANNED_MEMORY_MB,
+    show_default=True,
+    help="The reserve function's memory, MB (ReserveFunctionMemorySize): its share of a vCPU.",
+)
+@click.option(
+    "--issuer-memory",
+    "issuer_memory_mb",
+    type=click.IntRange(128, 10_240),
+    default=PLANNED_MEMORY_MB,
+    show_default=True,
+    help="The ticket issuer's memory, MB (IssueFunctionMemorySize).",
+)
+@click.option(
+    "--sns-publish-quota",
+    type=click.IntRange(min=1),
+    default=SNS_PUBLISH_QUOTA_DEFAULT,
+    show_default=True,
+    help="The account's SNS publish quota in the stack's region, messages a second (us-east-1's"
+    " default; most regions have less).",
+)
+@click.option(
+    "--front-door",
+    type=click.Choice(["api", "queue"]),
+    default="api",
+    show_default=True,
+    help="How requests arrive: through the checkout API (a REST API request and a SendMessage each)"
+    " or sent to the queue by a producer, 10 a call.",
+)
 @output_option
 def plan(
     rate: float,
@@ -88,15 +128,27 @@ def plan(
     seats_per_request: int,
     seat_map: str | None,
     customer_limit: bool,
+    duration: float | None,
+    memory_mb: int,
+    issuer_memory_mb: int,
+    sns_publish_quota: int,
+    front_door: str,
     output: OutputFormat,
 ) -> None:
-    """Print what a sale at RATE reservations per second needs: shards, MaximumConcurrency, the
-    event pollers, the provisioned concurrency, the table's warm throughput, quota and maximum,
-    the API throttles, Lambda's concurrency, the scale-up time and the expected cost, one line
-    each, the value then the rule behind it. With --seat-map, a seat map's best-available sale
+    """Print what a sale at RATE reservations per second needs, one line each, the value then the
+    rule behind it: the reserve function's memory, MaximumConcurrency, shard items, the event
+    pollers (minimum and maximum), the provisioned concurrency, the table's and the TicketsToIssue
+    index's warm throughput, the table's quota and maximum, the SNS publish quota, the API
+    throttles, Lambda's concurrency, the scale-up time, the ticket issuer's memory and series, and
+    the cost per million and (with --seats or --duration) of the sale, pre-warming, pollers and
+    provisioned concurrency included. With --seat-map, a seat map's best-available sale
     (docs/guides/size-a-sale.md).
 
-    Exit status 1 when this design cannot reach the rate (more than 64 shards or 1,000 containers).
+    Then each problem (what stops the design reaching RATE, with the arithmetic) and each warning
+    (what falls behind the sale without stopping it, such as ticket numbering).
+
+    Exit status 1 when this design cannot reach the rate (more than 64 shard items, event pollers
+    past what one mapping has from the first message, more than 1,000 containers).
     """
     try:
         if seat_map is not None:
@@ -110,6 +162,11 @@ def plan(
                 seats_per_request=seats_per_request,
                 customer_limit=customer_limit,
                 mapped=seat_map is not None,
+                duration_s=duration,
+                memory_mb=memory_mb,
+                issuer_memory_mb=issuer_memory_mb,
+                sns_publish_quota=sns_publish_quota,
+                api=front_door == "api",
             )
         )
     except (ValueError, OSError) as exc:
@@ -138,17 +195,24 @@ def _print_plan(result: SalePlan, output: OutputFormat) -> None:
                 "seats_per_request": inputs.seats_per_request,
                 "customer_limit": inputs.customer_limit,
                 "seat_map": inputs.mapped,
+                "duration_s": inputs.duration_s,
+                "memory_mb": inputs.memory_mb,
+                "issuer_memory_mb": inputs.issuer_memory_mb,
+                "sns_publish_quota": inputs.sns_publish_quota,
+                "front_door": "api" if inputs.api else "queue",
                 "items": [
                     {"item": i.key, "label": i.label, "value": i.value, "rule": i.rule} for i in result.items
                 ],
                 "figures": result.values,
                 "problems": list(result.problems),
+                "warnings": list(result.warnings),
             }
         )
         return
     if output is OutputFormat.TEXT:
         print_text({"item": i.key, "value": i.value, "rule": i.rule} for i in result.items)
         print_text({"item": "problem", "value": p, "rule": ""} for p in result.problems)
+        print_text({"item": "warning", "value": w, "rule": ""} for w in result.warnings)
         return
     seats = f", {inputs.seats:,} seats" if inputs.seats is not None else ""
     click.echo(f"On-sale at {_figure(inputs.rate)} reservations/s{seats}:")
@@ -158,6 +222,8 @@ def _print_plan(result: SalePlan, output: OutputFormat) -> None:
         click.echo(f"  {item.label:<{label_width}}  {_figure(item.value):>{value_width}}  {item.rule}")
     for problem in result.problems:
         click.echo(f"cannot: {problem}")
+    for warning in result.warnings:
+        click.echo(f"behind: {warning}")
 
 
 @onsale.command("check")
@@ -176,6 +242,14 @@ def _print_plan(result: SalePlan, output: OutputFormat) -> None:
 @click.option(
     "--rate", type=click.FloatRange(min=1), help=RATE_OPTION_HELP + " [default: the rate the stack supports]."
 )
+@click.option(
+    "--sns-publish-quota",
+    type=click.IntRange(min=1),
+    default=SNS_PUBLISH_QUOTA_DEFAULT,
+    show_default=True,
+    help="The account's SNS publish quota in the stack's region, messages a second (not read from"
+    " AWS: us-east-1's default unless given).",
+)
 @output_option
 @pass_cli
 def check(
@@ -184,15 +258,18 @@ def check(
     event_id: str,
     seat_classes: tuple[str, ...],
     rate: float | None,
+    sns_publish_quota: int,
     output: OutputFormat,
 ) -> None:
     """Read a deployed stack and say what would cap a sale of EVENT at RATE reservations per second.
 
     \b
-    It reads the event source mapping (MaximumConcurrency, BatchSize, state), the function's
-    reserved concurrency and the account's (GetAccountSettings), the table's WarmThroughput,
+    It reads the event source mapping (MaximumConcurrency or its event pollers, BatchSize, state),
+    the functions' memory, the reserve function's reserved concurrency and the account's
+    (GetAccountSettings), the table's and the TicketsToIssue index's WarmThroughput, the table's
     OnDemandThroughput and quotas (DescribeTable, DescribeLimits), each seat class's shard items,
-    and the checkout API's throttles (GetStage, usage plans, GetAccount). One line per finding.
+    and the checkout API's throttles (GetStage, usage plans, GetAccount); the SNS publish quota is
+    --sns-publish-quota. One line per finding.
     Without --rate it prints the rate the stack supports and what caps it.
     Exit status 0 when ready for the rate, 1 when not.
     """
@@ -221,6 +298,7 @@ def check(
         settings = StackReader(obj.client).read(resources, shards)
     except LookupError as exc:
         raise CommandError(f"stack {obj.stack_name!r}: {exc}") from exc
+    settings = replace(settings, sns_publish_quota=sns_publish_quota)
     assessment = assess_stack(settings, rate)
     _print_check(obj.stack_name or "", event_id, assessment, output)
     if not assessment.ready:

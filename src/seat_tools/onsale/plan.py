@@ -2,49 +2,46 @@
 
 Pure arithmetic, no AWS calls: `plan_sale` answers `seats onsale plan`, `assess_stack` answers
 `seats onsale check` from the settings `onsale.stack_reader` reads. Every figure carries its rule;
-docs/guides/size-a-sale.md lists the rules with their sources. The rate is reservations per second at the
-sale's peak, all confirmed (the most write units a reservation costs); the same per-item rules
-give both directions (what a rate needs, what a setting allows), so the plan and the check agree.
+docs/guides/size-a-sale.md lists the rules with their sources. The rate is reservations per
+second at the sale's peak, all confirmed (the most write units a reservation costs), one message
+each; the same rules give both directions (what a rate needs, what a setting allows), so the plan
+and the check agree.
 
 The rules, in short:
 
-- One container confirms about 800 reservations per second on a shard item of its own
-  (docs/explanation/sharding.md: `seats simulate --containers 1 --requests 50000` answers about 830/s). So
-  the event source's `MaximumConcurrency` >= rate / 800, and each seat class needs K >= that many
-  shard items (at most 64, `models.MAX_SHARDS`): with fewer items than containers, containers
-  share items and conflict. A class supports about 800/s per shard item.
-- Write units per confirmed reservation: its record is a transactional put of an item under
-  1 KB (2 units), and the inventory item's update (2 units) is shared by the reservations of one
-  transaction (at most 99, the template's `BatchSize`): 2 + 2/99 = 2.02. A class with a
-  per-customer limit adds the customer's counter, 2 more units in the same transaction. The
-  ticket issuer then numbers it on the same table (docs/guides/tickets.md): the record's update in the
-  numbering transaction (2 units) and its share of its batch of 98 (the counter 2, the ledger
-  entry of about 5 KB 10, clearing it from the outbox 5): 2 + 17/98 = 2.17. So 4.19 in all on
-  the table's write throughput. The TicketsToIssue index's writes (the sale's entry, its removal,
-  the ledger's outbox entry: 2 + 2/98) are billed too but take the index's throughput, not the
-  table's: they are in the cost, not in the warm write units.
-- Read units per refused request after the sell-out: each batch of refusals decides SOLD_OUT from a
-  consistent read of the class: a `GetItem` of shard 0 (1 unit) and, for a sharded class, a
-  `TransactGetItems` of all its K items (2 units each) (docs/explanation/sharding.md); (1 + 2K) / 99 per
-  request. Refused requests write 1 unit each (a `PutItem` of their record).
-- The table serves at once its warm throughput (a new on-demand table: 4,000 write / 12,000 read
-  units per second), at most its per-table quota (40,000 by default) and its `OnDemandThroughput`
-  maximum if one is set. The plan keeps the table at most 80% busy (`TABLE_UTILISATION`, this
-  project's choice: with a table limit of 40,000 write units the simulation confirmed 14,136/s,
-  70% of the limit, docs/explanation/sharding.md), so the needed units are rate x units / 0.8.
-- A seat map (`SaleInputs.mapped`, docs/guides/seat-maps.md): one container confirms about 160
-  best-available requests a second, a take writes its row item and its record (4 units), a
-  refusal reads about 0.25 units, and there are no shard items (the constants below say where
-  each figure was measured).
-- The event source: in standard mode 5 invocations at once, then 300 more a minute; in
-  provisioned mode (`EventPollers`) 10 per poller from the first message
-  (`seat_tools.event_source_scaling`). Each new container first pays a cold start (about 0.5 s),
-  most of it spared when the function's provisioned concurrency (`ProvisionedConcurrency`)
-  initialised it before the sale: as many as the containers.
-- The checkout API's stage throttle >= the rate, its burst >= twice the rate (the template's ratio,
-  1,000 and 2,000); API Gateway's account throttle is 10,000 requests per second per region.
+- The function's time per batch (modelled): the handler's CPU as measured on the real handler
+  (`simulation.measured_cpu`, `scripts/measure_function_cpu.py`) at the share of a vCPU its
+  memory gives (one vCPU at 1,769 MB), plus its transactions' mean latency (published latencies,
+  `bench.ceiling`) and one round of `PublishBatch` calls (the simulation's assumed p90). The plan
+  gives the reserve function 1,769 MB: the handler is mostly CPU and Python uses one vCPU at
+  most, so less memory only makes each batch slower for about the same cost.
+- Containers = rate / (a batch / its time); each seat class needs K >= that many shard items
+  (at most 64): with fewer items than containers, containers share items and conflict.
+- Event pollers (provisioned mode): each delivers at most about 100 messages a second (10
+  `ReceiveMessage` calls of 10: the Lambda developer guide), and runs at most 10 invocations.
+  `MinimumPollers` is at most 200, so a mapping receives at most 20,000 messages a second from
+  the first message; above that AWS adds pollers up to `MaximumPollers` as the backlog grows, at
+  most 1,000 concurrency (100 pollers) a minute (`event_source_scaling`).
+- Write units per confirmed reservation on the table: its record (2) and its share of the
+  inventory update (2 / 99), 2 more with a per-customer limit; the ticket issuer's numbering adds
+  2 + 17/98 per numbered sale, at the rate it numbers. The TicketsToIssue index takes the sale's
+  entry (1) and, as sales are numbered, their removal and the ledger's outbox (1 + 2/98), on its
+  own warm throughput. Read units per refused request after the sell-out: one consistent read of
+  the class per batch, (1 + 2K) / 99.
+- The ticket issuer numbers on at most one vCPU (its memory's share; Python runs one thread of
+  CPU at a time): its measured CPU per sale bounds the numbering rate, about 1,500 a second at
+  1,769 MB; a faster sale's numbers fall behind it.
+- SNS: each answer and each TICKETED outcome is one message against the region's publish quota
+  (30,000 a second in us-east-1 by default).
+- The table, the index and SNS are kept at most 80% busy (`UTILISATION`, this project's choice);
+  the table serves at once its warm throughput, at most its quota and `OnDemandThroughput`.
+- The checkout API's stage throttle >= the rate, its burst >= twice the rate; API Gateway's
+  account throttle is 10,000 requests a second per region by default.
 - Lambda: the function's reserved concurrency, or else the account's unreserved concurrency,
   must hold the containers (the account's default is 1,000 per region).
+- Cost: list prices (`bench.pricing`) for what a million confirmed (or refused) reservations
+  use, and for a sale of a given length what it sets while it lasts: pre-warming, event pollers,
+  provisioned concurrency.
 """
 
 from __future__ import annotations
@@ -56,57 +53,78 @@ from dataclasses import dataclass, field, replace
 from seat_inventory.models import MAX_SHARDS
 from seat_inventory.settings import MAX_ISSUE_SERIES_AT_ONCE
 from seat_tools.bench.ceiling import mean_transaction_latency_s
-from seat_tools.bench.pricing import PRICES, CostBreakdown, cost_per_million
+from seat_tools.bench.pricing import PRICES, CostBreakdown, cost_per_million, pre_warming_usd
+from seat_tools.contention.model import SINGLE_ITEM_MS, Z90
 from seat_tools.event_source_scaling import (
     INITIAL_CONCURRENT_BATCHES,
     INVOCATIONS_PER_EVENT_POLLER,
+    MAX_MAXIMUM_EVENT_POLLERS,
+    MAX_MINIMUM_EVENT_POLLERS,
+    MESSAGES_PER_EVENT_POLLER_S,
     MIN_EVENT_POLLERS,
+    POLLER_CONCURRENCY_PER_MINUTE,
     SCALE_UP_PER_MINUTE,
-    event_pollers_for,
+    event_poller_billed_s,
+    poller_ramp_seconds,
+    provisioned_concurrency_billed_s,
     scale_up_seconds,
 )
+from seat_tools.simulation.measured_cpu import (
+    ISSUER_PER_BATCH_MS,
+    ISSUER_PER_TICKET_MS,
+    LAMBDA_MB_PER_VCPU,
+    RESERVE_CPU,
+    vcpu_share,
+)
+from seat_tools.simulation.run import DEFAULT_PUBLISH_MS
 
-RESERVATIONS_PER_CONTAINER_S = 800
-# A mapped class (docs/guides/seat-maps.md): one container confirms about 160 best-available requests a
-# second (`seats simulate --seat-map examples/seat_maps/stadium.json --containers 10
-# --containers-at-once --seats-per-request 8 --requests 5000 --warm-write-units-per-s 40000`:
-# 1,642/s on 10 containers, seed 1, at fde0cd3; 1,192/s before its whole-class reads 16 at a time;
-# 1,709/s once a take fills its slice's gaps, the lower 160 kept); a take writes its row item and
-# its record (4 units), and a request refused after the sell-out reads about 0.25 units (the
-# stadium's 1,000,000-request run, `seats simulate --seat-map examples/seat_maps/stadium.json
-# --containers 64 --seats-per-request 8 --warm-write-units-per-s 40000 --requests 1000000 --output
-# json` at bd59751: 242,296 read units for 984,403 refusals; 0.56 at e422598, before the sale's end
-# read the whole class rather than its free row items).
-RESERVATIONS_PER_MAPPED_CONTAINER_S = 160
+# A mapped class (docs/guides/seat-maps.md): one container confirms about 160 best-available
+# requests a second in `seats simulate` (`--seat-map examples/seat_maps/stadium.json --containers
+# 10 --containers-at-once --seats-per-request 8 --requests 5000 --warm-write-units-per-s 40000`:
+# 1,642/s on 10 containers), whose handler CPU was then an assumed 5 ms + 0.05 ms a message; the
+# plan adds the measured CPU to that time. A take writes its row item and its record (4 units), and
+# a request refused after the sell-out reads about 0.25 units (the stadium's 1,000,000-request run,
+# `--containers 64 --seats-per-request 8 --warm-write-units-per-s 40000 --output json`: 242,296
+# read units for 984,403 refusals).
+SIMULATED_MAPPED_PER_CONTAINER_S = 160
 MAPPED_TAKE_WRITE_UNITS = 4.0
 MAPPED_READ_UNITS_PER_REFUSAL = 0.25
 MAX_RESERVATIONS_PER_TRANSACTION = 99  # the inventory update and at most 99 records in 100 actions
+# With a per-customer limit each reservation also updates its customer's counter: 49 per
+# transaction (98 actions and the inventory update).
+MAX_LIMITED_RESERVATIONS_PER_TRANSACTION = 49
 TEMPLATE_BATCH_SIZE = 99  # template.yaml's BatchSize default
-TEMPLATE_MEMORY_MB = 512  # template.yaml's Globals.Function.MemorySize
+TEMPLATE_MEMORY_MB = 512  # template.yaml's ReserveFunctionMemorySize and IssueFunctionMemorySize
+# One vCPU: the handlers are mostly CPU and Python runs one thread of CPU at a time.
+PLANNED_MEMORY_MB = LAMBDA_MB_PER_VCPU
 RECORD_WRITE_UNITS = 2.0  # a transactional put of an item under 1 KB
 INVENTORY_WRITE_UNITS = 2.0  # the inventory item's update in the transaction
 COUNTER_WRITE_UNITS = 2.0  # a per-customer counter's update in the transaction
 REJECTION_WRITE_UNITS = 1.0  # a refused request's record: one conditional PutItem
-# The ticket issuer's writes per numbered reservation (docs/guides/tickets.md, "Cost"): on the table, the
+# The ticket issuer's writes per numbered sale (docs/guides/tickets.md, "Cost"): on the table, the
 # record's update in the numbering transaction and its share of the batch's counter (2), ledger
-# entry (about 5 KB: 10) and outbox clearing (5); on the TicketsToIssue index, the sale's entry,
-# its removal and the share of the ledger's outbox entry in and out.
+# entry (about 5 KB: 10) and outbox clearing (5); on the TicketsToIssue index, the sale's entry
+# when sold (1), and when numbered its removal (1) and its share of the ledger's outbox entry in
+# and out (2 / 98).
 TICKET_BATCH = 98
 TICKET_RECORD_WRITE_UNITS = 2.0
 TICKET_BATCH_WRITE_UNITS = 17.0
-TICKET_INDEX_WRITE_UNITS = 2.0 + 2.0 / TICKET_BATCH
-# One ticket series numbers about 820 sales a second as the issuer runs (`seats simulate`,
-# docs/guides/tickets.md); a plan counts 600, leaving about a quarter spare.
-SERIES_NUMBERED_PER_S = 820
+INDEX_SALE_WRITE_UNITS = 1.0
+INDEX_NUMBERED_WRITE_UNITS = 1.0 + 2.0 / TICKET_BATCH
+TICKET_INDEX_WRITE_UNITS = INDEX_SALE_WRITE_UNITS + INDEX_NUMBERED_WRITE_UNITS
+# The plan's ticket series: one per 600 sales a second (the issuer pipelines each series' batches;
+# about 820 a second each in `seats simulate`), at most what the issuer numbers at once.
 SERIES_PLANNED_PER_S = 600
 SHARD0_READ_UNITS = 1.0  # strongly consistent GetItem of shard 0
 TRANSACT_READ_UNITS_PER_ITEM = 2.0  # TransactGetItems: 2 units per item under 4 KB
 NEW_TABLE_WARM_WRITE = 4_000
 NEW_TABLE_WARM_READ = 12_000
+NEW_INDEX_WARM_WRITE = 4_000
+NEW_INDEX_WARM_READ = 12_000
 PARTITION_WRITE_UNITS = 1_000
 PARTITION_READ_UNITS = 3_000
 TABLE_QUOTA_DEFAULT = 40_000
-TABLE_UTILISATION = 0.8
+UTILISATION = 0.8
 MAPPING_MIN_CONCURRENCY = 2
 MAPPING_MAX_CONCURRENCY = 1_000
 LAMBDA_ACCOUNT_CONCURRENCY_DEFAULT = 1_000
@@ -114,8 +132,12 @@ UNRESERVED_CONCURRENCY_MINIMUM = 100
 API_ACCOUNT_RATE_DEFAULT = 10_000
 API_ACCOUNT_BURST_DEFAULT = 5_000
 API_BURST_PER_RATE = 2
+SNS_PUBLISH_QUOTA_DEFAULT = 30_000  # messages a second, us-east-1's default (most regions: less)
 SQS_BATCH = 10  # SendMessageBatch, ReceiveMessage and DeleteMessageBatch carry up to 10 messages
 SNS_BATCH = 10  # PublishBatch carries up to 10 outcomes
+# Refusals after the sell-out are written one conditional PutItem each, this many at once
+# (seat_inventory.dal.reservations.MAX_CONCURRENT_PUTS).
+CONCURRENT_REJECTION_PUTS = 16
 
 
 def _n(value: float) -> str:
@@ -127,43 +149,170 @@ def _n(value: float) -> str:
     return f"{value:,.0f}"
 
 
-# ------------------------------------------------------------------ the rules, both directions
+def _round_up(value: float, step: int) -> int:
+    return int(math.ceil(value / step - 1e-9) * step)
 
 
-def per_container_s(*, mapped: bool = False) -> float:
-    """Reservations one container confirms a second: on a shard item of its own, or on a seat map."""
-    return RESERVATIONS_PER_MAPPED_CONTAINER_S if mapped else RESERVATIONS_PER_CONTAINER_S
+def _mean_lognormal_s(p50_ms: float, p90_ms: float) -> float:
+    sigma = math.log(p90_ms / p50_ms) / Z90
+    return p50_ms * math.exp(sigma**2 / 2) / 1000
 
 
-def containers_needed(rate: float, *, mapped: bool = False) -> int:
-    """Concurrent containers that confirm `rate` reservations per second."""
-    return max(1, math.ceil(rate / per_container_s(mapped=mapped) - 1e-9))
+# ------------------------------------------------------------------ the function's time per batch
+
+PUBLISH_ROUND_S = DEFAULT_PUBLISH_MS[1] / 1000  # a batch's PublishBatch calls at once: their slowest
 
 
-def rate_for_containers(containers: int, *, mapped: bool = False) -> float:
-    return containers * per_container_s(mapped=mapped)
+def handler_kind(*, customer_limit: bool = False, mapped: bool = False) -> str:
+    """Which measured kind of batch (`measured_cpu.RESERVE_CPU`) a sale's batches are."""
+    return "mapped" if mapped else "limit" if customer_limit else "reserve"
 
 
-def reservations_per_transaction(batch_size: int) -> int:
-    return max(1, min(batch_size, MAX_RESERVATIONS_PER_TRANSACTION))
+def reservations_per_transaction(batch_size: int, *, customer_limit: bool = False) -> int:
+    most = MAX_LIMITED_RESERVATIONS_PER_TRANSACTION if customer_limit else MAX_RESERVATIONS_PER_TRANSACTION
+    return max(1, min(batch_size, most))
+
+
+def batch_seconds(
+    batch_size: int = TEMPLATE_BATCH_SIZE,
+    memory_mb: int = PLANNED_MEMORY_MB,
+    *,
+    customer_limit: bool = False,
+    mapped: bool = False,
+) -> float:
+    """Seconds one container spends on a full batch of confirmed reservations (modelled): the
+    handler's measured CPU at the memory's share of a vCPU, its transactions' mean latency one
+    after the other, and one round of PublishBatch calls. A mapped batch: the simulated time per
+    request (which left the CPU out) plus the measured CPU."""
+    cpu_s = RESERVE_CPU[handler_kind(customer_limit=customer_limit, mapped=mapped)].ms(batch_size) / 1000
+    cpu_s /= vcpu_share(memory_mb)
+    if mapped:
+        return batch_size / SIMULATED_MAPPED_PER_CONTAINER_S + cpu_s
+    per_transaction = reservations_per_transaction(batch_size, customer_limit=customer_limit)
+    actions = per_transaction * (2 if customer_limit else 1) + 1
+    transactions = math.ceil(batch_size / per_transaction)
+    return cpu_s + transactions * mean_transaction_latency_s(actions) + PUBLISH_ROUND_S
+
+
+def refusal_batch_seconds(
+    shard_items: int, batch_size: int = TEMPLATE_BATCH_SIZE, memory_mb: int = PLANNED_MEMORY_MB
+) -> float:
+    """Seconds a container spends on a batch refused after the sell-out: the measured CPU, the
+    class's consistent read, the records' PutItems 16 at a time, and the publications."""
+    cpu_s = RESERVE_CPU["sold-out"].ms(batch_size) / 1000 / vcpu_share(memory_mb)
+    put_s = _mean_lognormal_s(*SINGLE_ITEM_MS)
+    read_s = put_s + (mean_transaction_latency_s(shard_items) if shard_items > 1 else 0.0)
+    return cpu_s + read_s + math.ceil(batch_size / CONCURRENT_REJECTION_PUTS) * put_s + PUBLISH_ROUND_S
+
+
+def per_container_s(
+    batch_size: int = TEMPLATE_BATCH_SIZE,
+    memory_mb: int = PLANNED_MEMORY_MB,
+    *,
+    customer_limit: bool = False,
+    mapped: bool = False,
+) -> float:
+    """Reservations one busy container confirms a second: a batch over its time."""
+    return batch_size / batch_seconds(batch_size, memory_mb, customer_limit=customer_limit, mapped=mapped)
+
+
+@dataclass(frozen=True)
+class Handler:
+    """What the containers' rate rests on: the batch, the memory and the kind of batch."""
+
+    batch_size: int = TEMPLATE_BATCH_SIZE
+    memory_mb: int = PLANNED_MEMORY_MB
+    customer_limit: bool = False
+    mapped: bool = False
+
+    @property
+    def per_container_s(self) -> float:
+        return per_container_s(
+            self.batch_size, self.memory_mb, customer_limit=self.customer_limit, mapped=self.mapped
+        )
+
+    def containers(self, rate: float) -> int:
+        """Concurrent containers that confirm `rate` reservations a second."""
+        return max(1, math.ceil(rate / self.per_container_s - 1e-9))
+
+    def rate_for(self, containers: int) -> float:
+        return containers * self.per_container_s
+
+    def describe(self) -> str:
+        kind = handler_kind(customer_limit=self.customer_limit, mapped=self.mapped)
+        cpu = RESERVE_CPU[kind]
+        share = vcpu_share(self.memory_mb)
+        seconds = batch_seconds(
+            self.batch_size, self.memory_mb, customer_limit=self.customer_limit, mapped=self.mapped
+        )
+        return (
+            f"a batch of {self.batch_size} takes about {seconds:.2f} s"
+            f" at {self.memory_mb:,} MB ({share:.2f} vCPU): {cpu.ms(self.batch_size):.0f} ms of"
+            f" measured CPU ({cpu.invocation_ms:.1f} ms + {cpu.per_message_ms:.2f} ms a message,"
+            f" '{kind}') / {share:.2f}, "
+            + (
+                f"{1000 / SIMULATED_MAPPED_PER_CONTAINER_S:.2f} ms a request simulated on the map"
+                if self.mapped
+                else "its transactions' mean latency and a PublishBatch round"
+            )
+            + f": about {_n(self.per_container_s)}/s a container"
+        )
+
+
+# ------------------------------------------------------------------ loads on the table, index, SNS
+
+
+@dataclass(frozen=True)
+class Load:
+    """Units a second a sale at `rate` needs of one throughput: `per_sale` per reservation and
+    `per_numbered` per sale the issuer numbers (at most `numbering` a second), kept at most
+    `UTILISATION` busy. Both directions: `units(rate)` and `rate_for(units)`."""
+
+    per_sale: float
+    per_numbered: float = 0.0
+    numbering: float = math.inf
+
+    def units(self, rate: float) -> float:
+        return (rate * self.per_sale + min(rate, self.numbering) * self.per_numbered) / UTILISATION
+
+    def rate_for(self, units: float) -> float:
+        budget = units * UTILISATION
+        if self.per_sale + self.per_numbered <= 0:
+            return math.inf
+        if self.numbering == math.inf or budget <= (self.per_sale + self.per_numbered) * self.numbering:
+            return budget / (self.per_sale + self.per_numbered)
+        if self.per_sale <= 0:
+            return math.inf
+        return (budget - self.per_numbered * self.numbering) / self.per_sale
+
+
+def sale_write_units(
+    batch_size: int = TEMPLATE_BATCH_SIZE, *, customer_limit: bool = False, mapped: bool = False
+) -> float:
+    """Table write units one confirmed reservation costs the sale: its record, its share of the
+    inventory item's update (a mapped class: its row item and record), its customer's counter."""
+    if mapped:
+        per = MAPPED_TAKE_WRITE_UNITS
+    else:
+        per = RECORD_WRITE_UNITS + INVENTORY_WRITE_UNITS / reservations_per_transaction(
+            batch_size, customer_limit=customer_limit
+        )
+    return per + (COUNTER_WRITE_UNITS if customer_limit else 0.0)
+
+
+def ticket_write_units_per_reservation() -> float:
+    """The ticket issuer's table write units per numbered sale: 2 + 17/98 = 2.17."""
+    return TICKET_RECORD_WRITE_UNITS + TICKET_BATCH_WRITE_UNITS / TICKET_BATCH
 
 
 def write_units_per_reservation(
     batch_size: int = TEMPLATE_BATCH_SIZE, *, customer_limit: bool = False, mapped: bool = False
 ) -> float:
-    """Write units one confirmed reservation costs the table: its record, its share of the
-    inventory item's update (a mapped class: its row item's), its customer's counter when the
-    class has a limit, and the ticket issuer's numbering of it (`ticket_write_units_per_reservation`)."""
-    if mapped:
-        per = MAPPED_TAKE_WRITE_UNITS
-    else:
-        per = RECORD_WRITE_UNITS + INVENTORY_WRITE_UNITS / reservations_per_transaction(batch_size)
-    return per + (COUNTER_WRITE_UNITS if customer_limit else 0.0) + ticket_write_units_per_reservation()
-
-
-def ticket_write_units_per_reservation() -> float:
-    """The ticket issuer's table write units per numbered reservation: 2 + 17/98 = 2.17."""
-    return TICKET_RECORD_WRITE_UNITS + TICKET_BATCH_WRITE_UNITS / TICKET_BATCH
+    """Table write units a confirmed reservation costs once numbered: the sale's and the issuer's."""
+    return (
+        sale_write_units(batch_size, customer_limit=customer_limit, mapped=mapped)
+        + ticket_write_units_per_reservation()
+    )
 
 
 def read_units_per_refusal(
@@ -177,82 +326,200 @@ def read_units_per_refusal(
     return per_batch / max(1, batch_size)
 
 
-def units_needed(rate: float, units_per_request: float) -> float:
-    """Units per second the table must serve for `rate`, at most TABLE_UTILISATION busy."""
-    return rate * units_per_request / TABLE_UTILISATION
+def table_write_load(
+    numbering: float,
+    batch_size: int = TEMPLATE_BATCH_SIZE,
+    *,
+    customer_limit: bool = False,
+    mapped: bool = False,
+) -> Load:
+    return Load(
+        sale_write_units(batch_size, customer_limit=customer_limit, mapped=mapped),
+        ticket_write_units_per_reservation(),
+        numbering,
+    )
 
 
-def rate_for_units(units_per_s: float, units_per_request: float) -> float:
-    return units_per_s * TABLE_UTILISATION / units_per_request if units_per_request > 0 else math.inf
+def index_write_load(numbering: float) -> Load:
+    return Load(INDEX_SALE_WRITE_UNITS, INDEX_NUMBERED_WRITE_UNITS, numbering)
+
+
+def sns_load(numbering: float) -> Load:
+    """Messages a second: each answer, and each TICKETED outcome as sales are numbered."""
+    return Load(1.0, 1.0, numbering)
 
 
 def rate_for_api(rate_limit: float, burst_limit: float) -> float:
     return min(rate_limit, burst_limit / API_BURST_PER_RATE)
 
 
-def item_transaction_ceiling(batch_size: int = TEMPLATE_BATCH_SIZE) -> float:
-    """Reservations per second one shard item can commit, one transaction at a time: full
-    transactions over their mean modelled latency (`bench.ceiling`, published latencies
-    extrapolated past 25 items)."""
-    per = reservations_per_transaction(batch_size)
-    return per / mean_transaction_latency_s(per + 1)
+# ------------------------------------------------------------------ the ticket issuer
 
 
-def _round_up(value: float, step: int) -> int:
-    return int(math.ceil(value / step - 1e-9) * step)
+def issuer_ms_per_sale() -> float:
+    """CPU milliseconds of one core the issuer spends per numbered sale (measured with one-seat
+    sales): its ticket and its share of a batch of 98 (the round's fixed CPU is spread over up to
+    100,000 sales a round)."""
+    return ISSUER_PER_TICKET_MS + ISSUER_PER_BATCH_MS / TICKET_BATCH
+
+
+def numbering_rate(issuer_memory_mb: int) -> float:
+    """Sales the ticket issuer numbers a second at most: its vCPU share over its CPU per sale."""
+    return vcpu_share(issuer_memory_mb) * 1000 / issuer_ms_per_sale()
+
+
+# ------------------------------------------------------------------ event pollers
+
+
+@dataclass(frozen=True)
+class Pollers:
+    """The event pollers a message rate needs: `needed` in all; `minimum` of them ready before the
+    first message (at most 200), `maximum` (0: the minimum) the event source may scale up to, and
+    the seconds of backlog before it runs them all."""
+
+    needed: int
+    minimum: int
+    maximum: int
+    ramp_s: float
+
+    @classmethod
+    def for_rate(cls, messages_per_s: float, containers: int) -> Pollers:
+        needed = max(
+            MIN_EVENT_POLLERS,
+            math.ceil(messages_per_s / MESSAGES_PER_EVENT_POLLER_S - 1e-9),
+            math.ceil(containers / INVOCATIONS_PER_EVENT_POLLER - 1e-9),
+        )
+        minimum = min(needed, MAX_MINIMUM_EVENT_POLLERS)
+        maximum = min(needed, MAX_MAXIMUM_EVENT_POLLERS) if needed > minimum else 0
+        return cls(needed, minimum, maximum, poller_ramp_seconds(minimum, maximum or minimum))
+
+    @property
+    def first_rate(self) -> float:
+        """Messages a second they receive from the first message."""
+        return self.minimum * MESSAGES_PER_EVENT_POLLER_S
+
+    @property
+    def most(self) -> int:
+        return self.maximum or self.minimum
+
+
+def pollers_rate(pollers: int) -> float:
+    return pollers * MESSAGES_PER_EVENT_POLLER_S
+
+
+def messages_by(pollers: Pollers, seconds: float) -> float:
+    """Messages the pollers receive in the first `seconds` of a backlog: the minimum's rate, then
+    one more poller every 60 / (1,000 / 10) s after the ramp's detection, up to the most."""
+    added_every = 60.0 * INVOCATIONS_PER_EVENT_POLLER / POLLER_CONCURRENCY_PER_MINUTE
+    detection = pollers.ramp_s - (pollers.most - pollers.minimum) * added_every if pollers.maximum else 0.0
+    total = pollers.first_rate * seconds
+    growing = max(0.0, min(seconds, pollers.ramp_s) - detection)
+    # pollers added linearly over `growing` seconds, then all of them to `seconds`
+    total += MESSAGES_PER_EVENT_POLLER_S * growing**2 / (2 * added_every)
+    if seconds > pollers.ramp_s and pollers.maximum:
+        total += (pollers.most - pollers.minimum) * MESSAGES_PER_EVENT_POLLER_S * (seconds - pollers.ramp_s)
+    return total
+
+
+def seconds_to_receive(pollers: Pollers, messages: float) -> float:
+    """Seconds the pollers take to receive `messages` waiting from the start (bisection)."""
+    low, high = 0.0, max(1.0, messages / pollers.first_rate)
+    for _ in range(60):
+        mid = (low + high) / 2
+        low, high = (mid, high) if messages_by(pollers, mid) < messages else (low, mid)
+    return high
 
 
 # ------------------------------------------------------------------ cost
 
 
+@dataclass(frozen=True)
+class FrontDoor:
+    """How requests reach the queue: through the checkout API (a REST API request and one
+    `SendMessage` each), or sent by a producer in batches of 10 (`SendMessageBatch`)."""
+
+    api: bool = True
+
+    @property
+    def send_requests(self) -> float:
+        return 1.0 if self.api else 1.0 / SQS_BATCH
+
+
 def cost_per_million_confirmed(
-    batch_size: int = TEMPLATE_BATCH_SIZE,
-    memory_mb: int = TEMPLATE_MEMORY_MB,
+    handler: Handler = Handler(),
     *,
-    customer_limit: bool = False,
-    mapped: bool = False,
+    issuer_memory_mb: int = PLANNED_MEMORY_MB,
+    front_door: FrontDoor = FrontDoor(),
 ) -> CostBreakdown:
-    """US dollars per million confirmed reservations (pricing.py's list prices): write units
-    as above plus the TicketsToIssue index's (TICKET_INDEX_WRITE_UNITS); SQS: a send, a receive
-    and a delete per 10 messages; SNS: one PublishBatch per 10 outcomes, CONFIRMED and TICKETED;
-    Lambda: one invocation per batch and 1/800 s (mapped: 1/120 s) of a container per reservation.
-    Leaves out read units before the sell-out (shard surveys: about 0.01 per reservation in
-    `seats simulate`), cancelled transactions, API Gateway and the pre-warming charge."""
+    """US dollars per million confirmed reservations, numbered (pricing.py's list prices):
+    DynamoDB's table and index writes; SQS: the send, and a receive and a delete per 10; SNS: one
+    PublishBatch per 10 outcomes, CONFIRMED and TICKETED; Lambda: an invocation per batch, each
+    batch's time at the function's memory and the issuer's CPU at its own; the API's requests."""
     million = 1_000_000
+    write_units = write_units_per_reservation(
+        handler.batch_size, customer_limit=handler.customer_limit, mapped=handler.mapped
+    )
+    batch_s = batch_seconds(
+        handler.batch_size, handler.memory_mb, customer_limit=handler.customer_limit, mapped=handler.mapped
+    )
+    issuer_s = issuer_ms_per_sale() / 1000 / vcpu_share(issuer_memory_mb)
     return cost_per_million(
-        write_units=million
-        * (
-            write_units_per_reservation(batch_size, customer_limit=customer_limit, mapped=mapped)
-            + TICKET_INDEX_WRITE_UNITS
-        ),
+        write_units=million * (write_units + TICKET_INDEX_WRITE_UNITS),
         read_units=0.0,
-        sqs_requests=round(million * 3 / SQS_BATCH),
+        sqs_requests=round(million * (front_door.send_requests + 2 / SQS_BATCH)),
         sns_requests=round(2 * million / SNS_BATCH),
-        invocations=round(million / max(1, batch_size)),
-        gb_seconds=million * (memory_mb / 1024) / per_container_s(mapped=mapped),
+        invocations=round(million / max(1, handler.batch_size)),
+        gb_seconds=million
+        * (batch_s / handler.batch_size * handler.memory_mb / 1024 + issuer_s * issuer_memory_mb / 1024),
         reservations=million,
+        api_requests=million if front_door.api else 0,
     )
 
 
 def cost_per_million_refused(
     shard_items: int,
-    batch_size: int = TEMPLATE_BATCH_SIZE,
-    memory_mb: int = TEMPLATE_MEMORY_MB,
+    handler: Handler = Handler(),
     *,
-    mapped: bool = False,
+    front_door: FrontDoor = FrontDoor(),
 ) -> CostBreakdown:
     """US dollars per million requests refused after the sell-out: a 1-unit record each and the
-    batch's consistent read of the class; SQS, SNS and Lambda as for a confirmed one."""
+    batch's consistent read of the class; SQS, SNS (one outcome each), Lambda and the API."""
     million = 1_000_000
+    if handler.mapped:
+        batch_s = batch_seconds(handler.batch_size, handler.memory_mb, mapped=True)
+    else:
+        batch_s = refusal_batch_seconds(shard_items, handler.batch_size, handler.memory_mb)
     return cost_per_million(
         write_units=million * REJECTION_WRITE_UNITS,
-        read_units=million * read_units_per_refusal(shard_items, batch_size, mapped=mapped),
-        sqs_requests=round(million * 3 / SQS_BATCH),
+        read_units=million * read_units_per_refusal(shard_items, handler.batch_size, mapped=handler.mapped),
+        sqs_requests=round(million * (front_door.send_requests + 2 / SQS_BATCH)),
         sns_requests=round(million / SNS_BATCH),
-        invocations=round(million / max(1, batch_size)),
-        gb_seconds=million * (memory_mb / 1024) / per_container_s(mapped=mapped),
+        invocations=round(million / max(1, handler.batch_size)),
+        gb_seconds=million * batch_s / handler.batch_size * handler.memory_mb / 1024,
         reservations=million,
+        api_requests=million if front_door.api else 0,
     )
+
+
+@dataclass(frozen=True)
+class SaleCosts:
+    """What a sale of `reservations` at the rate costs (US dollars): per reservation, and what it
+    sets for as long as it lasts."""
+
+    reservations: int
+    sale_s: float
+    variable: float
+    pre_warming: float
+    event_pollers: float
+    provisioned_concurrency: float
+
+    @property
+    def total(self) -> float:
+        return self.variable + self.pre_warming + self.event_pollers + self.provisioned_concurrency
+
+    @property
+    def per_million(self) -> float:
+        return self.total / max(1, self.reservations) * 1e6
 
 
 # ------------------------------------------------------------------ the plan
@@ -261,23 +528,47 @@ def cost_per_million_refused(
 @dataclass(frozen=True)
 class SaleInputs:
     """What `seats onsale plan` is asked: the peak rate (reservations per second), and optionally
-    the seats on sale and how many each reservation takes."""
+    the seats on sale (or the sale's length) and how many each reservation takes."""
 
     rate: float
     seats: int | None = None
     seats_per_request: int = 1
     customer_limit: bool = False
     batch_size: int = TEMPLATE_BATCH_SIZE
-    memory_mb: int = TEMPLATE_MEMORY_MB
+    memory_mb: int = PLANNED_MEMORY_MB
+    issuer_memory_mb: int = PLANNED_MEMORY_MB
     mapped: bool = False  # the seats are on a seat map (docs/guides/seat-maps.md): no shard items
+    duration_s: float | None = None  # the sale's length at the rate, when `seats` is not given
+    sns_publish_quota: int = SNS_PUBLISH_QUOTA_DEFAULT
+    api: bool = True  # requests come through the checkout API
 
     def __post_init__(self) -> None:
         if not self.rate > 0:
             raise ValueError("the rate must be above 0 reservations per second")
         if self.seats is not None and self.seats < 1:
             raise ValueError("the seats must be at least 1")
-        if self.seats_per_request < 1 or self.batch_size < 1 or self.memory_mb < 1:
-            raise ValueError("seats per request, batch size and memory must be at least 1")
+        if self.seats_per_request < 1 or self.batch_size < 1:
+            raise ValueError("seats per request and batch size must be at least 1")
+        if not 128 <= self.memory_mb <= 10_240 or not 128 <= self.issuer_memory_mb <= 10_240:
+            raise ValueError("the functions' memory must be 128 to 10,240 MB")
+        if self.duration_s is not None and not self.duration_s > 0:
+            raise ValueError("the sale's duration must be above 0 seconds")
+        if self.seats is not None and self.duration_s is not None:
+            raise ValueError("give the seats or the duration, not both")
+        if self.sns_publish_quota < 1:
+            raise ValueError("the SNS publish quota must be at least 1 message a second")
+
+    @property
+    def handler(self) -> Handler:
+        return Handler(self.batch_size, self.memory_mb, self.customer_limit, self.mapped)
+
+    @property
+    def reservations(self) -> int | None:
+        if self.seats is not None:
+            return math.ceil(self.seats / self.seats_per_request)
+        if self.duration_s is not None:
+            return math.ceil(self.rate * self.duration_s)
+        return None
 
 
 @dataclass(frozen=True)
@@ -294,7 +585,8 @@ class PlanItem:
 class SalePlan:
     inputs: SaleInputs
     items: tuple[PlanItem, ...]
-    problems: tuple[str, ...] = ()  # what this design cannot give at this rate
+    problems: tuple[str, ...] = ()  # what stops this design reaching the rate
+    warnings: tuple[str, ...] = ()  # what falls behind the sale without stopping it
     values: dict[str, float] = field(default_factory=dict)  # the figures, for programs
 
     def item(self, key: str) -> PlanItem:
@@ -306,21 +598,25 @@ def _shard_items(inputs: SaleInputs, containers: int, problems: list[str]) -> tu
     if inputs.mapped:
         return 0, (
             "none: a mapped class takes seats on its row items (a row, or 40 seats of one), and"
-            ' containers spread over its sections and rows (docs/guides/seat-maps.md, "At scale")'
+            " containers spread over its sections and rows (docs/guides/seat-maps.md)"
         )
+    handler = inputs.handler
     batch = inputs.batch_size
     shards = min(MAX_SHARDS, containers)
+    per_item = reservations_per_transaction(batch) / mean_transaction_latency_s(
+        reservations_per_transaction(batch) + 1
+    )
     shard_rule = (
         f"seats event create/reshard --shards K: K >= the containers that sell the class at once"
         f" ({containers:,}), at most {MAX_SHARDS}; with fewer items than containers they share"
-        f" items and conflict (docs/explanation/sharding.md); an item commits one transaction at a time, at"
-        f" most about {_n(item_transaction_ceiling(batch))} reservations/s (bench/ceiling.py)"
+        f" items and conflict (docs/explanation/sharding.md); an item commits one transaction at a"
+        f" time, at most about {_n(per_item)} reservations/s (bench/ceiling.py)"
     )
     if containers > MAX_SHARDS:
         problems.append(
             f"{containers:,} containers on one seat class: a class has at most {MAX_SHARDS} shard"
-            f" items, about {_n(rate_for_containers(MAX_SHARDS))}/s (measured: 43,288/s at 64"
-            " containers on 64 items, docs/explanation/sharding.md); spread the demand over several classes"
+            f" items, {MAX_SHARDS} x {_n(handler.per_container_s)}/s = about"
+            f" {_n(handler.rate_for(MAX_SHARDS))}/s; spread the demand over several classes"
         )
     if inputs.seats is not None:
         per_shard = batch * inputs.seats_per_request
@@ -336,109 +632,205 @@ def _shard_items(inputs: SaleInputs, containers: int, problems: list[str]) -> tu
                 problems.append(
                     f"{inputs.seats:,} seats make {by_seats} shard item(s) of a full batch, fewer"
                     f" than the {containers:,} containers: the class supports about"
-                    f" {_n(rate_for_containers(by_seats))}/s"
+                    f" {_n(handler.rate_for(by_seats))}/s"
                 )
-
     return shards, shard_rule
+
+
+def _poller_problems(inputs: SaleInputs, pollers: Pollers, problems: list[str]) -> str:
+    """What the pollers cannot give at the rate (to `problems`), and the rule's tail."""
+    rate = inputs.rate
+    if pollers.needed <= MAX_MINIMUM_EVENT_POLLERS:
+        return ""
+    queues = math.ceil(pollers.needed / MAX_MINIMUM_EVENT_POLLERS)
+    per_minute = POLLER_CONCURRENCY_PER_MINUTE // INVOCATIONS_PER_EVENT_POLLER
+    reached = (
+        f"the rate is reached {pollers.ramp_s:.0f} s into a backlog (AWS adds at most"
+        f" {POLLER_CONCURRENCY_PER_MINUTE:,} concurrency, {per_minute} pollers, a minute)"
+    )
+    if pollers.needed > MAX_MAXIMUM_EVENT_POLLERS:
+        reached = (
+            f"a mapping scales to at most {MAX_MAXIMUM_EVENT_POLLERS:,} pollers,"
+            f" {_n(pollers_rate(MAX_MAXIMUM_EVENT_POLLERS))} messages/s"
+        )
+    burst = ""
+    if inputs.reservations is not None:
+        seconds = seconds_to_receive(pollers, inputs.reservations)
+        burst = (
+            f"; {inputs.reservations:,} requests waiting at once are received in about"
+            f" {seconds:.0f} s, {_n(inputs.reservations / seconds)}/s"
+        )
+    problems.append(
+        f"{_n(rate)} messages/s need {pollers.needed:,} event pollers (each receives at most"
+        f" {_n(MESSAGES_PER_EVENT_POLLER_S)} a second: {MESSAGES_PER_EVENT_POLLER_S / 10:.0f}"
+        f" ReceiveMessage calls of 10); one mapping has at most {MAX_MINIMUM_EVENT_POLLERS} ready"
+        f" from the first message (MinimumPollers), {_n(pollers.first_rate)} messages/s, and"
+        f" {reached}{burst}."
+        f" The rate from the first message needs {queues} queues, each with its own mapping of"
+        f" {MAX_MINIMUM_EVENT_POLLERS} pollers, which this stack does not have"
+    )
+    return f"; only {MAX_MINIMUM_EVENT_POLLERS} ready at first: {reached}"
 
 
 def plan_sale(inputs: SaleInputs) -> SalePlan:
     """What a sale at `inputs.rate` needs, item by item, each with its rule."""
     rate, batch, mapped = inputs.rate, inputs.batch_size, inputs.mapped
-    containers = containers_needed(rate, mapped=mapped)
+    handler = inputs.handler
+    containers = handler.containers(rate)
     mapping = max(MAPPING_MIN_CONCURRENCY, containers)
     problems: list[str] = []
+    warnings: list[str] = []
     if containers > MAPPING_MAX_CONCURRENCY:
         problems.append(
             f"{containers:,} containers: one event source mapping runs at most"
-            f" {MAPPING_MAX_CONCURRENCY:,} batches at once"
-            f" (about {_n(rate_for_containers(MAPPING_MAX_CONCURRENCY, mapped=mapped))}/s)"
+            f" {MAPPING_MAX_CONCURRENCY:,} batches at once in standard mode"
+            f" (about {_n(handler.rate_for(MAPPING_MAX_CONCURRENCY))}/s)"
         )
     shards, shard_rule = _shard_items(inputs, containers, problems)
-    wu = write_units_per_reservation(batch, customer_limit=inputs.customer_limit, mapped=mapped)
-    write_units = units_needed(rate, wu)
+    pollers = Pollers.for_rate(rate, mapping)
+    pollers_tail = _poller_problems(inputs, pollers, problems)
+
+    numbering = numbering_rate(inputs.issuer_memory_mb)
+    table = table_write_load(numbering, batch, customer_limit=inputs.customer_limit, mapped=mapped)
+    write_units = table.units(rate)
     warm_write = max(NEW_TABLE_WARM_WRITE, _round_up(write_units, 1_000))
     ru = read_units_per_refusal(shards, batch, mapped=mapped)
-    read_units = units_needed(rate, ru)
+    read_units = Load(ru).units(rate)
     warm_read = max(NEW_TABLE_WARM_READ, _round_up(read_units, 1_000))
-    quota_write = max(TABLE_QUOTA_DEFAULT, warm_write)
+    index = index_write_load(numbering)
+    index_units = index.units(rate)
+    index_warm_write = max(NEW_INDEX_WARM_WRITE, _round_up(index_units, 1_000))
+    quota_write = max(TABLE_QUOTA_DEFAULT, warm_write, index_warm_write)
     quota_read = max(TABLE_QUOTA_DEFAULT, warm_read)
-    per_txn = reservations_per_transaction(batch)
+    sns_needed = sns_load(numbering).units(rate)
+    sns_quota = max(inputs.sns_publish_quota, _round_up(sns_needed, 1_000))
+
+    series = min(MAX_ISSUE_SERIES_AT_ONCE, max(1, math.ceil(min(rate, numbering) / SERIES_PLANNED_PER_S)))
+    if rate > numbering:
+        behind = (
+            f"the ticket issuer numbers at most about {_n(numbering)} sales/s"
+            f" ({issuer_ms_per_sale():.2f} ms of measured CPU each on"
+            f" {vcpu_share(inputs.issuer_memory_mb):.2f} vCPU at {inputs.issuer_memory_mb:,} MB;"
+            " one run at a time, one thread of CPU): at"
+            f" {_n(rate)}/s ticket numbers fall behind the sale by {_n(rate - numbering)} a second"
+        )
+        if inputs.reservations is not None:
+            behind += (
+                f"; the last of {inputs.reservations:,} is numbered about"
+                f" {inputs.reservations / numbering - inputs.reservations / rate:,.0f} s after the sale"
+            )
+        warnings.append(behind)
+
+    per_txn = reservations_per_transaction(batch, customer_limit=inputs.customer_limit)
     counter = f" + {_n(COUNTER_WRITE_UNITS)} for the customer's counter" if inputs.customer_limit else ""
     transact_read = f", TransactGetItems of its {shards} items at 2 units each" if shards > 1 else ""
     raise_quota = "; raise it first" if max(quota_write, quota_read) > TABLE_QUOTA_DEFAULT else ""
     raise_api = "; raise it in Service Quotas" if rate > API_ACCOUNT_RATE_DEFAULT else ""
     ramp = scale_up_seconds(mapping)
-    pollers = event_pollers_for(mapping)
-    pollers_per_hour = pollers * PRICES["event_poller"].usd
-    provisioned_per_hour = (
-        mapping * inputs.memory_mb / 1024 * 3600 * PRICES["lambda_provisioned_concurrency"].usd
-    )
+    front_door = FrontDoor(inputs.api)
     confirmed = cost_per_million_confirmed(
-        batch, inputs.memory_mb, customer_limit=inputs.customer_limit, mapped=mapped
+        handler, issuer_memory_mb=inputs.issuer_memory_mb, front_door=front_door
     )
-    refused = cost_per_million_refused(shards, batch, inputs.memory_mb, mapped=mapped)
-
-    series = min(MAX_ISSUE_SERIES_AT_ONCE, max(1, math.ceil(rate / SERIES_PLANNED_PER_S)))
-    if rate > MAX_ISSUE_SERIES_AT_ONCE * SERIES_NUMBERED_PER_S:
-        problems.append(
-            f"the ticket issuer numbers at most {MAX_ISSUE_SERIES_AT_ONCE} series at once, about"
-            f" {_n(MAX_ISSUE_SERIES_AT_ONCE * SERIES_NUMBERED_PER_S)}/s: ticket numbers fall behind"
-            " the sale (docs/guides/tickets.md)"
-        )
+    refused = cost_per_million_refused(shards, handler, front_door=front_door)
+    memory_gb = inputs.memory_mb / 1024
+    pollers_per_hour = pollers.minimum * PRICES["event_poller"].usd
+    provisioned_per_hour = mapping * memory_gb * 3600 * PRICES["lambda_provisioned_concurrency"].usd
+    prewarm = pre_warming_usd(
+        (warm_write - NEW_TABLE_WARM_WRITE) + (index_warm_write - NEW_INDEX_WARM_WRITE),
+        warm_read - NEW_TABLE_WARM_READ,
+    )
+    wu = table.per_sale + table.per_numbered
 
     items = [
+        PlanItem(
+            "reserve_memory",
+            "ReserveFunctionMemorySize, MB",
+            inputs.memory_mb,
+            f"parameter ReserveFunctionMemorySize: {handler.describe()}; CPU comes with memory, one"
+            f" vCPU at {LAMBDA_MB_PER_VCPU:,} MB, and the handler uses one at most (Python), so"
+            " more answers no sooner and less only makes each batch slower for about the same"
+            " cost (duration x memory)",
+        ),
         PlanItem(
             "maximum_concurrency",
             "MaximumConcurrency",
             mapping,
-            f"parameter MaximumConcurrency: containers >= rate / {_n(per_container_s(mapped=mapped))}"
-            f" (one container confirms about {_n(per_container_s(mapped=mapped))}/s"
-            + (
-                " on a seat map, docs/guides/seat-maps.md"
-                if mapped
-                else " on its own shard item, docs/explanation/sharding.md"
-            )
-            + f"); AWS allows {MAPPING_MIN_CONCURRENCY}"
-            f"-{MAPPING_MAX_CONCURRENCY:,} per mapping",
+            f"parameter MaximumConcurrency (standard mode): containers >= rate /"
+            f" {_n(handler.per_container_s)} (the reserve function's time per batch, above);"
+            f" AWS allows {MAPPING_MIN_CONCURRENCY}-{MAPPING_MAX_CONCURRENCY:,} per mapping",
         ),
         PlanItem("shards", "shard items per seat class", "none" if mapped else shards, shard_rule),
+        PlanItem(
+            "event_pollers",
+            "EventPollers / MaximumEventPollers",
+            f"{pollers.minimum} / {pollers.maximum}",
+            f"parameters EventPollers (MinimumPollers, ready before the first message, at most"
+            f" {MAX_MINIMUM_EVENT_POLLERS}) and MaximumEventPollers (0: the same; at most"
+            f" {MAX_MAXIMUM_EVENT_POLLERS:,}): rate / {_n(MESSAGES_PER_EVENT_POLLER_S)} messages a"
+            f" second each ({MESSAGES_PER_EVENT_POLLER_S / 10:.0f} ReceiveMessage calls of 10), and"
+            f" at least containers / {INVOCATIONS_PER_EVENT_POLLER}: {pollers.needed:,}"
+            f"{pollers_tail}; ${pollers_per_hour:.3f} an hour for the minimum while set"
+            f" ({pollers.minimum} x ${PRICES['event_poller'].usd} per poller-hour): set them before"
+            " the sale, 0 after; they take MaximumConcurrency's place (docs/guides/size-a-sale.md)",
+        ),
+        PlanItem(
+            "provisioned_concurrency",
+            "ProvisionedConcurrency",
+            mapping,
+            "parameter ProvisionedConcurrency: the containers, initialised before the sale, so the"
+            " first batches do not wait for their environments to start (the first invocation"
+            f" still builds its clients); ${provisioned_per_hour:.2f} an hour while set ({mapping:,}"
+            f" x {inputs.memory_mb:,} MB x ${PRICES['lambda_provisioned_concurrency'].usd:.10f} per"
+            " GB-second, billed in 5-minute steps): set it about 10 minutes before the sale, 0 after",
+        ),
         PlanItem(
             "warm_write_units",
             "table warm write units/s",
             warm_write,
-            f"parameter TableWarmWriteUnitsPerSecond: rate x {_n(wu)} write units per reservation"
-            f" / {TABLE_UTILISATION} = {_n(write_units)}, rounded up to a thousand, at least a new"
-            f" table's {NEW_TABLE_WARM_WRITE:,}: "
+            f"parameter TableWarmWriteUnitsPerSecond: (rate x {_n(table.per_sale)} + numbered/s x"
+            f" {_n(table.per_numbered)}) / {UTILISATION} = {_n(write_units)}, rounded up to a"
+            f" thousand, at least a new table's {NEW_TABLE_WARM_WRITE:,}: "
             + (
                 f"{_n(MAPPED_TAKE_WRITE_UNITS)} for the take (its row item and its record)"
                 if mapped
                 else f"{_n(RECORD_WRITE_UNITS)} for the record + {_n(INVENTORY_WRITE_UNITS)} for the"
                 f" inventory update shared by {per_txn} reservations per transaction"
             )
-            + f"{counter} + {_n(ticket_write_units_per_reservation())}"
-            " for the ticket issuer's numbering (docs/guides/tickets.md)",
+            + f"{counter}; {_n(ticket_write_units_per_reservation())} per sale the ticket issuer"
+            f" numbers, at most {_n(numbering)}/s (docs/guides/tickets.md)",
         ),
         PlanItem(
             "warm_read_units",
             "table warm read units/s",
             warm_read,
             f"parameter TableWarmReadUnitsPerSecond: after the sell-out, rate x {_n(ru)} read"
-            f" units per refused request / {TABLE_UTILISATION} = {_n(read_units)}, at least a new"
+            f" units per refused request / {UTILISATION} = {_n(read_units)}, at least a new"
             f" table's {NEW_TABLE_WARM_READ:,}: "
             + (
-                "the containers' views of the map and the slices they read"
-                " (measured, docs/guides/seat-maps.md)"
+                "the containers' views of the map and the slices they read (measured,"
+                " docs/guides/seat-maps.md)"
                 if mapped
                 else f"each batch of {batch} refusals reads the class (GetItem of shard 0{transact_read})"
             ),
         ),
         PlanItem(
+            "index_warm_write_units",
+            "TicketsToIssue index warm write units/s",
+            index_warm_write,
+            f"parameter TicketsIndexWarmWriteUnitsPerSecond: (rate x {_n(INDEX_SALE_WRITE_UNITS)}"
+            f" for each sale's entry + numbered/s x {_n(INDEX_NUMBERED_WRITE_UNITS)} for its"
+            f" removal and the ledger's outbox) / {UTILISATION} = {_n(index_units)}, at least a new"
+            f" index's {NEW_INDEX_WARM_WRITE:,}; an index that cannot keep up throttles the table's"
+            " writes (GSI back-pressure); its reads (the issuer's queries) stay within a new"
+            f" index's {NEW_INDEX_WARM_READ:,}",
+        ),
+        PlanItem(
             "table_quota",
             "table quota, write / read",
             f"{quota_write:,} / {quota_read:,}",
-            "Service Quotas, DynamoDB table-level throughput: at least the warm throughput (a table"
-            f" is pre-warmed up to its quota); the default is {TABLE_QUOTA_DEFAULT:,}{raise_quota}",
+            "Service Quotas, DynamoDB table-level throughput: at least the table's and the index's"
+            f" warm throughput (a table or index is pre-warmed up to its quota); the default is"
+            f" {TABLE_QUOTA_DEFAULT:,}{raise_quota}",
         ),
         PlanItem(
             "table_maximum",
@@ -446,6 +838,16 @@ def plan_sale(inputs: SaleInputs) -> SalePlan:
             f"-1 or >= {warm_write:,} / {warm_read:,}",
             "parameters TableMaxWriteRequestUnits / TableMaxReadRequestUnits (OnDemandThroughput):"
             " a maximum below the warm throughput throttles the sale there; -1 sets none",
+        ),
+        PlanItem(
+            "sns_quota",
+            "SNS publish quota, messages/s",
+            sns_quota,
+            f"Service Quotas, SNS Publish in the stack's region: (rate + numbered/s) / {UTILISATION}"
+            f" = {_n(sns_needed)}: every answer and every TICKETED outcome is one message (a"
+            f" PublishBatch counts each); the account has {inputs.sns_publish_quota:,}"
+            f" (us-east-1's default is {SNS_PUBLISH_QUOTA_DEFAULT:,}, most regions' less)"
+            + ("; request the rest" if sns_quota > inputs.sns_publish_quota else ""),
         ),
         PlanItem(
             "api_throttle",
@@ -479,42 +881,27 @@ def plan_sale(inputs: SaleInputs) -> SalePlan:
             round(ramp, 1),
             f"standard mode: the event source starts {INITIAL_CONCURRENT_BATCHES} batches at once,"
             f" then up to {SCALE_UP_PER_MINUTE} more a minute while messages wait; until then the"
-            " rate is lower; 0 with EventPollers",
+            " rate is lower; with EventPollers, the pollers' ramp above their minimum instead",
         ),
         PlanItem(
-            "event_pollers",
-            "EventPollers (provisioned mode)",
-            pollers,
-            f"parameter EventPollers: containers / {INVOCATIONS_PER_EVENT_POLLER} rounded up, at"
-            f" least {MIN_EVENT_POLLERS} (each poller runs up to {INVOCATIONS_PER_EVENT_POLLER}"
-            f" invocations): all {mapping:,} containers work from the first message, no scale-up;"
-            f" ${pollers_per_hour:.3f} an hour while set ({pollers} x"
-            f" ${PRICES['event_poller'].usd} per poller-hour): set it before the sale, 0 after;"
-            " it takes MaximumConcurrency's place (docs/guides/size-a-sale.md)",
-        ),
-        PlanItem(
-            "provisioned_concurrency",
-            "ProvisionedConcurrency",
-            mapping,
-            "parameter ProvisionedConcurrency: the containers, initialised before the sale, so the"
-            " first batches do not wait for the environments to start (0.28 s of a 0.48 s cold"
-            " start; the first invocation still builds its clients, docs/explanation/simulation.md: a tenth"
-            " of a 3 s sell-out); with EventPollers, 10 per poller;"
-            f" ${provisioned_per_hour:.2f} an hour while set ({mapping:,} x {inputs.memory_mb} MB x"
-            f" ${PRICES['lambda_provisioned_concurrency'].usd:.10f} per GB-second, rounded up to 5"
-            " minutes): set it about 10 minutes before the sale (sam deploy waits until the"
-            " environments are ready), 0 after (docs/guides/size-a-sale.md)",
+            "issue_memory",
+            "IssueFunctionMemorySize, MB",
+            inputs.issuer_memory_mb,
+            f"parameter IssueFunctionMemorySize: one issuer run numbers on"
+            f" {vcpu_share(inputs.issuer_memory_mb):.2f} vCPU at most (one run at a time, one"
+            f" thread of CPU), {issuer_ms_per_sale():.2f} ms of measured CPU a sale"
+            f" ({ISSUER_PER_TICKET_MS:.2f} ms a ticket, {ISSUER_PER_BATCH_MS:.2f} ms a batch of"
+            f" {TICKET_BATCH}): about {_n(numbering)} sales/s; more than {LAMBDA_MB_PER_VCPU:,} MB"
+            " adds nothing",
         ),
         PlanItem(
             "ticket_series",
             "ticket series / IssueSeriesAtOnce",
             f"{series} / {series}",
-            f"seats tickets configure EVENT --series N before the first sale: N = rate /"
-            f" {SERIES_PLANNED_PER_S} rounded up (one series numbers about"
-            f" {SERIES_NUMBERED_PER_S} a second as the issuer runs, docs/guides/tickets.md), at most"
-            f" {MAX_ISSUE_SERIES_AT_ONCE}; parameter"
-            " IssueSeriesAtOnce >= N (the issuer numbers that many series at once; more series"
-            " than that wait their turn)",
+            f"seats tickets configure EVENT --series N before the first sale: N = the numbering"
+            f" rate / {SERIES_PLANNED_PER_S} rounded up (the issuer pipelines each series' batches,"
+            f" docs/guides/tickets.md), at most {MAX_ISSUE_SERIES_AT_ONCE}; parameter"
+            " IssueSeriesAtOnce >= N (the issuer numbers that many series at once)",
         ),
         PlanItem(
             "cost_per_million_confirmed",
@@ -522,9 +909,11 @@ def plan_sale(inputs: SaleInputs) -> SalePlan:
             round(confirmed.total, 2),
             f"DynamoDB {confirmed.dynamodb:.2f} ({_n(wu)} write units each on the table and"
             f" {_n(TICKET_INDEX_WRITE_UNITS)} on the TicketsToIssue index), SQS {confirmed.sqs:.2f},"
-            f" SNS {confirmed.sns:.2f} (CONFIRMED and TICKETED), Lambda {confirmed.lambda_:.3f},"
-            " at pricing.py's us-east-1 list prices; without API Gateway, cancelled transactions"
-            " and pre-warming",
+            f" SNS {confirmed.sns:.2f} (CONFIRMED and TICKETED), Lambda {confirmed.lambda_:.3f}"
+            f" (both functions' time at their memory), API Gateway {confirmed.api_gateway:.2f}"
+            + (" (a REST API request each)" if inputs.api else " (none: producers send to the queue)")
+            + ", at pricing.py's us-east-1 list prices; without what the sale sets while it lasts"
+            " (below) and cancelled transactions",
         ),
         PlanItem(
             "cost_per_million_refused",
@@ -532,37 +921,114 @@ def plan_sale(inputs: SaleInputs) -> SalePlan:
             round(refused.total, 2),
             f"after the sell-out: DynamoDB {refused.dynamodb:.2f} ({_n(REJECTION_WRITE_UNITS)} write"
             f" unit and {_n(ru)} read units each), SQS {refused.sqs:.2f}, SNS {refused.sns:.2f},"
-            f" Lambda {refused.lambda_:.3f}",
+            f" Lambda {refused.lambda_:.3f}, API Gateway {refused.api_gateway:.2f}",
+        ),
+        PlanItem(
+            "pre_warming_usd",
+            "pre-warming, USD once",
+            round(prewarm, 2),
+            f"the table's and the index's warm throughput raised above a new one's: write units"
+            f" x ${PRICES['prewarm_write_unit'].usd} and read units x"
+            f" ${PRICES['prewarm_read_unit'].usd} ({PRICES['prewarm_write_unit'].what}: pricing.py)",
         ),
     ]
     values: dict[str, float] = {
+        "containers": containers,
+        "maximum_concurrency": mapping,
+        "shards": shards,
+        "reserve_memory_mb": inputs.memory_mb,
+        "issue_memory_mb": inputs.issuer_memory_mb,
+        "per_container_s": handler.per_container_s,
+        "batch_seconds": batch_seconds(
+            batch, inputs.memory_mb, customer_limit=inputs.customer_limit, mapped=mapped
+        ),
+        "event_pollers": pollers.minimum,
+        "maximum_event_pollers": pollers.maximum,
+        "event_pollers_needed": pollers.needed,
+        "poller_ramp_seconds": pollers.ramp_s,
+        "provisioned_concurrency": mapping,
         "write_units_per_reservation": wu,
         "write_units_per_s": write_units,
+        "warm_write_units": warm_write,
         "read_units_per_refusal": ru,
         "read_units_per_s": read_units,
+        "warm_read_units": warm_read,
+        "index_write_units_per_s": index_units,
+        "index_warm_write_units": index_warm_write,
+        "index_warm_read_units": NEW_INDEX_WARM_READ,
+        "table_quota_write_units": quota_write,
+        "table_quota_read_units": quota_read,
+        "numbered_per_s": numbering,
+        "ticket_series": series,
+        "sns_messages_per_s": sns_needed,
+        "sns_publish_quota": sns_quota,
+        "api_rate_limit": math.ceil(rate),
+        "api_burst_limit": math.ceil(rate * API_BURST_PER_RATE),
+        "usd_per_million_confirmed": confirmed.total,
+        "usd_per_million_refused": refused.total,
+        "pre_warming_usd": prewarm,
         "event_pollers_usd_per_hour": pollers_per_hour,
         "provisioned_concurrency_usd_per_hour": provisioned_per_hour,
     }
-    if inputs.seats is not None:
-        reservations = math.ceil(inputs.seats / inputs.seats_per_request)
-        duration = reservations / rate
-        values["sale_seconds"] = duration
-        values["sale_usd"] = reservations * confirmed.total / 1e6
-        short = (
-            f"; shorter than the scale-up ({ramp:.0f} s): the rate is reached only with EventPollers"
-            if duration < ramp
-            else ""
+    reservations = inputs.reservations
+    if reservations is not None:
+        costs = _sale_costs(inputs, reservations, confirmed.total, prewarm, pollers, mapping)
+        values.update(
+            sale_seconds=costs.sale_s,
+            sale_usd=costs.total,
+            sale_usd_per_million=costs.per_million,
+            sale_event_pollers_usd=costs.event_pollers,
+            sale_provisioned_concurrency_usd=costs.provisioned_concurrency,
+        )
+        given = (
+            f"{inputs.seats:,} seats at {inputs.seats_per_request} per reservation"
+            if inputs.seats is not None
+            else f"{inputs.duration_s:,.0f} s"
         )
         items.append(
             PlanItem(
                 "sale",
-                "sale: seconds / USD",
-                f"{_n(duration)} / {values['sale_usd']:,.2f}",
-                f"{inputs.seats:,} seats at {inputs.seats_per_request} per reservation:"
-                f" {reservations:,} reservations at {_n(rate)}/s{short}",
+                "sale: seconds / USD all-in / USD per million",
+                f"{_n(costs.sale_s)} / {costs.total:,.2f} / {costs.per_million:,.2f}",
+                f"{given}: {reservations:,} reservations at {_n(rate)}/s, confirmed and numbered"
+                f" ({costs.variable:,.2f}), pre-warming ({costs.pre_warming:,.2f}), the event pollers"
+                f" ({costs.event_pollers:,.4f}: the minimum from"
+                f" {event_poller_billed_s(0) / 60:.0f} minutes before the sale to its end, those above"
+                f" it for the sale) and provisioned concurrency ({costs.provisioned_concurrency:,.2f}:"
+                f" {provisioned_concurrency_billed_s(costs.sale_s) / 60:.0f} minutes) while set;"
+                " refusals after the sell-out are extra (per million above)",
             )
         )
-    return SalePlan(inputs, tuple(items), tuple(problems), values)
+    return SalePlan(inputs, tuple(items), tuple(problems), tuple(warnings), values)
+
+
+def _sale_costs(
+    inputs: SaleInputs,
+    reservations: int,
+    per_million: float,
+    prewarm: float,
+    pollers: Pollers,
+    containers: int,
+) -> SaleCosts:
+    sale_s = reservations / inputs.rate
+    poller_hours = (
+        pollers.minimum * event_poller_billed_s(sale_s) + (pollers.most - pollers.minimum) * max(60.0, sale_s)
+    ) / 3600
+    provisioned = (
+        containers
+        * inputs.memory_mb
+        / 1024
+        * provisioned_concurrency_billed_s(sale_s)
+        * PRICES["lambda_provisioned_concurrency"].usd
+    )
+    return SaleCosts(
+        reservations=reservations,
+        sale_s=sale_s,
+        variable=reservations * per_million / 1e6,
+        pre_warming=prewarm,
+        event_pollers=poller_hours * PRICES["event_poller"].usd,
+        provisioned_concurrency=provisioned,
+    )
 
 
 # ------------------------------------------------------------------ the check
@@ -603,7 +1069,13 @@ class StackSettings:
     api_stage: str = ""
     usage_plan_rate_limit: float | None = None  # the tightest usage plan on the stage (API keys)
     usage_plan_burst_limit: float | None = None
-    event_pollers: int | None = None  # ProvisionedPollerConfig.MaximumPollers; None: standard mode
+    event_pollers: int | None = None  # ProvisionedPollerConfig.MinimumPollers; None: standard mode
+    maximum_pollers: int | None = None  # ProvisionedPollerConfig.MaximumPollers
+    reserve_memory_mb: int = TEMPLATE_MEMORY_MB  # the reserve function's MemorySize
+    issuer_memory_mb: int | None = None  # the ticket issuer's; None: not read (no output names it)
+    index_warm_write_units: int | None = None  # the TicketsToIssue index's WarmThroughput
+    index_warm_read_units: int | None = None
+    sns_publish_quota: int = SNS_PUBLISH_QUOTA_DEFAULT  # not readable: as the operator states it
 
 
 @dataclass(frozen=True)
@@ -636,37 +1108,72 @@ def _none_if_unset(value: int | None) -> int | None:
     return None if value is None or value < 0 else value
 
 
+def _stack_handler(settings: StackSettings) -> Handler:
+    customer_limit = any(c.max_per_customer is not None for c in settings.classes)
+    return Handler(settings.batch_size, settings.reserve_memory_mb, customer_limit)
+
+
+def _event_source_finding(
+    settings: StackSettings, handler: Handler
+) -> tuple[Finding, Callable[[float], str]]:
+    state = "" if settings.mapping_enabled else " (mapping DISABLED: nothing is consumed)"
+    memory = f"; {settings.reserve_memory_mb:,} MB, about {_n(handler.per_container_s)}/s a container"
+    if settings.event_pollers:
+        minimum = settings.event_pollers
+        most = max(minimum, settings.maximum_pollers or minimum)
+        invocations = minimum * INVOCATIONS_PER_EVENT_POLLER
+        scaling = (
+            f", up to {most:,} after {poller_ramp_seconds(minimum, most):.0f} s of backlog"
+            if most > minimum
+            else ", no scale-up"
+        )
+        have = f"{minimum} event pollers ({invocations:,} invocations at once{scaling})"
+        supports = min(pollers_rate(minimum), handler.rate_for(invocations))
+        rule = (
+            f"from the first message: {_n(MESSAGES_PER_EVENT_POLLER_S)} messages a second per"
+            f" event poller (MinimumPollers), and containers >= rate / {_n(handler.per_container_s)},"
+            f" {INVOCATIONS_PER_EVENT_POLLER} per poller"
+        )
+
+        def need(r: float) -> str:
+            pollers = Pollers.for_rate(r, handler.containers(r))
+            return f">= {pollers.needed:,}" + (
+                f" (at most {MAX_MINIMUM_EVENT_POLLERS} from the first message)"
+                if pollers.needed > MAX_MINIMUM_EVENT_POLLERS
+                else ""
+            )
+
+        finding = Finding(
+            "event_pollers", "event source provisioned mode", have + memory + state, supports, rule
+        )
+        return (finding if settings.mapping_enabled else replace(finding, supports=0.0)), need
+    mapping = settings.maximum_concurrency or MAPPING_MAX_CONCURRENCY
+    have = str(settings.maximum_concurrency) if settings.maximum_concurrency else "not set (1,000)"
+    finding = Finding(
+        "maximum_concurrency",
+        "event source MaximumConcurrency",
+        have + memory + state,
+        handler.rate_for(mapping) if settings.mapping_enabled else 0.0,
+        f"containers >= rate / {_n(handler.per_container_s)} (the reserve function's time per batch"
+        " at its memory)",
+    )
+    return finding, lambda r: f">= {handler.containers(r):,}"
+
+
 def stack_findings(settings: StackSettings) -> list[tuple[Finding, Callable[[float], str]]]:
     """Each item of the stack with the rate it allows, and a function of the target rate that
     says what that rate needs of it."""
     batch = settings.batch_size
-    customer_limit = any(c.max_per_customer is not None for c in settings.classes)
-    wu = write_units_per_reservation(batch, customer_limit=customer_limit)
+    handler = _stack_handler(settings)
+    issuer_memory = settings.issuer_memory_mb or TEMPLATE_MEMORY_MB
+    numbering = numbering_rate(issuer_memory)
+    table = table_write_load(numbering, batch, customer_limit=handler.customer_limit)
+    index = index_write_load(numbering)
     widest = max((c.shard_items for c in settings.classes), default=1)
-    ru = read_units_per_refusal(widest, batch)
-    out: list[tuple[Finding, Callable[[float], str]]] = []
+    refusals = Load(read_units_per_refusal(widest, batch))
+    out: list[tuple[Finding, Callable[[float], str]]] = [_event_source_finding(settings, handler)]
 
-    state = "" if settings.mapping_enabled else " (mapping DISABLED: nothing is consumed)"
-    if settings.event_pollers:
-        mapping = settings.event_pollers * INVOCATIONS_PER_EVENT_POLLER
-        key, label = "event_pollers", "event source provisioned mode"
-        have = f"{settings.event_pollers} event pollers ({mapping:,} invocations at once, no scale-up)"
-        rule = (
-            f"containers >= rate / {RESERVATIONS_PER_CONTAINER_S}, {INVOCATIONS_PER_EVENT_POLLER}"
-            " per event poller (MaximumPollers)"
-        )
-    else:
-        mapping = settings.maximum_concurrency or MAPPING_MAX_CONCURRENCY
-        key, label = "maximum_concurrency", "event source MaximumConcurrency"
-        have = str(settings.maximum_concurrency) if settings.maximum_concurrency else "not set (1,000)"
-        rule = f"containers >= rate / {RESERVATIONS_PER_CONTAINER_S}"
-    supports = rate_for_containers(mapping) if settings.mapping_enabled else 0.0
-    out.append(
-        (
-            Finding(key, label, have + state, supports, rule),
-            lambda r: f">= {containers_needed(r):,}",
-        )
-    )
+    concurrency_need: Callable[[float], str] = lambda r: f">= {handler.containers(r):,}"  # noqa: E731
     if settings.reserved_concurrency is not None:
         out.append(
             (
@@ -674,10 +1181,10 @@ def stack_findings(settings: StackSettings) -> list[tuple[Finding, Callable[[flo
                     "lambda_concurrency",
                     "function reserved concurrency",
                     f"{settings.reserved_concurrency:,} (account limit {settings.account_concurrency:,})",
-                    rate_for_containers(settings.reserved_concurrency),
+                    handler.rate_for(settings.reserved_concurrency),
                     "reserved concurrency caps the function's containers",
                 ),
-                lambda r: f">= {containers_needed(r):,}",
+                concurrency_need,
             )
         )
     else:
@@ -687,11 +1194,11 @@ def stack_findings(settings: StackSettings) -> list[tuple[Finding, Callable[[flo
                     "lambda_concurrency",
                     "account unreserved concurrency (the function reserves none)",
                     f"{settings.unreserved_concurrency:,} (account limit {settings.account_concurrency:,})",
-                    rate_for_containers(settings.unreserved_concurrency),
+                    handler.rate_for(settings.unreserved_concurrency),
                     "the containers come out of the account's unreserved pool, shared with every other"
                     " function in the region",
                 ),
-                lambda r: f">= {containers_needed(r):,}",
+                concurrency_need,
             )
         )
     for c in settings.classes:
@@ -702,14 +1209,15 @@ def stack_findings(settings: StackSettings) -> list[tuple[Finding, Callable[[flo
                     f"seat class {c.seat_class} shard items",
                     f"{c.shard_count}"
                     + (f" routed of {c.shard_items}" if c.shard_items != c.shard_count else ""),
-                    rate_for_containers(c.shard_count),
-                    f"K >= rate / {RESERVATIONS_PER_CONTAINER_S}, at most {MAX_SHARDS}: one per container",
+                    handler.rate_for(c.shard_count),
+                    f"K >= containers (rate / {_n(handler.per_container_s)}), at most {MAX_SHARDS}:"
+                    " one per container",
                 ),
                 lambda r: (
-                    f">= {containers_needed(r):,}"
+                    f">= {handler.containers(r):,}"
                     + (
                         f" (more than {MAX_SHARDS}: split the demand)"
-                        if containers_needed(r) > MAX_SHARDS
+                        if handler.containers(r) > MAX_SHARDS
                         else ""
                     )
                 ),
@@ -718,21 +1226,18 @@ def stack_findings(settings: StackSettings) -> list[tuple[Finding, Callable[[flo
     warm_write = settings.warm_write_units or NEW_TABLE_WARM_WRITE
     warm_read = settings.warm_read_units or NEW_TABLE_WARM_READ
     reported = "" if settings.warm_write_units else " (not reported: a new table's)"
-    write_rule = f"warm write units >= rate x {_n(wu)} write units per reservation / {TABLE_UTILISATION}"
-    read_rule = (
-        f"warm read units >= rate x {_n(ru)} read units per refused request / {TABLE_UTILISATION}"
-        f" (after the sell-out; widest class {widest} items)"
-    )
     out.append(
         (
             Finding(
                 "warm_write_units",
                 "table warm write units/s",
                 f"{warm_write:,}{reported}",
-                rate_for_units(warm_write, wu),
-                write_rule,
+                table.rate_for(warm_write),
+                f"warm write units >= (rate x {_n(table.per_sale)} + numbered/s x"
+                f" {_n(table.per_numbered)}) / {UTILISATION}; the issuer numbers at most"
+                f" {_n(numbering)}/s at {issuer_memory:,} MB",
             ),
-            lambda r: f">= {_n(units_needed(r, wu))}",
+            lambda r: f">= {_n(table.units(r))}",
         )
     )
     out.append(
@@ -741,10 +1246,27 @@ def stack_findings(settings: StackSettings) -> list[tuple[Finding, Callable[[flo
                 "warm_read_units",
                 "table warm read units/s",
                 f"{warm_read:,}{reported}",
-                rate_for_units(warm_read, ru),
-                read_rule,
+                refusals.rate_for(warm_read),
+                f"warm read units >= rate x {_n(refusals.per_sale)} read units per refused request /"
+                f" {UTILISATION} (after the sell-out; widest class {widest} items)",
             ),
-            lambda r: f">= {_n(units_needed(r, ru))}",
+            lambda r: f">= {_n(refusals.units(r))}",
+        )
+    )
+    index_warm = settings.index_warm_write_units or NEW_INDEX_WARM_WRITE
+    index_reported = "" if settings.index_warm_write_units else " (not reported: a new index's)"
+    out.append(
+        (
+            Finding(
+                "index_warm_write_units",
+                "TicketsToIssue index warm write units/s",
+                f"{index_warm:,}{index_reported}",
+                index.rate_for(index_warm),
+                f"the index's warm write units >= (rate x {_n(INDEX_SALE_WRITE_UNITS)} + numbered/s"
+                f" x {_n(INDEX_NUMBERED_WRITE_UNITS)}) / {UTILISATION}: an index that cannot keep up"
+                " throttles the table's writes",
+            ),
+            lambda r: f">= {_n(index.units(r))}",
         )
     )
     out.append(
@@ -754,12 +1276,14 @@ def stack_findings(settings: StackSettings) -> list[tuple[Finding, Callable[[flo
                 "table-level quota, write / read units/s",
                 f"{settings.quota_write_units:,} / {settings.quota_read_units:,}",
                 min(
-                    rate_for_units(settings.quota_write_units, wu),
-                    rate_for_units(settings.quota_read_units, ru),
+                    table.rate_for(settings.quota_write_units),
+                    index.rate_for(settings.quota_write_units),
+                    refusals.rate_for(settings.quota_read_units),
                 ),
-                "the table serves at most its quota (DescribeLimits; raise it in Service Quotas)",
+                "the table, and its index, serve at most the quota (DescribeLimits; raise it in"
+                " Service Quotas)",
             ),
-            lambda r: f">= {_n(units_needed(r, wu))} / {_n(units_needed(r, ru))}",
+            lambda r: f">= {_n(max(table.units(r), index.units(r)))} / {_n(refusals.units(r))}",
         )
     )
     max_write, max_read = _none_if_unset(settings.max_write_units), _none_if_unset(settings.max_read_units)
@@ -771,14 +1295,50 @@ def stack_findings(settings: StackSettings) -> list[tuple[Finding, Callable[[flo
                 f"{'none' if max_write is None else f'{max_write:,}'}"
                 f" / {'none' if max_read is None else f'{max_read:,}'}",
                 min(
-                    rate_for_units(max_write, wu) if max_write is not None else math.inf,
-                    rate_for_units(max_read, ru) if max_read is not None else math.inf,
+                    table.rate_for(max_write) if max_write is not None else math.inf,
+                    refusals.rate_for(max_read) if max_read is not None else math.inf,
                 ),
                 "past its maximum an on-demand table throttles",
             ),
-            lambda r: f"none or >= {_n(units_needed(r, wu))} / {_n(units_needed(r, ru))}",
+            lambda r: f"none or >= {_n(table.units(r))} / {_n(refusals.units(r))}",
         )
     )
+    sns = sns_load(numbering)
+    out.append(
+        (
+            Finding(
+                "sns_quota",
+                "SNS publish quota, messages/s",
+                f"{settings.sns_publish_quota:,} (as stated: not read from AWS)",
+                sns.rate_for(settings.sns_publish_quota),
+                f"(rate + numbered/s) / {UTILISATION}: every answer and TICKETED outcome is one"
+                " message; over the region's quota SNS throttles (--sns-publish-quota)",
+            ),
+            lambda r: f">= {_n(sns.units(r))}",
+        )
+    )
+    if settings.issuer_memory_mb is not None:
+        out.append(
+            (
+                Finding(
+                    "issue_memory",
+                    "ticket issuer memory, MB",
+                    f"{issuer_memory:,} (numbers about {_n(numbering)} sales/s)",
+                    numbering if issuer_memory < PLANNED_MEMORY_MB else math.inf,
+                    f"the issuer numbers on its memory's share of one vCPU, {issuer_ms_per_sale():.2f}"
+                    f" ms of CPU a sale: below {PLANNED_MEMORY_MB:,} MB it falls behind a faster sale"
+                    " sooner than it must (at one vCPU, still past about"
+                    f" {_n(numbering_rate(PLANNED_MEMORY_MB))}/s)",
+                ),
+                lambda r: f">= {PLANNED_MEMORY_MB:,}" if r > numbering else f"{issuer_memory:,}",
+            )
+        )
+    out.extend(_api_findings(settings))
+    return out
+
+
+def _api_findings(settings: StackSettings) -> list[tuple[Finding, Callable[[float], str]]]:
+    out: list[tuple[Finding, Callable[[float], str]]] = []
     if settings.api_rate_limit is None or settings.api_burst_limit is None:
         stage = f"stage {settings.api_stage!r} " if settings.api_stage else ""
         out.append(

@@ -1,11 +1,12 @@
 """Reads what `seats onsale check` weighs from a deployed stack: describe calls only, no writes.
 
-- DynamoDB: `DescribeTable` (`WarmThroughput`, `OnDemandThroughput`) and `DescribeLimits` (the
-  table-level quotas);
+- DynamoDB: `DescribeTable` (the table's and the TicketsToIssue index's `WarmThroughput`, the
+  table's `OnDemandThroughput`) and `DescribeLimits` (the table-level quotas);
 - Lambda: the reservations queue's event source mapping (`State`, `BatchSize`,
-  `ScalingConfig.MaximumConcurrency`, or `ProvisionedPollerConfig.MaximumPollers` in provisioned
-  mode), the function's reserved concurrency (`GetFunctionConcurrency`) and the account's
-  (`GetAccountSettings`);
+  `ScalingConfig.MaximumConcurrency`, or `ProvisionedPollerConfig`'s minimum and maximum pollers
+  in provisioned mode), the reserve function's memory (`GetFunctionConfiguration`) and reserved
+  concurrency (`GetFunctionConcurrency`), the ticket issuer's memory when the stack names it, and
+  the account's concurrency (`GetAccountSettings`);
 - API Gateway: the checkout API's stage (`GetStage`: its method settings' throttles), the usage
   plans on that stage, and the account's throttle (`GetAccount`).
 
@@ -24,6 +25,8 @@ from botocore.exceptions import ClientError
 
 from seat_tools.onsale.plan import ClassShards, StackSettings
 
+TICKETS_INDEX = "TicketsToIssue"
+
 # Outputs of template.yaml that name what the check reads.
 REQUIRED_OUTPUTS = (
     "InventoryTableName",
@@ -32,6 +35,8 @@ REQUIRED_OUTPUTS = (
     "CheckoutApiId",
     "CheckoutApiUrl",
 )
+# Outputs read when the stack has them (a stack deployed from an older template may not).
+ISSUER_OUTPUT = "IssueTicketsFunctionName"
 RESERVE_METHOD_SETTING = "reservations/POST"  # GetStage's methodSettings key of POST /reservations
 STAGE_METHOD_SETTING = "*/*"  # the stage-wide default the template sets
 ENABLED_MAPPING_STATES = frozenset({"Enabled", "Enabling", "Updating", "Creating"})
@@ -44,6 +49,7 @@ class StackResources:
     queue_arn: str
     api_id: str
     api_stage: str
+    issuer_function_name: str = ""
 
     @classmethod
     def from_outputs(cls, outputs: Mapping[str, str]) -> StackResources:
@@ -59,6 +65,7 @@ class StackResources:
             queue_arn=outputs["ReservationsQueueArn"],
             api_id=outputs["CheckoutApiId"],
             api_stage=stage,
+            issuer_function_name=outputs.get(ISSUER_OUTPUT, ""),
         )
 
 
@@ -87,6 +94,10 @@ class StackReader:
         )
         table = dynamodb.describe_table(TableName=resources.table_name)["Table"]
         warm = table.get("WarmThroughput") or {}
+        index: dict[str, Any] = next(
+            (i for i in table.get("GlobalSecondaryIndexes", []) if i.get("IndexName") == TICKETS_INDEX), {}
+        )
+        index_warm = index.get("WarmThroughput") or {}
         maximum = table.get("OnDemandThroughput") or {}
         limits = dynamodb.describe_limits()
         mapping = self._mapping(lambda_, resources)
@@ -94,6 +105,13 @@ class StackReader:
             "ReservedConcurrentExecutions"
         )
         account = lambda_.get_account_settings()["AccountLimit"]
+        memory = lambda_.get_function_configuration(FunctionName=resources.function_name)["MemorySize"]
+        issuer_memory = (
+            lambda_.get_function_configuration(FunctionName=resources.issuer_function_name)["MemorySize"]
+            if resources.issuer_function_name
+            else None
+        )
+        pollers = mapping.get("ProvisionedPollerConfig") or {}
         api_rate, api_burst = self._stage_throttle(apigateway, resources)
         plan_rate, plan_burst = self._usage_plan_throttle(apigateway, resources)
         api_account = apigateway.get_account().get("throttleSettings", {})
@@ -118,7 +136,12 @@ class StackReader:
             api_stage=resources.api_stage,
             usage_plan_rate_limit=plan_rate,
             usage_plan_burst_limit=plan_burst,
-            event_pollers=(mapping.get("ProvisionedPollerConfig") or {}).get("MaximumPollers"),
+            event_pollers=pollers.get("MinimumPollers"),
+            maximum_pollers=pollers.get("MaximumPollers"),
+            reserve_memory_mb=int(memory),
+            issuer_memory_mb=None if issuer_memory is None else int(issuer_memory),
+            index_warm_write_units=index_warm.get("WriteUnitsPerSecond"),
+            index_warm_read_units=index_warm.get("ReadUnitsPerSecond"),
         )
 
     @staticmethod
