@@ -1,6 +1,6 @@
 """`read_inventory(customers=...)` on moto: shard 0 (or the class's only item) and customers'
-counters in one consistent BatchGetItem, for the planner of repeated customers (docs/explanation/simulation.md,
-"Repeated customers")."""
+counters in one consistent BatchGetItem, for the planner of repeated customers
+(docs/explanation/guarantees.md, rule 9)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 the seats move into one item in the same transaction, planned from the survey of the items and
 guarded by each donor's `available >=`, without a consistent read of the whole class (which any
 write in flight on one of its items refuses); a SOLD_OUT still rests on that read alone
-(docs/explanation/sharding.md, "Moving seats")."""
+(docs/explanation/sharding.md, "Taking seats")."""
 
 from __future__ import annotations
 

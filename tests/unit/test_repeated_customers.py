@@ -2,7 +2,7 @@
 items observed while its group settled (a customer's counter, the class's limit), never on the
 container's hints alone, and without reading a sharded class whole; a container that met customers
 at their limit reads the next group's counters first instead of sending a transaction they cancel
-for every customer in it (docs/explanation/simulation.md, "Repeated customers")."""
+for every customer in it (docs/explanation/guarantees.md, rule 9)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The repeated-customer mix in `seats simulate` (docs/explanation/simulation.md, "Repeated customers"):
+"""The repeated-customer mix in `seats simulate` (`--customers`, `--max-per-customer`):
 customers at their limit are answered from their counters, not from reads of the whole class."""
 
 from __future__ import annotations

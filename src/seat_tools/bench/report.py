@@ -672,7 +672,7 @@ ORDERS_NOTE = (
     " of 1-4 lines over four classes sharing a pool through the service on a local stack of its own,"
     " prints orders, lines and seats per second, answers and records by outcome and the transactions,"
     " and checks every class and pool item against the records (`src/seat_tools/bench/orders.py`)."
-    ' Its figures, with their commands: docs/guides/orders.md, "On the local stack".'
+    ' How to run it: docs/guides/orders.md, "At scale".'
 )
 
 

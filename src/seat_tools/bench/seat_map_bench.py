@@ -1,5 +1,5 @@
 """`seats bench --seat-map FILE`: a seat map's on-sale through the local stack (docs/guides/seat-maps.md,
-"Benchmark on the local stack").
+"At scale").
 
 One event is created with the map (the code path of `seats event create --seat-map`); the queue is
 filled with best-available requests (1 to `most` adjacent seats of one of the map's classes) and

@@ -4,7 +4,7 @@
 command added later gets the same messages and exit codes without handling AWS errors itself.
 `seats --debug ...` prints the traceback as well.
 
-Exit codes (docs/reference/cli.md, "Errors and exit codes"):
+Exit codes (docs/reference/seats-tool.md, "Errors and exit codes"):
 
 | code | meaning |
 |------|---------|
