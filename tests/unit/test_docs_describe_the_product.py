@@ -78,22 +78,6 @@ def doc_files() -> list[Path]:
     return [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
 
 
-# Pages still being rewritten from the project's notebook into reader's docs: each is expected to
-# fail (strict: a page that passes must leave this list). The list only shrinks.
-BEING_REWRITTEN = {
-    "docs/guides/size-a-sale.md",
-}
-
-
-def doc_params() -> list[object]:
-    params = []
-    for path in doc_files():
-        name = path.relative_to(REPO).as_posix()
-        marks = [pytest.mark.xfail(strict=True, reason="being rewritten")] if name in BEING_REWRITTEN else []
-        params.append(pytest.param(path, id=name, marks=marks))
-    return params
-
-
 @pytest.mark.parametrize(
     "line",
     [
@@ -146,7 +130,7 @@ def test_a_measurement_record_may_name_its_run() -> None:
     assert [what for _, what, _ in findings(text, record=True)] == ["the state of main"]
 
 
-@pytest.mark.parametrize("path", doc_params())
+@pytest.mark.parametrize("path", doc_files(), ids=lambda p: p.relative_to(REPO).as_posix())
 def test_the_docs_tell_no_history(path: Path) -> None:
     text = path.read_text()
     found = findings(text, record=bool(GENERATED_RECORD.search(text)))
