@@ -193,6 +193,49 @@ async function waitForAnswer(reservationId) {
   throw new Error(`no answer recorded for ${reservationId} after 60 s: it may have been refused as INVALID (see the outcomes topic)`);
 }
 
+// The tickets of a sale (docs/guides/checkin.md): GET /reservations/{id}/tickets answers them once
+// the issuer has numbered the sale (an empty list until then); each live ticket's secret is drawn
+// as a QR code (qrcode-generator, vendored: vendor/qrcode-generator.js).
+async function showTickets(reservationId) {
+  for (const started = Date.now(); Date.now() - started < 120_000; ) {
+    const answer = await call("GET", `/reservations/${encodeURIComponent(reservationId)}/tickets`);
+    if (answer.status !== 200) throw new Error(answer.body?.message || `tickets: HTTP ${answer.status}`);
+    if (answer.body.tickets.length) return drawTickets(answer.body.tickets);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+  }
+  throw new Error(`the tickets of ${reservationId} were not numbered within 2 minutes`);
+}
+
+function ticketsFailed(error) {
+  $("tickets").textContent = String(error);
+  $("tickets-box").hidden = false;
+}
+
+function drawTickets(tickets) {
+  const list = $("tickets");
+  list.replaceChildren();
+  for (const ticket of tickets) {
+    const item = document.createElement("li");
+    item.className = `ticket ${ticket.status}`;
+    item.dataset.ticket = ticket.ticket;
+    const label = document.createElement("p");
+    label.textContent = `Ticket ${ticket.ticket}: ${ticket.seat_class}${ticket.seat ? ` seat ${ticket.seat}` : ""} (${ticket.status.replace("_", " ")})`;
+    item.append(label);
+    if (ticket.secret) {
+      const qr = qrcode(0, "M"); // the smallest version that holds the secret, error correction M
+      qr.addData(ticket.secret, "Byte");
+      qr.make();
+      const code = document.createElement("div");
+      code.className = "qr";
+      code.dataset.secret = ticket.secret;
+      code.innerHTML = qr.createSvgTag({ cellSize: 4, margin: 4, scalable: false });
+      item.append(code);
+    }
+    list.append(item);
+  }
+  $("tickets-box").hidden = false;
+}
+
 // The body of POST /reservations: chosen seats, or a quantity (best available for a mapped class,
 // with its split and accessible options).
 function request() {
@@ -256,6 +299,7 @@ async function send(body, buttons) {
     say(`${answer.status}: ${answer.answer.reason} (reservation ${answer.reservation_id}${seats}${lines})`, answer.status);
     chosen.clear();
     await showSeats();
+    if (answer.status === "CONFIRMED") showTickets(answer.reservation_id).catch(ticketsFailed);
     return answer.status;
   } catch (error) {
     say(String(error), "error");
