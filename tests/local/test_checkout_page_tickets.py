@@ -43,7 +43,9 @@ def test_the_page_shows_each_ticket_as_a_qr_code_of_its_secret(local_stack: Loca
         # When a buyer reserves 2 seats on the page
         driver.get(f"{local_stack.checkout_page_url}?event={event_id}")
         wait = WebDriverWait(driver, 120)
-        wait.until(expected_conditions.presence_of_element_located((By.CSS_SELECTOR, "tr[data-seat-class=GA]")))
+        wait.until(
+            expected_conditions.presence_of_element_located((By.CSS_SELECTOR, "tr[data-seat-class=GA]"))
+        )
         quantity = driver.find_element(By.ID, "quantity")
         quantity.clear()
         quantity.send_keys("2")
