@@ -27,7 +27,7 @@ from seat_tools.local.template import include_locations, read_template_document
 from tests.integration.conftest import REPO
 from tests.template_support import Template
 
-FUNCTIONS = ("ReserveSeatsFunction", "SweepHoldsFunction", "IssueTicketsFunction")
+FUNCTIONS = ("ReserveSeatsFunction", "SweepHoldsFunction", "IssueTicketsFunction", "GateFunction")
 # The version publisher (provisioned concurrency's custom resource) calls Lambda's API only.
 PUBLISHER = "ReserveSeatsVersionPublisher"
 SERVICES_OF = {**dict.fromkeys(FUNCTIONS, SERVICES), PUBLISHER: ("lambda",)}

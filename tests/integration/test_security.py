@@ -294,7 +294,8 @@ def test_only_the_functions_may_publish_to_the_topic(template: Template) -> None
         for s in topic_policy(template)["Statement"]
         if s["Effect"] == "Allow" and any(a in ("sns:Publish", "sns:*") for a in as_list(s["Action"]))
     ]
-    assert sorted((s["Principal"]["AWS"] for s in granting), key=str) == sorted(roles, key=str)
+    principals = [p for s in granting for p in as_list(s["Principal"]["AWS"])]
+    assert sorted(principals, key=str) == sorted(roles, key=str)
     # ... and nobody else, whatever their IAM policies grant
     [deny] = [
         s

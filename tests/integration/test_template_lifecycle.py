@@ -75,7 +75,12 @@ def test_the_sweeper_may_query_only_the_index_and_write_only_the_table(template:
 def test_the_topic_lets_the_sweeper_publish(template: Template) -> None:
     statements = template.properties("OutcomesTopicPolicy")["PolicyDocument"]["Statement"]
     principals = [
-        s["Principal"]["AWS"] for s in statements if s["Effect"] == "Allow" and s["Action"] == "sns:Publish"
+        principal
+        for s in statements
+        if s["Effect"] == "Allow" and s["Action"] == "sns:Publish"
+        for principal in (
+            s["Principal"]["AWS"] if isinstance(s["Principal"]["AWS"], list) else [s["Principal"]["AWS"]]
+        )
     ]
     assert {"Fn::GetAtt": ["SweepHoldsFunctionRole", "Arn"]} in principals
 
