@@ -129,6 +129,9 @@ def _value(value: Any) -> str:
     if isinstance(value, Mapping) and set(value) == {"Fn::GetAtt"}:
         target = value["Fn::GetAtt"]
         return "`" + (".".join(target) if isinstance(target, list) else str(target)) + "`"
+    if isinstance(value, Mapping) and set(value) == {"Fn::If"} and len(value["Fn::If"]) == 3:
+        condition, when_true, when_false = value["Fn::If"]
+        return f"{_value(when_true)} when `{condition}`, else {_value(when_false)}"
     if isinstance(value, str):
         return "(empty)" if value == "" else _code(value)
     return _code(json.dumps(value, separators=(",", ":")))
