@@ -209,3 +209,34 @@ def test_the_binding_report_shares_each_moment_among_the_invocation_slots() -> N
         }
     )
     assert binding_limit(shares) == "partitions"
+
+
+def test_a_cold_index_throttles_the_tables_writes_and_a_pre_warmed_one_does_not() -> None:
+    # Given a table pre-warmed far past the sale, and its TicketsToIssue index as new (4,000 write
+    # units a second over 4 partitions: every sold record writes one entry) or pre-warmed
+    def sale(index_warm: float) -> dict:
+        return simulate(
+            containers=64,
+            shards=64,
+            requests=8_000,
+            containers_at_once=True,
+            memory_mb=1769,
+            contention=ContentionSettings(
+                warm_write_units_per_s=100_000,
+                table_quota_units_per_s=100_000,
+                index_warm_write_units_per_s=index_warm,
+            ),
+        )
+
+    cold, warm = sale(4_000), sale(40_000)
+
+    # Then the cold index refuses the table's transactions (ThrottlingError, the index's reason),
+    # which the service waits out in place: every seat sold once, nothing handed back
+    assert cold["throttled_by"].get("IndexWriteKeyRangeThroughputExceeded", 0) > 0
+    assert cold["transactions_cancelled"].get("ThrottlingError", 0) > 0
+    assert cold["invariants"] == "ok" and cold["messages_handed_back"] == 0
+    assert cold["binding_limit"] == "index" and cold["index_partitions"] == 4
+    # ... and the pre-warmed one does not: the sale goes faster (seed 1: 2,685 against 2,426 a second)
+    assert warm["throttled_by"] == {} and warm["index_partitions"] == 40
+    assert "index" not in warm["bound_by"]
+    assert warm["confirmed_per_s"] > cold["confirmed_per_s"]

@@ -38,7 +38,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from seat_tools.contention.model import Z90, ContentionSettings, latency_quantiles_ms
+from seat_tools.contention.model import ContentionSettings, mean_latency_ms
 
 TRANSACT_WRITE = "TransactWriteItems"
 
@@ -73,10 +73,8 @@ class Ceiling:
 
 def mean_transaction_latency_s(actions: float) -> float:
     """Mean AWS latency (seconds) of a TransactWriteItems of `actions` items, by the model's
-    log-normal through the published p50 and p90."""
-    p50, p90 = latency_quantiles_ms(TRANSACT_WRITE, max(1, round(actions)))
-    sigma = math.log(p90 / p50) / Z90
-    return p50 * math.exp(sigma**2 / 2) / 1000
+    distribution (the published quantiles, tail included)."""
+    return mean_latency_ms(TRANSACT_WRITE, max(1, round(actions))) / 1000
 
 
 def ceiling_per_event(

@@ -13,6 +13,8 @@ from seat_inventory.models import MAX_ORDER_LINES, MAX_SHARDS, MAX_TICKET_SERIES
 from seat_inventory.settings import DEFAULT_ISSUE_LIMIT, Settings
 from seat_tools.cli.output import OutputFormat, output_option, print_json, print_text
 from seat_tools.contention.model import (
+    NEW_TABLE_WARM_READ_UNITS_PER_S,
+    NEW_TABLE_WARM_WRITE_UNITS_PER_S,
     PARTITION_READ_UNITS_PER_S,
     PARTITION_WRITE_UNITS_PER_S,
     PER_KEY,
@@ -144,7 +146,15 @@ def _template_defaults() -> tuple[SimulationConfig, Settings]:
         max_receive_count=template.queue.max_receive_count or 5,
         timeout_s=function.timeout_s,
         memory_mb=function.memory_mb,
-        contention=table_contention(template),
+        contention=dataclasses.replace(
+            table_contention(template),
+            index_warm_write_units_per_s=float(
+                parameters.get("TicketsIndexWarmWriteUnitsPerSecond", NEW_TABLE_WARM_WRITE_UNITS_PER_S)
+            ),
+            index_warm_read_units_per_s=float(
+                parameters.get("TicketsIndexWarmReadUnitsPerSecond", NEW_TABLE_WARM_READ_UNITS_PER_S)
+            ),
+        ),
     )
     return config, Settings.from_env(environment)
 
@@ -302,6 +312,18 @@ def _check_seat_map_options(config: SimulationConfig) -> None:
     type=click.FloatRange(min=1.0),
     help="The table's warm throughput, read units per second"
     " [default: the template's TableWarmReadUnitsPerSecond, 12,000].",
+)
+@click.option(
+    "--index-warm-write-units-per-s",
+    type=click.FloatRange(min=1.0),
+    help="The TicketsToIssue index's own warm throughput, write units per second: it decides the"
+    " index's partitions, and an index short of units throttles the table's writes [default: the"
+    " template's TicketsIndexWarmWriteUnitsPerSecond, 4,000, a new index's].",
+)
+@click.option(
+    "--index-warm-read-units-per-s",
+    type=click.FloatRange(min=1.0),
+    help="The index's warm throughput, read units per second [default: the template's, 12,000].",
 )
 @click.option(
     "--partitions",
@@ -535,6 +557,8 @@ def simulate(
     publish_ms: tuple[float, float],
     warm_write_units_per_s: float | None,
     warm_read_units_per_s: float | None,
+    index_warm_write_units_per_s: float | None,
+    index_warm_read_units_per_s: float | None,
     partitions: int | None,
     write_units_per_s: float,
     read_units_per_s: float,
@@ -628,6 +652,8 @@ def simulate(
                 defaults.contention,
                 warm_write_units_per_s=warm_write_units_per_s,
                 warm_read_units_per_s=warm_read_units_per_s,
+                index_warm_write_units_per_s=index_warm_write_units_per_s,
+                index_warm_read_units_per_s=index_warm_read_units_per_s,
                 partitions=partitions,
                 write_units_per_s=write_units_per_s,
                 read_units_per_s=read_units_per_s,

@@ -69,11 +69,15 @@ docs/explanation/contention.md):
   are counted as wasted (`write_units_cancelled`), as are the units of a single-item write
   refused by a conflict or whose condition failed (`finish(write, cancelled_by=...)`); a
   cancelled `TransactGetItems` is likewise assumed to be charged its read units.
-- Latency. Log-normal per operation, fitted to a published p50 and p90 (Alex DeBrie's
-  measurements from Lambda): single-item operations p50 7.55 ms / p90 11.3 ms (measured for
-  PutItem; assumed for the others); `TransactWriteItems` and `TransactGetItems` with n items
-  linear in n through (5 items: 25.3 / 30.7 ms) and (25 items: 32.1 / 40.5 ms), extrapolated
-  beyond (100 items: about 57.6 / 77.3 ms; no public figure exists for more than 25).
+- Latency. Per operation, the whole distribution Alex DeBrie measured from Lambda (4,000 calls
+  each: min, p50, p90, p95, p99, max): single-item operations as PutItem's 5.47 / 7.55 / 11.3 /
+  13.2 / 16.2 / 29 ms (measured for PutItem; assumed for the others); `TransactWriteItems` and
+  `TransactGetItems` with n items each quantile linear in n through 5 items (19.4 / 25.3 / 30.7 /
+  36.4 / 92.5 / 218 ms) and 25 (23.5 / 32.1 / 40.5 / 47.2 / 97.5 / 258 ms), extrapolated beyond
+  (100 items: 38.9 / 57.6 / 77.2 / 87.7 / 116 / 408 ms; no public figure exists for more than
+  25). A draw takes a standard normal z and joins the quantiles' logarithms by straight lines in
+  z (`latency_at_ms`): a log-normal body and the measured tail, never past the measured minimum
+  and maximum.
 - Time scale. `time_scale` stretches the model onto the wall clock: a proxy run at scale s
   reads the model's time as wall time / s and sleeps s x each modelled latency, so every rate
   this 2-core machine can drive meets the same contention as s times that rate on AWS.
@@ -83,11 +87,14 @@ docs/explanation/contention.md):
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import enum
+import functools
 import hashlib
 import itertools
 import math
 import random
+import statistics
 import threading
 import time
 from collections import Counter
@@ -105,6 +112,17 @@ Z90 = 1.2815515655446004
 # Published latencies, milliseconds (p50, p90): https://www.alexdebrie.com/posts/dynamodb-transactions-performance/
 SINGLE_ITEM_MS = (7.55, 11.3)
 TRANSACTION_POINTS_MS = ((5, 25.3, 30.7), (25, 32.1, 40.5))
+# The same measurements' whole distribution (alexdebrie/dynamodb-performance-testing, its table of
+# min, p50, p90, p95, p99 and max over 4,000 calls each: 400 invocations of 10): its tail is far
+# heavier than a log-normal through p50 and p90 (TransactWriteItems of 5 items: p99 92.5 ms, max
+# 218 ms, where the log-normal gives 36 and 45).
+LATENCY_CALLS_MEASURED = 4000
+LATENCY_SHARES = (1 / LATENCY_CALLS_MEASURED, 0.5, 0.9, 0.95, 0.99, 1 - 1 / LATENCY_CALLS_MEASURED)
+SINGLE_ITEM_QUANTILES_MS = (5.47, 7.55, 11.3, 13.2, 16.2, 29.0)  # PutItem
+TRANSACTION_QUANTILES_MS = (
+    (5, (19.4, 25.3, 30.7, 36.4, 92.5, 218.0)),
+    (25, (23.5, 32.1, 40.5, 47.2, 97.5, 258.0)),
+)
 TRANSACTIONAL_OPERATIONS = frozenset({"TransactWriteItems", "TransactGetItems"})
 SINGLE_WRITE_OPERATIONS = frozenset({"PutItem", "UpdateItem", "DeleteItem"})
 PURGE_EVERY = 4096
@@ -166,6 +184,12 @@ class ContentionSettings:
     # A partition whose traffic stays at or above half its units for this long splits in two:
     # on-demand growth to double the previous peak within 30 minutes (None: no growth).
     growth_window_s: float | None = GROWTH_WINDOW_S
+    # Each global secondary index's own warm throughput (a new index's: 4,000 write and 12,000
+    # read units per second), which decides its own partitions; each index also has the per-table
+    # quota of its own (AccountLimitExceeded names the index). An index that cannot take a write
+    # throttles the table's write that makes it.
+    index_warm_write_units_per_s: float = NEW_TABLE_WARM_WRITE_UNITS_PER_S
+    index_warm_read_units_per_s: float = NEW_TABLE_WARM_READ_UNITS_PER_S
     time_scale: float = 1.0
     latency: bool = True
 
@@ -177,6 +201,8 @@ class ContentionSettings:
             "time_scale",
             "warm_write_units_per_s",
             "warm_read_units_per_s",
+            "index_warm_write_units_per_s",
+            "index_warm_read_units_per_s",
         ):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be positive, not {getattr(self, name)!r}")
@@ -219,6 +245,18 @@ class ContentionSettings:
         if quota is not None:
             return quota, THROTTLED_ACCOUNT_LIMIT
         return None
+
+    def for_index(self) -> ContentionSettings:
+        """The settings a global secondary index of the table has: its own warm throughput and
+        partitions (one per key when the table's are), the per-table quota, no maximum."""
+        return dataclasses.replace(
+            self,
+            warm_write_units_per_s=self.index_warm_write_units_per_s,
+            warm_read_units_per_s=self.index_warm_read_units_per_s,
+            partitions=PER_KEY if self.per_key else None,
+            max_write_request_units=None,
+            max_read_request_units=None,
+        )
 
     def wall_seconds(self, model_seconds: float) -> float:
         """Wall-clock seconds that `model_seconds` take at this time scale."""
@@ -311,6 +349,18 @@ class ItemRead:
 
 
 @dataclass(frozen=True, slots=True)
+class IndexWrite:
+    """A write a global secondary index makes for one item of a table's write: the index, the
+    item's position in the request, the index's partition key and its units (an index entry
+    under 1 KB: 1; its projection is written, never transactionally)."""
+
+    index: str
+    position: int
+    partition_key: str
+    write_units: float = 1.0
+
+
+@dataclass(frozen=True, slots=True)
 class Decision:
     verdict: Verdict
     operation: str
@@ -323,6 +373,7 @@ class Decision:
     item_keys: tuple[str, ...] = ()
     open_ended: bool = False
     throttled_by: str | None = None  # THROTTLED_KEY_RANGE, _ACCOUNT_LIMIT or _MAX_ON_DEMAND
+    throttled_index: str | None = None  # the index that refused the write (throttled_by: IndexWrite...)
 
     @property
     def admitted(self) -> bool:
@@ -348,6 +399,7 @@ class ContentionCounters:
     throttled_by: dict[str, int] = field(default_factory=dict)  # throttled requests by limit
     partitions: dict[str, int] = field(default_factory=dict)  # table -> partitions now (keys if PER_KEY)
     partition_splits: int = 0
+    index_write_units_consumed: float = 0.0  # taken from the indexes' capacity (billed when written)
 
     @property
     def read_transactions_refused(self) -> int:
@@ -368,6 +420,7 @@ class ContentionCounters:
             "throttled_by": dict(self.throttled_by),
             "partitions": dict(self.partitions),
             "partition_splits": self.partition_splits,
+            "index_write_units_consumed": self.index_write_units_consumed,
         }
 
 
@@ -385,20 +438,63 @@ def read_units(size_bytes: int, *, consistent: bool = True, transactional: bool 
     return float(blocks) if consistent else blocks / 2
 
 
-def latency_quantiles_ms(operation: str, item_count: int = 1) -> tuple[float, float]:
-    """The (p50, p90) in milliseconds the model draws `operation` on `item_count` items from."""
+def latency_table_ms(operation: str, item_count: int = 1) -> tuple[float, ...]:
+    """The published quantiles (min, p50, p90, p95, p99, max; `LATENCY_SHARES`) in milliseconds the
+    model draws `operation` on `item_count` items from: single-item operations as PutItem (measured
+    for PutItem; assumed for the others); transactions of n items each quantile linear in n
+    through 5 and 25 items, extrapolated beyond (no public figure exists past 25)."""
     if operation not in TRANSACTIONAL_OPERATIONS:
-        return SINGLE_ITEM_MS
-    (n0, p50_0, p90_0), (n1, p50_1, p90_1) = TRANSACTION_POINTS_MS
-    fraction = (max(1, item_count) - n0) / (n1 - n0)
-    return p50_0 + fraction * (p50_1 - p50_0), p90_0 + fraction * (p90_1 - p90_0)
+        return SINGLE_ITEM_QUANTILES_MS
+    return _transaction_table(max(1, item_count))
+
+
+@functools.lru_cache(maxsize=256)
+def _transaction_table(item_count: int) -> tuple[float, ...]:
+    (n0, low), (n1, high) = TRANSACTION_QUANTILES_MS
+    fraction = (item_count - n0) / (n1 - n0)
+    return tuple(a + fraction * (b - a) for a, b in zip(low, high, strict=True))
+
+
+def latency_quantiles_ms(operation: str, item_count: int = 1) -> tuple[float, float]:
+    """The (p50, p90) in milliseconds of the distribution the model draws `operation` from."""
+    table = latency_table_ms(operation, item_count)
+    return table[1], table[2]
+
+
+_Z_KNOTS = tuple(statistics.NormalDist().inv_cdf(share) for share in LATENCY_SHARES)
+
+
+def latency_at_ms(table: Sequence[float], z: float) -> float:
+    """The latency at the standard normal quantile `z`: the published quantiles, their logarithms
+    joined by straight lines in z (a log-normal between two of them), never below the minimum or
+    above the maximum measured."""
+    if z <= _Z_KNOTS[0]:
+        return table[0]
+    if z >= _Z_KNOTS[-1]:
+        return table[-1]
+    upper = bisect.bisect_right(_Z_KNOTS, z)
+    z0, z1 = _Z_KNOTS[upper - 1], _Z_KNOTS[upper]
+    log0, log1 = math.log(table[upper - 1]), math.log(table[upper])
+    return math.exp(log0 + (z - z0) / (z1 - z0) * (log1 - log0))
 
 
 def sample_latency_s(operation: str, item_count: int, rng: random.Random) -> float:
-    """One draw, in seconds, from the log-normal with the operation's published p50 and p90."""
-    p50, p90 = latency_quantiles_ms(operation, item_count)
-    sigma = math.log(p90 / p50) / Z90
-    return p50 * math.exp(sigma * rng.gauss(0.0, 1.0)) / 1000.0
+    """One draw, in seconds, from the operation's published distribution (`latency_at_ms`)."""
+    return latency_at_ms(latency_table_ms(operation, item_count), rng.gauss(0.0, 1.0)) / 1000.0
+
+
+@functools.lru_cache(maxsize=256)
+def mean_latency_ms(operation: str, item_count: int = 1) -> float:
+    """The mean of the distribution `sample_latency_s` draws from (numerically, over z)."""
+    table = latency_table_ms(operation, item_count)
+    normal = statistics.NormalDist()
+    steps = 4000
+    low, high = -6.0, 6.0
+    width = (high - low) / steps
+    return sum(
+        latency_at_ms(table, low + (i + 0.5) * width) * normal.pdf(low + (i + 0.5) * width) * width
+        for i in range(steps)
+    )
 
 
 class _Bucket:
@@ -496,9 +592,14 @@ class _Partition:
 
 
 class _Table:
-    """One table's partitions (key ranges, or one per key with PER_KEY) and table-wide limits."""
+    """One table's (or global secondary index's) partitions (key ranges, or one per key with
+    PER_KEY) and table-wide limits."""
 
-    def __init__(self, settings: ContentionSettings, now: float) -> None:
+    def __init__(
+        self, settings: ContentionSettings, now: float, *, name: str = "", index: str | None = None
+    ) -> None:
+        self.name = name
+        self.index = index  # the index's name, for an index
         self.settings = settings
         self.per_key: dict[str, _Partition] | None = {} if settings.per_key else None
         count = settings.initial_partitions() if not settings.per_key else 0
@@ -511,6 +612,10 @@ class _Table:
             if limit is not None:
                 self.limits[write] = (_Bucket(limit[0], settings.burst_s, now), limit[1])
         self.splits = 0
+
+    def reason(self, limit: str) -> str:
+        """The throttling reason past `limit` (a LimitType): the table's, or the index's in full."""
+        return limit if self.index is None else INDEX_WRITE + limit
 
     def partition(self, partition_key: str, now: float) -> _Partition:
         if self.per_key is not None:
@@ -580,6 +685,7 @@ class ContentionModel:
         self._readers: dict[str, set[int]] = {}  # item key -> ids of the reads in flight on it
         self._read_committed = 0
         self._read_cancelled: Counter[str] = Counter()
+        self._index_units = 0.0
 
     # ------------------------------------------------------------------ public
     def now(self) -> float:
@@ -587,24 +693,41 @@ class ContentionModel:
         return self._clock()
 
     def transact_write(
-        self, items: Sequence[ItemWrite], *, now: float | None = None, until_finished: bool = False
+        self,
+        items: Sequence[ItemWrite],
+        *,
+        now: float | None = None,
+        until_finished: bool = False,
+        index_writes: Sequence[IndexWrite] = (),
     ) -> Decision:
-        """A `TransactWriteItems` on `items` (in request order) starting at `now`."""
-        return self._transaction("TransactWriteItems", items, now, until_finished)
+        """A `TransactWriteItems` on `items` (in request order) starting at `now`; `index_writes`:
+        what its items write to the table's global secondary indexes."""
+        return self._transaction("TransactWriteItems", items, now, until_finished, index_writes)
 
     def write_item(
-        self, item: ItemWrite, *, operation: str = "PutItem", now: float | None = None
+        self,
+        item: ItemWrite,
+        *,
+        operation: str = "PutItem",
+        now: float | None = None,
+        index_writes: Sequence[IndexWrite] = (),
     ) -> Decision:
         """A single-item write (PutItem, UpdateItem or DeleteItem)."""
         with self._lock:
             start = self._now(now)
             latency = self._latency(operation, 1)
-            short = self._take([item], start, write=True)
+            short = self._take([item], start, write=True, index_writes=index_writes)
             if short is not None:
                 self._throttled += 1
                 self._throttled_by[short[1]] += 1
                 return Decision(
-                    Verdict.THROTTLED, operation, (THROTTLING_ERROR,), latency, start, throttled_by=short[1]
+                    Verdict.THROTTLED,
+                    operation,
+                    (THROTTLING_ERROR,),
+                    latency,
+                    start,
+                    throttled_by=short[1],
+                    throttled_index=short[2],
                 )
             self._write_units += item.write_units
             if self._held_positions([item.item_key], start):
@@ -766,8 +889,11 @@ class ContentionModel:
                 read_transactions_committed=self._read_committed,
                 read_transactions_cancelled=dict(self._read_cancelled),
                 throttled_by=dict(self._throttled_by),
-                partitions={name: table.count() for name, table in self._tables.items()},
+                partitions={
+                    name: table.count() for name, table in self._tables.items() if table.index is None
+                },
                 partition_splits=sum(table.splits for table in self._tables.values()),
+                index_write_units_consumed=self._index_units,
             )
 
     # ------------------------------------------------------------------ internals (under the lock)
@@ -780,12 +906,17 @@ class ContentionModel:
         return sample_latency_s(operation, item_count, self._rng)
 
     def _transaction(
-        self, operation: str, items: Sequence[ItemWrite], now: float | None, until_finished: bool
+        self,
+        operation: str,
+        items: Sequence[ItemWrite],
+        now: float | None,
+        until_finished: bool,
+        index_writes: Sequence[IndexWrite] = (),
     ) -> Decision:
         with self._lock:
             start = self._now(now)
             latency = self._latency(operation, len(items))
-            short = self._take(items, start, write=True)
+            short = self._take(items, start, write=True, index_writes=index_writes)
             if short is not None:
                 return self._throttled_transaction(operation, len(items), short, latency, start)
             units = sum(item.write_units for item in items)
@@ -821,14 +952,16 @@ class ContentionModel:
             return decision
 
     def _throttled_transaction(
-        self, operation: str, count: int, short: tuple[int, str], latency: float, start: float
+        self, operation: str, count: int, short: tuple[int, str, str | None], latency: float, start: float
     ) -> Decision:
-        position, limit = short
+        position, limit, index = short
         self._throttled += 1
         self._throttled_by[limit] += 1
         self._cancelled[THROTTLING_ERROR] += 1
         reasons = tuple(THROTTLING_ERROR if i == position else None for i in range(count))
-        return Decision(Verdict.THROTTLED, operation, reasons, latency, start, throttled_by=limit)
+        return Decision(
+            Verdict.THROTTLED, operation, reasons, latency, start, throttled_by=limit, throttled_index=index
+        )
 
     def _held_positions(self, item_keys: Sequence[str], now: float) -> set[int]:
         held = set()
@@ -864,44 +997,105 @@ class ContentionModel:
     def _table(self, name: str, now: float) -> _Table:
         table = self._tables.get(name)
         if table is None:
-            table = self._tables[name] = _Table(self.settings, now)
+            table = self._tables[name] = _Table(self.settings, now, name=name)
         return table
 
-    def _take(
-        self, items: Sequence[ItemWrite | ItemRead], now: float, *, write: bool
-    ) -> tuple[int, str] | None:
-        """Takes the items' units from their tables' limits and their partitions, all or none.
+    def _index(self, table: str, index: str, now: float) -> _Table:
+        """A global secondary index of `table`: partitions and limits of its own."""
+        name = f"{table}#{index}"
+        found = self._tables.get(name)
+        if found is None:
+            found = self._tables[name] = _Table(self.settings.for_index(), now, name=name, index=index)
+        return found
 
-        None when taken; else the position of the first item whose table (checked first) or
-        partition lacked the units, and the limit that did (THROTTLED_...). A throttled request
-        takes nothing: AWS's throttling keeps a request from consuming capacity.
+    def _take(
+        self,
+        items: Sequence[ItemWrite | ItemRead],
+        now: float,
+        *,
+        write: bool,
+        index_writes: Sequence[IndexWrite] = (),
+    ) -> tuple[int, str, str | None] | None:
+        """Takes the items' units from their tables' limits and their partitions, and the index
+        writes' from their indexes', all or none.
+
+        None when taken; else the position of the first item whose table (checked first),
+        partition, or index lacked the units, the limit that did (THROTTLED_..., or for an index
+        INDEX_WRITE + it, AWS's reason) and the index. A throttled request takes nothing: AWS's
+        throttling keeps a request from consuming capacity.
         """
-        tables: dict[str, tuple[_Table, list[float], int]] = {}
-        partitions: dict[int, tuple[_Table, _Partition, list[float], int]] = {}
+        tables: _Sums = {}
+        partitions: _PartitionSums = {}
         for position, item in enumerate(items):
             units = item.write_units if isinstance(item, ItemWrite) else item.read_units
-            table_entry = tables.get(item.table)
-            if table_entry is None:
-                table_entry = tables[item.table] = (self._table(item.table, now), [0.0], position)
-            table_entry[1][0] += units
-            table = table_entry[0]
-            partition = table.partition(item.partition_key, now)
-            entry = partitions.get(id(partition))
-            if entry is None:
-                entry = partitions[id(partition)] = (table, partition, [0.0], position)
-            entry[2][0] += units
-        for table, (units,), position in tables.values():
-            limit = table.limits.get(write)
-            if limit is not None and limit[0].refill(now) < units:
-                return position, limit[1]
-        for _, partition, (units,), position in partitions.values():
-            if partition.bucket(write, now).tokens < units:
-                return position, THROTTLED_KEY_RANGE
-        for table, (units,), _ in tables.values():
-            limit = table.limits.get(write)
-            if limit is not None:
-                limit[0].tokens -= units
-        for table, partition, (units,), _ in partitions.values():
-            partition.bucket(write, now).tokens -= units
-            table.observe(partition, now, units if write else 0.0, 0.0 if write else units)
+            table = self._table(item.table, now)
+            self._count(tables, partitions, table, item.partition_key, units, position, now)
+        indexes: _Sums = {}
+        index_partitions: _PartitionSums = {}
+        for entry in index_writes:
+            table_name = items[entry.position].table if entry.position < len(items) else ""
+            index = self._index(table_name, entry.index, now)
+            self._count(
+                indexes, index_partitions, index, entry.partition_key, entry.write_units, entry.position, now
+            )
+        short = _short(tables, partitions, write, now) or _short(indexes, index_partitions, True, now)
+        if short is not None:
+            return short
+        _spend(tables, partitions, write, now)
+        self._index_units += _spend(indexes, index_partitions, True, now)
         return None
+
+    @staticmethod
+    def _count(
+        tables: dict[str, tuple[_Table, list[float], int]],
+        partitions: dict[int, tuple[_Table, _Partition, list[float], int]],
+        table: _Table,
+        partition_key: str,
+        units: float,
+        position: int,
+        now: float,
+    ) -> tuple[_Table, list[float], int]:
+        """Adds `units` to the table's and the key's partition's sums (first position kept)."""
+        key = table.name
+        entry = tables.get(key)
+        if entry is None:
+            entry = tables[key] = (table, [0.0], position)
+        entry[1][0] += units
+        partition = table.partition(partition_key, now)
+        part = partitions.get(id(partition))
+        if part is None:
+            part = partitions[id(partition)] = (table, partition, [0.0], position)
+        part[2][0] += units
+        return entry
+
+
+_Sums = dict[str, tuple[_Table, list[float], int]]
+_PartitionSums = dict[int, tuple[_Table, _Partition, list[float], int]]
+
+
+def _short(
+    tables: _Sums, partitions: _PartitionSums, write: bool, now: float
+) -> tuple[int, str, str | None] | None:
+    """The first table (then partition) whose bucket lacks its units: (position, limit, index)."""
+    for table, (units,), position in tables.values():
+        limit = table.limits.get(write)
+        if limit is not None and limit[0].refill(now) < units:
+            return position, table.reason(limit[1]), table.index
+    for table, partition, (units,), position in partitions.values():
+        if partition.bucket(write, now).tokens < units:
+            return position, table.reason(THROTTLED_KEY_RANGE), table.index
+    return None
+
+
+def _spend(tables: _Sums, partitions: _PartitionSums, write: bool, now: float) -> float:
+    """Takes the units from every table's limit and partition's bucket; returns the units."""
+    spent = 0.0
+    for table, (units,), _ in tables.values():
+        spent += units
+        limit = table.limits.get(write)
+        if limit is not None:
+            limit[0].tokens -= units
+    for table, partition, (units,), _ in partitions.values():
+        partition.bucket(write, now).tokens -= units
+        table.observe(partition, now, units if write else 0.0, 0.0 if write else units)
+    return spent

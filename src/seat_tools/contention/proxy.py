@@ -37,6 +37,7 @@ import dataclasses
 import http.client
 import json
 import random
+import re
 import signal
 import sys
 import threading
@@ -54,6 +55,7 @@ from seat_tools.contention.model import (
     ContentionModel,
     ContentionSettings,
     Decision,
+    IndexWrite,
     ItemRead,
     ItemWrite,
     Verdict,
@@ -108,6 +110,8 @@ def _value_size(value: Mapping[str, Any]) -> int:
 class KeySchema:
     partition: str
     sort: str | None
+    # (index name, its partition key attribute) of each global secondary index
+    indexes: tuple[tuple[str, str], ...] = ()
 
 
 class ContentionProxy:
@@ -161,9 +165,16 @@ class ContentionProxy:
             status, _, payload = self.forward(json.dumps({"TableName": table}).encode(), request)
             if status != 200:
                 raise LookupError(f"DescribeTable {table} answered {status}")
-            elements = json.loads(payload)["Table"]["KeySchema"]
-            keys = {e["KeyType"]: e["AttributeName"] for e in elements}
-            schema = self._schemas[table] = KeySchema(keys["HASH"], keys.get("RANGE"))
+            description = json.loads(payload)["Table"]
+            keys = {e["KeyType"]: e["AttributeName"] for e in description["KeySchema"]}
+            indexes = tuple(
+                (
+                    index["IndexName"],
+                    next(e["AttributeName"] for e in index["KeySchema"] if e["KeyType"] == "HASH"),
+                )
+                for index in description.get("GlobalSecondaryIndexes", [])
+            )
+            schema = self._schemas[table] = KeySchema(keys["HASH"], keys.get("RANGE"), indexes)
         return schema
 
     # ------------------------------------------------------------------ items
@@ -203,6 +214,38 @@ class ContentionProxy:
                 size = item_size(detail["Key"]) + item_size(detail.get("ExpressionAttributeValues", {}))
             items.append(self._write(table, key_source, size, headers, transactional=True))
         return items
+
+    def index_writes(
+        self, actions: Sequence[tuple[str, Mapping[str, Any]]], headers: Mapping[str, str]
+    ) -> list[IndexWrite]:
+        """What the writes (kind, request) make their tables' global secondary indexes write: a Put
+        whose item has an index's partition key enters that index (keyed by its value); an Update
+        whose expression names that attribute changes its entry (keyed by the item: the old value
+        is not in the request); a Delete is taken to write no index (whether the item was in one
+        is not in the request). Each entry 1 unit per KB of the item written (a projection is at
+        most the item)."""
+        writes = []
+        for position, (kind, detail) in enumerate(actions):
+            table = detail["TableName"]
+            indexes = self.key_schema(table, headers).indexes
+            if not indexes or kind in ("Delete", "DeleteItem", "ConditionCheck"):
+                continue
+            if kind in ("Put", "PutItem"):
+                item = detail["Item"]
+                units = write_units(item_size(item), transactional=False)
+                for index, attribute in indexes:
+                    if attribute in item:
+                        ((_, value),) = item[attribute].items()
+                        writes.append(IndexWrite(index, position, str(value), units))
+                continue
+            expression = detail.get("UpdateExpression", "")
+            aliases = detail.get("ExpressionAttributeNames", {})
+            named = {aliases.get(t, t) for t in re.findall(r"(?<![:\w#])#?[A-Za-z_]\w*", expression)}
+            for index, attribute in indexes:
+                if attribute in named:
+                    _, item_key = self._keys(table, detail["Key"], headers)
+                    writes.append(IndexWrite(index, position, item_key))
+        return writes
 
     def single_write(self, body: Mapping[str, Any], operation: str, headers: Mapping[str, str]) -> ItemWrite:
         table = body["TableName"]
@@ -261,14 +304,21 @@ class ContentionProxy:
     def conflict() -> dict[str, Any]:
         return {"__type": ERROR_PREFIX + "TransactionConflictException", "message": CONFLICT_MESSAGE}
 
-    def throttled(self, table: str, *, write: bool, limit: str | None = None) -> dict[str, Any]:
+    def throttled(
+        self, table: str, *, write: bool, limit: str | None = None, index: str | None = None
+    ) -> dict[str, Any]:
         """AWS's answer to a throttled single-item request: the limit (the model's
-        `Decision.throttled_by`) is the reason's LimitType, e.g. TableWriteKeyRangeThroughputExceeded."""
-        reason = f"Table{'Write' if write else 'Read'}{limit or THROTTLED_KEY_RANGE}"
+        `Decision.throttled_by`) is the reason's LimitType, e.g. TableWriteKeyRangeThroughputExceeded;
+        an index's refusal (`throttled_index`) names the index, as AWS's GSI back-pressure does."""
+        if index is not None and limit is not None:
+            reason, resource = limit, f"{self.table_arn(table)}/index/{index}"
+        else:
+            reason = f"Table{'Write' if write else 'Read'}{limit or THROTTLED_KEY_RANGE}"
+            resource = self.table_arn(table)
         return {
             "__type": ERROR_PREFIX + "ProvisionedThroughputExceededException",
             "message": THROTTLED_MESSAGE,
-            "ThrottlingReasons": [{"reason": reason, "resource": self.table_arn(table)}],
+            "ThrottlingReasons": [{"reason": reason, "resource": resource}],
         }
 
     def status(self) -> dict[str, Any]:
@@ -323,8 +373,12 @@ class _Handler(BaseHTTPRequestHandler):
     # ------------------------------------------------------------------ operations
     def _transaction(self, arrived: float, body: bytes, headers: dict[str, str]) -> None:
         proxy = self.server.proxy
-        items = proxy.transaction_items(json.loads(body), headers)
-        decision = proxy.model.transact_write(items, until_finished=True)
+        request = json.loads(body)
+        items = proxy.transaction_items(request, headers)
+        actions = [next(iter(action.items())) for action in request["TransactItems"]]
+        decision = proxy.model.transact_write(
+            items, until_finished=True, index_writes=proxy.index_writes(actions, headers)
+        )
         if not decision.admitted:
             self._sleep_until(arrived, decision.latency_s)
             self._error(ContentionProxy.cancelled(decision))
@@ -360,7 +414,9 @@ class _Handler(BaseHTTPRequestHandler):
         proxy = self.server.proxy
         request = json.loads(body)
         decision = proxy.model.write_item(
-            proxy.single_write(request, operation, headers), operation=operation
+            proxy.single_write(request, operation, headers),
+            operation=operation,
+            index_writes=proxy.index_writes([(operation, request)], headers),
         )
         if decision.verdict is Verdict.ADMITTED:
             self._forward_after(arrived, decision, body, headers)
@@ -369,7 +425,14 @@ class _Handler(BaseHTTPRequestHandler):
         if decision.verdict is Verdict.CONFLICT:
             self._error(ContentionProxy.conflict())
         else:
-            self._error(proxy.throttled(request["TableName"], write=True, limit=decision.throttled_by))
+            self._error(
+                proxy.throttled(
+                    request["TableName"],
+                    write=True,
+                    limit=decision.throttled_by,
+                    index=decision.throttled_index,
+                )
+            )
 
     def _read(self, arrived: float, operation: str, body: bytes, headers: dict[str, str]) -> None:
         proxy = self.server.proxy

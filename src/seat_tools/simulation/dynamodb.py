@@ -44,12 +44,14 @@ from typing import Any, Protocol
 
 from seat_inventory.dal.access import SHARDED_READ_ATTEMPTS, SHARDED_READ_BACKOFF_SECONDS
 from seat_inventory.dal.items import (
+    UNNUMBERED_PREFIX,
     admission_key,
     customer_key,
     inventory_key,
     pool_key,
     pool_ref_key,
     reservation_key,
+    unnumbered_bucket,
 )
 from seat_inventory.dal.reservations import MAX_CONCURRENT_PUTS
 from seat_inventory.dal.seat_rows import (
@@ -84,6 +86,7 @@ from seat_tools.contention.model import (
     THROTTLED_KEY_RANGE,
     ContentionModel,
     Decision,
+    IndexWrite,
     ItemRead,
     ItemWrite,
     Verdict,
@@ -143,6 +146,28 @@ def record_item_bytes(outcome: ReservationOutcome) -> int:
         + len(outcome.message_id or "")
         + sum(len(seat) + 1 for seat in outcome.seats or ())  # a mapped class's seat ids
     )
+
+
+TICKETS_INDEX = "TicketsToIssue"
+
+
+def ticket_index_writes(items: Sequence[ItemWrite], sold: Sequence[str]) -> list[IndexWrite]:
+    """The TicketsToIssue entries a write makes: one per sold record (its `gsi2pk`, one of 128
+    buckets: `dal.items.unnumbered_bucket`), at the record's position in `items`."""
+    if not sold:
+        return []
+    positions = {item.item_key: position for position, item in enumerate(items)}
+    writes = []
+    for reservation_id in sold:
+        _, item_key = _item_key(reservation_key(reservation_id))
+        writes.append(
+            IndexWrite(
+                TICKETS_INDEX,
+                positions.get(item_key, 0),
+                f"{UNNUMBERED_PREFIX}{unnumbered_bucket(reservation_id)}",
+            )
+        )
+    return writes
 
 
 def refusal_cause(decision: Decision) -> str | None:
@@ -365,8 +390,12 @@ class SimulatedDynamoStore:
         items += [_write(reservation_key(o.reservation_id), record_item_bytes(o)) for o in write.outcomes]
         items += [_write(customer_key(key, c), COUNTER_ITEM_BYTES) for c in write.counters]
         items += [_write(admission_key(u.token_id), TOKEN_USE_ITEM_BYTES) for u in write.token_uses]
-        sold = sum(1 for o in write.outcomes if o.outcome is Outcome.CONFIRMED)
-        return self._transact(items, lambda: self._table.data.commit_outcomes(write), index_writes=sold)
+        sold = [o.reservation_id for o in write.outcomes if o.outcome is Outcome.CONFIRMED]
+        return self._transact(
+            items,
+            lambda: self._table.data.commit_outcomes(write),
+            index_writes=ticket_index_writes(items, sold),
+        )
 
     def _commit_together(self, writes: Sequence[GroupWrite]) -> WriteRefused | None:
         """An order's lines in one transaction (docs/guides/orders.md): each line's shard item (and
@@ -387,8 +416,12 @@ class SimulatedDynamoStore:
             _write(pool_key(event_id, pool, item), INVENTORY_ITEM_BYTES)
             for pool, item in pool_item_changes(writes)
         ]
-        sold = sum(1 for w in writes for o in w.outcomes if o.outcome is Outcome.CONFIRMED)
-        return self._transact(items, lambda: self._table.data.commit_outcomes(writes), index_writes=sold)
+        sold = [o.reservation_id for w in writes for o in w.outcomes if o.outcome is Outcome.CONFIRMED]
+        return self._transact(
+            items,
+            lambda: self._table.data.commit_outcomes(writes),
+            index_writes=ticket_index_writes(items, sold),
+        )
 
     def commit_transitions(
         self,
@@ -431,8 +464,8 @@ class SimulatedDynamoStore:
                 key, transitions, now=now, capacity=capacity, release_expires_at=release_expires_at
             )
 
-        sold = sum(1 for t in transitions if t.to is Outcome.CONFIRMED)
-        return self._transact(items, apply, index_writes=sold)
+        sold = [t.record.reservation_id for t in transitions if t.to is Outcome.CONFIRMED]
+        return self._transact(items, apply, index_writes=ticket_index_writes(items, sold))
 
     # ------------------------------------------------------------------ internals
     def _put_records(self, outcomes: Sequence[ReservationOutcome], expires_at: int) -> WriteRefused | None:
@@ -504,11 +537,14 @@ class SimulatedDynamoStore:
                     written.add(outcome.reservation_id)
         return again
 
-    def _transact(self, items: list[ItemWrite], apply: Any, *, index_writes: int = 0) -> Any:
-        """The transaction on the model; `index_writes` index entries are billed if it commits."""
+    def _transact(
+        self, items: list[ItemWrite], apply: Any, *, index_writes: Sequence[IndexWrite] = ()
+    ) -> Any:
+        """The transaction on the model; its `index_writes` (TicketsToIssue entries) take the
+        index's capacity, or throttle it, and are billed if it commits."""
         table = self._table
         table.count("TransactWriteItems")
-        decision = table.model.transact_write(items, now=self._clock.now())
+        decision = table.model.transact_write(items, now=self._clock.now(), index_writes=index_writes)
         try:
             self._clock.wait_for_aws(decision.latency_s, refusal_cause(decision))
         finally:
@@ -518,7 +554,7 @@ class SimulatedDynamoStore:
             if refused is not None:
                 table.model.finish(decision, cancelled_by=CONDITIONAL_CHECK_FAILED, now=self._clock.now())
             elif decision.verdict is Verdict.ADMITTED:
-                table.index_write_units += index_writes
+                table.index_write_units += sum(w.write_units for w in index_writes)
         if decision.verdict is Verdict.CONFLICT:
             raise TransactionConflict("TransactionConflict")
         if decision.verdict is Verdict.THROTTLED:

@@ -25,6 +25,7 @@ import functools
 import json
 import math
 import random
+import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
@@ -32,7 +33,9 @@ from typing import Any
 
 from seat_inventory.dal.items import (
     LEDGER_OUTBOX_BUCKETS,
+    LEDGER_OUTBOX_PREFIX,
     UNNUMBERED_BUCKETS,
+    UNNUMBERED_PREFIX,
     ledger_pk,
     ledger_sk,
     reservation_key,
@@ -64,13 +67,14 @@ from seat_tools.bench.pricing import cost_per_million
 from seat_tools.contention.model import (
     CONDITIONAL_CHECK_FAILED,
     ContentionModel,
+    IndexWrite,
     ItemRead,
     ItemWrite,
     Verdict,
     read_units,
     write_units,
 )
-from seat_tools.simulation.dynamodb import record_item_bytes
+from seat_tools.simulation.dynamodb import TICKETS_INDEX, record_item_bytes
 from seat_tools.simulation.event_source import LatencyModel
 from seat_tools.simulation.memory_store import InMemoryInventoryStore
 from seat_tools.simulation.scheduler import Task, VirtualScheduler
@@ -318,8 +322,15 @@ class SimulatedTicketStore:
                     pk, pk + "|r", write_units(self._record_bytes(a.reservation_id), transactional=True)
                 )
             )
+        # Each reservation leaves the TicketsToIssue index, the ledger entry enters its outbox
+        # part: index writes that take the index's capacity (and are refused with it).
+        index_writes = [
+            IndexWrite(TICKETS_INDEX, 2 + n, f"{UNNUMBERED_PREFIX}{unnumbered_bucket(a.reservation_id)}")
+            for n, a in enumerate(batch.assignments)
+        ]
+        index_writes.append(IndexWrite(TICKETS_INDEX, 1, _outbox_key(ledger)))
         self._tally.count("TransactWriteItems")
-        decision = self._model.transact_write(items, now=self._scheduler.now())
+        decision = self._model.transact_write(items, now=self._scheduler.now(), index_writes=index_writes)
         self._wait(decision.latency_s)
         if decision.verdict is Verdict.CONFLICT:
             raise TransactionConflict("TransactionConflict")
@@ -379,11 +390,18 @@ class SimulatedTicketStore:
                     ),
                     operation="UpdateItem",
                     now=self._scheduler.now(),
+                    index_writes=[IndexWrite(TICKETS_INDEX, 0, _outbox_key(pk))],
                 )
                 slowest = max(slowest, decision.latency_s)
                 self._tally.index_write_units += 1  # the ledger entry leaves the outbox index
             self._wait(slowest)
         return self._data.mark_batches_published(batches)
+
+
+def _outbox_key(ledger: str) -> str:
+    """The TicketsToIssue partition key of a ledger entry waiting for publication
+    (`dal.tickets`: TICKETED#<crc32 of its key, of LEDGER_OUTBOX_BUCKETS>)."""
+    return f"{LEDGER_OUTBOX_PREFIX}{zlib.crc32(ledger.encode()) % LEDGER_OUTBOX_BUCKETS}"
 
 
 def _ledger_bytes(batch: TicketBatch) -> int:

@@ -552,9 +552,12 @@ def _figures(
             lead = EVENT_POLLER_LEAD_S if index < config.event_pollers else 0.0
             poller_seconds += max(EVENT_POLLER_BILLED_MINIMUM_S, lead + max(0.0, last_answer - start))
     contention = config.contention
+    # The table's and the TicketsToIssue index's warm throughput above a new one's.
     prewarm = pre_warming_usd(
-        contention.warm_write_units_per_s - NEW_TABLE_WARM_WRITE_UNITS_PER_S,
-        contention.warm_read_units_per_s - NEW_TABLE_WARM_READ_UNITS_PER_S,
+        max(0.0, contention.warm_write_units_per_s - NEW_TABLE_WARM_WRITE_UNITS_PER_S)
+        + max(0.0, contention.index_warm_write_units_per_s - NEW_TABLE_WARM_WRITE_UNITS_PER_S),
+        max(0.0, contention.warm_read_units_per_s - NEW_TABLE_WARM_READ_UNITS_PER_S)
+        + max(0.0, contention.index_warm_read_units_per_s - NEW_TABLE_WARM_READ_UNITS_PER_S),
     )
     cost = cost_per_million(
         write_units=write_units,
@@ -626,6 +629,7 @@ def _figures(
         "partition_splits": counters.partition_splits,
         "write_units": write_units,
         "index_write_units": table.index_write_units,
+        "index_partitions": counters_index_partitions(config),
         "wasted_write_units": counters.write_units_cancelled,
         "wasted_write_units_per_confirmed": counters.write_units_cancelled / confirmed if confirmed else 0.0,
         "read_units": counters.read_units_consumed,
@@ -651,6 +655,11 @@ def _figures(
         "pre_warming_usd": prewarm,
         "cost_per_million_requests": cost.as_dict(),
     }
+
+
+def counters_index_partitions(config: SimulationConfig) -> int:
+    """The TicketsToIssue index's partitions (from its own warm throughput)."""
+    return config.contention.for_index().initial_partitions()
 
 
 def _checks(
