@@ -8,7 +8,7 @@ CONSTRAINTS := requirements/constraints.txt
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install system-packages test test-deep test-unit test-integration test-local test-e2e soak lint format docs reference demo bench build validate requirements lock clean security
+.PHONY: help install system-packages test test-deep test-unit test-integration test-local test-e2e soak lint format docs reference demo bench figures build validate requirements lock clean security
 
 help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -70,6 +70,11 @@ demo: install ## Run an on-sale end to end on the local stack and print the summ
 BENCH_ARGS ?=
 bench: install ## Benchmark the service against the common design on the local stack; writes docs/reference/benchmarks.md (BENCH_ARGS=--quick for a short run)
 	$(BIN)/seats bench $(BENCH_ARGS)
+
+ONLY ?=
+SEEDS ?= 5
+figures: install ## Run every published figure over SEEDS seeds (5), 2 at a time; rewrite docs/reference/figures.md, .json and the README's and docs' tables (ONLY=name,... for some; about 2 hours for all)
+	$(BIN)/python scripts/make_figures.py --seeds $(SEEDS) $(if $(ONLY),--only $(ONLY))
 
 build: install ## sam build: both functions' packages, with only what they import (scripts/build_function.py)
 	$(BIN)/sam build
