@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import copy
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,27 +37,13 @@ class Template:
         return self.document["Parameters"][name].get("Default")
 
     def resolve(self, value: Any) -> Any:
-        """Resolves `Ref` to a parameter's default (typed as in the YAML) and `Fn::FindInMap` with
-        literal keys to the Mappings' value; other values stay as they are."""
+        """Resolves `Ref` to a parameter's default (typed as in the YAML); other values stay as they are."""
         if (
             isinstance(value, dict)
             and set(value) == {"Ref"}
             and value["Ref"] in self.document.get("Parameters", {})
         ):
             return self.parameter_default(value["Ref"])
-        if isinstance(value, dict) and set(value) == {"Fn::FindInMap"}:
-            mapping, top, second = value["Fn::FindInMap"]
-            return self.document["Mappings"][mapping][top][second]
-        return value
-
-    @staticmethod
-    def named(value: Any) -> Any:
-        """`value` with `{"Fn::Sub": "${X}"}` (a resource's or parameter's name alone, as a loop of
-        Fn::ForEach writes it) as the `{"Ref": X}` it equals; other values as they are."""
-        if isinstance(value, dict) and isinstance(value.get("Fn::Sub"), str):
-            match = re.fullmatch(r"\$\{([A-Za-z0-9]+)\}", value["Fn::Sub"])
-            if match:
-                return {"Ref": match.group(1)}
         return value
 
     def table_create_request(self, name: str) -> dict[str, Any]:

@@ -195,7 +195,7 @@ def test_sam_package_uploads_the_files_the_template_includes(build_dir: Path, tm
         assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
         written = include_locations(read_template_document(REPO / "template.yaml", includes=False))
         uploaded = include_locations(read_template_document(packaged, includes=False))
-        assert len(uploaded) == len(written) == 2
+        assert len(uploaded) == len(written) == 3
         for location, url in zip(written, uploaded, strict=True):
             assert url.startswith("s3://artifacts/"), url
             body = s3.get_object(Bucket="artifacts", Key=url.removeprefix("s3://artifacts/"))["Body"].read()

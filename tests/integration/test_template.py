@@ -20,9 +20,11 @@ from tests.fakes import FakeClock, InMemoryInventoryStore, RecordingPublisher
 from tests.integration.conftest import REPO
 from tests.template_support import Template, sam_translate
 
-# What template.yaml brings in from its own files with AWS::Include (`sam deploy` uploads them).
+# What template.yaml brings in from its own files with AWS::Include (`sam deploy` uploads them): the
+# API's definition, the alarms (resources of their own, in the Resources section) and the dashboard's body.
 INCLUDED = {
     ("CheckoutApi", "DefinitionBody"): "api/openapi.yaml",
+    ("Resources",): "monitoring/alarms.yaml",
     ("Dashboard", "DashboardBody"): "monitoring/dashboard.yaml",
 }
 
@@ -59,15 +61,22 @@ def test_linting_with_the_included_files_finds_a_misspelt_resource_in_them(templ
     )
 
 
-def test_the_api_definition_and_the_dashboard_are_brought_in_from_their_own_files(template: Template) -> None:
+def test_the_api_definition_the_alarms_and_the_dashboard_are_brought_in_from_their_own_files(
+    template: Template,
+) -> None:
     written = read_template_document(REPO / "template.yaml", includes=False)
-    assert include_locations(written) == list(INCLUDED.values())
-    for (logical_id, name), location in INCLUDED.items():
-        assert written["Resources"][logical_id]["Properties"][name] == {
-            "Fn::Transform": {"Name": "AWS::Include", "Parameters": {"Location": location}}
-        }
+    assert sorted(include_locations(written)) == sorted(INCLUDED.values())
+    for place, location in INCLUDED.items():
+        transform = {"Name": "AWS::Include", "Parameters": {"Location": location}}
         # safe_load knows no short-form tag (!Sub), which CloudFormation refuses in an included file
-        assert template.properties(logical_id)[name] == yaml.safe_load((REPO / location).read_text())
+        snippet = yaml.safe_load((REPO / location).read_text())
+        if place == ("Resources",):
+            assert written["Resources"]["Fn::Transform"] == transform
+            assert {lid: template.resource(lid) for lid in snippet} == snippet
+        else:
+            logical_id, name = place
+            assert written["Resources"][logical_id]["Properties"][name] == {"Fn::Transform": transform}
+            assert template.properties(logical_id)[name] == snippet
 
 
 def test_the_table_is_on_demand_encrypted_recoverable_with_ttl(template: Template) -> None:

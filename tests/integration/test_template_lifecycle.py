@@ -116,7 +116,7 @@ def test_the_sweeper_has_its_log_group_and_error_alarm(template: Template) -> No
     assert template.resolve(template.properties("SweepHoldsFunctionLogGroup")["RetentionInDays"]) > 0
     alarm = template.properties("SweepHoldsErrorsAlarm")
     assert (alarm["Namespace"], alarm["MetricName"]) == ("AWS/Lambda", "Errors")
-    assert template.named(alarm["Dimensions"][0]["Value"]) == {"Ref": "SweepHoldsFunction"}
+    assert alarm["Dimensions"][0]["Value"] == {"Ref": "SweepHoldsFunction"}
 
 
 def test_local_invoke_can_run_the_sweeper_with_the_shipped_files() -> None:

@@ -48,13 +48,14 @@ def alarms(template: Template) -> dict[str, dict[str, Any]]:
 def metrics_of(alarm: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
     """(namespace, metric, dimensions) of a plain alarm or of each metric in a metric-math alarm."""
     if "MetricName" in alarm:
-        dimensions = {d["Name"]: Template.named(d["Value"]) for d in alarm["Dimensions"]}
-        return [(alarm["Namespace"], alarm["MetricName"], dimensions)]
+        return [
+            (alarm["Namespace"], alarm["MetricName"], {d["Name"]: d["Value"] for d in alarm["Dimensions"]})
+        ]
     found = []
     for query in alarm["Metrics"]:
         if "MetricStat" in query:
             metric = query["MetricStat"]["Metric"]
-            dimensions = {d["Name"]: Template.named(d["Value"]) for d in metric["Dimensions"]}
+            dimensions = {d["Name"]: d["Value"] for d in metric["Dimensions"]}
             found.append((metric["Namespace"], metric["MetricName"], dimensions))
     return found
 
@@ -116,7 +117,7 @@ def test_every_alarm_notifies_the_stack_topic_and_the_operations_topic_on_alarm_
         assert alarm["AlarmActions"] == ALARM_ACTIONS, logical_id
         assert alarm["OKActions"] == ALARM_ACTIONS, logical_id
         assert alarm["TreatMissingData"] == "notBreaching", logical_id
-        assert template.resolve(alarm["AlarmDescription"]).strip(), logical_id
+        assert alarm["AlarmDescription"].strip(), logical_id
 
 
 def test_the_alarm_topic_always_exists_and_email_and_ops_topic_are_optional(template: Template) -> None:
