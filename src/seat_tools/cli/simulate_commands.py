@@ -32,6 +32,7 @@ from seat_tools.event_source_scaling import (
 from seat_tools.local.engines import LocalStackError
 from seat_tools.local.stack import table_contention
 from seat_tools.local.template import load_template
+from seat_tools.onsale.plan import SalePlan
 from seat_tools.simulation.api import (
     ACCOUNT_BURST_LIMIT,
     ACCOUNT_RATE_LIMIT,
@@ -45,6 +46,7 @@ from seat_tools.simulation.issuer import (
     SCHEDULE_S,
     IssuerConfig,
 )
+from seat_tools.simulation.planned import plan_config, plan_document, verdict
 from seat_tools.simulation.report import format_table
 from seat_tools.simulation.run import (
     DEFAULT_PUBLISH_MS,
@@ -53,8 +55,8 @@ from seat_tools.simulation.run import (
     MAX_CONTAINERS,
     MAX_FED_SALES,
     SimulationConfig,
-    run_simulation,
 )
+from seat_tools.simulation.seeds import MAX_SEEDS, format_summary, run_seeds, seeds_document
 
 # The function's environment refers to resources a simulation does not have.
 _PLACEHOLDERS = {"TABLE_NAME": "simulated-table", "OUTCOMES_TOPIC_ARN": "arn:aws:sns:simulated"}
@@ -135,7 +137,9 @@ def _template_defaults() -> tuple[SimulationConfig, Settings]:
         rate_limit=float(parameters.get("ApiThrottlingRateLimit", ApiSettings.rate_limit)),
         burst_limit=float(parameters.get("ApiThrottlingBurstLimit", ApiSettings.burst_limit)),
     )
+    issuer_memory = parameters.get("IssueFunctionMemorySize")
     config = SimulationConfig(
+        tickets=IssuerConfig(memory_mb=int(float(issuer_memory)) if issuer_memory else 512),
         api=api,
         containers=source.concurrency or 1000,
         event_pollers=source.event_pollers or 0,
@@ -414,6 +418,12 @@ def _check_seat_map_options(config: SimulationConfig) -> None:
     help="Waiting sales one issuer round takes (ISSUE_LIMIT, the template's).",
 )
 @click.option(
+    "--issuer-memory-mb",
+    type=click.IntRange(128, 10_240),
+    help="The ticket issuer's memory: its measured CPU runs at this share of a vCPU [default: the"
+    " template's IssueFunctionMemorySize].",
+)
+@click.option(
     "--issuer-phase",
     type=click.FloatRange(0.0, SCHEDULE_S, max_open=True),
     default=0.0,
@@ -530,6 +540,28 @@ def _check_seat_map_options(config: SimulationConfig) -> None:
     help="Times a client sends a request answered 429 again (full-jitter back-off up to 1 s, 2 s,"
     " 4 s, ...); 0: it does not.",
 )
+@click.option(
+    "--plan-rate",
+    type=click.FloatRange(min=1.0),
+    help="Run the stack `seats onsale plan --rate R` recommends (pollers, provisioned concurrency,"
+    " memory, shard items, the table's and the index's warm throughput, quotas, API throttles,"
+    " ticket series), with the requests offered through the API at R; options given keep their"
+    " values. Says whether the run confirmed R within 10%, and if not what held it.",
+)
+@click.option(
+    "--seeds",
+    type=click.IntRange(1, MAX_SEEDS),
+    default=1,
+    show_default=True,
+    help="Run seeds --seed to --seed + N - 1 and print every figure's mean, min and max.",
+)
+@click.option(
+    "--jobs",
+    type=click.IntRange(1, 64),
+    default=1,
+    show_default=True,
+    help="Seeds run at once, each in a process of its own.",
+)
 @output_option
 def simulate(
     containers: int | None,
@@ -572,6 +604,7 @@ def simulate(
     issuer_publish_at_once: int | None,
     issuer_clear_at_once: int,
     issuer_limit: int,
+    issuer_memory_mb: int | None,
     issuer_phase: float,
     sold_per_s: float,
     seat_map: str | None,
@@ -589,6 +622,9 @@ def simulate(
     api_account_rate_limit: float,
     api_account_burst_limit: float,
     client_retries: int,
+    plan_rate: float | None,
+    seeds: int,
+    jobs: int,
     output: OutputFormat,
 ) -> None:
     """Simulate one event's on-sale on AWS: the service's own logic in 1-1,000 containers against
@@ -678,6 +714,7 @@ def simulate(
                 limit=issuer_limit,
                 phase_s=issuer_phase,
                 issue_seconds=settings.issue_seconds,
+                memory_mb=issuer_memory_mb or defaults.tickets.memory_mb,
             ),
             sold_per_s=sold_per_s,
             seat_map=seat_map,
@@ -690,14 +727,70 @@ def simulate(
                 f"orders of {order_lines[1]} lines of {seats_per_request} seat(s) pass the maximum of"
                 f" {settings.max_seats_per_reservation} seats per reservation (MaxSeatsPerReservation)"
             )
+        plan = None
+        if plan_rate is not None:
+            context = click.get_current_context()
+            given = {
+                name
+                for name in context.params
+                if context.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT
+            }
+            config, plan = plan_config(config, plan_rate, given)
     except (LocalStackError, ValueError) as exc:
         raise click.UsageError(str(exc)) from exc
+    _run_and_print(config, settings, plan, seeds=seeds, jobs=jobs, output=output)
+
+
+def _run_and_print(
+    config: SimulationConfig,
+    settings: Settings,
+    plan: SalePlan | None,
+    *,
+    seeds: int,
+    jobs: int,
+    output: OutputFormat,
+) -> None:
+    """Runs the sale (over `seeds` seeds) and prints its figures, and the plan's verdict."""
     started = time.monotonic()
-    result = run_simulation(config, settings)
-    if output is OutputFormat.JSON:
-        print_json(result.as_dict())
-    elif output is OutputFormat.TEXT:
-        print_text({"figure": name, "value": value} for name, value in result.as_dict().items())
+    results = run_seeds(config, settings, seeds, jobs=jobs)
+    if seeds > 1:
+        document: dict[str, Any] = seeds_document(results)
+        text = format_summary(results)
     else:
-        click.echo(format_table(result))
+        document = results[0].as_dict()
+        text = format_table(results[0])
+    if plan is not None:
+        verdicts = [verdict(plan, r.figures) for r in results]
+        document["plan"] = plan_document(plan)
+        document["plan_verdict"] = verdicts if seeds > 1 else verdicts[0]
+        text += "\n\n" + _plan_lines(plan, verdicts)
+    if output is OutputFormat.JSON:
+        print_json(document)
+    elif output is OutputFormat.TEXT:
+        print_text({"figure": name, "value": value} for name, value in document.items())
+    else:
+        click.echo(text)
         click.echo(f"(simulated in {time.monotonic() - started:.1f} s of wall time)", err=True)
+
+
+def _plan_lines(plan: SalePlan, verdicts: list[dict[str, Any]]) -> str:
+    """What the plan set, and whether each seed's run held its rate."""
+    v = plan.values
+    lines = [
+        f"plan for {plan.inputs.rate:,.0f}/s: EventPollers {v['event_pollers']:.0f} (up to"
+        f" {max(v['event_pollers'], v['maximum_event_pollers']):.0f}), ProvisionedConcurrency"
+        f" {v['provisioned_concurrency']:.0f}, reserve {v['reserve_memory_mb']:.0f} MB, {v['shards']:.0f}"
+        f" shard items, table warm {v['warm_write_units']:,.0f} / {v['warm_read_units']:,.0f},"
+        f" index warm {v['index_warm_write_units']:,.0f}, SNS quota {v['sns_publish_quota']:,.0f}/s,"
+        f" API {v['api_rate_limit']:,.0f}/s burst {v['api_burst_limit']:,.0f}, {v['ticket_series']:.0f}"
+        f" ticket series, issuer {v['issue_memory_mb']:.0f} MB",
+    ]
+    lines += [f"plan cannot: {problem}" for problem in plan.problems]
+    lines += [f"plan behind: {warning}" for warning in plan.warnings]
+    for result in verdicts:
+        share = f"{result['confirmed_per_s']:,.0f}/s, {result['share']:.0%} of {result['rate']:,.0f}"
+        if result["met"]:
+            lines.append(f"plan holds: {share}")
+        else:
+            lines.append(f"plan falls short: {share}; held by {result['held_by']}")
+    return "\n".join(lines)

@@ -324,6 +324,7 @@ def partitions_for(
     )
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def key_hash(partition_key: str) -> int:
     """Where a partition key falls in the table's 64-bit key space (stable across runs)."""
     return int.from_bytes(hashlib.blake2b(partition_key.encode(), digest_size=8).digest(), "big")

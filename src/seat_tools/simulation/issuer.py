@@ -75,7 +75,13 @@ from seat_tools.contention.model import (
     write_units,
 )
 from seat_tools.simulation.dynamodb import TICKETS_INDEX, record_item_bytes
-from seat_tools.simulation.event_source import LatencyModel
+from seat_tools.simulation.event_source import LatencyModel, SnsQuota
+from seat_tools.simulation.measured_cpu import (
+    ISSUER_PER_BATCH_MS,
+    ISSUER_PER_TICKET_MS,
+    ISSUER_ROUND_MS,
+    vcpu_share,
+)
 from seat_tools.simulation.memory_store import InMemoryInventoryStore
 from seat_tools.simulation.scheduler import Task, VirtualScheduler
 
@@ -108,6 +114,8 @@ class IssuerTally:
     table_write_units: float = 0.0  # the issuer's writes to the table (its model counts them)
     index_write_units: float = 0.0  # its writes to the TicketsToIssue index (entries in and out)
     sns_requests: int = 0
+    sns_throttled: int = 0  # PublishBatch calls refused for the region's quota
+    cpu_seconds: float = 0.0  # the handler's own work, in the function's time
     invocations: int = 0
     busy_seconds: float = 0.0  # the invocations' durations (billed)
     rounds: int = 0
@@ -181,6 +189,7 @@ class _Publisher:
         tally: IssuerTally,
         *,
         at_once: int,
+        quota: SnsQuota | None = None,
     ) -> None:
         self._at_once = at_once
         self._scheduler = scheduler
@@ -188,6 +197,7 @@ class _Publisher:
         self._rng = rng
         self._tally = tally
         self._busy = 0
+        self._quota = quota or SnsQuota(None)
 
     def publish(
         self,
@@ -195,19 +205,24 @@ class _Publisher:
         *,
         retry_throttled: Callable[[int], bool] | None = None,
     ) -> list[ReservationOutcome]:
-        calls = math.ceil(len(outcomes) / PUBLISH_BATCH_LIMIT)
-        remaining = calls
-        while remaining > 0:
-            wave = min(remaining, self._at_once - self._busy)
+        chunks = [outcomes[i : i + PUBLISH_BATCH_LIMIT] for i in range(0, len(outcomes), PUBLISH_BATCH_LIMIT)]
+        refused: list[ReservationOutcome] = []
+        while chunks:
+            wave = min(len(chunks), self._at_once - self._busy)
             if wave <= 0:
                 self._scheduler.sleep(POOL_POLL_S)
                 continue
+            sent, chunks = chunks[:wave], chunks[wave:]
+            now = self._scheduler.now()
+            taken = [self._quota.take(len(chunk), now) for chunk in sent]
             self._busy += wave
             self._scheduler.sleep(max(self._latency.sample(self._rng) for _ in range(wave)))
             self._busy -= wave
-            remaining -= wave
-        self._tally.sns_requests += calls
-        return []
+            self._tally.sns_requests += sum(taken)
+            self._tally.sns_throttled += wave - sum(taken)
+            # a call refused for the region's quota (Throttled): its batch stays in the outbox
+            refused += [o for chunk, ok in zip(sent, taken, strict=True) if not ok for o in chunk]
+        return refused
 
 
 class _WaitingSales:
@@ -398,6 +413,45 @@ class SimulatedTicketStore:
         return self._data.mark_batches_published(batches)
 
 
+class _Cpu:
+    """One invocation's CPU: the measured work of its threads, one at a time (Python runs one
+    thread of CPU at once), each at the memory's share of a vCPU."""
+
+    def __init__(self, scheduler: VirtualScheduler, memory_mb: int, tally: IssuerTally) -> None:
+        self._scheduler = scheduler
+        self._share = vcpu_share(memory_mb)
+        self._tally = tally
+        self._free_at = -math.inf
+
+    def run(self, cpu_ms: float) -> None:
+        """Waits for the CPU, then spends `cpu_ms` of one core on it."""
+        now = self._scheduler.now()
+        seconds = cpu_ms / 1000 / self._share
+        self._free_at = max(now, self._free_at) + seconds
+        self._tally.cpu_seconds += seconds
+        self._scheduler.sleep(self._free_at - now)
+
+
+class _InvocationStore:
+    """The shared store as one invocation uses it: its rounds and batches spend that invocation's
+    measured CPU (`measured_cpu`: a round's fixed part, each batch's and each ticket's)."""
+
+    def __init__(self, store: SimulatedTicketStore, cpu: _Cpu) -> None:
+        self._store = store
+        self._cpu = cpu
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    def find_unnumbered(self, limit: int) -> list[UnnumberedSale]:
+        self._cpu.run(ISSUER_ROUND_MS)
+        return self._store.find_unnumbered(limit)
+
+    def commit_numbers(self, batch: TicketBatch) -> NumbersRefused | None:
+        self._cpu.run(ISSUER_PER_BATCH_MS + ISSUER_PER_TICKET_MS * sum(a.quantity for a in batch.assignments))
+        return self._store.commit_numbers(batch)
+
+
 def _outbox_key(ledger: str) -> str:
     """The TicketsToIssue partition key of a ledger entry waiting for publication
     (`dal.tickets`: TICKETED#<crc32 of its key, of LEDGER_OUTBOX_BUCKETS>)."""
@@ -424,6 +478,8 @@ class IssuerConfig:
     # (0: the sale starts with an invocation; 50: when one stops, the worst case, 10 s idle).
     phase_s: float = 0.0
     index_lag_s: float = DEFAULT_INDEX_LAG_S
+    memory_mb: int = 512  # the issuer's (the template's IssueFunctionMemorySize): its vCPU share
+    sns_publish_per_s: float | None = None  # the region's SNS quota (None: none)
 
     def __post_init__(self) -> None:
         if not 1 <= self.series <= MAX_TICKET_SERIES:
@@ -472,15 +528,23 @@ def simulate_issuer(
         data, model, scheduler, tally, index_lag_s=config.index_lag_s, clear_at_once=config.clear_at_once
     )
     clock = _Clock(scheduler)
+    quota = SnsQuota(config.sns_publish_per_s)  # the region's, shared by every run
     last_sale = max(tally.sold_at.values(), default=sale_start)
     give_up = last_sale + GIVE_UP_AFTER_S
 
     def invocation(start: float) -> None:
         # Each invocation is a container of its own: its own thread pools (publisher, series).
         # (`start` may be before the sale: the run the sale starts in began `phase_s` earlier.)
-        publisher = _Publisher(scheduler, publish_latency, rng, tally, at_once=config.publish_pool)
+        publisher = _Publisher(
+            scheduler,
+            publish_latency,
+            rng,
+            tally,
+            at_once=config.publish_pool,
+            quota=quota,
+        )
         rounds = run_issuer(
-            store,
+            _InvocationStore(store, _Cpu(scheduler, config.memory_mb, tally)),
             publisher,
             clock,
             limit=config.limit,
@@ -532,9 +596,7 @@ def _p99_by_tenth(tally: IssuerTally) -> list[float]:
     return [_quantile(t, 0.99) for t in tenths if t]
 
 
-def issuer_figures(
-    config: IssuerConfig, tally: IssuerTally, model: ContentionModel, *, memory_mb: int
-) -> dict[str, Any]:
+def issuer_figures(config: IssuerConfig, tally: IssuerTally, model: ContentionModel) -> dict[str, Any]:
     """The issuer's figures: numbering delay, throughput, units and cost per million numbered."""
     delays = [
         tally.numbered_at[rid] - sold for rid, sold in tally.sold_at.items() if rid in tally.numbered_at
@@ -546,7 +608,7 @@ def issuer_figures(
     # Each sale's own write puts its record in the TicketsToIssue index: one index write each.
     sale_index = float(sold)
     total_writes = sale_index + tally.table_write_units + tally.index_write_units
-    gb_seconds = tally.busy_seconds * memory_mb / 1024
+    gb_seconds = tally.busy_seconds * config.memory_mb / 1024
     cost = cost_per_million(
         write_units=total_writes,
         read_units=counters.read_units_consumed,
@@ -594,6 +656,9 @@ def issuer_figures(
         "read_units": counters.read_units_consumed,
         "dynamodb_requests": dict(sorted(tally.requests.items())),
         "sns_requests": tally.sns_requests,
+        "sns_throttled_calls": tally.sns_throttled,
+        "memory_mb": config.memory_mb,
+        "cpu_seconds": tally.cpu_seconds,
         "lambda_gb_seconds": gb_seconds,
         "cost_per_million_reservations": {
             "dynamodb": cost.dynamodb,

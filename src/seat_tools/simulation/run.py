@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 import statistics
@@ -482,17 +483,18 @@ def _tickets(
     so the sale's figures do not depend on it; seat_tools.simulation.issuer says what that leaves out)."""
     scheduler = VirtualScheduler(start=EPOCH)
     model = ContentionModel(config.contention, clock=scheduler.now, rng=random.Random(rng.random()))
+    issuer = dataclasses.replace(config.tickets, sns_publish_per_s=config.sns_publish_per_s)
     tally = simulate_issuer(
         data,
         EVENT_ID,
-        config.tickets,
+        issuer,
         model,
         scheduler,
         sale_start=EPOCH,
         publish_latency=publish_latency,
         rng=random.Random(rng.random()),
     )
-    return issuer_figures(config.tickets, tally, model, memory_mb=config.memory_mb)
+    return issuer_figures(issuer, tally, model)
 
 
 def _figures(
