@@ -93,7 +93,8 @@ class StepClock:
     def sleep(self, seconds: float) -> None:
         self.time += seconds
 
-    def wait_for_aws(self, seconds: float) -> None:
+    def wait_for_aws(self, seconds: float, cause: str | None = None) -> None:
+        """As the simulation's clock: `cause` names a refusal's limit (unused here)."""
         self.time += seconds
 
 
