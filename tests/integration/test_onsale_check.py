@@ -3,7 +3,7 @@
 
 The target is 1,800 reservations per second. By the plan's arithmetic (docs/guides/size-a-sale.md)
 it needs the reserve function and the ticket issuer at 1,769 MB (one vCPU each), 4 containers (at
-about 580 a second each), 4 shard items in the class, the table warmed to (1,800 x 2.02 + the
+about 570 a second each), 4 shard items in the class, the table warmed to (1,800 x 2.02 + the
 issuer's 1,518 numbered a second x 2.17) / 0.8 = 8,670 write units, the TicketsToIssue index to
 (1,800 + 1,518 x 1.02) / 0.8 = 4,186, an API throttle of 1,800 with a burst of 3,600. The
 template's defaults fall short on four of them (one shard, a new table's 4,000 write units, the
