@@ -226,7 +226,7 @@ def test_a_transient_service_error_hands_only_its_group_back(concert: Stack) -> 
 
 
 def test_an_sns_failure_retries_only_the_unpublished_and_takes_no_more_seats(concert: Stack) -> None:
-    concert.faults.fail("sns.PublishBatch", "ThrottledException")
+    concert.faults.fail("sns.PublishBatch", "InternalError")
     event = sqs_event(reservation("r-1"), reservation("r-2"))
 
     response = concert.invoke(event)

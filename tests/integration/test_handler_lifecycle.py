@@ -243,7 +243,7 @@ def test_a_crash_after_a_confirm_committed_is_answered_from_the_record_on_redeli
 def test_a_cancel_whose_publication_failed_gives_the_seats_back_once(life: Lifecycle) -> None:
     life.invoke(reserve("r-1", quantity=4))
     life.stack.outcomes()
-    life.stack.faults.fail("sns.PublishBatch", "ThrottledException")
+    life.stack.faults.fail("sns.PublishBatch", "InternalError")
     life.rebuild()
 
     assert life.invoke(cancel("r-1")) == {"batchItemFailures": [{"itemIdentifier": "msg-0"}]}

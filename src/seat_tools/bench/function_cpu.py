@@ -51,6 +51,7 @@ import boto3
 import botocore
 
 from seat_tools.bench.canned_aws import CannedDynamoDB, CannedSns
+from seat_tools.local.engines import FAKE_ACCESS_KEY_ID, FAKE_SECRET_ACCESS_KEY
 
 TABLE_NAME = "seat-inventory"
 TOPIC_ARN = "arn:aws:sns:us-east-1:123456789012:seat-inventory-outcomes"
@@ -66,9 +67,9 @@ FUNCTION_ENVIRONMENT = {
     "LOG_LEVEL": "INFO",
     "AWS_REGION": REGION,
     "AWS_DEFAULT_REGION": REGION,
-    "AWS_ACCESS_KEY_ID": "AKIDCANNEDTRANSPORT",
-    "AWS_SECRET_ACCESS_KEY": "canned-transport-secret",
-    "AWS_SESSION_TOKEN": "canned-transport-token",
+    "AWS_ACCESS_KEY_ID": FAKE_ACCESS_KEY_ID,
+    "AWS_SECRET_ACCESS_KEY": FAKE_SECRET_ACCESS_KEY,
+    "AWS_SESSION_TOKEN": FAKE_SECRET_ACCESS_KEY,
     "AWS_LAMBDA_FUNCTION_NAME": "seat-inventory-cpu",
 }
 # The issuer runs one round per invocation here: ISSUE_SECONDS 1, on a clock that stands still
