@@ -230,9 +230,26 @@ class Checkins(TableAccess):
     def admit(
         self, ticket: TicketRef, place: TicketPlace, checkin_list: CheckinList, record: ScanRecord
     ) -> AdmitRefused | None:
-        """One `TransactWriteItems`: the check-in item's update (nonce new, the list's rule) and a
-        `ConditionCheck` of the reservation record (CONFIRMED, this serial's reservation, the
-        holder generation the secret was issued for)."""
+        """An entry: one `TransactWriteItems` of the check-in item's update (nonce new, the list's
+        rule) and a `ConditionCheck` of the reservation record (CONFIRMED, this serial's
+        reservation, the holder generation the secret was issued for)."""
+        return self._scan(ticket, place, checkin_list, record, entry=True)
+
+    def leave(
+        self, ticket: TicketRef, place: TicketPlace, checkin_list: CheckinList, record: ScanRecord
+    ) -> AdmitRefused | None:
+        """An exit: the same transaction, the item's condition being that the ticket is inside."""
+        return self._scan(ticket, place, checkin_list, record, entry=False)
+
+    def _scan(
+        self,
+        ticket: TicketRef,
+        place: TicketPlace,
+        checkin_list: CheckinList,
+        record: ScanRecord,
+        *,
+        entry: bool,
+    ) -> AdmitRefused | None:
         names = {"#status": "status", "#holder": holder_attribute(ticket.serial)}
         values: dict[str, Any] = {
             ":confirmed": {"S": Outcome.CONFIRMED.value},
@@ -254,7 +271,7 @@ class Checkins(TableAccess):
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
         actions = [
-            {"Update": self._checkin_update(ticket, checkin_list, record, entry=True)},
+            {"Update": self._checkin_update(ticket, checkin_list, record, entry=entry)},
             {"ConditionCheck": check},
         ]
         cancelled = call_expecting(
@@ -273,17 +290,6 @@ class Checkins(TableAccess):
             # Its condition held, or DynamoDB did not say: read it (a replayed nonce is on it).
             state = self.read_checkin(ticket, checkin_list.name)
         return AdmitRefused(state, refused_ticket, ticket_refused=failed_condition(record_reason))
-
-    def leave(self, ticket: TicketRef, checkin_list: CheckinList, record: ScanRecord) -> CheckinState | None:
-        refused = call_expecting(
-            CONDITION_FAILED,
-            self._client.update_item,
-            **self._checkin_update(ticket, checkin_list, record, entry=False),
-        )
-        if not isinstance(refused, ClientError):
-            return None
-        old: dict[str, Any] | None = refused.response.get("Item")  # type: ignore[assignment]
-        return checkin_from_item(old)
 
     def remember_answer(self, ticket: TicketRef, list_name: str, record: ScanRecord) -> ScanRecord | None:
         name = scan_attribute(record.scan.nonce)

@@ -161,7 +161,7 @@ def check_in(gate: Gate, request: ScanRequest) -> ScanAnswer:
     claim, place = found
     scan = Scan(request.nonce, request.gate, gate.now_ms(), request.direction)
     if request.direction is Direction.OUT:
-        return _leave(gate, claim, checkin_list, scan)
+        return _leave(gate, claim, place, checkin_list, scan)
     return _enter(gate, claim, place, checkin_list, scan)
 
 
@@ -226,14 +226,19 @@ def _enter(
     return _answer(gate, claim, kept, replay=True) if kept is not None else _answer(gate, claim, refusal)
 
 
-def _leave(gate: Gate, claim: TicketClaim, checkin_list: CheckinList, scan: Scan) -> ScanAnswer:
+def _leave(
+    gate: Gate, claim: TicketClaim, place: TicketPlace, checkin_list: CheckinList, scan: Scan
+) -> ScanAnswer:
     record = ScanRecord(scan, GateResult.EXITED, "let out", claim.generation, moved=True)
-    state = gate.store.leave(claim.ticket, checkin_list, record)
-    if state is None:
+    refused = gate.store.leave(claim.ticket, place, checkin_list, record)
+    if refused is None:
         return _answer(gate, claim, record)
-    earlier = state.scans.get(scan.nonce)
+    earlier = refused.state.scans.get(scan.nonce)
     if earlier is not None:
         return _answer(gate, claim, earlier, replay=True)
+    if refused.ticket_refused:
+        # A revoked secret lets no one out either: its ticket's holder may be outside.
+        return _refused_ticket(gate, claim, refused.ticket, scan.nonce)
     refusal = ScanRecord(
         scan,
         GateResult.NOT_CHECKED_IN,

@@ -34,7 +34,7 @@ class TicketPlace:
 
 @dataclass(frozen=True, slots=True)
 class AdmitRefused:
-    """An entry the conditions refused (nothing written): `state` is the ticket's check-in item
+    """A scan (entry or exit) the conditions refused (nothing written): `state` is the ticket's check-in item
     as it was (empty when it had none); `ticket_refused` when the reservation's guard refused,
     with `ticket` as it is now (cancelled, or its holder generation moved on; None when the
     record is gone or holds no such serial)."""
@@ -76,9 +76,11 @@ class GateStore(Protocol):
         reservation is CONFIRMED and its holder generation is `record.generation`, all at once."""
         ...
 
-    def leave(self, ticket: TicketRef, checkin_list: CheckinList, record: ScanRecord) -> CheckinState | None:
-        """One exit scan: records `record` and the ticket outside, only if the nonce is new and the
-        ticket is inside; else the item as it was."""
+    def leave(
+        self, ticket: TicketRef, place: TicketPlace, checkin_list: CheckinList, record: ScanRecord
+    ) -> AdmitRefused | None:
+        """One exit scan, one conditional write: records `record` and the ticket outside, only if
+        the nonce is new and the ticket is inside, with the same check of its reservation."""
         ...
 
     def remember_answer(self, ticket: TicketRef, list_name: str, record: ScanRecord) -> ScanRecord | None:
