@@ -210,7 +210,9 @@ class GateMachine(RuleBasedStateMachine):
         answer = check_in(self.gate, request)
         self.touched.add(ticket.ref)
         if secret in ticket.stale:
-            assert answer.result is GateResult.REVOKED or (ticket.void and answer.result is GateResult.CANCELLED)
+            assert answer.result is GateResult.REVOKED or (
+                ticket.void and answer.result is GateResult.CANCELLED
+            )
         elif ticket.void:
             assert answer.result is GateResult.CANCELLED, answer
         else:
