@@ -202,3 +202,22 @@ def test_sam_package_uploads_the_files_the_template_includes(build_dir: Path, tm
             assert body == (REPO / location).read_bytes(), location
     finally:
         server.stop()
+
+
+def elf_machine(path: Path) -> int:
+    """The ELF header's e_machine of a shared object (183: AArch64, 62: x86-64)."""
+    header = path.read_bytes()[:20]
+    assert header[:4] == b"\x7fELF", path
+    return int.from_bytes(header[18:20], "little")
+
+
+def test_the_gate_function_gets_pynacl_built_for_arm64(build_dir: Path, template: Template) -> None:
+    """The gate signs and verifies ticket secrets with PyNaCl (libsodium, docs/guides/checkin.md): its
+    native parts in the package are the template's architecture's (arm64), not this machine's."""
+    assert template.resource("GateFunction")["Metadata"]["BuildMethod"] == "makefile"
+    package = build_dir / "GateFunction"
+    sodium = list((package / "nacl").glob("_sodium*.so"))
+    cffi = list(package.glob("_cffi_backend*.so"))
+    assert len(sodium) == 1 and len(cffi) == 1, (sodium, cffi)
+    assert elf_machine(sodium[0]) == elf_machine(cffi[0]) == 183
+    assert (package / "seat_inventory" / "handlers" / "gate_api.py").exists()
