@@ -12,7 +12,7 @@ After every step, for every ticket and list, from the table:
   and every offline entry with a secret revoked or void before it;
 - `seats tickets audit` finds the numbers sound (at the end of each history).
 
-Bounded (tests/depth.py): GATE_MODEL_EXAMPLES histories of GATE_MODEL_STEPS steps.
+Bounded (tests/depth.py): SEATS_GATE_MODEL_EXAMPLES histories of SEATS_GATE_MODEL_STEPS steps.
 """
 
 from __future__ import annotations
@@ -52,8 +52,8 @@ from tests.integration.gate_support import GateStack, gate_stack, now_ms
 
 pytestmark = pytest.mark.bounded
 
-EXAMPLES = sized("GATE_MODEL_EXAMPLES", ci=4, deep=60)
-STEPS = sized("GATE_MODEL_STEPS", ci=25, deep=60)
+EXAMPLES = sized("SEATS_GATE_MODEL_EXAMPLES", ci=4, deep=60)
+STEPS = sized("SEATS_GATE_MODEL_STEPS", ci=25, deep=60)
 CUSTOMERS = ("c-a", "c-b", "c-c", "c-d")
 LISTS = ("main", "yard")  # main: one entry; yard: re-entry after an exit
 HARNESS: GateStack | None = None
