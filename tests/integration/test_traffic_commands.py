@@ -554,3 +554,15 @@ def test_invoke_with_the_local_env_vars_file(aws: Aws, monkeypatch: pytest.Monke
     assert json.loads(result.stdout) == {"batchItemFailures": []}
     assert [o["outcome"] for o in outcomes] == ["CONFIRMED"]
     assert "host.docker.internal" in result.stderr
+
+
+def test_invoke_runs_an_api_proxy_event_through_the_gate_s_function(aws: Aws) -> None:
+    """events/gate_*.json: API Gateway proxy events, run through the gate's handler (here the
+    event has no check-in list and no reservation: each answered so, in one line)."""
+    result = run("invoke", "-e", str(EVENTS / "gate_checkin.json"))
+    assert result.exit_code == 0, result.output
+    response = json.loads(result.stdout)
+    answer = json.loads(response["body"])
+    assert (response["statusCode"], answer["result"]) == (200, "UNKNOWN_LIST")
+    result = run("invoke", "-e", str(EVENTS / "gate_tickets.json"))
+    assert json.loads(result.stdout)["statusCode"] == 404

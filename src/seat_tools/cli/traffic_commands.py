@@ -423,8 +423,9 @@ class LocalLambdaContext:
         return max(0, int((self.timeout_s - (time.monotonic() - self.started)) * 1000))
 
 
-def _template_function() -> FunctionDefinition:
-    """The reservation function as template.yaml defines it: handler settings and environment."""
+def _template_function(*, api: bool = False) -> FunctionDefinition:
+    """The reservation function as template.yaml defines it: handler settings and environment; with
+    `api`, the function behind the checkout API's Lambda proxy routes (the gate's) instead."""
     from seat_tools.local.template import (
         TEMPLATE_ENV,
         TemplateError,
@@ -434,7 +435,12 @@ def _template_function() -> FunctionDefinition:
 
     path = default_template_path()
     try:
-        return load_template(path).function
+        template = load_template(path)
+        if api:
+            if not template.api_functions:
+                raise TemplateError("it has no function behind a Lambda proxy route")
+            return template.api_functions[0]  # type: ignore[return-value]  # the same fields
+        return template.function
     except TemplateError as exc:
         raise click.ClickException(
             f"invoke runs the function as template.yaml defines it, but the template cannot be read: {exc}"
@@ -527,7 +533,7 @@ def _function_output_to_stderr() -> Iterator[None]:
     "event_file",
     type=click.Path(exists=True, dir_okay=False),
     required=True,
-    help="SQS event JSON (e.g. events/FILE.json), as for `sam local invoke -e`.",
+    help="SQS or API Gateway proxy event JSON (e.g. events/FILE.json), as for `sam local invoke -e`.",
 )
 @click.option(
     "--env-vars",
@@ -540,7 +546,8 @@ def _function_output_to_stderr() -> Iterator[None]:
 )
 @pass_cli
 def invoke(obj: CliContext, event_file: str, env_vars: str | None) -> None:
-    """Run an SQS event file through the real handler in this process (no Docker needed).
+    """Run an SQS event file through the real handler in this process (no Docker needed); an API
+    Gateway proxy event (events/gate_*.json) runs through the gate's function instead.
 
     The function's memory, timeout and variables are read from template.yaml ($SEATS_TEMPLATE
     names another), parameters at their defaults; variables already set here are kept.
@@ -552,10 +559,14 @@ def invoke(obj: CliContext, event_file: str, env_vars: str | None) -> None:
         event = json.loads(Path(event_file).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise click.BadParameter(f"cannot read {event_file}: {exc}", param_hint="--event") from exc
-    if not isinstance(event, dict) or not isinstance(event.get("Records"), list):
-        raise click.BadParameter(f"{event_file} is not an SQS event (no Records list)", param_hint="--event")
+    api = isinstance(event, dict) and isinstance(event.get("httpMethod"), str)
+    if not isinstance(event, dict) or not (api or isinstance(event.get("Records"), list)):
+        raise click.BadParameter(
+            f"{event_file} is not an SQS event (no Records list) nor an API Gateway proxy event (no httpMethod)",
+            param_hint="--event",
+        )
 
-    function = _template_function()
+    function = _template_function(api=api)
     # Lowest to highest precedence: the template's defaults, what this CLI resolved (stack
     # outputs or environment, region, profile), the --env-vars file, then --endpoint-url.
     environment = {
@@ -600,13 +611,14 @@ def invoke(obj: CliContext, event_file: str, env_vars: str | None) -> None:
 
     with _patched_environ(environment):
         # Imported here: Powertools reads its settings (service name, log level) when first imported.
-        from seat_inventory.handlers import reserve_seats
+        from seat_inventory.handlers import gate_api, reserve_seats
 
-        reserve_seats.reset_container()
+        handler = gate_api if api else reserve_seats
+        handler.reset_container()
         try:
             with _function_output_to_stderr():
-                response = reserve_seats.lambda_handler(event, context)
+                response = handler.lambda_handler(event, context)
         finally:
             # The clients were built for this environment; the next invocation builds its own.
-            reserve_seats.reset_container()
+            handler.reset_container()
     click.echo(json.dumps(response, indent=2))
