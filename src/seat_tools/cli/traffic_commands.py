@@ -562,7 +562,8 @@ def invoke(obj: CliContext, event_file: str, env_vars: str | None) -> None:
     api = isinstance(event, dict) and isinstance(event.get("httpMethod"), str)
     if not isinstance(event, dict) or not (api or isinstance(event.get("Records"), list)):
         raise click.BadParameter(
-            f"{event_file} is not an SQS event (no Records list) nor an API Gateway proxy event (no httpMethod)",
+            f"{event_file} is not an SQS event (no Records list) nor an API Gateway proxy event"
+            " (no httpMethod)",
             param_hint="--event",
         )
 
