@@ -34,7 +34,15 @@ MISSING_RESOURCES = {
 }
 # Commands that use no AWS settings of the user's: they start the local engines or simulate.
 # A new command of that kind goes here (this test expects every other one to call AWS).
-LOCAL_COMMANDS = {("local", "up"), ("demo",), ("bench",), ("simulate",), ("onsale", "plan")}
+LOCAL_COMMANDS = {
+    ("local", "up"),
+    ("demo",),
+    ("bench",),
+    ("simulate",),
+    ("onsale", "plan"),
+    ("checkin", "demo"),
+    ("checkin", "offline-scan"),  # a scanner offline: the export file alone
+}
 # Options that keep a command from waiting or prompting (everything else is made up from its params).
 EXTRA_ARGS: dict[tuple[str, ...], list[str]] = {
     ("watch",): ["--timeout", "1"],
@@ -51,6 +59,7 @@ EXTRA_ARGS: dict[tuple[str, ...], list[str]] = {
     ("event", "admission"): ["--required"],
     ("tokens", "issue"): ["--parameter", "/x-1"],
     ("tokens", "keygen"): ["--put-parameter", "/x-1", "--keep-previous"],
+    ("tickets", "keygen"): ["--put-parameter", "/x-1", "--keep-previous"],
 }
 EXPECTED = {
     "unknown profile": ExitCode.CONFIGURATION,

@@ -49,11 +49,8 @@ PARAMETER_HELP = "The SSM parameter holding the ticket key ring (TicketKeyParame
 
 
 def _read_ring(obj: CliContext, name: str) -> TicketKeyRing:
-    ssm = obj.client("ssm")
-    try:
-        value = ssm.get_parameter(Name=name, WithDecryption=True)["Parameter"]["Value"]
-    except ssm.exceptions.ParameterNotFound as exc:
-        raise click.ClickException(f"SSM parameter {name} does not exist") from exc
+    # A missing parameter is reported by the CLI's error mapping, as any AWS refusal.
+    value = obj.client("ssm").get_parameter(Name=name, WithDecryption=True)["Parameter"]["Value"]
     try:
         return parse_key_ring(value)
     except TicketKeyError as exc:
@@ -347,14 +344,20 @@ def offline_scan(
 
 
 @checkin.command("upload")
-@click.argument("journal", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("journal", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--parameter", required=True, help=PARAMETER_HELP)
 @pass_cli
 def upload(obj: CliContext, journal: Path, parameter: str) -> None:
     """Upload an offline scanner's JOURNAL, as `POST /checkins/uploads` does: each scan recorded
     once; a ticket let in twice is a CONFLICT naming both scans. Exit 1 on any conflict."""
-    scans = json.loads(journal.read_text())
-    answers = upload_scans(cli_gate(obj, parameter), scans)
+    gate = cli_gate(obj, parameter)
+    try:
+        scans = json.loads(journal.read_text())
+    except (OSError, ValueError) as exc:
+        raise click.BadParameter(f"cannot read {journal}: {exc}", param_hint="JOURNAL") from exc
+    if not isinstance(scans, list):
+        raise click.BadParameter(f"{journal} is not a journal (a JSON list of scans)", param_hint="JOURNAL")
+    answers = upload_scans(gate, scans)
     for answer in answers:
         click.echo(f"{answer.nonce}  {_answer_line(answer)}")
     if any(a.conflicts for a in answers):
