@@ -1,6 +1,6 @@
 """The gate's port (docs/guides/checkin.md): what check-in, offline uploads and transfers need of the
-table. `dal.gate_table.GateTable` implements it on DynamoDB; the tests' in-memory store
-(`tests/gate_memory.py`) implements it with the same guards.
+table. `dal.gate_table.GateTable` implements it on DynamoDB (the tests drive it on moto and on
+DynamoDB Local, never on a stand-in with guards of its own).
 """
 
 from __future__ import annotations
