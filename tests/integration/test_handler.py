@@ -225,6 +225,22 @@ def test_a_transient_service_error_hands_only_its_group_back(concert: Stack) -> 
     assert concert.inventory("concert-2026", "VIP")["sold"] == 2
 
 
+def test_an_sns_throttle_is_waited_out_in_place_and_nothing_goes_back(concert: Stack) -> None:
+    # SNS refuses the call twice for the region's publish rate (`Throttled`, which botocore does
+    # not retry): the handler sends it again after its back-off, within the invocation
+    concert.faults.fail("sns.PublishBatch", "Throttled", times=2)
+
+    response = concert.invoke(sqs_event(reservation("r-1"), reservation("r-2")))
+
+    assert response == {"batchItemFailures": []}
+    published = concert.outcomes()
+    assert [(o["reservation_id"], o["outcome"], o["duplicate"]) for o in published] == [
+        ("r-1", "CONFIRMED", False),
+        ("r-2", "CONFIRMED", False),
+    ]
+    assert concert.inventory("concert-2026")["sold"] == 4
+
+
 def test_an_sns_failure_retries_only_the_unpublished_and_takes_no_more_seats(concert: Stack) -> None:
     concert.faults.fail("sns.PublishBatch", "InternalError")
     event = sqs_event(reservation("r-1"), reservation("r-2"))
