@@ -45,6 +45,7 @@ from moto.server import ThreadedMotoServer
 from seat_inventory.handlers import publish_live_version
 from seat_tools.local.runner import failed_message_ids, import_handler, sqs_record
 from seat_tools.onsale.stack_reader import StackReader, StackResources
+from seat_tools.reservation_queues import queue_name
 from tests.integration.conftest import REPO, LambdaContext
 from tests.template_support import Template, sam_translate
 
@@ -682,6 +683,34 @@ def test_with_event_pollers_the_mapping_is_created_in_provisioned_mode(
     assert mapping["ProvisionedPollerConfig"] == {"MinimumPollers": 7, "MaximumPollers": 20}
     function = lambda_.get_function_configuration(FunctionName=outputs["ReserveSeatsFunctionName"])
     assert function["MemorySize"] == 1769
+    deployed.cloudformation.delete_stack(StackName=name)
+
+
+def test_with_three_reservation_queues_each_gets_a_mapping_in_provisioned_mode(
+    deployed: DeployedStack, template: Template
+) -> None:
+    """ReservationQueues=3 with EventPollers=167 (what `seats onsale plan --rate 40000` says):
+    CloudFormation creates the queues `-reservations`, `-reservations-1` and `-reservations-2`,
+    each redriving to the one dead-letter queue, and a mapping of 167 pollers on each."""
+    session = boto3.session.Session(region_name=REGION)
+    name = "seat-inventory-three-queues"
+    outputs = create_stack_with(deployed, template, name, {"ReservationQueues": "3", "EventPollers": "167"})
+    assert outputs["ReservationQueues"] == "3"
+    sqs, lambda_ = session.client("sqs"), session.client("lambda")
+    mappings = lambda_.list_event_source_mappings(FunctionName=outputs["ReserveSeatsFunctionName"])[
+        "EventSourceMappings"
+    ]
+    by_queue = {m["EventSourceArn"].rsplit(":", 1)[1]: m for m in mappings}
+    assert set(by_queue) == {queue_name(outputs["ReservationsQueueName"], index) for index in range(3)}
+    for queue, mapping in by_queue.items():
+        assert mapping["ProvisionedPollerConfig"] == {"MinimumPollers": 167, "MaximumPollers": 167}, queue
+        url = sqs.get_queue_url(QueueName=queue)["QueueUrl"]
+        redrive = json.loads(
+            sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["RedrivePolicy"])["Attributes"][
+                "RedrivePolicy"
+            ]
+        )
+        assert redrive["deadLetterTargetArn"] == outputs["DeadLetterQueueArn"], queue
     deployed.cloudformation.delete_stack(StackName=name)
 
 

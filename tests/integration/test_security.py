@@ -173,7 +173,21 @@ def test_the_reserve_function_may_take_messages_from_the_reservations_queue_only
         for where, statement in statements(deployed)
         if statement["Effect"] == "Allow" and "sqs:ReceiveMessage" in as_list(statement["Action"])
     ]
-    assert receiving == [("ReserveSeatsFunctionRole", queue_arn)]
+    # and, with ReservationQueues above 1, the other reservation queues, each only if it exists
+    others = [
+        {"Fn::GetAtt": ["ReservationsQueue1", "Arn"]},
+        *(
+            {
+                "Fn::If": [
+                    f"HasReservationQueue{index}",
+                    {"Fn::GetAtt": [f"ReservationsQueue{index}", "Arn"]},
+                    {"Ref": "AWS::NoValue"},
+                ]
+            }
+            for index in (2, 3)
+        ),
+    ]
+    assert receiving == [("ReserveSeatsFunctionRole", queue_arn), ("ReserveSeatsFunctionRole", others)]
 
 
 def test_each_function_runs_as_its_own_generated_role(deployed: dict[str, Any], template: Template) -> None:
@@ -266,9 +280,21 @@ def test_both_queues_refuse_requests_without_tls(template: Template) -> None:
         for r in template.document["Resources"].values()
         if r["Type"] == "AWS::SQS::QueuePolicy"
     ]
-    assert sorted(q["Ref"] for q in policy["Queues"]) == sorted(ENCRYPTED_QUEUES)
+    extra = [f"ReservationsQueue{index}" for index in (1, 2, 3)]  # with ReservationQueues above 1
+
+    def named(value: dict[str, Any], key: str) -> str:
+        """The queue a policy entry names, whether always or only if the queue exists."""
+        if "Fn::If" in value:
+            condition, when, _ = value["Fn::If"]
+            assert condition == f"HasReservationQueue{extra.index(named(when, key)) + 1}"
+            return named(when, key)
+        return value[key] if key == "Ref" else value[key][0]
+
+    assert sorted(named(q, "Ref") for q in policy["Queues"]) == sorted([*ENCRYPTED_QUEUES, *extra])
     [statement] = [s for s in policy["PolicyDocument"]["Statement"] if deny_insecure_transport(s, "sqs")]
-    assert sorted(r["Fn::GetAtt"][0] for r in statement["Resource"]) == sorted(ENCRYPTED_QUEUES)
+    assert sorted(named(r, "Fn::GetAtt") for r in statement["Resource"]) == sorted(
+        [*ENCRYPTED_QUEUES, *extra]
+    )
 
 
 def topic_policy(template: Template) -> dict[str, Any]:

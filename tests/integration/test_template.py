@@ -53,9 +53,8 @@ def test_linting_with_the_included_files_finds_a_misspelt_resource_in_them(templ
     document = copy.deepcopy(template.document)
     paths = document["Resources"]["CheckoutApi"]["Properties"]["DefinitionBody"]["paths"]
     integration = paths["/holds"]["post"]["x-amazon-apigateway-integration"]
-    integration["uri"]["Fn::Sub"] = integration["uri"]["Fn::Sub"].replace(
-        "ReservationsQueue.", "ReservationsQ."
-    )
+    queue = integration["requestParameters"]["integration.request.path.queue"]
+    queue["Fn::Sub"] = queue["Fn::Sub"].replace("ReservationsQueue.", "ReservationsQ.")
     assert any(
         match.startswith("[E1019") and "ReservationsQ" in match for match in lint_as_processed(document)
     )
@@ -481,3 +480,47 @@ def test_a_full_batch_for_one_seat_class_is_one_transaction(template: Template) 
     assert result.seats_confirmed == batch_size
     assert store.transactions == 1
     assert batch_size <= MAX_RESERVATIONS_PER_TRANSACTION
+
+
+@pytest.mark.parametrize("queues", [1, 2, 3, 4])
+def test_reservation_queues_each_have_a_mapping_of_their_own_set_as_the_first(
+    template: Template, queues: int
+) -> None:
+    # Given ReservationQueues N: the queues after the first (ReservationsQueue1 to 3) exist for N > index
+    assert template.document["Parameters"]["ReservationQueues"]["Default"] == 1
+    overrides = {"ReservationQueues": str(queues)}
+    for index in (1, 2, 3):
+        assert _condition(template, f"HasReservationQueue{index}", overrides) == (index < queues)
+    first_queue = template.properties("ReservationsQueue")
+    first_mapping = template.properties("ReserveSeatsFunctionReservationsQueueEvent")
+    for index in (1, 2, 3):
+        queue = template.resource(f"ReservationsQueue{index}")
+        mapping = template.resource(f"ReserveSeatsFunctionReservationsQueue{index}Event")
+        assert queue["Condition"] == mapping["Condition"] == f"HasReservationQueue{index}"
+        # each queue is the first one's but for its name (-1, -2, -3: what producers compute)
+        assert queue["Properties"]["QueueName"] == {"Fn::Sub": f"${{AWS::StackName}}-reservations-{index}"}
+        assert {k: v for k, v in queue["Properties"].items() if k != "QueueName"} == {
+            k: v for k, v in first_queue.items() if k != "QueueName"
+        }
+        # each mapping is the first one's (pollers, batch, concurrency) but for its queue
+        assert mapping["Properties"]["EventSourceArn"] == {"Fn::Sub": f"${{ReservationsQueue{index}.Arn}}"}
+        assert {k: v for k, v in mapping["Properties"].items() if k != "EventSourceArn"} == {
+            k: v for k, v in first_mapping.items() if k != "EventSourceArn"
+        }
+    # the function may take from each, producers and the API may send to each, the dead-letter
+    # queue takes each one's failures
+    text = json.dumps(template.document["Resources"])
+    for index in (1, 2, 3):
+        arn = {
+            "Fn::If": [
+                f"HasReservationQueue{index}",
+                {"Fn::GetAtt": [f"ReservationsQueue{index}", "Arn"]},
+                {"Ref": "AWS::NoValue"},
+            ]
+        }
+        for holder in ("ReservationsProducerPolicy", "CheckoutApiQueueRole", "ReservationsQueuePolicy"):
+            assert json.dumps(arn) in json.dumps(template.resource(holder)), (holder, index)
+        assert f"${{AWS::StackName}}-reservations-{index}" in json.dumps(
+            template.properties("ReservationsDeadLetterQueue")["RedriveAllowPolicy"]
+        )
+    assert "ReservationQueuesPoll" in text

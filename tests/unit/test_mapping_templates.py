@@ -34,6 +34,7 @@ from seat_inventory.parsing import parse_reservation
 from seat_tools.local.gateway import ApiDefinition, ApiRequest, IntegrationResult, LocalApiGateway, Route
 from seat_tools.local.mapping_templates import InputVariable, json_path, render
 from seat_tools.local.template import PhysicalResource, default_template_path, load_template
+from seat_tools.reservation_queues import queue_index, queue_name
 
 TABLE = "seats-test-InventoryTable"
 QUEUE = "seats-test-reservations"
@@ -1208,3 +1209,39 @@ def test_every_seat_body_the_api_passes_on_is_a_valid_message_with_the_same_seat
     assert parsed.seats == (tuple(body["seats"]) if body.get("seats") else None)
     assert parsed.quantity == body.get("quantity") or parsed.quantity == len(body["seats"])
     assert (parsed.split, parsed.accessible) == (body.get("split", False), body.get("accessible", False))
+
+
+def test_with_several_reservation_queues_each_request_goes_to_the_queue_its_id_picks() -> None:
+    # Given a stack of 3 reservation queues (ReservationQueues), the API rendered as deployed
+    template = load_template(default_template_path(), parameter_overrides={"ReservationQueues": "3"})
+    resolver = template.resolver.with_resources(
+        {
+            "ReservationsQueue": PhysicalResource(
+                f"http://127.0.0.1/1/{QUEUE}", {"QueueName": QUEUE, "Arn": "a"}
+            )
+        }
+    )
+    gateway, backends = gateway_with(ApiDefinition.from_template(template.path, resolver), 200, SENT)
+    ids = [f"k-{n}" for n in range(30)] + ["x", "order_2024.Z@a:-"]
+    body = json.dumps({"event_id": "e-1", "quantity": 1, "customer_id": "c-1"})
+
+    # When each id is reserved, then confirmed and cancelled
+    for reservation_id in ids:
+        headers = {**JSON_HEADERS, "idempotency-key": reservation_id}
+        assert gateway.handle(ApiRequest("POST", "/reservations", headers, body)).status == 202
+        for change in ("confirmation", "cancellation"):
+            path = f"/reservations/{reservation_id}/{change}"
+            assert gateway.handle(ApiRequest("POST", path, JSON_HEADERS, "{}")).status == 202
+
+    # Then every message of an id went to the queue `queue_index` picks, the first queue by its
+    # name and the others by theirs (-1, -2), and the ids are spread over all three
+    base = "arn:aws:apigateway:us-east-1:sqs:path/123456789012/"
+    sent = [
+        (uri, json.loads(parse_qs(form)["MessageBody"][0])["reservation_id"])
+        for uri, _, form in backends.calls
+    ]
+    assert len(sent) == 3 * len(ids)
+    for uri, reservation_id in sent:
+        assert uri == base + queue_name(QUEUE, queue_index(reservation_id, 3)), reservation_id
+    assert {uri for uri, _ in sent} == {base + QUEUE, base + QUEUE + "-1", base + QUEUE + "-2"}
+    assert queue_index("x", 3) == 0  # a one-character id: the first queue

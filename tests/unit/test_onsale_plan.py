@@ -113,28 +113,42 @@ def test_event_pollers_receive_100_messages_a_second_each_at_most_200_from_the_f
     # at least 2, and at least one per 10 containers
     assert Pollers.for_rate(50, 1).minimum == 2
     assert Pollers.for_rate(100, 35).needed == 4
-    # 40,000/s: 400; 200 at first, then AWS adds 100 a minute (1,000 concurrency, 10 each) after
-    # noticing the backlog (5 s, assumed): 5 + 200 x 0.6 = 125 s to run all 400
+    # 40,000/s: 400 pollers, more than one mapping's 200 from the first message: 3 queues (each
+    # mapping kept at 80% of its 200: 400 / 160 = 2.5), 167 pollers each (400 / 3 / 0.8), all
+    # ready from the first message: 50,100 messages/s, no ramp
     forty = Pollers.for_rate(40_000, 69)
-    assert forty == Pollers(400, 200, 400, 125.0)
-    assert forty.first_rate == 20_000
-    # 1,000,000 requests waiting: 100,000 in the first 5 s, then 100,000 + 20,000 t + 83.3 t^2 =
-    # 1,000,000 at t = 38.75 s: about 43.75 s, 22,860/s
-    assert seconds_to_receive(forty, 1_000_000) == pytest.approx(43.745, abs=0.01)
-    # past 2,000 pollers one mapping cannot go
-    assert Pollers.for_rate(250_000, 10).maximum == 2_000
+    assert forty == Pollers(400, 167, 0, 0.0, queues=3)
+    assert forty.first_rate == 50_100 and forty.total_minimum == 501
+    assert seconds_to_receive(forty, 1_000_000) == pytest.approx(1_000_000 / 50_100, rel=1e-6)
+    # 21,000/s: 210 pollers, 2 queues of 132
+    assert Pollers.for_rate(21_000, 10) == Pollers(210, 132, 0, 0.0, queues=2)
+    # past 4 queues of 200 (80,000/s), each mapping scales above its 200 after noticing the
+    # backlog (5 s, assumed), 100 pollers a minute: 100,000/s needs 250 a mapping, 5 + 50 x 0.6 = 35 s
+    hundred = Pollers.for_rate(100_000, 10)
+    assert hundred == Pollers(1_000, 200, 250, 35.0, queues=4)
+    # 1,000,000 waiting: 400,000 in the first 5 s, then 80,000 t + 4 x 83.3 t^2 / ... (each
+    # mapping's ramp) until all are received
+    assert 10 < seconds_to_receive(hundred, 1_000_000) < 12.5
+    # past 2,000 pollers a mapping cannot go
+    assert Pollers.for_rate(1_000_000, 10).maximum == 2_000
 
 
-def test_40000_per_second_needs_more_pollers_than_one_mapping_has_at_first_and_says_so() -> None:
+def test_40000_per_second_needs_three_reservation_queues_and_the_plan_says_so() -> None:
     plan = plan_sale(SaleInputs(40_000, duration_s=25))
-    assert plan.item("event_pollers").value == "200 / 400"
-    [pollers] = [p for p in plan.problems if "event pollers" in p]
-    assert "40,000 messages/s need 400 event pollers" in pollers
-    assert "at most 200 ready from the first message (MinimumPollers), 20,000 messages/s" in pollers
-    assert "reached 125 s into a backlog" in pollers
-    assert "1,000,000 requests waiting at once are received in about 44 s, 22,860/s" in pollers
-    assert "needs 2 queues, each with its own mapping of 200 pollers" in pollers
-    assert plan.values["poller_ramp_seconds"] == 125.0
+    assert plan.item("event_pollers").value == "3 x 167 / 0"
+    rule = plan.item("event_pollers").rule
+    assert "3 reservation queues (parameter ReservationQueues)" in rule
+    assert "$4.634 an hour for the minimum while set (501 x $0.00925 per poller-hour)" in rule
+    assert not [p for p in plan.problems if "event pollers" in p]
+    assert plan.values["queues"] == 3 and plan.values["event_pollers"] == 167
+    assert plan.values["poller_ramp_seconds"] == 0.0
+    # past what 4 queues give from the first message, the plan says how long the rest takes
+    fast = plan_sale(SaleInputs(100_000, duration_s=10))
+    [pollers] = [p for p in fast.problems if "event pollers" in p]
+    assert "100,000 messages/s need 1,000 event pollers" in pollers
+    assert "4 queues (ReservationQueues, at most 4)" in pollers
+    assert "receive 80,000 messages/s from it" in pollers
+    assert "reached 35 s into a backlog" in pollers
 
 
 # ------------------------------------------------------------------ the table, the index, SNS, the issuer
@@ -190,7 +204,7 @@ def test_past_one_mappings_pollers_and_64_items_40000_per_second_is_refused_with
     assert "request the rest" in plan.item("sns_quota").rule
     assert "raise it first" in plan.item("table_quota").rule
     assert got["api_account_throttle"] == 40_000
-    assert any("event pollers" in p for p in plan.problems)
+    assert plan.values["queues"] == 3 and not any("event pollers" in p for p in plan.problems)
     assert (containers > MAX_SHARDS) == any("containers on one seat class" in p for p in plan.problems)
 
 
@@ -457,6 +471,20 @@ def test_in_provisioned_mode_the_pollers_ready_at_first_cap_the_rate() -> None:
     assert short(replace(provisioned, mapping_enabled=False)) >= {"event_pollers"}
 
 
+def test_each_reservation_queue_brings_its_mappings_pollers() -> None:
+    # Given 167 event pollers a mapping (what the plan sets for 40,000/s), on 1 queue and on 3
+    one = replace(READY_AT_3000, maximum_concurrency=None, event_pollers=167, maximum_pollers=167)
+    three = replace(one, reservation_queues=3)
+
+    # Then one queue receives 16,700 messages/s, three 50,100; 40,000/s needs the plan's 3 queues
+    on_one = {f.key: f for f in assess_stack(one, 40_000).findings}["event_pollers"]
+    on_three = {f.key: f for f in assess_stack(three, 40_000).findings}["event_pollers"]
+    assert on_one.supports == 16_700 and not on_one.ok
+    assert on_one.need == ">= 400 (at most 200 a queue from the first message: the plan sets 3 queues of 167)"
+    assert on_three.ok and on_three.supports == pytest.approx(min(50_100, 5_010 * per_container()))
+    assert on_three.have.startswith("3 queues x 167 event pollers (5,010 invocations at once, no scale-up)")
+
+
 def test_a_shortfall_says_what_the_stack_has_and_what_the_rate_needs() -> None:
     findings = {f.key: f for f in assess_stack(replace(READY_AT_3000, maximum_concurrency=3), 3_000).findings}
     concurrency = findings["maximum_concurrency"]
@@ -482,8 +510,8 @@ def test_plan_prints_one_line_per_item_then_problems_and_what_falls_behind_and_e
     too_fast = CliRunner().invoke(cli, ["onsale", "plan", "--rate", "40000", "--output", "json"])
     assert too_fast.exit_code == 1
     document = json.loads(too_fast.output)
-    assert any("400 event pollers" in p for p in document["problems"]) and document["warnings"]
-    assert document["figures"]["event_pollers"] == 200
+    assert any("containers on one seat class" in p for p in document["problems"]) and document["warnings"]
+    assert document["figures"]["event_pollers"] == 167 and document["figures"]["queues"] == 3
     small = CliRunner().invoke(
         cli,
         ["onsale", "plan", "--rate", "3000", "--memory", "512", "--front-door", "queue", "--output", "json"],

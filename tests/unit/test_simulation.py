@@ -367,6 +367,25 @@ def test_seven_event_pollers_deliver_no_more_than_their_receive_calls_allow() ->
     assert figures["binding_limit"] == "intake" and figures["bound_by"]["intake"] > 0.7
 
 
+def test_several_queues_each_with_its_own_mapping_deliver_their_pollers_rate_each() -> None:
+    # Given the same 7,000 requests and 7 event pollers a mapping, on one queue and on three
+    # (requests spread over them by reservation id, seat_tools.reservation_queues)
+    warm = ContentionSettings(warm_write_units_per_s=100_000, table_quota_units_per_s=100_000)
+    one = simulate(containers=70, event_pollers=7, shards=64, requests=7_000, contention=warm)
+    three = simulate(containers=70, event_pollers=7, queues=3, shards=64, requests=7_000, contention=warm)
+
+    # Then three mappings run 21 pollers, each at most 10 receive calls a second, ...
+    assert three["intake"]["queues"] == 3 and three["intake"]["pollers"] == 21
+    assert three["intake"]["receive_calls"] <= 210 * three["answer_seconds"] + 21
+    # ... so the intake delivers about three times as fast: every request once, none lost
+    assert three["answered_per_s"] > 2.2 * one["answered_per_s"]
+    assert three["answered_per_s"] <= 2_100
+    assert three["requests_answered"] == 7_000 and three["invariants"] == "ok"
+    assert three["messages_dead_lettered"] == 0
+    # the pollers of every mapping are billed, from before the sale to its end
+    assert three["event_poller_seconds"] == pytest.approx(21 * (600 + three["answer_seconds"]))
+
+
 def test_provisioned_pollers_are_billed_from_before_the_sale_to_its_end() -> None:
     # Given 2 event pollers: billed per second, set 10 minutes before the sale and set back to 0
     # once it is answered (at $0.00925 an hour each)

@@ -33,6 +33,7 @@ from seat_tools.local.engines import LocalStackError
 from seat_tools.local.stack import table_contention
 from seat_tools.local.template import load_template
 from seat_tools.onsale.plan import SalePlan
+from seat_tools.reservation_queues import MAX_RESERVATION_QUEUES
 from seat_tools.simulation.api import (
     ACCOUNT_BURST_LIMIT,
     ACCOUNT_RATE_LIMIT,
@@ -142,6 +143,7 @@ def _template_defaults() -> tuple[SimulationConfig, Settings]:
         tickets=IssuerConfig(memory_mb=int(float(issuer_memory)) if issuer_memory else 512),
         api=api,
         containers=source.concurrency or 1000,
+        queues=int(float(parameters.get("ReservationQueues", 1))),
         event_pollers=source.event_pollers or 0,
         max_event_pollers=source.maximum_pollers or 0,
         batch_size=source.batch_size,
@@ -468,6 +470,14 @@ def _check_seat_map_options(config: SimulationConfig) -> None:
     " charge is in the cost (docs/explanation/simulation.md).",
 )
 @click.option(
+    "--queues",
+    type=click.IntRange(1, MAX_RESERVATION_QUEUES),
+    help="Reservation queues (the template's ReservationQueues): requests are spread over them by"
+    " reservation id, each read by an event source mapping of its own with the settings given"
+    " (--containers, --event-pollers and --max-event-pollers are each mapping's); the mappings"
+    " share the function's containers [default: the template's].",
+)
+@click.option(
     "--max-event-pollers",
     type=click.IntRange(MIN_EVENT_POLLERS, MAX_MAXIMUM_EVENT_POLLERS),
     help="Provisioned mode's MaximumPollers: while messages wait, Lambda adds a poller every 0.6 s"
@@ -611,6 +621,7 @@ def simulate(
     order_lines: tuple[int, int] | None,
     containers_at_once: bool,
     event_pollers: int | None,
+    queues: int | None,
     max_event_pollers: int | None,
     poller_mb_per_s: str,
     provisioned_concurrency: int,
@@ -702,6 +713,7 @@ def simulate(
             containers_at_once=containers_at_once,
             event_pollers=pollers,
             max_event_pollers=max_event_pollers or 0,
+            queues=queues or defaults.queues,
             poller_bytes_per_s=(
                 EVENT_POLLER_BYTES_PER_S if poller_mb_per_s == "1" else EVENT_POLLER_BYTES_PER_S_API_REFERENCE
             ),
@@ -777,8 +789,9 @@ def _plan_lines(plan: SalePlan, verdicts: list[dict[str, Any]]) -> str:
     """What the plan set, and whether each seed's run held its rate."""
     v = plan.values
     lines = [
-        f"plan for {plan.inputs.rate:,.0f}/s: EventPollers {v['event_pollers']:.0f} (up to"
-        f" {max(v['event_pollers'], v['maximum_event_pollers']):.0f}), ProvisionedConcurrency"
+        f"plan for {plan.inputs.rate:,.0f}/s: {v['queues']:.0f} queue(s), EventPollers"
+        f" {v['event_pollers']:.0f} (up to {max(v['event_pollers'], v['maximum_event_pollers']):.0f})"
+        f" each, BatchSize {v.get('batch_size', plan.inputs.batch_size):.0f}, ProvisionedConcurrency"
         f" {v['provisioned_concurrency']:.0f}, reserve {v['reserve_memory_mb']:.0f} MB, {v['shards']:.0f}"
         f" shard items, table warm {v['warm_write_units']:,.0f} / {v['warm_read_units']:,.0f},"
         f" index warm {v['index_warm_write_units']:,.0f}, SNS quota {v['sns_publish_quota']:,.0f}/s,"

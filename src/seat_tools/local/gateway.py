@@ -372,8 +372,10 @@ class LocalApiGateway:
             result = IntegrationResult(int(json.loads(body or "{}").get("statusCode", 200)), {}, "")
         elif kind == "aws":
             headers = self._integration_headers(integration, request, context)
+            overrides = rendered.path_overrides if rendered is not None else {}
+            uri = self._integration_uri(integration, request, context, overrides)
             try:
-                result = self._backends.call(str(integration["uri"]), headers, body)
+                result = self._backends.call(uri, headers, body)
             except (urllib3.exceptions.HTTPError, OSError):
                 return self._gateway_response(
                     "INTEGRATION_FAILURE",
@@ -417,6 +419,31 @@ class LocalApiGateway:
         answer = self._functions(match.group(1), event)
         headers = {str(k): str(v) for k, v in (answer.get("headers") or {}).items()}
         return ApiResponse(int(answer.get("statusCode", 502)), headers, str(answer.get("body") or ""))
+
+    def _integration_uri(
+        self,
+        integration: Mapping[str, Any],
+        request: ApiRequest,
+        context: Mapping[str, Any],
+        overrides: Mapping[str, str],
+    ) -> str:
+        """The integration's uri with each `{name}` its integration request path parameter:
+        `integration.request.path.<name>` mapped, then `$context.requestOverride.path.<name>`."""
+        values: dict[str, str] = {}
+        for target, source in (integration.get("requestParameters") or {}).items():
+            if target.startswith("integration.request.path."):
+                value = self._parameter_value(str(source), request, context, {})
+                if value is not None:
+                    values[target.removeprefix("integration.request.path.")] = value
+        values.update(overrides)
+
+        def value_of(match: re.Match[str]) -> str:
+            name = match.group(1)
+            if name not in values:
+                raise ApiDefinitionError(f"integration uri {integration['uri']!r}: no value for {{{name}}}")
+            return values[name]
+
+        return re.sub(r"\{([A-Za-z0-9_.-]+)\}", value_of, str(integration["uri"]))
 
     def _integration_headers(
         self, integration: Mapping[str, Any], request: ApiRequest, context: Mapping[str, Any]

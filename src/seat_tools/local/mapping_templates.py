@@ -16,7 +16,8 @@ What is supported (docs/reference/http-api.md lists the same):
 - `$context.requestId`, `requestTimeEpoch`, `requestTime`, `httpMethod`, `resourcePath`, `path`,
   `stage`, `apiId`, `accountId`, `identity.sourceIp`, `identity.userAgent`, `error.message`,
   `error.messageString`, `error.validationErrorString`, and the writable
-  `responseOverride.status` / `responseOverride.header.<name>` (read back after rendering).
+  `responseOverride.status` / `responseOverride.header.<name>` and `requestOverride.path.<name>`
+  (an integration request path parameter; each read back after rendering).
 """
 
 from __future__ import annotations
@@ -149,11 +150,13 @@ class UtilVariable:
 
 @dataclass
 class Rendered:
-    """A rendered template and what it asked to override in the response."""
+    """A rendered template, what it asked to override in the response, and the integration
+    request path parameters it set (`$context.requestOverride.path.<name>`)."""
 
     body: str
     status_override: int | None = None
     header_overrides: dict[str, str] = field(default_factory=dict)
+    path_overrides: dict[str, str] = field(default_factory=dict)
 
 
 def render(
@@ -168,6 +171,7 @@ def render(
     context_variable.setdefault("responseOverride", {}).setdefault("header", {})
     context_variable["responseOverride"].setdefault("status", None)
     context_variable.setdefault("requestOverride", {}).setdefault("header", {})
+    context_variable["requestOverride"].setdefault("path", {})
     namespace = {
         "input": input_variable,
         "util": UtilVariable(),
@@ -186,4 +190,7 @@ def render(
         body=body,
         status_override=int(status) if status not in (None, "") else None,
         header_overrides={str(k): str(v) for k, v in override.get("header", {}).items()},
+        path_overrides={
+            str(k): str(v) for k, v in context_variable["requestOverride"].get("path", {}).items()
+        },
     )

@@ -69,6 +69,7 @@ from seat_tools.event_source_scaling import (
     provisioned_concurrency_billed_s,
     scale_up_seconds,
 )
+from seat_tools.reservation_queues import MAX_RESERVATION_QUEUES
 from seat_tools.simulation.measured_cpu import (
     ISSUER_PER_BATCH_MS,
     ISSUER_PER_TICKET_MS,
@@ -373,14 +374,16 @@ def numbering_rate(issuer_memory_mb: int) -> float:
 
 @dataclass(frozen=True)
 class Pollers:
-    """The event pollers a message rate needs: `needed` in all; `minimum` of them ready before the
-    first message (at most 200), `maximum` (0: the minimum) the event source may scale up to, and
-    the seconds of backlog before it runs them all."""
+    """The event pollers a message rate needs: `needed` in all, over `queues` reservation queues
+    (each read by a mapping of its own); each mapping's `minimum` ready before the first message
+    (at most 200), its `maximum` (0: the minimum) the event source may scale up to, and the
+    seconds of backlog before it runs them all."""
 
     needed: int
     minimum: int
     maximum: int
     ramp_s: float
+    queues: int = 1
 
     @classmethod
     def for_rate(cls, messages_per_s: float, containers: int) -> Pollers:
@@ -389,18 +392,36 @@ class Pollers:
             math.ceil(messages_per_s / MESSAGES_PER_EVENT_POLLER_S - 1e-9),
             math.ceil(containers / INVOCATIONS_PER_EVENT_POLLER - 1e-9),
         )
-        minimum = min(needed, MAX_MINIMUM_EVENT_POLLERS)
-        maximum = min(needed, MAX_MAXIMUM_EVENT_POLLERS) if needed > minimum else 0
-        return cls(needed, minimum, maximum, poller_ramp_seconds(minimum, maximum or minimum))
+        if needed <= MAX_MINIMUM_EVENT_POLLERS:
+            return cls(needed, needed, 0, 0.0)
+        # Several queues: as many as keep each mapping's minimum within UTILISATION of its 200
+        # (requests spread over them by reservation id, and a poller's 100 a second is a most),
+        # each mapping's minimum the needed share over UTILISATION; past the queues the template
+        # allows, each mapping scales above its 200 as one mapping does.
+        queues = min(
+            MAX_RESERVATION_QUEUES, math.ceil(needed / (MAX_MINIMUM_EVENT_POLLERS * UTILISATION) - 1e-9)
+        )
+        share = needed / queues
+        minimum = min(MAX_MINIMUM_EVENT_POLLERS, math.ceil(share / UTILISATION - 1e-9))
+        if share <= minimum:
+            return cls(needed, minimum, 0, 0.0, queues)
+        maximum = min(math.ceil(share - 1e-9), MAX_MAXIMUM_EVENT_POLLERS)
+        return cls(needed, minimum, maximum, poller_ramp_seconds(minimum, maximum), queues)
 
     @property
     def first_rate(self) -> float:
-        """Messages a second they receive from the first message."""
-        return self.minimum * MESSAGES_PER_EVENT_POLLER_S
+        """Messages a second they receive from the first message, over every queue."""
+        return self.minimum * self.queues * MESSAGES_PER_EVENT_POLLER_S
 
     @property
     def most(self) -> int:
+        """Each mapping's most pollers."""
         return self.maximum or self.minimum
+
+    @property
+    def total_minimum(self) -> int:
+        """The pollers ready before the first message, over every queue."""
+        return self.minimum * self.queues
 
 
 def pollers_rate(pollers: int) -> float:
@@ -409,15 +430,20 @@ def pollers_rate(pollers: int) -> float:
 
 def messages_by(pollers: Pollers, seconds: float) -> float:
     """Messages the pollers receive in the first `seconds` of a backlog: the minimum's rate, then
-    one more poller every 60 / (1,000 / 10) s after the ramp's detection, up to the most."""
+    one more poller a mapping every 60 / (1,000 / 10) s after the ramp's detection, up to the most."""
     added_every = 60.0 * INVOCATIONS_PER_EVENT_POLLER / POLLER_CONCURRENCY_PER_MINUTE
     detection = pollers.ramp_s - (pollers.most - pollers.minimum) * added_every if pollers.maximum else 0.0
     total = pollers.first_rate * seconds
     growing = max(0.0, min(seconds, pollers.ramp_s) - detection)
     # pollers added linearly over `growing` seconds, then all of them to `seconds`
-    total += MESSAGES_PER_EVENT_POLLER_S * growing**2 / (2 * added_every)
+    total += pollers.queues * MESSAGES_PER_EVENT_POLLER_S * growing**2 / (2 * added_every)
     if seconds > pollers.ramp_s and pollers.maximum:
-        total += (pollers.most - pollers.minimum) * MESSAGES_PER_EVENT_POLLER_S * (seconds - pollers.ramp_s)
+        total += (
+            pollers.queues
+            * (pollers.most - pollers.minimum)
+            * MESSAGES_PER_EVENT_POLLER_S
+            * (seconds - pollers.ramp_s)
+        )
     return total
 
 
@@ -642,16 +668,25 @@ def _poller_problems(inputs: SaleInputs, pollers: Pollers, problems: list[str]) 
     rate = inputs.rate
     if pollers.needed <= MAX_MINIMUM_EVENT_POLLERS:
         return ""
-    queues = math.ceil(pollers.needed / MAX_MINIMUM_EVENT_POLLERS)
+    spread = (
+        f"; {pollers.queues} reservation queues (parameter ReservationQueues), each read by a mapping"
+        f" of its own with these pollers: one mapping has at most {MAX_MINIMUM_EVENT_POLLERS} ready"
+        f" from the first message (MinimumPollers), and each is kept at {UTILISATION:.0%} of its"
+        " pollers' rate (requests are spread over the queues by reservation id,"
+        " docs/guides/size-a-sale.md)"
+    )
+    if not pollers.maximum:
+        return spread
     per_minute = POLLER_CONCURRENCY_PER_MINUTE // INVOCATIONS_PER_EVENT_POLLER
     reached = (
         f"the rate is reached {pollers.ramp_s:.0f} s into a backlog (AWS adds at most"
-        f" {POLLER_CONCURRENCY_PER_MINUTE:,} concurrency, {per_minute} pollers, a minute)"
+        f" {POLLER_CONCURRENCY_PER_MINUTE:,} concurrency, {per_minute} pollers, a minute, to each mapping)"
     )
-    if pollers.needed > MAX_MAXIMUM_EVENT_POLLERS:
+    if pollers.maximum == MAX_MAXIMUM_EVENT_POLLERS:
         reached = (
             f"a mapping scales to at most {MAX_MAXIMUM_EVENT_POLLERS:,} pollers,"
-            f" {_n(pollers_rate(MAX_MAXIMUM_EVENT_POLLERS))} messages/s"
+            f" {_n(pollers.queues * pollers_rate(MAX_MAXIMUM_EVENT_POLLERS))} messages/s on"
+            f" {pollers.queues} queues"
         )
     burst = ""
     if inputs.reservations is not None:
@@ -663,13 +698,12 @@ def _poller_problems(inputs: SaleInputs, pollers: Pollers, problems: list[str]) 
     problems.append(
         f"{_n(rate)} messages/s need {pollers.needed:,} event pollers (each receives at most"
         f" {_n(MESSAGES_PER_EVENT_POLLER_S)} a second: {MESSAGES_PER_EVENT_POLLER_S / 10:.0f}"
-        f" ReceiveMessage calls of 10); one mapping has at most {MAX_MINIMUM_EVENT_POLLERS} ready"
-        f" from the first message (MinimumPollers), {_n(pollers.first_rate)} messages/s, and"
-        f" {reached}{burst}."
-        f" The rate from the first message needs {queues} queues, each with its own mapping of"
-        f" {MAX_MINIMUM_EVENT_POLLERS} pollers, which this stack does not have"
+        f" ReceiveMessage calls of 10); {pollers.queues} queues (ReservationQueues, at most"
+        f" {MAX_RESERVATION_QUEUES}), each with a mapping of at most {MAX_MINIMUM_EVENT_POLLERS}"
+        f" ready from the first message (MinimumPollers), receive {_n(pollers.first_rate)}"
+        f" messages/s from it, and {reached}{burst}"
     )
-    return f"; only {MAX_MINIMUM_EVENT_POLLERS} ready at first: {reached}"
+    return spread + f"; {reached}"
 
 
 def plan_sale(inputs: SaleInputs) -> SalePlan:
@@ -733,7 +767,7 @@ def plan_sale(inputs: SaleInputs) -> SalePlan:
     )
     refused = cost_per_million_refused(shards, handler, front_door=front_door)
     memory_gb = inputs.memory_mb / 1024
-    pollers_per_hour = pollers.minimum * PRICES["event_poller"].usd
+    pollers_per_hour = pollers.total_minimum * PRICES["event_poller"].usd
     provisioned_per_hour = mapping * memory_gb * 3600 * PRICES["lambda_provisioned_concurrency"].usd
     prewarm = pre_warming_usd(
         (warm_write - NEW_TABLE_WARM_WRITE) + (index_warm_write - NEW_INDEX_WARM_WRITE),
@@ -762,15 +796,15 @@ def plan_sale(inputs: SaleInputs) -> SalePlan:
         PlanItem("shards", "shard items per seat class", "none" if mapped else shards, shard_rule),
         PlanItem(
             "event_pollers",
-            "EventPollers / MaximumEventPollers",
-            f"{pollers.minimum} / {pollers.maximum}",
+            "ReservationQueues x EventPollers / MaximumEventPollers",
+            (f"{pollers.queues} x " if pollers.queues > 1 else "") + f"{pollers.minimum} / {pollers.maximum}",
             f"parameters EventPollers (MinimumPollers, ready before the first message, at most"
             f" {MAX_MINIMUM_EVENT_POLLERS}) and MaximumEventPollers (0: the same; at most"
             f" {MAX_MAXIMUM_EVENT_POLLERS:,}): rate / {_n(MESSAGES_PER_EVENT_POLLER_S)} messages a"
             f" second each ({MESSAGES_PER_EVENT_POLLER_S / 10:.0f} ReceiveMessage calls of 10), and"
             f" at least containers / {INVOCATIONS_PER_EVENT_POLLER}: {pollers.needed:,}"
             f"{pollers_tail}; ${pollers_per_hour:.3f} an hour for the minimum while set"
-            f" ({pollers.minimum} x ${PRICES['event_poller'].usd} per poller-hour): set them before"
+            f" ({pollers.total_minimum} x ${PRICES['event_poller'].usd} per poller-hour): set them before"
             " the sale, 0 after; they take MaximumConcurrency's place (docs/guides/size-a-sale.md)",
         ),
         PlanItem(
@@ -942,6 +976,7 @@ def plan_sale(inputs: SaleInputs) -> SalePlan:
         "batch_seconds": batch_seconds(
             batch, inputs.memory_mb, customer_limit=inputs.customer_limit, mapped=mapped
         ),
+        "queues": pollers.queues,
         "event_pollers": pollers.minimum,
         "maximum_event_pollers": pollers.maximum,
         "event_pollers_needed": pollers.needed,
@@ -1012,8 +1047,13 @@ def _sale_costs(
 ) -> SaleCosts:
     sale_s = reservations / inputs.rate
     poller_hours = (
-        pollers.minimum * event_poller_billed_s(sale_s) + (pollers.most - pollers.minimum) * max(60.0, sale_s)
-    ) / 3600
+        pollers.queues
+        * (
+            pollers.minimum * event_poller_billed_s(sale_s)
+            + (pollers.most - pollers.minimum) * max(60.0, sale_s)
+        )
+        / 3600
+    )
     provisioned = (
         containers
         * inputs.memory_mb
@@ -1076,6 +1116,7 @@ class StackSettings:
     index_warm_write_units: int | None = None  # the TicketsToIssue index's WarmThroughput
     index_warm_read_units: int | None = None
     sns_publish_quota: int = SNS_PUBLISH_QUOTA_DEFAULT  # not readable: as the operator states it
+    reservation_queues: int = 1  # the stack's ReservationQueues output, each with a mapping as the first
 
 
 @dataclass(frozen=True)
@@ -1120,15 +1161,17 @@ def _event_source_finding(
     memory = f"; {settings.reserve_memory_mb:,} MB, about {_n(handler.per_container_s)}/s a container"
     if settings.event_pollers:
         minimum = settings.event_pollers
+        queues = settings.reservation_queues
         most = max(minimum, settings.maximum_pollers or minimum)
-        invocations = minimum * INVOCATIONS_PER_EVENT_POLLER
+        invocations = minimum * INVOCATIONS_PER_EVENT_POLLER * queues
         scaling = (
             f", up to {most:,} after {poller_ramp_seconds(minimum, most):.0f} s of backlog"
             if most > minimum
             else ", no scale-up"
         )
-        have = f"{minimum} event pollers ({invocations:,} invocations at once{scaling})"
-        supports = min(pollers_rate(minimum), handler.rate_for(invocations))
+        each = f"{queues} queues x " if queues > 1 else ""
+        have = f"{each}{minimum} event pollers ({invocations:,} invocations at once{scaling})"
+        supports = min(pollers_rate(minimum * queues), handler.rate_for(invocations))
         rule = (
             f"from the first message: {_n(MESSAGES_PER_EVENT_POLLER_S)} messages a second per"
             f" event poller (MinimumPollers), and containers >= rate / {_n(handler.per_container_s)},"
@@ -1138,7 +1181,8 @@ def _event_source_finding(
         def need(r: float) -> str:
             pollers = Pollers.for_rate(r, handler.containers(r))
             return f">= {pollers.needed:,}" + (
-                f" (at most {MAX_MINIMUM_EVENT_POLLERS} from the first message)"
+                f" (at most {MAX_MINIMUM_EVENT_POLLERS} a queue from the first message: the plan"
+                f" sets {pollers.queues} queues of {pollers.minimum})"
                 if pollers.needed > MAX_MINIMUM_EVENT_POLLERS
                 else ""
             )

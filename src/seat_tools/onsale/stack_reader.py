@@ -37,6 +37,7 @@ REQUIRED_OUTPUTS = (
 )
 # Outputs read when the stack has them (a stack deployed from an older template may not).
 ISSUER_OUTPUT = "IssueTicketsFunctionName"
+QUEUES_OUTPUT = "ReservationQueues"  # each queue's mapping is set as the first's (template.yaml)
 RESERVE_METHOD_SETTING = "reservations/POST"  # GetStage's methodSettings key of POST /reservations
 STAGE_METHOD_SETTING = "*/*"  # the stage-wide default the template sets
 ENABLED_MAPPING_STATES = frozenset({"Enabled", "Enabling", "Updating", "Creating"})
@@ -50,6 +51,7 @@ class StackResources:
     api_id: str
     api_stage: str
     issuer_function_name: str = ""
+    reservation_queues: int = 1
 
     @classmethod
     def from_outputs(cls, outputs: Mapping[str, str]) -> StackResources:
@@ -66,6 +68,7 @@ class StackResources:
             api_id=outputs["CheckoutApiId"],
             api_stage=stage,
             issuer_function_name=outputs.get(ISSUER_OUTPUT, ""),
+            reservation_queues=int(outputs.get(QUEUES_OUTPUT) or 1),
         )
 
 
@@ -142,6 +145,7 @@ class StackReader:
             issuer_memory_mb=None if issuer_memory is None else int(issuer_memory),
             index_warm_write_units=index_warm.get("WriteUnitsPerSecond"),
             index_warm_read_units=index_warm.get("ReadUnitsPerSecond"),
+            reservation_queues=resources.reservation_queues,
         )
 
     @staticmethod

@@ -19,6 +19,9 @@
   recently idle; those of the provisioned concurrency first), else a new, cold one.
 - The mapping deletes what an invocation answered (DeleteMessageBatch, 10 a call) and leaves what
   it handed back to come back after the visibility timeout.
+- Several queues (the template's `ReservationQueues`): each has a mapping of its own, with its
+  own pollers (`MinimumPollers` and `MaximumPollers` each) or its own standard-mode readers and
+  scale-up; the mappings invoke the one function, whose containers they share.
 
 Every `binding.TICK_S` it samples what held the sale (`simulation.binding`).
 """
@@ -30,8 +33,8 @@ import itertools
 import math
 import random
 from collections import deque
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from functools import partial
 
 from seat_tools.event_source_scaling import (
@@ -88,12 +91,14 @@ class Poller:
         self,
         source: EventSource,
         index: int,
+        mapping: _Mapping,
         *,
         slots: int,
         calls_per_s: float | None,
         bytes_per_s: float | None,
     ) -> None:
         self.index = index
+        self.mapping = mapping
         self.slots = slots
         self.busy = 0  # invocations it runs now
         self.waiting_for_slot = False
@@ -125,7 +130,9 @@ class Poller:
             if source.done:
                 return None
             until = min(window_end, scheduler.now() + LONG_POLL_S * settings.client_time_factor)
-            messages = source.receive(min(SQS_RECEIVE_LIMIT, settings.batch_size - len(batch)), until, self)
+            messages = source.receive(
+                self.mapping, min(SQS_RECEIVE_LIMIT, settings.batch_size - len(batch)), until, self
+            )
             if messages:
                 if not batch:
                     window_end = scheduler.now() + settings.batching_window_s * settings.client_time_factor
@@ -174,13 +181,26 @@ class _Waiter:
     messages: list[Message] | None = None
 
 
+@dataclass(eq=False)
+class _Mapping:
+    """One queue's event source mapping: its pollers (or readers) and its long-polling calls."""
+
+    index: int
+    queue: SimulatedQueue
+    pollers: list[Poller] = field(default_factory=list)
+    waiting: deque[_Waiter] = field(default_factory=deque)
+    expiries: list[tuple[float, int, _Waiter]] = field(default_factory=list)
+    armed_at: float = math.inf
+
+
 class EventSource:
-    """Lambda's SQS event source mapping for one function: its pollers and its containers."""
+    """Lambda's SQS event source mappings for one function, one per queue: their pollers and the
+    function's containers, which they share."""
 
     def __init__(
         self,
         scheduler: VirtualScheduler,
-        queue: SimulatedQueue,
+        queues: Sequence[SimulatedQueue],
         context: ContainerContext,
         settings: IntakeSettings,
         *,
@@ -189,8 +209,10 @@ class EventSource:
         size_of: Callable[[Message], int],
         monitor: binding.BindingMonitor,
     ) -> None:
+        if not queues:
+            raise ValueError("an event source reads at least one queue")
         self.scheduler = scheduler
-        self.queue = queue
+        self.mappings = [_Mapping(index, queue) for index, queue in enumerate(queues)]
         self.settings = settings
         self.size_of = size_of
         self.done = False
@@ -206,10 +228,7 @@ class EventSource:
         self._rng = random.Random(seeds.randrange(2**32))  # receive latencies
         self._idle: list[Container] = []
         self._poller_of: dict[int, Poller] = {}
-        self._waiting: deque[_Waiter] = deque()
-        self._expiries: list[tuple[float, int, _Waiter]] = []
         self._order = itertools.count()
-        self._armed_at = math.inf
         # The scale-up counts from the mapping's first poll: the simulation's start, when the
         # sale's first messages are sent (the scheduler's clock runs from an epoch, not from 0).
         self._origin = scheduler.now()
@@ -217,38 +236,47 @@ class EventSource:
             self.containers.append(self._container(provisioned=True))
         self._idle = list(reversed(self.containers))  # the first ones are taken first
 
+    @property
+    def queues(self) -> list[SimulatedQueue]:
+        return [mapping.queue for mapping in self.mappings]
+
     def start(self) -> None:
-        """Starts the pollers (as the mode allows them) and the sampling of what holds the sale."""
+        """Starts each mapping's pollers (as the mode allows them) and the sampling of what holds
+        the sale."""
         settings = self.settings
-        if settings.provisioned:
-            for _ in range(settings.event_pollers):
-                self._add_poller(self._origin)
-            if settings.most_pollers > settings.event_pollers:
-                self.scheduler.spawn(
-                    "poller-scaling", self._scale_pollers, at=self._origin + settings.detection_s
-                )
-        else:
-            for index in range(settings.concurrency):
-                delay = scale_up_delay_s(index) if settings.gradual else 0.0
-                self._add_poller(self._origin + delay)
+        for mapping in self.mappings:
+            if settings.provisioned:
+                for _ in range(settings.event_pollers):
+                    self._add_poller(mapping, self._origin)
+                if settings.most_pollers > settings.event_pollers:
+                    self.scheduler.spawn(
+                        f"poller-scaling-{mapping.index}",
+                        partial(self._scale_pollers, mapping),
+                        at=self._origin + settings.detection_s,
+                    )
+            else:
+                for index in range(settings.concurrency):
+                    delay = scale_up_delay_s(index) if settings.gradual else 0.0
+                    self._add_poller(mapping, self._origin + delay)
         self.scheduler.call_at(self._origin, self._sample)
 
     # ------------------------------------------------------------------ called by pollers
-    def receive(self, count: int, until: float, poller: Poller) -> list[Message]:
-        """One ReceiveMessage call: its latency, then up to `count` visible messages; on an empty
-        queue it long-polls until messages are visible or `until`."""
+    def receive(self, mapping: _Mapping, count: int, until: float, poller: Poller) -> list[Message]:
+        """One ReceiveMessage call on `mapping`'s queue: its latency, then up to `count` visible
+        messages; on an empty queue it long-polls until messages are visible or `until`."""
         self._context.tally.sqs_receives += 1
         latency = self.settings.receive_latency.sample(self._rng) * self.settings.client_time_factor
         self.scheduler.sleep(latency)
         now = self.scheduler.now()
-        self.queue.refresh(now)
-        messages = self.queue.take(count, now)
+        queue = mapping.queue
+        queue.refresh(now)
+        messages = queue.take(count, now)
         if messages or now >= until or self.done:
             return messages
         waiter = _Waiter(poller, count, until)
-        self._waiting.append(waiter)
-        heapq.heappush(self._expiries, (until, next(self._order), waiter))
-        self._arm()
+        mapping.waiting.append(waiter)
+        heapq.heappush(mapping.expiries, (until, next(self._order), waiter))
+        self._arm(mapping)
         self.scheduler.park()
         return waiter.messages or []
 
@@ -276,16 +304,17 @@ class EventSource:
     # ------------------------------------------------------------------ called by containers
     def finished(self, container: Container, batch: list[Message], failed: set[str]) -> None:
         """The invocation answered: delete what it answered, free its poller's slot."""
-        self.queue.settle(batch, failed)
         poller = self._poller_of.pop(container.index)
+        mapping = poller.mapping
+        mapping.queue.settle(batch, failed)
         poller.busy -= 1
         self.busy -= 1
         if poller.waiting_for_slot:
             poller.waiting_for_slot = False
             assert poller.task is not None
             self.scheduler.unpark(poller.task)
-        if failed and self._waiting:
-            self._arm()  # the messages handed back come back before the next wake, maybe
+        if failed and mapping.waiting:
+            self._arm(mapping)  # the messages handed back come back before the next wake, maybe
         self._check_done()
 
     def wait_for_batch(self, container: Container) -> list[Message] | None:
@@ -317,19 +346,21 @@ class EventSource:
         self.containers.append(container)
         return container
 
-    def _add_poller(self, at: float) -> None:
+    def _add_poller(self, mapping: _Mapping, at: float) -> None:
         settings = self.settings
         if settings.provisioned:
             poller = Poller(
                 self,
                 len(self.pollers),
+                mapping,
                 slots=INVOCATIONS_PER_EVENT_POLLER,
                 calls_per_s=settings.receives_per_poller_s,
                 bytes_per_s=settings.poller_bytes_per_s,
             )
         else:
-            poller = Poller(self, len(self.pollers), slots=1, calls_per_s=None, bytes_per_s=None)
+            poller = Poller(self, len(self.pollers), mapping, slots=1, calls_per_s=None, bytes_per_s=None)
         self.pollers.append(poller)
+        mapping.pollers.append(poller)
         self.poller_started_at.append(at)
         poller.task = self.scheduler.spawn(f"poller-{poller.index}", self._poller_life(poller), at=at)
 
@@ -340,56 +371,62 @@ class EventSource:
 
         return life
 
-    def _scale_pollers(self) -> None:
-        """Provisioned mode: while messages wait, one more poller every 0.6 s, up to the maximum."""
+    def _scale_pollers(self, mapping: _Mapping) -> None:
+        """Provisioned mode: while messages wait in its queue, a mapping adds one more poller every
+        0.6 s, up to its maximum."""
         every = poller_added_every_s() * self.settings.client_time_factor
-        while not self.done and len(self.pollers) < self.settings.most_pollers:
-            self.queue.refresh(self.scheduler.now())
-            if self.queue.visible > 0:
-                self._add_poller(self.scheduler.now())
+        while not self.done and len(mapping.pollers) < self.settings.most_pollers:
+            mapping.queue.refresh(self.scheduler.now())
+            if mapping.queue.visible > 0:
+                self._add_poller(mapping, self.scheduler.now())
             self.scheduler.sleep(every)
 
-    def _arm(self) -> None:
-        """Schedules the next serving of the long-polling calls, if it is sooner than planned."""
-        while self._expiries and self._expiries[0][2].messages is not None:
-            heapq.heappop(self._expiries)
-        candidates = [self._expiries[0][0]] if self._expiries else []
-        change = self.queue.next_change_at()
+    def _arm(self, mapping: _Mapping) -> None:
+        """Schedules the next serving of the mapping's long-polling calls, if it is sooner than
+        planned."""
+        expiries = mapping.expiries
+        while expiries and expiries[0][2].messages is not None:
+            heapq.heappop(expiries)
+        candidates = [expiries[0][0]] if expiries else []
+        change = mapping.queue.next_change_at()
         if change is not None:
             candidates.append(change)
         if not candidates:
             return
         at = max(min(candidates), self.scheduler.now())
-        if at < self._armed_at:
-            self._armed_at = at
-            self.scheduler.call_at(at, partial(self._serve, at))
+        if at < mapping.armed_at:
+            mapping.armed_at = at
+            self.scheduler.call_at(at, partial(self._serve, mapping, at))
 
-    def _serve(self, planned: float) -> None:
-        """Answers the long-polling calls: with the messages now visible (oldest calls first), or
-        empty when their wait is over."""
-        if planned != self._armed_at:
+    def _serve(self, mapping: _Mapping, planned: float) -> None:
+        """Answers the mapping's long-polling calls: with the messages now visible (oldest calls
+        first), or empty when their wait is over."""
+        if planned != mapping.armed_at:
             return  # a sooner serving was planned after this one
-        self._armed_at = math.inf
+        mapping.armed_at = math.inf
         now = self.scheduler.now()
-        self.queue.refresh(now)
-        while self._waiting and (self.queue.visible or self.done):
-            waiter = self._waiting.popleft()
+        queue = mapping.queue
+        queue.refresh(now)
+        while mapping.waiting and (queue.visible or self.done):
+            waiter = mapping.waiting.popleft()
             if waiter.messages is None:
-                waiter.messages = self.queue.take(waiter.count, now)
+                waiter.messages = queue.take(waiter.count, now)
                 self.scheduler.unpark(waiter.poller.task)  # type: ignore[arg-type]
-        while self._expiries and self._expiries[0][0] <= now:
-            _, _, waiter = heapq.heappop(self._expiries)
+        while mapping.expiries and mapping.expiries[0][0] <= now:
+            _, _, waiter = heapq.heappop(mapping.expiries)
             if waiter.messages is None:
                 waiter.messages = []
                 self.scheduler.unpark(waiter.poller.task)  # type: ignore[arg-type]
-        while self._waiting and self._waiting[0].messages is not None:
-            self._waiting.popleft()
+        while mapping.waiting and mapping.waiting[0].messages is not None:
+            mapping.waiting.popleft()
         self._check_done()
-        if self._waiting:
-            self._arm()
+        if mapping.waiting:
+            self._arm(mapping)
 
     def _check_done(self) -> None:
-        if self.done or not self.queue.finished() or self.busy or self.holding:
+        if self.done or self.busy or self.holding:
+            return
+        if not all(mapping.queue.finished() for mapping in self.mappings):
             return
         self.done = True
         for container in self._idle:
@@ -401,26 +438,30 @@ class EventSource:
             if poller.waiting_for_slot:
                 poller.waiting_for_slot = False
                 self.scheduler.unpark(poller.task)  # type: ignore[arg-type]
-        for waiter in self._waiting:
-            if waiter.messages is None:
-                waiter.messages = []
-                self.scheduler.unpark(waiter.poller.task)  # type: ignore[arg-type]
-        self._waiting.clear()
-        self._expiries.clear()
+        for mapping in self.mappings:
+            for waiter in mapping.waiting:
+                if waiter.messages is None:
+                    waiter.messages = []
+                    self.scheduler.unpark(waiter.poller.task)  # type: ignore[arg-type]
+            mapping.waiting.clear()
+            mapping.expiries.clear()
 
     def _sample(self) -> None:
         """Records what holds the sale now, and plans the next sample."""
         if self.done:
             return
         now = self.scheduler.now()
-        self.queue.refresh(now)
+        visible = 0
+        for mapping in self.mappings:
+            mapping.queue.refresh(now)
+            visible += mapping.queue.visible
         self._monitor.sample(
             now,
-            visible=self.queue.visible,
+            visible=visible,
             gathering=self.holding > 0,
             slots=self.slots,
             activities=self._context.activities,
-            arrivals_pending=self.queue.arrivals_pending,
-            returning=self.queue.returning,
+            arrivals_pending=any(m.queue.arrivals_pending for m in self.mappings),
+            returning=any(m.queue.returning for m in self.mappings),
         )
         self.scheduler.call_at(now + binding.TICK_S, self._sample)

@@ -2,7 +2,8 @@
 (`seats simulate --plan-rate R`: "will my plan hold?").
 
 The plan's settings replace the template's: the event source in provisioned mode with the plan's
-event pollers (its minimum, and its maximum above it), its provisioned concurrency, the reserve
+reservation queues and each one's event pollers (its minimum, and its maximum above it), its
+provisioned concurrency, the reserve
 function's and the issuer's memory, the seat class's shard items, the table's and the
 TicketsToIssue index's warm throughput, the table quota (no maximum), the SNS publish quota, the
 API's stage and account throttles, the ticket series, numbered all at once. The requests are
@@ -53,6 +54,8 @@ def plan_config(
     if not {"event_pollers", "max_event_pollers", "containers", "containers_at_once"} & set(given):
         minimum, maximum = int(v["event_pollers"]), int(v["maximum_event_pollers"])
         most = max(minimum, maximum)
+        put("queues", int(v["queues"]))
+        queues = changes.get("queues", config.queues)
         changes.update(
             event_pollers=minimum,
             max_event_pollers=maximum if maximum > minimum else 0,
@@ -60,7 +63,7 @@ def plan_config(
         )
         put(
             "provisioned_concurrency",
-            min(int(v["provisioned_concurrency"]), most * INVOCATIONS_PER_EVENT_POLLER),
+            min(int(v["provisioned_concurrency"]), most * INVOCATIONS_PER_EVENT_POLLER * queues),
         )
     put("memory_mb", int(v["reserve_memory_mb"]))
     if not config.seat_map:

@@ -64,6 +64,8 @@ def _scale_up(result: SimulationResult) -> str:
             "standard mode: 5 readers at once, then up to 300 more a minute, each gathering its batch"
             " and then invoking"
         )
+    if c.queues > 1:
+        how = f"{c.queues} queues, each with its own mapping: " + how
     if c.provisioned_concurrency:
         how += f"; {c.provisioned_concurrency} initialised before the sale (provisioned concurrency)"
     peak, after = f["peak_concurrency"], _n(f["peak_concurrency_after_s"])

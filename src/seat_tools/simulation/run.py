@@ -28,6 +28,7 @@ from seat_tools.event_source_scaling import (
     check_event_pollers,
     provisioned_concurrency_billed_s,
 )
+from seat_tools.reservation_queues import MAX_RESERVATION_QUEUES, queue_index
 from seat_tools.simulation import binding
 from seat_tools.simulation.api import ApiSettings, ApiTally, through_api
 from seat_tools.simulation.dynamodb import SimulatedTable
@@ -176,6 +177,11 @@ class SimulationConfig:
     max_event_pollers: int = 0
     # An event poller's throughput: 1 MB/s (the developer guide), 5 MB/s (the API reference).
     poller_bytes_per_s: float = EVENT_POLLER_BYTES_PER_S
+    # The reservation queues (the template's ReservationQueues): requests are spread over them by
+    # reservation id (seat_tools.reservation_queues), each read by a mapping of its own with the
+    # settings above (`containers`, `event_pollers`, `max_event_pollers` are per mapping); the
+    # mappings share the function's containers.
+    queues: int = 1
     # > 0: the function's provisioned concurrency (the template's ProvisionedConcurrency):
     # this many containers are initialised before the sale (of the cold start they pay only the
     # first invocation's part, at most the cold start), billed for the time it is set
@@ -206,10 +212,12 @@ class SimulationConfig:
             raise ValueError("requests are offered to the API or sent to SQS at a rate, not both")
         if not self.memory_mb >= 128:
             raise ValueError(f"a function has at least 128 MB, not {self.memory_mb}")
-        if not 0 <= self.provisioned_concurrency <= self.containers:
+        if not 1 <= self.queues <= MAX_RESERVATION_QUEUES:
+            raise ValueError(f"queues must be 1 to {MAX_RESERVATION_QUEUES}, not {self.queues}")
+        if not 0 <= self.provisioned_concurrency <= self.containers * self.queues:
             raise ValueError(
-                f"provisioned concurrency must be 0 to the {self.containers} containers the event"
-                f" source runs, not {self.provisioned_concurrency}"
+                f"provisioned concurrency must be 0 to the {self.containers * self.queues} containers"
+                f" the event source runs, not {self.provisioned_concurrency}"
             )
         if self.sold_per_s > 0 and not 1 <= self.requests <= MAX_FED_SALES:
             raise ValueError(f"sales fed to the issuer must be 1 to {MAX_FED_SALES:,}, not {self.requests}")
@@ -379,12 +387,15 @@ def _run(config: SimulationConfig, settings: Settings) -> SimulationResult:
     table = SimulatedTable(data, model, seed=rng.randrange(2**32))
     tally = Tally()
     arrivals, api = _arrivals(config, rng)
-    queue = SimulatedQueue(
-        arrivals,
-        visibility_timeout_s=config.visibility_timeout_s * config.client_time_factor,
-        max_receive_count=config.max_receive_count,
-        tally=tally,
-    )
+    queues = [
+        SimulatedQueue(
+            [m for m in arrivals if queue_index(f"r-{m.request}", config.queues) == index],
+            visibility_timeout_s=config.visibility_timeout_s * config.client_time_factor,
+            max_receive_count=config.max_receive_count,
+            tally=tally,
+        )
+        for index in range(config.queues)
+    ]
     customers = config.customers or config.requests
 
     def body_of(message: Message) -> str:
@@ -422,7 +433,7 @@ def _run(config: SimulationConfig, settings: Settings) -> SimulationResult:
     )
     source = EventSource(
         scheduler,
-        queue,
+        queues,
         context,
         IntakeSettings(
             batch_size=config.batch_size,
@@ -550,8 +561,9 @@ def _figures(
     # last answer; at least a minute each.
     poller_seconds = 0.0
     if config.event_pollers:
+        minimum = config.event_pollers * config.queues  # each mapping's minimum, started first
         for index, start in enumerate(source.poller_started_at):
-            lead = EVENT_POLLER_LEAD_S if index < config.event_pollers else 0.0
+            lead = EVENT_POLLER_LEAD_S if index < minimum else 0.0
             poller_seconds += max(EVENT_POLLER_BILLED_MINIMUM_S, lead + max(0.0, last_answer - start))
     contention = config.contention
     # The table's and the TicketsToIssue index's warm throughput above a new one's.
@@ -604,6 +616,7 @@ def _figures(
         "binding_limit": binding.binding_limit(bound_by),
         "api": api.as_dict() if api is not None else None,
         "intake": {
+            "queues": config.queues,
             "pollers": len(source.pollers),
             "containers": len(source.containers),
             "receive_calls": tally.sqs_receives,
