@@ -596,3 +596,35 @@ def test_the_plan_numbers_tickets_in_a_series_per_600_a_second_it_numbers() -> N
     assert plan_sale(SaleInputs(40_000, issuer_memory_mb=512)).values["numbered_per_s"] == pytest.approx(
         NUMBERED_PER_S * 512 / 1769
     )
+
+
+def test_the_plan_prices_the_checkout_api_as_rest_and_as_http_and_says_why_rest_is_kept() -> None:
+    # Given the same sale through the template's REST API and priced as an HTTP API
+    rest = plan_sale(SaleInputs(10_000))
+    http = plan_sale(SaleInputs(10_000, api_kind="http"))
+
+    # Then a million confirmed costs $2.50 less through the HTTP API ($1.00 against $3.50 a request)
+    assert rest.values["usd_per_million_confirmed"] - http.values[
+        "usd_per_million_confirmed"
+    ] == pytest.approx(2.5)
+    assert rest.values["usd_per_million_confirmed_http_api"] == http.values["usd_per_million_confirmed"]
+    assert rest.item("checkout_api").value == http.item("checkout_api").value
+    rule = rest.item("checkout_api").rule
+    assert "REST API ($3.50 per million requests)" in rule and "HTTP API ($1.00 per million" in rule
+    assert "reservation queue picked by reservation id" in rule
+    # and past one queue an HTTP API cannot spread the requests: the plan says so
+    assert not [p for p in plan_sale(SaleInputs(40_000)).problems if "HTTP API" in p]
+    [one_queue] = [p for p in plan_sale(SaleInputs(40_000, api_kind="http")).problems if "HTTP API" in p]
+    assert "cannot pick one of the 3 reservation queues" in one_queue
+    with pytest.raises(ValueError, match="rest or http"):
+        SaleInputs(10, api_kind="graphql")
+    # the command line: --front-door http-api
+    result = CliRunner().invoke(
+        cli, ["onsale", "plan", "--rate", "1000", "--front-door", "http-api", "--output", "json"]
+    )
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.output)
+    assert document["front_door"] == "http-api"
+    assert document["figures"]["usd_per_million_confirmed"] == pytest.approx(
+        document["figures"]["usd_per_million_confirmed_http_api"]
+    )

@@ -90,6 +90,10 @@ def test_api_429s_are_answered_to_the_client_and_counted() -> None:
     assert figures["requests_answered"] == api["accepted"]
     cost = figures["cost_per_million_requests"]
     assert cost["api_gateway"] == pytest.approx(3.50 * api["attempts"] / 12_000)
+    # ... and what the same run would cost through an HTTP API ($1.00 a million), the rest alike
+    other = figures["cost_per_million_requests_other_api"]
+    assert other["kind"] == "http" and other["api_gateway"] == pytest.approx(1.00 * api["attempts"] / 12_000)
+    assert other["total"] == pytest.approx(cost["total"] - cost["api_gateway"] + other["api_gateway"])
     assert figures["rate_kind"] == "offered through the API at 2,000 requests/s"
     # ... and the run says the API held it
     assert figures["binding_limit"] == "api"
@@ -113,6 +117,7 @@ def test_a_client_that_retries_429s_gets_every_request_through_later() -> None:
     assert figures["cost_per_million_requests"]["api_gateway"] == pytest.approx(
         1.00 * api["attempts"] / 6_000
     )
+    assert figures["cost_per_million_requests_other_api"]["kind"] == "rest"
 
 
 def test_cpu_grows_with_the_batch_and_shrinks_with_memory() -> None:

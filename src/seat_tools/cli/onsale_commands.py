@@ -115,11 +115,12 @@ def onsale() -> None:
 )
 @click.option(
     "--front-door",
-    type=click.Choice(["api", "queue"]),
+    type=click.Choice(["api", "http-api", "queue"]),
     default="api",
     show_default=True,
-    help="How requests arrive: through the checkout API (a REST API request and a SendMessage each)"
-    " or sent to the queue by a producer, 10 a call.",
+    help="How requests arrive: through the checkout API (the template's REST API: a request and a"
+    " SendMessage each), priced as an HTTP API with its SQS-SendMessage integration instead"
+    " (http-api), or sent to the queue by a producer, 10 a call.",
 )
 @output_option
 def plan(
@@ -166,7 +167,8 @@ def plan(
                 memory_mb=memory_mb,
                 issuer_memory_mb=issuer_memory_mb,
                 sns_publish_quota=sns_publish_quota,
-                api=front_door == "api",
+                api=front_door != "queue",
+                api_kind="http" if front_door == "http-api" else "rest",
             )
         )
     except (ValueError, OSError) as exc:
@@ -199,7 +201,7 @@ def _print_plan(result: SalePlan, output: OutputFormat) -> None:
                 "memory_mb": inputs.memory_mb,
                 "issuer_memory_mb": inputs.issuer_memory_mb,
                 "sns_publish_quota": inputs.sns_publish_quota,
-                "front_door": "api" if inputs.api else "queue",
+                "front_door": ("http-api" if inputs.api_kind == "http" else "api") if inputs.api else "queue",
                 "items": [
                     {"item": i.key, "label": i.label, "value": i.value, "rule": i.rule} for i in result.items
                 ],

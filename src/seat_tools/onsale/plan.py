@@ -70,6 +70,7 @@ from seat_tools.event_source_scaling import (
     scale_up_seconds,
 )
 from seat_tools.reservation_queues import MAX_RESERVATION_QUEUES
+from seat_tools.simulation.api import API_KINDS
 from seat_tools.simulation.measured_cpu import (
     ISSUER_PER_BATCH_MS,
     ISSUER_PER_TICKET_MS,
@@ -461,10 +462,12 @@ def seconds_to_receive(pollers: Pollers, messages: float) -> float:
 
 @dataclass(frozen=True)
 class FrontDoor:
-    """How requests reach the queue: through the checkout API (a REST API request and one
-    `SendMessage` each), or sent by a producer in batches of 10 (`SendMessageBatch`)."""
+    """How requests reach the queue: through the checkout API (an API Gateway request of `kind`,
+    "rest" as the template's or "http", and one `SendMessage` each), or sent by a producer in
+    batches of 10 (`SendMessageBatch`)."""
 
     api: bool = True
+    kind: str = "rest"
 
     @property
     def send_requests(self) -> float:
@@ -499,6 +502,7 @@ def cost_per_million_confirmed(
         * (batch_s / handler.batch_size * handler.memory_mb / 1024 + issuer_s * issuer_memory_mb / 1024),
         reservations=million,
         api_requests=million if front_door.api else 0,
+        api_kind=front_door.kind,
     )
 
 
@@ -524,6 +528,7 @@ def cost_per_million_refused(
         gb_seconds=million * batch_s / handler.batch_size * handler.memory_mb / 1024,
         reservations=million,
         api_requests=million if front_door.api else 0,
+        api_kind=front_door.kind,
     )
 
 
@@ -567,6 +572,7 @@ class SaleInputs:
     duration_s: float | None = None  # the sale's length at the rate, when `seats` is not given
     sns_publish_quota: int = SNS_PUBLISH_QUOTA_DEFAULT
     api: bool = True  # requests come through the checkout API
+    api_kind: str = "rest"  # its kind: the template's REST API, or an HTTP API (priced, not shipped)
 
     def __post_init__(self) -> None:
         if not self.rate > 0:
@@ -583,6 +589,8 @@ class SaleInputs:
             raise ValueError("give the seats or the duration, not both")
         if self.sns_publish_quota < 1:
             raise ValueError("the SNS publish quota must be at least 1 message a second")
+        if self.api_kind not in API_KINDS:
+            raise ValueError(f"the checkout API is rest or http, not {self.api_kind!r}")
 
     @property
     def handler(self) -> Handler:
@@ -661,6 +669,11 @@ def _shard_items(inputs: SaleInputs, containers: int, problems: list[str]) -> tu
                     f" {_n(handler.rate_for(by_seats))}/s"
                 )
     return shards, shard_rule
+
+
+def _price(kind: str) -> str:
+    """The API Gateway list price per million requests of a kind of API, as "$3.50"."""
+    return f"${PRICES[f'api_{kind}_request'].usd * 1e6:.2f}"
 
 
 def _poller_problems(inputs: SaleInputs, pollers: Pollers, problems: list[str]) -> str:
@@ -761,7 +774,19 @@ def plan_sale(inputs: SaleInputs) -> SalePlan:
     raise_quota = "; raise it first" if max(quota_write, quota_read) > TABLE_QUOTA_DEFAULT else ""
     raise_api = "; raise it in Service Quotas" if rate > API_ACCOUNT_RATE_DEFAULT else ""
     ramp = scale_up_seconds(mapping)
-    front_door = FrontDoor(inputs.api)
+    front_door = FrontDoor(inputs.api, inputs.api_kind)
+    other_kind = "http" if inputs.api_kind == "rest" else "rest"
+    other = cost_per_million_confirmed(
+        handler, issuer_memory_mb=inputs.issuer_memory_mb, front_door=FrontDoor(True, other_kind)
+    )
+    if inputs.api and inputs.api_kind == "http" and pollers.queues > 1:
+        problems.append(
+            f"an HTTP API's SQS-SendMessage integration sends to the queue its parameters name"
+            f" (static, or a request value as sent): it cannot pick one of the {pollers.queues}"
+            " reservation queues by reservation id, so through it the stack has one queue,"
+            f" {_n(pollers_rate(MAX_MINIMUM_EVENT_POLLERS))} messages/s from the first message;"
+            " the template's REST API picks the queue in its mapping templates"
+        )
     confirmed = cost_per_million_confirmed(
         handler, issuer_memory_mb=inputs.issuer_memory_mb, front_door=front_door
     )
@@ -945,7 +970,11 @@ def plan_sale(inputs: SaleInputs) -> SalePlan:
             f" {_n(TICKET_INDEX_WRITE_UNITS)} on the TicketsToIssue index), SQS {confirmed.sqs:.2f},"
             f" SNS {confirmed.sns:.2f} (CONFIRMED and TICKETED), Lambda {confirmed.lambda_:.3f}"
             f" (both functions' time at their memory), API Gateway {confirmed.api_gateway:.2f}"
-            + (" (a REST API request each)" if inputs.api else " (none: producers send to the queue)")
+            + (
+                f" (a{'n HTTP' if inputs.api_kind == 'http' else ' REST'} API request each)"
+                if inputs.api
+                else " (none: producers send to the queue)"
+            )
             + ", at pricing.py's us-east-1 list prices; without what the sale sets while it lasts"
             " (below) and cancelled transactions",
         ),
@@ -956,6 +985,21 @@ def plan_sale(inputs: SaleInputs) -> SalePlan:
             f"after the sell-out: DynamoDB {refused.dynamodb:.2f} ({_n(REJECTION_WRITE_UNITS)} write"
             f" unit and {_n(ru)} read units each), SQS {refused.sqs:.2f}, SNS {refused.sns:.2f},"
             f" Lambda {refused.lambda_:.3f}, API Gateway {refused.api_gateway:.2f}",
+        ),
+        PlanItem(
+            "checkout_api",
+            "checkout API, USD per million confirmed: REST / HTTP",
+            (
+                f"{confirmed.total if inputs.api_kind == 'rest' else other.total:.2f} /"
+                f" {confirmed.total if inputs.api_kind == 'http' else other.total:.2f}"
+            ),
+            f"the template's REST API ({_price('rest')} per million requests) keeps its mapping"
+            " templates: each request checked against the message contract and refused before"
+            " SQS, the reservation queue picked by reservation id, API keys and usage plans. An HTTP"
+            f" API ({_price('http')} per million, first-class SQS-SendMessage integration) maps"
+            " parameters only: the body goes to SQS as sent (the service refuses a bad one after"
+            " the queue, as a producer's), to one queue, without usage plans"
+            + ("" if inputs.api else "; none here: producers send to the queue"),
         ),
         PlanItem(
             "pre_warming_usd",
@@ -1001,6 +1045,8 @@ def plan_sale(inputs: SaleInputs) -> SalePlan:
         "api_burst_limit": math.ceil(rate * API_BURST_PER_RATE),
         "usd_per_million_confirmed": confirmed.total,
         "usd_per_million_refused": refused.total,
+        "usd_per_million_confirmed_rest_api": confirmed.total if inputs.api_kind == "rest" else other.total,
+        "usd_per_million_confirmed_http_api": confirmed.total if inputs.api_kind == "http" else other.total,
         "pre_warming_usd": prewarm,
         "event_pollers_usd_per_hour": pollers_per_hour,
         "provisioned_concurrency_usd_per_hour": provisioned_per_hour,

@@ -35,6 +35,7 @@ def sale_inputs(config: SimulationConfig, rate: float) -> SaleInputs:
         customer_limit=config.max_per_customer is not None,
         batch_size=config.batch_size,
         mapped=config.seat_map is not None,
+        api_kind=config.api.kind,
     )
 
 

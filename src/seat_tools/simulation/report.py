@@ -225,7 +225,14 @@ def _cost(figures: dict[str, Any]) -> str:
         if name != "total" and value > 0
     )
     prewarm = f"; pre-warming ${figures['pre_warming_usd']:,.2f} once" if figures["pre_warming_usd"] else ""
-    return f"${cost['total']:.2f} all in ({parts}){prewarm}"
+    other = figures.get("cost_per_million_requests_other_api")
+    kind = {"rest": "a REST API", "http": "an HTTP API"}
+    through = (
+        f"; through {kind[other['kind']]} ${other['total']:.2f} (API Gateway ${other['api_gateway']:.2f})"
+        if other
+        else ""
+    )
+    return f"${cost['total']:.2f} all in ({parts}){prewarm}{through}"
 
 
 def _aligned(rows: list[tuple[str, str]]) -> str:

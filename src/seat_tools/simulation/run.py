@@ -13,7 +13,7 @@ from typing import Any
 from seat_inventory.logic.seat_map import SeatMap, load_file
 from seat_inventory.models import MAX_ORDER_LINES, Outcome, ReservationOutcome, SeatKey
 from seat_inventory.settings import Settings
-from seat_tools.bench.pricing import cost_per_million, pre_warming_usd
+from seat_tools.bench.pricing import PRICES, cost_per_million, pre_warming_usd
 from seat_tools.contention.model import (
     NEW_TABLE_WARM_READ_UNITS_PER_S,
     NEW_TABLE_WARM_WRITE_UNITS_PER_S,
@@ -508,6 +508,18 @@ def _tickets(
     return issuer_figures(issuer, tally, model)
 
 
+def _other_api_cost(
+    total: float, api_gateway: float, config: SimulationConfig, api: ApiTally | None
+) -> dict[str, Any] | None:
+    """The run's all-in cost per million requests with the other kind of checkout API (None when
+    the requests did not come through the API)."""
+    if api is None:
+        return None
+    kind = "http" if config.api.kind == "rest" else "rest"
+    other = api.attempts * PRICES[f"api_{kind}_request"].usd * 1e6 / max(1, config.requests)
+    return {"kind": kind, "api_gateway": other, "total": total - api_gateway + other}
+
+
 def _figures(
     config: SimulationConfig,
     arrivals: list[Message],
@@ -669,6 +681,9 @@ def _figures(
         "event_poller_seconds": poller_seconds,
         "pre_warming_usd": prewarm,
         "cost_per_million_requests": cost.as_dict(),
+        # The same run's all-in cost had the checkout API been the other kind (REST or HTTP):
+        # its requests at that kind's price (pricing.py), the rest as it is.
+        "cost_per_million_requests_other_api": _other_api_cost(cost.total, cost.api_gateway, config, api),
     }
 
 
