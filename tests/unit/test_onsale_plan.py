@@ -41,8 +41,10 @@ from seat_tools.onsale.plan import (
     StackSettings,
     assess_stack,
     batch_seconds,
+    busiest_partition_keys,
     cost_per_million_confirmed,
     cost_per_million_refused,
+    index_partitions_for,
     index_write_load,
     numbering_rate,
     plan_sale,
@@ -178,9 +180,13 @@ def test_10000_per_second_sizes_every_item_from_its_rule() -> None:
     table = (10_000 * SALE_WU + NUMBERED_PER_S * TICKET_WU) / 0.8
     assert plan.values["write_units_per_s"] == pytest.approx(table)
     assert got["warm_write_units"] == math.ceil(table / 1000) * 1000
-    # the index: (10,000 x 1 + numbered/s x 1.0204) / 0.8
+    # the index: (10,000 x 1 + numbered/s x 1.0204) / 0.8 = 14,436 units, but the sale's entries
+    # go to 128 keys of (10,000 + numbered/s x 1.0204) / 128 = 90.2 units a second each: on 15
+    # partitions the busiest would hold about 17 (1,533 units), on 21 at most 11 (992)
     index = (10_000 + NUMBERED_PER_S * INDEX_NUMBERED_WU) / 0.8
-    assert got["index_warm_write_units"] == math.ceil(index / 1000) * 1000
+    assert math.ceil(index / 1000) * 1000 == 15_000
+    assert got["index_warm_write_units"] == 21_000 and plan.values["index_partitions"] == 21
+    assert plan.values["index_busiest_partition_keys"] == 11
     # SNS: (10,000 + numbered/s) / 0.8 is within us-east-1's 30,000
     assert plan.values["sns_messages_per_s"] == pytest.approx((10_000 + NUMBERED_PER_S) / 0.8)
     assert got["sns_quota"] == 30_000
@@ -379,7 +385,12 @@ def test_a_stack_with_what_the_plan_says_is_ready_and_supports_what_its_tightest
     assert supports["shards:GA"] == pytest.approx(8 * per_container())
     # 16,000 x 0.8 = 12,800 units: more than (1,518 x 4.1937); the rest at 2.0202 a reservation
     assert supports["warm_write_units"] == pytest.approx((12_800 - NUMBERED_PER_S * TICKET_WU) / SALE_WU)
-    assert supports["index_warm_write_units"] == pytest.approx(6_400 - NUMBERED_PER_S * INDEX_NUMBERED_WU)
+    # the index's 8,000 units (6,400 at 80%) are 8 partitions, the busiest holding 22 of the 128
+    # keys (Poisson, mean 16): 128,000 / 22 units a second over every key, the tighter of the two
+    assert busiest_partition_keys(128, 8) == 22
+    busiest = 128_000 / 22 - NUMBERED_PER_S * INDEX_NUMBERED_WU
+    assert busiest < 6_400 - NUMBERED_PER_S * INDEX_NUMBERED_WU
+    assert supports["index_warm_write_units"] == pytest.approx(busiest)
     assert supports["sns_quota"] == pytest.approx(24_000 - NUMBERED_PER_S)
     assert supports["issue_memory"] == math.inf  # one vCPU: nothing more to give it
     assert supports["table_maximum"] == math.inf
@@ -628,3 +639,25 @@ def test_the_plan_prices_the_checkout_api_as_rest_and_as_http_and_says_why_rest_
     assert document["figures"]["usd_per_million_confirmed"] == pytest.approx(
         document["figures"]["usd_per_million_confirmed_http_api"]
     )
+
+
+def test_the_index_is_warmed_for_its_busiest_partition_not_only_its_mean() -> None:
+    # 128 keys hashed onto P partitions (Poisson with mean 128 / P): the busiest holds the least k
+    # above which at most half a partition is expected
+    assert busiest_partition_keys(128, 128) == 4  # 128 x P(X > 4) = 0.47 for a mean of 1
+    assert busiest_partition_keys(128, 127) == 4 and busiest_partition_keys(128, 1) == 128
+    assert busiest_partition_keys(128, 10_000) == 2 and busiest_partition_keys(128, 100_000) == 1
+    # 40,000/s: (40,000 + numbered/s x 1.0204) / 128 = 324.6 units a key: 3 keys a partition at
+    # most, which takes 246 partitions; each partition's 1,000 units is the limit
+    per_key = (40_000 + NUMBERED_PER_S * INDEX_NUMBERED_WU) / 128
+    assert index_partitions_for(per_key) == 246
+    assert busiest_partition_keys(128, 246) * per_key <= 1_000 < busiest_partition_keys(128, 245) * per_key
+    forty = plan_sale(SaleInputs(40_000))
+    assert forty.values["index_warm_write_units"] == 246_000
+    assert forty.item("table_quota").value == "246,000 / 66,000"  # the quota covers the index's warm
+    assert "the busiest of 246 holds about 3 (Poisson)" in forty.item("index_warm_write_units").rule
+    # past what 1,000 partitions can spread (a key alone past a partition's units, or 2 keys a
+    # partition at 100,000/s), the plan says it cannot
+    assert index_partitions_for(1_001) is None
+    [index] = [p for p in plan_sale(SaleInputs(100_000)).problems if "TicketsToIssue" in p]
+    assert "hashed onto even 1,000 partitions the busiest would take more than a partition's 1,000" in index

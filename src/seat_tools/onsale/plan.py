@@ -50,6 +50,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from seat_inventory.dal.items import UNNUMBERED_BUCKETS
 from seat_inventory.models import MAX_SHARDS
 from seat_inventory.settings import MAX_ISSUE_SERIES_AT_ONCE
 from seat_tools.bench.ceiling import mean_transaction_latency_s
@@ -117,6 +118,12 @@ TICKET_INDEX_WRITE_UNITS = INDEX_SALE_WRITE_UNITS + INDEX_NUMBERED_WRITE_UNITS
 # The plan's ticket series: one per 600 sales a second (the issuer pipelines each series' batches;
 # about 820 a second each in `seats simulate`), at most what the issuer numbers at once.
 SERIES_PLANNED_PER_S = 600
+# The sale's TicketsToIssue entries go to UNNUMBERED_BUCKETS partition keys, which DynamoDB hashes
+# onto the index's partitions (one per 1,000 write units of its warm throughput): the busiest
+# partition holds more keys than the mean. The plan sizes it as the busiest partition expected
+# over random hashings, the least k for which at most half a partition is expected above k.
+BUSIEST_EXPECTED = 0.5
+MAX_INDEX_PARTITIONS = 1_000
 SHARD0_READ_UNITS = 1.0  # strongly consistent GetItem of shard 0
 TRANSACT_READ_UNITS_PER_ITEM = 2.0  # TransactGetItems: 2 units per item under 4 KB
 NEW_TABLE_WARM_WRITE = 4_000
@@ -353,6 +360,57 @@ def sns_load(numbering: float) -> Load:
 
 def rate_for_api(rate_limit: float, burst_limit: float) -> float:
     return min(rate_limit, burst_limit / API_BURST_PER_RATE)
+
+
+# ------------------------------------------------------------------ the index's busiest partition
+
+
+def busiest_partition_keys(keys: int, partitions: int) -> int:
+    """The keys the busiest of `partitions` holds when `keys` partition keys are hashed onto them
+    (each key on a partition at random, Poisson): the least k for which the partitions expected
+    to hold more than k number at most `BUSIEST_EXPECTED`."""
+    mean = keys / partitions
+    held, term, cumulative = 0, math.exp(-mean), math.exp(-mean)
+    while partitions * (1 - cumulative) > BUSIEST_EXPECTED and held < keys:
+        held += 1
+        term *= mean / held
+        cumulative += term
+    return held
+
+
+def index_partitions_for(units_per_key: float, keys: int = UNNUMBERED_BUCKETS) -> int | None:
+    """The least partitions of the TicketsToIssue index whose busiest (`busiest_partition_keys`)
+    takes its keys' write units within a partition's 1,000 (None: not even one key per
+    partition would, or more partitions than `MAX_INDEX_PARTITIONS`)."""
+    if units_per_key > PARTITION_WRITE_UNITS:
+        return None
+    for partitions in range(1, MAX_INDEX_PARTITIONS + 1):
+        if busiest_partition_keys(keys, partitions) * units_per_key <= PARTITION_WRITE_UNITS:
+            return partitions
+    return None
+
+
+def index_warm_for(rate: float, numbering: float) -> float:
+    """The index's write units a second its busiest partition needs at `rate`."""
+    per_key = (rate * INDEX_SALE_WRITE_UNITS + min(rate, numbering) * INDEX_NUMBERED_WRITE_UNITS) / (
+        UNNUMBERED_BUCKETS
+    )
+    return (index_partitions_for(per_key) or MAX_INDEX_PARTITIONS) * PARTITION_WRITE_UNITS
+
+
+def rate_for_index_partitions(warm_write_units: float, numbering: float) -> float:
+    """The sale's rate the busiest of an index's partitions (one per 1,000 warm write units)
+    takes within its 1,000 units."""
+    partitions = max(1, int(warm_write_units // PARTITION_WRITE_UNITS))
+    units = (
+        PARTITION_WRITE_UNITS * UNNUMBERED_BUCKETS / busiest_partition_keys(UNNUMBERED_BUCKETS, partitions)
+    )
+    below = units / (INDEX_SALE_WRITE_UNITS + INDEX_NUMBERED_WRITE_UNITS)
+    return (
+        below
+        if below <= numbering
+        else (units - numbering * INDEX_NUMBERED_WRITE_UNITS) / INDEX_SALE_WRITE_UNITS
+    )
 
 
 # ------------------------------------------------------------------ the ticket issuer
@@ -671,6 +729,35 @@ def _shard_items(inputs: SaleInputs, containers: int, problems: list[str]) -> tu
     return shards, shard_rule
 
 
+def _index_partitions(rate: float, numbering: float, problems: list[str]) -> tuple[float, int, int]:
+    """The TicketsToIssue index's write units a second per key, the partitions its busiest needs
+    (`index_partitions_for`) and the keys that busiest holds; what it cannot give to `problems`."""
+    units_per_key = (
+        rate * INDEX_SALE_WRITE_UNITS + min(rate, numbering) * INDEX_NUMBERED_WRITE_UNITS
+    ) / UNNUMBERED_BUCKETS
+    partitions = index_partitions_for(units_per_key)
+    if partitions is None:
+        problems.append(
+            f"the TicketsToIssue index: {UNNUMBERED_BUCKETS} keys take {_n(units_per_key)} write units"
+            f" a second each, and hashed onto even {MAX_INDEX_PARTITIONS:,} partitions the busiest"
+            f" would take more than a partition's {PARTITION_WRITE_UNITS:,}"
+        )
+        partitions = MAX_INDEX_PARTITIONS
+    return units_per_key, partitions, busiest_partition_keys(UNNUMBERED_BUCKETS, partitions)
+
+
+def _http_api_problems(inputs: SaleInputs, pollers: Pollers, problems: list[str]) -> None:
+    """An HTTP API cannot feed several queues: a problem when the plan needs them."""
+    if inputs.api and inputs.api_kind == "http" and pollers.queues > 1:
+        problems.append(
+            f"an HTTP API's SQS-SendMessage integration sends to the queue its parameters name"
+            f" (static, or a request value as sent): it cannot pick one of the {pollers.queues}"
+            " reservation queues by reservation id, so through it the stack has one queue,"
+            f" {_n(pollers_rate(MAX_MINIMUM_EVENT_POLLERS))} messages/s from the first message;"
+            " the template's REST API picks the queue in its mapping templates"
+        )
+
+
 def _price(kind: str) -> str:
     """The API Gateway list price per million requests of a kind of API, as "$3.50"."""
     return f"${PRICES[f'api_{kind}_request'].usd * 1e6:.2f}"
@@ -746,7 +833,10 @@ def plan_sale(inputs: SaleInputs) -> SalePlan:
     warm_read = max(NEW_TABLE_WARM_READ, _round_up(read_units, 1_000))
     index = index_write_load(numbering)
     index_units = index.units(rate)
-    index_warm_write = max(NEW_INDEX_WARM_WRITE, _round_up(index_units, 1_000))
+    units_per_key, index_partitions, busiest = _index_partitions(rate, numbering, problems)
+    index_warm_write = max(
+        NEW_INDEX_WARM_WRITE, _round_up(index_units, 1_000), index_partitions * PARTITION_WRITE_UNITS
+    )
     quota_write = max(TABLE_QUOTA_DEFAULT, warm_write, index_warm_write)
     quota_read = max(TABLE_QUOTA_DEFAULT, warm_read)
     sns_needed = sns_load(numbering).units(rate)
@@ -775,18 +865,12 @@ def plan_sale(inputs: SaleInputs) -> SalePlan:
     raise_api = "; raise it in Service Quotas" if rate > API_ACCOUNT_RATE_DEFAULT else ""
     ramp = scale_up_seconds(mapping)
     front_door = FrontDoor(inputs.api, inputs.api_kind)
-    other_kind = "http" if inputs.api_kind == "rest" else "rest"
     other = cost_per_million_confirmed(
-        handler, issuer_memory_mb=inputs.issuer_memory_mb, front_door=FrontDoor(True, other_kind)
+        handler,
+        issuer_memory_mb=inputs.issuer_memory_mb,
+        front_door=FrontDoor(True, "http" if inputs.api_kind == "rest" else "rest"),
     )
-    if inputs.api and inputs.api_kind == "http" and pollers.queues > 1:
-        problems.append(
-            f"an HTTP API's SQS-SendMessage integration sends to the queue its parameters name"
-            f" (static, or a request value as sent): it cannot pick one of the {pollers.queues}"
-            " reservation queues by reservation id, so through it the stack has one queue,"
-            f" {_n(pollers_rate(MAX_MINIMUM_EVENT_POLLERS))} messages/s from the first message;"
-            " the template's REST API picks the queue in its mapping templates"
-        )
+    _http_api_problems(inputs, pollers, problems)
     confirmed = cost_per_million_confirmed(
         handler, issuer_memory_mb=inputs.issuer_memory_mb, front_door=front_door
     )
@@ -879,7 +963,11 @@ def plan_sale(inputs: SaleInputs) -> SalePlan:
             f"parameter TicketsIndexWarmWriteUnitsPerSecond: (rate x {_n(INDEX_SALE_WRITE_UNITS)}"
             f" for each sale's entry + numbered/s x {_n(INDEX_NUMBERED_WRITE_UNITS)} for its"
             f" removal and the ledger's outbox) / {UTILISATION} = {_n(index_units)}, at least a new"
-            f" index's {NEW_INDEX_WARM_WRITE:,}; an index that cannot keep up throttles the table's"
+            f" index's {NEW_INDEX_WARM_WRITE:,}, and at least {index_partitions:,} partitions of"
+            f" {PARTITION_WRITE_UNITS:,}: the sale's entries go to {UNNUMBERED_BUCKETS} keys,"
+            f" {_n(units_per_key)} write units a second each, hashed onto the index's partitions,"
+            f" and the busiest of {index_partitions:,} holds about {busiest} (Poisson) within its"
+            f" {PARTITION_WRITE_UNITS:,}; an index that cannot keep up throttles the table's"
             " writes (GSI back-pressure); its reads (the issuer's queries) stay within a new"
             f" index's {NEW_INDEX_WARM_READ:,}",
         ),
@@ -1034,6 +1122,8 @@ def plan_sale(inputs: SaleInputs) -> SalePlan:
         "warm_read_units": warm_read,
         "index_write_units_per_s": index_units,
         "index_warm_write_units": index_warm_write,
+        "index_partitions": index_partitions,
+        "index_busiest_partition_keys": busiest,
         "index_warm_read_units": NEW_INDEX_WARM_READ,
         "table_quota_write_units": quota_write,
         "table_quota_read_units": quota_read,
@@ -1351,12 +1441,13 @@ def stack_findings(settings: StackSettings) -> list[tuple[Finding, Callable[[flo
                 "index_warm_write_units",
                 "TicketsToIssue index warm write units/s",
                 f"{index_warm:,}{index_reported}",
-                index.rate_for(index_warm),
+                min(index.rate_for(index_warm), rate_for_index_partitions(index_warm, index.numbering)),
                 f"the index's warm write units >= (rate x {_n(INDEX_SALE_WRITE_UNITS)} + numbered/s"
-                f" x {_n(INDEX_NUMBERED_WRITE_UNITS)}) / {UTILISATION}: an index that cannot keep up"
-                " throttles the table's writes",
+                f" x {_n(INDEX_NUMBERED_WRITE_UNITS)}) / {UTILISATION}, and 1,000 a partition for"
+                f" its busiest: {UNNUMBERED_BUCKETS} keys hashed onto its partitions (Poisson); an"
+                " index that cannot keep up throttles the table's writes",
             ),
-            lambda r: f">= {_n(index.units(r))}",
+            lambda r: f">= {_n(max(index.units(r), index_warm_for(r, index.numbering)))}",
         )
     )
     out.append(
