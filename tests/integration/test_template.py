@@ -240,8 +240,10 @@ def test_the_live_version_is_published_again_when_the_code_or_a_setting_the_func
     # resource's properties: a new value changes them, and CloudFormation sends the publisher an
     # update (its code, tests/unit/test_version_publisher.py, publishes the function as it is).
     # Left out: the code (SAM's version below), the role (replaced only if its name or path
-    # changed, which nothing sets) and the tags (the function's, not a version's).
-    named = _references({k: v for k, v in function.items() if k not in {"Code", "Role", "Tags"}}, conditions)
+    # changed, which nothing sets), the tags and the reserved concurrency (the function's, not a
+    # version's).
+    unversioned = {"Code", "Role", "Tags", "ReservedConcurrentExecutions"}
+    named = _references({k: v for k, v in function.items() if k not in unversioned}, conditions)
     named -= {name for name in named if name.startswith("AWS::")}
     assert {"MaxSeatsPerReservation", "LogLevel", "Tracing", "InventoryTable", "OutcomesTopic"} <= named
     assert named <= _references(live["Properties"], conditions)
@@ -524,3 +526,18 @@ def test_reservation_queues_each_have_a_mapping_of_their_own_set_as_the_first(
             template.properties("ReservationsDeadLetterQueue")["RedriveAllowPolicy"]
         )
     assert "ReservationQueuesPoll" in text
+
+
+def test_the_reserve_functions_reserved_concurrency_is_set_only_when_the_parameter_asks(
+    template: Template,
+) -> None:
+    assert template.document["Parameters"]["ReserveFunctionConcurrency"]["Default"] == 0
+    assert template.properties("ReserveSeatsFunction")["ReservedConcurrentExecutions"] == {
+        "Fn::If": [
+            "HasReserveFunctionConcurrency",
+            {"Ref": "ReserveFunctionConcurrency"},
+            {"Ref": "AWS::NoValue"},
+        ]
+    }
+    assert not _condition(template, "HasReserveFunctionConcurrency", {})
+    assert _condition(template, "HasReserveFunctionConcurrency", {"ReserveFunctionConcurrency": "44"})

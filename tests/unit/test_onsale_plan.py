@@ -661,3 +661,16 @@ def test_the_index_is_warmed_for_its_busiest_partition_not_only_its_mean() -> No
     assert index_partitions_for(1_001) is None
     [index] = [p for p in plan_sale(SaleInputs(100_000)).problems if "TicketsToIssue" in p]
     assert "hashed onto even 1,000 partitions the busiest would take more than a partition's 1,000" in index
+
+
+def test_the_plan_caps_the_functions_concurrency_a_fifth_above_its_containers() -> None:
+    # 20,000/s: 35 containers (one per shard item); reserved concurrency 35 / 0.8 = 44, so that a
+    # burst does not start 2,000 invocations (200 pollers x 10) on 35 items
+    plan = plan_sale(SaleInputs(20_000))
+    containers = math.ceil(20_000 / per_container())
+    assert plan.values["containers"] == containers
+    assert plan.item("reserved_concurrency").value == math.ceil(containers / 0.8)
+    assert plan.values["reserved_concurrency"] >= plan.values["provisioned_concurrency"]
+    assert "(2,000 here)" in plan.item("reserved_concurrency").rule
+    assert plan.item("lambda_concurrency").value == math.ceil(containers / 0.8)
+    assert f"at least {math.ceil(containers / 0.8) + 100:,}" in plan.item("lambda_concurrency").rule

@@ -386,6 +386,30 @@ def test_several_queues_each_with_its_own_mapping_deliver_their_pollers_rate_eac
     assert three["event_poller_seconds"] == pytest.approx(21 * (600 + three["answer_seconds"]))
 
 
+def test_reserved_concurrency_caps_the_invocations_the_pollers_start_at_once() -> None:
+    # Given 20 event pollers (up to 200 invocations at once) feeding a class of 8 shard items, with
+    # the function's reserved concurrency at 8 and without it
+    warm = ContentionSettings(warm_write_units_per_s=100_000, table_quota_units_per_s=100_000)
+    free = simulate(containers=200, event_pollers=20, shards=8, requests=8_000, contention=warm)
+    capped = simulate(
+        containers=200, event_pollers=20, shards=8, requests=8_000, contention=warm, reserved_concurrency=8
+    )
+
+    # Then the capped run never runs more than 8 at once: the pollers hold their batches until an
+    # invocation ends (throttled invokes), and every request is answered once, none lost
+    assert capped["peak_concurrency"] <= 8 < free["peak_concurrency"]
+    assert capped["intake"]["throttled_invokes"] > 0 and free["intake"]["throttled_invokes"] == 0
+    assert capped["intake"]["reserved_concurrency"] == 8
+    assert capped["requests_answered"] == 8_000 and capped["invariants"] == "ok"
+    assert capped["messages_dead_lettered"] == 0 and capped["messages_handed_back"] == 0
+    # ... and its 8 containers, one per item, conflict less than the free run's
+    assert capped["transactions_cancelled"].get("TransactionConflict", 0) < free[
+        "transactions_cancelled"
+    ].get("TransactionConflict", 0)
+    with pytest.raises(ValueError, match="at most the reserved concurrency"):
+        SimulationConfig(event_pollers=2, containers=20, provisioned_concurrency=10, reserved_concurrency=5)
+
+
 def test_provisioned_pollers_are_billed_from_before_the_sale_to_its_end() -> None:
     # Given 2 event pollers: billed per second, set 10 minutes before the sale and set back to 0
     # once it is answered (at $0.00925 an hour each)

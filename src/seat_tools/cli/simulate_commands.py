@@ -144,6 +144,7 @@ def _template_defaults() -> tuple[SimulationConfig, Settings]:
         api=api,
         containers=source.concurrency or 1000,
         queues=int(float(parameters.get("ReservationQueues", 1))),
+        reserved_concurrency=int(float(parameters.get("ReserveFunctionConcurrency", 0))),
         event_pollers=source.event_pollers or 0,
         max_event_pollers=source.maximum_pollers or 0,
         batch_size=source.batch_size,
@@ -500,6 +501,14 @@ def _check_seat_map_options(config: SimulationConfig) -> None:
     " the containers); their charge is in the cost (docs/explanation/simulation.md).",
 )
 @click.option(
+    "--reserved-concurrency",
+    type=click.IntRange(0, MAX_CONTAINERS),
+    help="The function's reserved concurrency (the template's ReserveFunctionConcurrency): at most"
+    " this many invocations at once over every mapping; a poller past it holds its batch until"
+    " one ends (the event source retrying the throttled invoke). 0: none [default: the"
+    " template's].",
+)
+@click.option(
     "--sns-publish-per-s",
     type=_Limit(),
     default=str(DEFAULT_SNS_PUBLISH_PER_S),
@@ -625,6 +634,7 @@ def simulate(
     max_event_pollers: int | None,
     poller_mb_per_s: str,
     provisioned_concurrency: int,
+    reserved_concurrency: int | None,
     sns_publish_per_s: float,
     offered_rate: float,
     api_kind: str,
@@ -718,6 +728,9 @@ def simulate(
                 EVENT_POLLER_BYTES_PER_S if poller_mb_per_s == "1" else EVENT_POLLER_BYTES_PER_S_API_REFERENCE
             ),
             provisioned_concurrency=provisioned_concurrency,
+            reserved_concurrency=defaults.reserved_concurrency
+            if reserved_concurrency is None
+            else reserved_concurrency,
             tickets=IssuerConfig(
                 series=ticket_series,
                 series_at_once=issuer_series_at_once,
@@ -792,7 +805,8 @@ def _plan_lines(plan: SalePlan, verdicts: list[dict[str, Any]]) -> str:
         f"plan for {plan.inputs.rate:,.0f}/s: {v['queues']:.0f} queue(s), EventPollers"
         f" {v['event_pollers']:.0f} (up to {max(v['event_pollers'], v['maximum_event_pollers']):.0f})"
         f" each, BatchSize {v.get('batch_size', plan.inputs.batch_size):.0f}, ProvisionedConcurrency"
-        f" {v['provisioned_concurrency']:.0f}, reserve {v['reserve_memory_mb']:.0f} MB, {v['shards']:.0f}"
+        f" {v['provisioned_concurrency']:.0f}, ReserveFunctionConcurrency {v['reserved_concurrency']:.0f},"
+        f" reserve {v['reserve_memory_mb']:.0f} MB, {v['shards']:.0f}"
         f" shard items, table warm {v['warm_write_units']:,.0f} / {v['warm_read_units']:,.0f},"
         f" index warm {v['index_warm_write_units']:,.0f}, SNS quota {v['sns_publish_quota']:,.0f}/s,"
         f" API {v['api_rate_limit']:,.0f}/s burst {v['api_burst_limit']:,.0f}, {v['ticket_series']:.0f}"

@@ -876,6 +876,7 @@ def plan_sale(inputs: SaleInputs) -> SalePlan:
     )
     refused = cost_per_million_refused(shards, handler, front_door=front_door)
     memory_gb = inputs.memory_mb / 1024
+    reserved = max(mapping, math.ceil(containers / UTILISATION - 1e-9))
     pollers_per_hour = pollers.total_minimum * PRICES["event_poller"].usd
     provisioned_per_hour = mapping * memory_gb * 3600 * PRICES["lambda_provisioned_concurrency"].usd
     prewarm = pre_warming_usd(
@@ -925,6 +926,17 @@ def plan_sale(inputs: SaleInputs) -> SalePlan:
             f" still builds its clients); ${provisioned_per_hour:.2f} an hour while set ({mapping:,}"
             f" x {inputs.memory_mb:,} MB x ${PRICES['lambda_provisioned_concurrency'].usd:.10f} per"
             " GB-second, billed in 5-minute steps): set it about 10 minutes before the sale, 0 after",
+        ),
+        PlanItem(
+            "reserved_concurrency",
+            "ReserveFunctionConcurrency",
+            reserved,
+            f"parameter ReserveFunctionConcurrency (reserved concurrency): the containers /"
+            f" {UTILISATION}, at least ProvisionedConcurrency; the most invocations at once. In"
+            f" provisioned mode each event poller runs up to {INVOCATIONS_PER_EVENT_POLLER}"
+            f" ({pollers.total_minimum * INVOCATIONS_PER_EVENT_POLLER:,} here): without the cap a"
+            " burst starts that many at once, cold, on the class's shard items, which they share and"
+            " conflict on; past it Lambda throttles the invoke and the event source retries it",
         ),
         PlanItem(
             "warm_write_units",
@@ -1015,11 +1027,11 @@ def plan_sale(inputs: SaleInputs) -> SalePlan:
         PlanItem(
             "lambda_concurrency",
             "Lambda concurrency",
-            mapping,
-            "Service Quotas, Lambda concurrent executions: the containers, besides what else runs"
+            reserved,
+            "Service Quotas, Lambda concurrent executions: the reserved concurrency, besides what else runs"
             f" in the account and region; the default is {LAMBDA_ACCOUNT_CONCURRENCY_DEFAULT:,}"
             " (new accounts get less); reserving them for the function needs a limit of at least"
-            f" {mapping + UNRESERVED_CONCURRENCY_MINIMUM:,} (AWS keeps"
+            f" {reserved + UNRESERVED_CONCURRENCY_MINIMUM:,} (AWS keeps"
             f" {UNRESERVED_CONCURRENCY_MINIMUM} unreserved)",
         ),
         PlanItem(
@@ -1114,6 +1126,7 @@ def plan_sale(inputs: SaleInputs) -> SalePlan:
         "event_pollers_needed": pollers.needed,
         "poller_ramp_seconds": pollers.ramp_s,
         "provisioned_concurrency": mapping,
+        "reserved_concurrency": reserved,
         "write_units_per_reservation": wu,
         "write_units_per_s": write_units,
         "warm_write_units": warm_write,

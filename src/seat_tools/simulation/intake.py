@@ -73,6 +73,10 @@ class IntakeSettings:
     poller_bytes_per_s: float = EVENT_POLLER_BYTES_PER_S
     detection_s: float = POLLER_BACKLOG_DETECTION_S
     client_time_factor: float = 1.0  # the local stack's time scale (1 on AWS)
+    # > 0: the function's reserved concurrency, the most invocations at once over every mapping;
+    # a poller holding a batch past it waits for an invocation to end (Lambda throttles the
+    # invoke and the event source retries it: modelled without the retries' back-off).
+    reserved_concurrency: int = 0
 
     @property
     def provisioned(self) -> bool:
@@ -116,6 +120,7 @@ class Poller:
             batch = self._gather()
             if batch is None:
                 return
+            source.wait_for_function(self)
             source.invoke(self, batch)
 
     def _gather(self) -> list[Message] | None:
@@ -228,6 +233,8 @@ class EventSource:
         self._rng = random.Random(seeds.randrange(2**32))  # receive latencies
         self._idle: list[Container] = []
         self._poller_of: dict[int, Poller] = {}
+        self._throttled: deque[Poller] = deque()  # pollers holding a batch past the reserved concurrency
+        self.throttled_invokes = 0
         self._order = itertools.count()
         # The scale-up counts from the mapping's first poll: the simulation's start, when the
         # sale's first messages are sent (the scheduler's clock runs from an epoch, not from 0).
@@ -287,6 +294,14 @@ class EventSource:
             self.scheduler.park()
         return not self.done
 
+    def wait_for_function(self, poller: Poller) -> None:
+        """Parks `poller`, holding its batch, while the function runs its reserved concurrency."""
+        cap = self.settings.reserved_concurrency
+        while cap and self.busy >= cap:
+            self._throttled.append(poller)
+            self.throttled_invokes += 1
+            self.scheduler.park()
+
     def invoke(self, poller: Poller, batch: list[Message]) -> None:
         """Hands `batch` to a container: a warm idle one, else a new one (cold)."""
         container = self._acquire()
@@ -309,6 +324,10 @@ class EventSource:
         mapping.queue.settle(batch, failed)
         poller.busy -= 1
         self.busy -= 1
+        if self._throttled:
+            waiting = self._throttled.popleft()
+            assert waiting.task is not None
+            self.scheduler.unpark(waiting.task)
         if poller.waiting_for_slot:
             poller.waiting_for_slot = False
             assert poller.task is not None

@@ -3,7 +3,7 @@
 
 The plan's settings replace the template's: the event source in provisioned mode with the plan's
 reservation queues and each one's event pollers (its minimum, and its maximum above it), its
-provisioned concurrency, the reserve
+provisioned and reserved concurrency, the reserve
 function's and the issuer's memory, the seat class's shard items, the table's and the
 TicketsToIssue index's warm throughput, the table quota (no maximum), the SNS publish quota, the
 API's stage and account throttles, the ticket series, numbered all at once. The requests are
@@ -66,6 +66,7 @@ def plan_config(
             "provisioned_concurrency",
             min(int(v["provisioned_concurrency"]), most * INVOCATIONS_PER_EVENT_POLLER * queues),
         )
+    put("reserved_concurrency", int(v["reserved_concurrency"]))
     put("memory_mb", int(v["reserve_memory_mb"]))
     if not config.seat_map:
         put("shards", max(1, int(v["shards"])))

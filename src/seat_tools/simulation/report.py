@@ -68,6 +68,11 @@ def _scale_up(result: SimulationResult) -> str:
         how = f"{c.queues} queues, each with its own mapping: " + how
     if c.provisioned_concurrency:
         how += f"; {c.provisioned_concurrency} initialised before the sale (provisioned concurrency)"
+    if c.reserved_concurrency:
+        how += (
+            f"; at most {c.reserved_concurrency} at once (reserved concurrency:"
+            f" {intake['throttled_invokes']:,} invokes throttled and retried)"
+        )
     peak, after = f["peak_concurrency"], _n(f["peak_concurrency_after_s"])
     return (
         f"{how}; {intake['receive_calls']:,} receive calls ({intake['messages_per_receive']:.1f} messages"

@@ -187,6 +187,9 @@ class SimulationConfig:
     # first invocation's part, at most the cold start), billed for the time it is set
     # (seat_tools.event_source_scaling.provisioned_concurrency_billed_s).
     provisioned_concurrency: int = 0
+    # > 0: the function's reserved concurrency (the template's ReserveFunctionConcurrency): at
+    # most this many invocations at once over every mapping (seat_tools.simulation.intake).
+    reserved_concurrency: int = 0
     # The ticket issuer, run on the sale's sales (docs/guides/tickets.md; its figures under "tickets").
     tickets: IssuerConfig = field(default_factory=IssuerConfig)
     # > 0: no sale is simulated; the issuer is fed `requests` sales of `seats_per_request` seats,
@@ -214,6 +217,11 @@ class SimulationConfig:
             raise ValueError(f"a function has at least 128 MB, not {self.memory_mb}")
         if not 1 <= self.queues <= MAX_RESERVATION_QUEUES:
             raise ValueError(f"queues must be 1 to {MAX_RESERVATION_QUEUES}, not {self.queues}")
+        if self.reserved_concurrency and not self.provisioned_concurrency <= self.reserved_concurrency:
+            raise ValueError(
+                f"provisioned concurrency ({self.provisioned_concurrency}) must be at most the"
+                f" reserved concurrency ({self.reserved_concurrency})"
+            )
         if not 0 <= self.provisioned_concurrency <= self.containers * self.queues:
             raise ValueError(
                 f"provisioned concurrency must be 0 to the {self.containers * self.queues} containers"
@@ -445,6 +453,7 @@ def _run(config: SimulationConfig, settings: Settings) -> SimulationResult:
             max_event_pollers=config.most_pollers,
             poller_bytes_per_s=config.poller_bytes_per_s,
             client_time_factor=config.client_time_factor,
+            reserved_concurrency=config.reserved_concurrency,
         ),
         provisioned_concurrency=config.provisioned_concurrency,
         seeds=random.Random(rng.randrange(2**32)),
@@ -629,6 +638,8 @@ def _figures(
         "api": api.as_dict() if api is not None else None,
         "intake": {
             "queues": config.queues,
+            "reserved_concurrency": config.reserved_concurrency,
+            "throttled_invokes": source.throttled_invokes,
             "pollers": len(source.pollers),
             "containers": len(source.containers),
             "receive_calls": tally.sqs_receives,
