@@ -138,18 +138,20 @@ def plan(
 ) -> None:
     """Print what a sale at RATE reservations per second needs, one line each, the value then the
     rule behind it: the reserve function's memory, MaximumConcurrency, shard items, the event
-    pollers (minimum and maximum), the provisioned concurrency, the table's and the TicketsToIssue
-    index's warm throughput, the table's quota and maximum, the SNS publish quota, the API
-    throttles, Lambda's concurrency, the scale-up time, the ticket issuer's memory and series, and
-    the cost per million and (with --seats or --duration) of the sale, pre-warming, pollers and
-    provisioned concurrency included. With --seat-map, a seat map's best-available sale
+    pollers (reservation queues, each one's minimum and maximum), the provisioned and reserved
+    concurrency, the table's and the TicketsToIssue index's warm throughput, the table's quota
+    and maximum, the SNS publish quota, the API throttles, Lambda's concurrency, the scale-up
+    time, the ticket issuer's memory and series, and the cost per million (through a REST and an
+    HTTP API) and (with --seats or --duration) of the sale, pre-warming, pollers and provisioned
+    concurrency included. With --seat-map, a seat map's best-available sale
     (docs/guides/size-a-sale.md).
 
     Then each problem (what stops the design reaching RATE, with the arithmetic) and each warning
     (what falls behind the sale without stopping it, such as ticket numbering).
 
     Exit status 1 when this design cannot reach the rate (more than 64 shard items, event pollers
-    past what one mapping has from the first message, more than 1,000 containers).
+    past what 4 reservation queues' mappings have from the first message, an index whose busiest
+    partition cannot keep up, more than 1,000 containers).
     """
     try:
         if seat_map is not None:
