@@ -1,0 +1,95 @@
+"""Outcomes: the final answer to each message, as recorded and published."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from seat_inventory.models.requests import OrderLine, RequestType
+
+
+class Outcome(StrEnum):
+    """The final answer to one message; published on SNS as the `outcome` attribute.
+
+    The same values name a reservation record's `status` (docs/reference/contract.md,
+    "Reservation lifecycle").
+    """
+
+    CONFIRMED = "CONFIRMED"
+    SOLD_OUT = "SOLD_OUT"
+    UNKNOWN_EVENT = "UNKNOWN_EVENT"
+    INVALID = "INVALID"
+    HELD = "HELD"
+    EXPIRED = "EXPIRED"
+    CANCELLED = "CANCELLED"
+    LIMIT_EXCEEDED = "LIMIT_EXCEEDED"
+    SALE_CLOSED = "SALE_CLOSED"
+    UNKNOWN_RESERVATION = "UNKNOWN_RESERVATION"
+    # A reserve or hold on a class that requires an admission token, without a valid one
+    # (missing, forged, expired, for another event or customer, or used by another reservation):
+    # docs/guides/admission.md.
+    ADMISSION_REFUSED = "ADMISSION_REFUSED"
+    # Published by the ticket issuer when a sold reservation got its ticket numbers (never a
+    # record's status: docs/guides/tickets.md).
+    TICKETED = "TICKETED"
+    # Mapped seat classes (docs/guides/seat-maps.md): chosen seats not free (the reason names them), or
+    # chosen seats that would leave a single empty seat in a class that refuses orphans.
+    SEATS_TAKEN = "SEATS_TAKEN"
+    ORPHAN_SEAT = "ORPHAN_SEAT"
+    # At the gate (docs/guides/checkin.md), never a record's status: a ticket passed on to another
+    # customer (its old secret revoked, a new one issued), and a ticket admitted twice by
+    # scanners that were offline (both scans named).
+    TRANSFERRED = "TRANSFERRED"
+    CHECKIN_CONFLICT = "CHECKIN_CONFLICT"
+
+
+# Answers to a reserve or hold that took seats.
+TAKES_SEATS = frozenset({Outcome.CONFIRMED, Outcome.HELD})
+
+
+@dataclass(frozen=True, slots=True)
+class ReservationOutcome:
+    """The final answer for one message, as stored (for a reserve or hold) and as published.
+
+    `remaining` is the number of seats left in the class when the service knows it (it is
+    always known for SOLD_OUT, which is decided from the inventory item itself).
+    `duplicate` is True when this is a re-publication of an answer recorded earlier, or, for a
+    confirm or cancel, when the reservation was already in the state asked for.
+    `hold_expires_at` (epoch seconds) is set for answers about a hold.
+    """
+
+    reservation_id: str
+    outcome: Outcome
+    reason: str
+    event_id: str | None
+    seat_class: str | None
+    quantity: int | None
+    customer_id: str | None
+    remaining: int | None = None
+    duplicate: bool = False
+    message_id: str | None = None
+    request_type: RequestType | None = RequestType.RESERVE
+    hold_expires_at: int | None = None
+    tickets: tuple[str, ...] | None = None  # a TICKETED outcome's ticket numbers, formatted
+    # A mapped class's seat ids: those taken (HELD, CONFIRMED and the changes of such a
+    # reservation), or those not free (SEATS_TAKEN) or stranded (ORPHAN_SEAT).
+    seats: tuple[str, ...] | None = None
+    # A multi-line order's lines (docs/guides/orders.md); None for a single-line reservation.
+    lines: tuple[OrderLine, ...] | None = None
+
+    def as_duplicate(self, message_id: str) -> ReservationOutcome:
+        """The same recorded answer, marked as a re-publication for a redelivered message."""
+        return dataclasses.replace(self, duplicate=True, message_id=message_id)
+
+
+@dataclass(slots=True)
+class BatchResult:
+    """What one SQS batch produced: the outcomes published and the messages to retry."""
+
+    published: list[ReservationOutcome] = field(default_factory=list)
+    failed_message_ids: list[str] = field(default_factory=list)
+    handed_back: dict[str, str] = field(default_factory=dict)  # failed message id -> why
+    seats_confirmed: int = 0
+    seats_held: int = 0
+    seats_released: int = 0

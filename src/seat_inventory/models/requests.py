@@ -1,0 +1,134 @@
+"""Requests: what a well-formed (or malformed) queue message asks for."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from seat_inventory.models.views import SeatKey
+
+
+class RequestType(StrEnum):
+    """What an outcome answers: the message's `type`, or `expire` for the sweeper's release of a hold."""
+
+    RESERVE = "reserve"
+    HOLD = "hold"
+    CONFIRM = "confirm"
+    CANCEL = "cancel"
+    EXPIRE = "expire"
+    TICKET = "ticket"
+    TRANSFER = "transfer"
+    CHECKIN = "checkin"
+
+
+@dataclass(frozen=True, slots=True)
+class AdmissionCheck:
+    """What the edge found of a request's admission token.
+
+    See `logic.admission_tokens` and docs/guides/admission.md.
+
+    `token_id` and `expires_at` (epoch seconds) are the verified token's; `refusal` says why the
+    token does not admit the request (missing, forged, expired, another event or customer), None
+    when it does. Whether the class requires a token at all is the inventory's to say.
+    """
+
+    token_id: str | None = None
+    expires_at: int | None = None
+    refusal: str | None = "no admission_token in the message"
+
+    @property
+    def admits(self) -> bool:
+        return self.refusal is None and self.token_id is not None
+
+
+# An order (docs/guides/orders.md) has 1 to this many lines: each is one more inventory item, counter
+# and up to MAX_POOLS_PER_CLASS pools in its one transaction.
+MAX_ORDER_LINES = 4
+
+
+@dataclass(frozen=True, slots=True)
+class OrderLine:
+    """One line of a multi-line order (docs/guides/orders.md): `quantity` seats of `seat_class`.
+
+    As asked and as answered, only the class and the quantity; once recorded, where its seats
+    came from as well, to give them back there: the shard item, the capacity pools, and whether
+    they count against the customer's per-class limit (never published).
+    """
+
+    seat_class: str
+    quantity: int
+    shard: int = 0
+    pools: tuple[str, ...] = ()
+    customer_counted: bool = False
+    # A mapped class's line (docs/guides/seat-maps.md): the chosen seat ids as asked, or once taken the
+    # seats it took (best available included); None for a counted class, or best available as asked.
+    seats: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ReservationRequest:
+    """A well-formed reserve or hold message, as taken off the queue.
+
+    `hold_seconds` is set for a hold (`request_type` HOLD) and None for a reservation.
+    """
+
+    message_id: str
+    reservation_id: str
+    event_id: str
+    seat_class: str
+    quantity: int
+    customer_id: str
+    request_type: RequestType = RequestType.RESERVE
+    hold_seconds: int | None = None
+    # The message's `admission_token` as sent, and what its verification found (filled in by
+    # `logic.reserve_seats` before the groups are planned; None: no token was sent).
+    admission_token: str | None = None
+    admission: AdmissionCheck | None = None
+    # A mapped class (docs/guides/seat-maps.md): the chosen seats (`quantity` is their number), or None for
+    # best available, which may `split` the seats when no block fits and takes wheelchair and
+    # companion seats only when `accessible`.
+    seats: tuple[str, ...] | None = None
+    split: bool = False
+    accessible: bool = False
+    # A multi-line order (docs/guides/orders.md): its lines, all taken or none; `seat_class` is then
+    # the first line's and `quantity` the seats of all lines. None: a single-line request.
+    lines: tuple[OrderLine, ...] | None = None
+
+    @property
+    def seat_key(self) -> SeatKey:
+        return SeatKey(self.event_id, self.seat_class)
+
+    @property
+    def is_hold(self) -> bool:
+        return self.request_type is RequestType.HOLD
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeRequest:
+    """A well-formed confirm or cancel message: a status change of an existing reservation.
+
+    `customer_id`, when the producer sent one, must match the reservation's customer.
+    """
+
+    message_id: str
+    reservation_id: str
+    request_type: RequestType
+    customer_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class InvalidMessage:
+    """A message that cannot be processed; `reason` says exactly what is wrong with it.
+
+    The fields that could be read from the body are kept (or None) so the INVALID outcome
+    tells the producer as much as possible about which request it refers to.
+    """
+
+    message_id: str
+    reason: str
+    reservation_id: str | None = None
+    event_id: str | None = None
+    seat_class: str | None = None
+    quantity: int | None = None
+    customer_id: str | None = None
+    request_type: RequestType | None = None

@@ -1,0 +1,269 @@
+"""Views: the inventory as a read (or a refused write) shows it: seat classes, their shard items,
+capacity pools and a mapped class's row items."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
+
+
+def iso_utc(epoch_seconds: float) -> str:
+    """ISO-8601 in UTC with a `Z`, as published in outcomes (`expires_at`) and shown by `seats`."""
+    return datetime.fromtimestamp(epoch_seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class SaleStatus(StrEnum):
+    """The operator's switch on a seat class; a missing attribute means OPEN."""
+
+    OPEN = "OPEN"
+    CLOSED = "CLOSED"
+
+
+def sale_closed_reason(
+    name: str, status: SaleStatus, starts_at: int | None, ends_at: int | None, now: float
+) -> str | None:
+    """Why `name` (a class) does not sell at `now`, or None when it does: the rule of the guard
+    of every write that takes seats, so that a refused write is classified with its own `now`."""
+    if status is SaleStatus.CLOSED:
+        return f"the sale of {name} is closed"
+    if starts_at is not None and now < starts_at:
+        return f"the sale of {name} opens at {iso_utc(starts_at)}"
+    if ends_at is not None and now >= ends_at:
+        return f"the sale of {name} ended at {iso_utc(ends_at)}"
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class SeatKey:
+    """Identifies one inventory item: the seats of one class for one event."""
+
+    event_id: str
+    seat_class: str
+
+
+# A seat class belongs to at most this many capacity pools (docs/guides/pools.md): each is one more
+# action in every transaction that takes or gives back its seats.
+MAX_POOLS_PER_CLASS = 4
+# A seat class's inventory is split over at most this many shard items (docs/explanation/sharding.md). The
+# bound comes from DynamoDB's 100 items per transaction and per `TransactGetItems`/`BatchGetItem`:
+# a consistent read of the class reads every item in one `TransactGetItems`, operator changes
+# write every item in one transaction, and a take that moves seats from every other item still
+# leaves room for 100 - 64 = 36 reservation records.
+MAX_SHARDS = 64
+
+
+@dataclass(frozen=True, slots=True)
+class ShardSurvey:
+    """One shard item of a sharded class as a strongly consistent read of that item alone showed it.
+
+    `taken_at` is when a transaction last took seats from it (the clock of the taking container,
+    seconds; None when never): a shard taken from within the last moment is another container's
+    (`logic.shards.pick_shard`). Only for routing: a survey of several items is no snapshot.
+    """
+
+    shard: int
+    available: int
+    taken_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ShardSeats:
+    """The seats of one shard item of a seat class; `available + held + sold == capacity` on each."""
+
+    shard: int
+    capacity: int
+    available: int
+    held: int
+    sold: int
+
+
+@dataclass(frozen=True, slots=True)
+class PoolInventory:
+    """A capacity pool of an event (docs/guides/pools.md): seats several classes share.
+
+    Every class that belongs to it takes its seats from it as well as from its own capacity, in
+    the same transaction; `available + held + sold == capacity`, none negative, like a class.
+    A CLOSED pool sells no seat of any of its classes (confirm, cancel and expiry go on).
+    """
+
+    event_id: str
+    pool: str
+    capacity: int
+    available: int
+    held: int = 0
+    sold: int = 0
+    sale_status: SaleStatus = SaleStatus.OPEN
+    version: int = 0
+    # Sharding (docs/guides/pools.md, "Sharded pools"): the pool is split over `shard_count` items
+    # (every item stores it). A view of one item has `shard` its index and no `shards`; a whole
+    # read (one snapshot of every item) has `shards`, its totals are the pool's (`complete`).
+    shard: int = 0
+    shard_count: int = 1
+    shards: tuple[ShardSeats, ...] = ()
+
+    @property
+    def complete(self) -> bool:
+        """True when the view's numbers are the pool's: one item, or every item read at once."""
+        return self.shard_count == 1 or len(self.shards) == self.shard_count
+
+    def shard_for(self, class_shard: int) -> int:
+        """The pool item a take from shard `class_shard` of a class writes (docs/guides/pools.md)."""
+        return class_shard % self.shard_count
+
+    def closed_reason(self) -> str | None:
+        """Why the pool sells nothing, or None when it sells."""
+        if self.sale_status is SaleStatus.CLOSED:
+            return f"the sale of pool {self.pool} of {self.event_id} is closed"
+        return None
+
+    def moves_into(self, target: int, seats: int) -> dict[int, int]:
+        """The seats to move into item `target` of a pool read whole (`shards`), fullest donors
+        first, so that it has `seats` available (as far as the others have them)."""
+        have = {s.shard: s.available for s in self.shards}
+        short = seats - have.get(target, 0)
+        moves: dict[int, int] = {}
+        for donor, available in sorted(have.items(), key=lambda item: (-item[1], item[0])):
+            if short <= 0:
+                break
+            if donor == target or available <= 0:
+                continue
+            moves[donor] = min(available, short)
+            short -= moves[donor]
+        return moves
+
+
+# A record names each pool item its seats came from: the pool's name, and `#<n>` after it for
+# item n > 0 of a sharded pool (pool names are identifiers, which cannot contain `#`).
+POOL_SHARD_MARK = "#"
+
+
+def pool_ref(pool: str, shard: int = 0) -> str:
+    """How a record names shard `shard` of pool `pool` (docs/guides/pools.md)."""
+    return f"{pool}{POOL_SHARD_MARK}{shard}" if shard else pool
+
+
+def split_pool_ref(ref: str) -> tuple[str, int]:
+    """The pool and its shard a record's pool entry names (`pool_ref` reversed)."""
+    name, _, shard = ref.partition(POOL_SHARD_MARK)
+    return name, int(shard) if shard else 0
+
+
+@dataclass(frozen=True, slots=True)
+class SeatClassInventory:
+    """The state of one seat class: its totals over its shard items, and the sale rules.
+
+    Invariant: `available + held + sold == capacity`, none negative, on the class and on each
+    shard. The optional sale rules (`max_per_customer`, `sale_status`, `sale_starts_at`/
+    `sale_ends_at` in epoch seconds) are the same on every shard and are enforced by the same
+    conditional write that takes the seats. `version` counts operator changes (capacity, status,
+    window, limit).
+
+    Sharding (docs/explanation/sharding.md): `shard_items` items exist; groups are routed to the first
+    `shard_count` of them (the others were retired by a reshard and still hold seats). `shards`
+    holds the items this view was built from: all of them (`complete`, the totals are the
+    class's) or only one (the item a refused write handed back: its own numbers, not the
+    class's). An empty `shards` is a class of one item whose totals are its own.
+    """
+
+    event_id: str
+    seat_class: str
+    capacity: int
+    available: int
+    sold: int
+    held: int = 0
+    max_per_customer: int | None = None
+    sale_status: SaleStatus = SaleStatus.OPEN
+    sale_starts_at: int | None = None
+    sale_ends_at: int | None = None
+    version: int = 0
+    shards: tuple[ShardSeats, ...] = ()
+    shard_count: int = 1
+    shard_items: int = 1
+    # Reserve and hold need an admission token (docs/guides/admission.md); same on every shard item.
+    admission_required: bool = False
+    # The capacity pools the class takes its seats from as well (docs/guides/pools.md); every shard item.
+    pools: tuple[str, ...] = ()
+    # Those pools' items as a whole read of the class found them (a missing one is absent); None
+    # when they were not read with it (a write's ALL_OLD, a read of shard 0 alone).
+    pool_items: tuple[PoolInventory, ...] | None = None
+    # Customers' counters read with the item (`InventoryStore.read_inventory(customers=...)`):
+    # (customer, seats) for each customer asked for, 0 for one without a counter; None when
+    # none were asked for.
+    counters: tuple[tuple[str, int], ...] | None = None
+
+    @property
+    def seats_to_sell(self) -> int:
+        """The seats a take could get: the class's, or fewer when a pool read with it has fewer
+        (a closed or missing pool sells none)."""
+        if self.pool_items is None or not self.pools:
+            return self.available
+        found = {p.pool: p for p in self.pool_items}
+        pools = [found.get(name) for name in self.pools]
+        if any(p is None or p.closed_reason() is not None for p in pools):
+            return 0
+        # One item of a sharded pool (read to route by) does not bound the class.
+        return min([self.available, *(p.available for p in pools if p is not None and p.complete)])
+
+    @property
+    def key(self) -> SeatKey:
+        return SeatKey(self.event_id, self.seat_class)
+
+    @property
+    def customer_seats(self) -> dict[str, int]:
+        """The counters read with the item, by customer (empty when none were asked for)."""
+        return dict(self.counters or ())
+
+    @property
+    def complete(self) -> bool:
+        """True when the view covers every shard item: its totals are the class's."""
+        return not self.shards or len(self.shards) == self.shard_items
+
+    def shard_seats(self) -> tuple[ShardSeats, ...]:
+        """The shard items of this view (a class of one item is its shard 0)."""
+        if self.shards:
+            return self.shards
+        return (ShardSeats(0, self.capacity, self.available, self.held, self.sold),)
+
+    def sale_closed_reason(self, now: float) -> str | None:
+        """Why the class does not sell at `now`, or None when it does."""
+        name = f"{self.event_id} {self.seat_class}"
+        return sale_closed_reason(name, self.sale_status, self.sale_starts_at, self.sale_ends_at, now)
+
+
+class SeatState(StrEnum):
+    """A seat's state on its row item; a free seat has no attribute."""
+
+    HELD = "H"
+    SOLD = "S"
+    BLOCKED = "B"
+
+
+@dataclass(frozen=True, slots=True)
+class SeatRow:
+    """One row item of a mapped class (docs/guides/seat-maps.md): the states of its seats that are not
+    free (position -> state), its counts (`available + held + sold + blocked == len(positions)`)
+    and the class's sale rules, copied on every row item so that each take is guarded on them."""
+
+    key: SeatKey
+    row_id: str  # `<section>-<row>#<block>`
+    first: int  # its first position in the row
+    size: int  # seats on the item
+    states: Mapping[int, SeatState]
+    available: int
+    held: int
+    sold: int
+    max_per_customer: int | None = None
+    sale_status: SaleStatus = SaleStatus.OPEN
+    sale_starts_at: int | None = None
+    sale_ends_at: int | None = None
+    # The class's capacity pools and whether it requires admission tokens (docs/guides/pools.md,
+    # docs/guides/admission.md), copied on every row item like the sale rules: each take is guarded on
+    # them, as a counted class's take is on its inventory item.
+    pools: tuple[str, ...] = ()
+    admission_required: bool = False
+
+    def sale_closed_reason(self, now: float) -> str | None:
+        name = f"{self.key.event_id} {self.key.seat_class}"
+        return sale_closed_reason(name, self.sale_status, self.sale_starts_at, self.sale_ends_at, now)
