@@ -14,6 +14,7 @@ from seat_inventory.logic.reserve_seats import QueueMessage, reserve_seats
 from seat_inventory.models import ReservationOutcome
 from seat_inventory.settings import Settings
 from tests.fakes import FakeClock, InMemoryInventoryStore, RecordingPublisher
+from tests.writes import spy_writes
 
 SETTINGS = Settings(table_name="t", outcomes_topic_arn="arn:aws:sns:us-east-1:1:t", max_hold_seconds=3600)
 NOW = 1_800_000_000
@@ -69,15 +70,12 @@ def order(
 def counting_pool_refusals(store: InMemoryInventoryStore) -> list[object]:
     """From now on, every write of `store` that a pool refused is appended to the list returned."""
     refusals: list[object] = []
-    commit = store.commit_outcomes
 
-    def counting(write: Any) -> Any:
-        refused = commit(write)
+    def counting(write: Any, refused: Any) -> None:
         if refused is not None and refused.pools_refused:
             refusals.append(refused)
-        return refused
 
-    store.commit_outcomes = counting  # type: ignore[method-assign]
+    spy_writes(store, counting)
     return refusals
 
 

@@ -67,6 +67,7 @@ from seat_tools.exactly_once import (
 from seat_tools.exactly_once import recent_operations as _operations
 from seat_tools.pool_commands import PoolCommands, check_pool_names
 from seat_tools.seat_blocks import SeatBlockCommands
+from seat_tools.seat_map_commands import SeatMapCommands
 
 # Operation ids an inventory item remembers (`exactly_once.RECENT_OPERATIONS`): 8 ids of 16
 # characters add about 150 bytes to the item, well inside the 1 KB that one write unit of every
@@ -832,5 +833,5 @@ def _check_window(starts_at: int | None, ends_at: int | None) -> None:
         raise ValueError("the sale must end after it starts")
 
 
-class OperatorTable(InventoryTable, OperatorCommands, SeatBlockCommands):
+class OperatorTable(InventoryTable, OperatorCommands, SeatBlockCommands, SeatMapCommands):
     """The service's table with the operator's commands and reads: what the `seats` tools use."""

@@ -33,8 +33,8 @@ from seat_inventory.dal.errors import (
     cancellation_reasons,
     failed_condition,
 )
-from seat_inventory.dal.items import number
-from seat_inventory.dal.seat_rows import SeatRows, row_key, seat_attribute, seats_by_row
+from seat_inventory.dal.items import number, row_key, seat_attribute
+from seat_inventory.dal.seat_rows import SeatRows
 from seat_inventory.models import (
     InventoryChangeRefused,
     OperatorOutcomeUnknown,
@@ -44,6 +44,7 @@ from seat_inventory.models import (
     SeatState,
     TransactionConflict,
     UnknownSeatClass,
+    seats_by_row,
 )
 
 LAST_OPERATION = "last_operation"
@@ -166,7 +167,7 @@ class SeatBlockCommands(SeatRows):
             return self.read_seat_rows(key, sorted(by_row))
         raise RetryableError(f"{unanswered}; no seat of {key.event_id} {key.seat_class} was changed")
 
-    def _checked_seats(self, key: SeatKey, seats: list[str], block: bool) -> dict[str, list[int]]:
+    def _checked_seats(self, key: SeatKey, seats: list[str], block: bool) -> dict[str, tuple[int, ...]]:
         """The seats by row item, after checking them against the class's map."""
         if not seats:
             raise ValueError("name at least one seat")
@@ -195,7 +196,11 @@ class SeatBlockCommands(SeatRows):
         )
 
     def _seats_refusal(
-        self, key: SeatKey, by_row: Mapping[str, list[int]], reasons: Sequence[Mapping[str, Any]], block: bool
+        self,
+        key: SeatKey,
+        by_row: Mapping[str, tuple[int, ...]],
+        reasons: Sequence[Mapping[str, Any]],
+        block: bool,
     ) -> Exception:
         problems: list[str] = []
         for (row_id, positions), reason in zip(sorted(by_row.items()), reasons, strict=True):

@@ -11,10 +11,11 @@ import pytest
 from click.testing import CliRunner
 
 from seat_inventory.logic.admission_tokens import KeyRing, issue_token, new_key_ring_text, parse_key_ring
-from seat_inventory.models import GroupWrite, Outcome, ReservationOutcome, SeatKey, TokenUse
+from seat_inventory.models import Outcome, ReservationOutcome, SeatKey, TokenUse
 from seat_tools.cli.main import cli
 from seat_tools.operator_commands import OperatorTable
 from tests.integration.conftest import REGION, Stack, sqs_event
+from tests.writes import GroupWrite, commit_outcomes
 
 KEY = SeatKey("e-1", "GA")
 PARAMETER = "/seats/test/admission-keys"
@@ -63,7 +64,7 @@ def token_item(stack: Stack, token_id: str) -> dict:
 
 
 def test_a_token_is_spent_with_the_seats_it_buys(stack: Stack, table: OperatorTable) -> None:
-    assert table.commit_outcomes(spend("r-1")) is None
+    assert commit_outcomes(table, spend("r-1")) is None
 
     item = token_item(stack, "t-1")
     assert item["reservation_id"] == {"S": "r-1"}
@@ -74,9 +75,9 @@ def test_a_token_is_spent_with_the_seats_it_buys(stack: Stack, table: OperatorTa
 def test_a_token_another_reservation_spent_refuses_the_whole_write(
     stack: Stack, table: OperatorTable
 ) -> None:
-    table.commit_outcomes(spend("r-1"))
+    commit_outcomes(table, spend("r-1"))
 
-    refused = table.commit_outcomes(spend("r-2"))
+    refused = commit_outcomes(table, spend("r-2"))
 
     assert refused is not None
     assert refused.tokens_used == {"t-1": "r-1"}
@@ -88,9 +89,9 @@ def test_a_token_another_reservation_spent_refuses_the_whole_write(
 def test_a_redelivery_of_the_same_reservation_finds_its_record_not_a_replay(
     stack: Stack, table: OperatorTable
 ) -> None:
-    table.commit_outcomes(spend("r-1"))
+    commit_outcomes(table, spend("r-1"))
 
-    refused = table.commit_outcomes(spend("r-1"))
+    refused = commit_outcomes(table, spend("r-1"))
 
     assert refused is not None
     assert refused.tokens_used == {}
@@ -102,8 +103,9 @@ def test_a_redelivery_of_the_same_reservation_finds_its_record_not_a_replay(
 
 
 def test_a_write_that_assumed_no_admission_is_refused_with_the_item(table: OperatorTable) -> None:
-    refused = table.commit_outcomes(
-        GroupWrite(KEY, [answer("r-1")], seats_taken=1, rejection_expires_at=0, admission_required=False)
+    refused = commit_outcomes(
+        table,
+        GroupWrite(KEY, [answer("r-1")], seats_taken=1, rejection_expires_at=0, admission_required=False),
     )
 
     assert refused is not None and refused.inventory_refused
@@ -115,7 +117,8 @@ def test_a_write_that_assumed_admission_on_a_free_class_is_refused(
 ) -> None:
     table.create_seat_class(SeatKey("e-1", "FREE"), 5)
     write = spend("r-1")
-    refused = table.commit_outcomes(
+    refused = commit_outcomes(
+        table,
         GroupWrite(
             SeatKey("e-1", "FREE"),
             write.outcomes,
@@ -123,7 +126,7 @@ def test_a_write_that_assumed_admission_on_a_free_class_is_refused(
             rejection_expires_at=0,
             admission_required=True,
             token_uses=write.token_uses,
-        )
+        ),
     )
 
     assert refused is not None and refused.inventory_refused
@@ -133,7 +136,8 @@ def test_a_write_that_assumed_admission_on_a_free_class_is_refused(
 
 def test_a_token_for_a_missing_class_is_not_spent(stack: Stack, table: OperatorTable) -> None:
     write = spend("r-1")
-    refused = table.commit_outcomes(
+    refused = commit_outcomes(
+        table,
         GroupWrite(
             SeatKey("e-9", "GA"),
             write.outcomes,
@@ -141,7 +145,7 @@ def test_a_token_for_a_missing_class_is_not_spent(stack: Stack, table: OperatorT
             rejection_expires_at=0,
             admission_required=True,
             token_uses=write.token_uses,
-        )
+        ),
     )
 
     assert refused is not None and refused.inventory_refused and refused.inventory is None

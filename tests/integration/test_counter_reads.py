@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from seat_inventory.models import GroupWrite, Outcome, ReservationOutcome, SeatKey
+from seat_inventory.models import Outcome, ReservationOutcome, SeatKey
 from seat_tools.operator_commands import OperatorTable
 from tests.integration.conftest import Stack
+from tests.writes import GroupWrite, commit_outcomes
 
 KEY = SeatKey("rep-1", "GA")
 
@@ -37,7 +38,7 @@ def take(table: OperatorTable, customer: str, seats: int, *, shard: int = 0) -> 
         customer_seats={customer: seats},
         shard=shard,
     )
-    assert table.commit_outcomes(write) is None
+    assert commit_outcomes(table, write) is None
 
 
 def test_a_sharded_class_is_read_as_its_shard_0_with_the_counters_asked_for(table: OperatorTable) -> None:

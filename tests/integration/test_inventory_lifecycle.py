@@ -15,7 +15,6 @@ import pytest
 
 from seat_inventory.dal.items import HOLD_SHARDS, hold_shard
 from seat_inventory.models import (
-    GroupWrite,
     InventoryChangeRefused,
     Outcome,
     RequestType,
@@ -29,6 +28,7 @@ from seat_inventory.models import (
 )
 from seat_tools.operator_commands import OperatorTable
 from tests.integration.conftest import FakeHttpResponse, Stack
+from tests.writes import GroupWrite, commit_outcomes
 
 KEY = SeatKey("e-1", "GA")
 NOW = 1_800_000_000
@@ -88,7 +88,8 @@ def take(table: OperatorTable, *outcomes: ReservationOutcome, limit: int | None 
     for o in outcomes:
         if o.outcome in (Outcome.CONFIRMED, Outcome.HELD) and limit is not None:
             customers[o.customer_id or ""] = customers.get(o.customer_id or "", 0) + (o.quantity or 0)
-    return table.commit_outcomes(
+    return commit_outcomes(
+        table,
         GroupWrite(
             KEY,
             list(outcomes),
@@ -98,7 +99,7 @@ def take(table: OperatorTable, *outcomes: ReservationOutcome, limit: int | None 
             customer_seats=customers,
             now=now,
             **kw,
-        )
+        ),
     )
 
 
@@ -335,7 +336,7 @@ def test_a_throttled_batch_read_is_retryable(stack: Stack) -> None:
         table.read_reservations(["r-1"])
 
 
-# --- commit_transitions: conditional status changes + guarded inventory + counters -------------------
+# --- change_status: conditional status changes + guarded inventory + counters -------------------
 
 
 def transition(table: OperatorTable, reservation_id: str, to: Outcome) -> Transition:
@@ -343,7 +344,7 @@ def transition(table: OperatorTable, reservation_id: str, to: Outcome) -> Transi
 
 
 def commit(table: OperatorTable, *transitions: Transition, now: int = NOW, capacity: int | None = 10):
-    return table.commit_transitions(
+    return table.change_status(
         KEY, list(transitions), now=now, capacity=capacity, release_expires_at=NOW + 77
     )
 

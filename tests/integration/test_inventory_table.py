@@ -9,7 +9,6 @@ from botocore.exceptions import ClientError
 
 from seat_inventory.models import (
     EventAlreadyExists,
-    GroupWrite,
     Outcome,
     ReservationOutcome,
     RetryableError,
@@ -19,6 +18,7 @@ from seat_inventory.models import (
 )
 from seat_tools.operator_commands import OperatorTable
 from tests.integration.conftest import Stack
+from tests.writes import GroupWrite, commit_outcomes
 
 KEY = SeatKey("e-1", "GA")
 
@@ -63,7 +63,7 @@ def test_creating_an_existing_seat_class_is_refused_and_changes_nothing(
     stack: Stack, table: OperatorTable
 ) -> None:
     table.create_seat_class(KEY, 100)
-    table.commit_outcomes(GroupWrite(KEY, [answer("r-1")], seats_taken=2, rejection_expires_at=0))
+    commit_outcomes(table, GroupWrite(KEY, [answer("r-1")], seats_taken=2, rejection_expires_at=0))
 
     with pytest.raises(
         EventAlreadyExists, match=r"already has seat class 'GA' \(capacity 100, available 98\)"
@@ -92,16 +92,17 @@ def test_get_event_does_not_mix_events_with_a_common_prefix(table: OperatorTable
     assert [c.capacity for c in table.get_event("e-1")] == [1]
 
 
-# --- commit_outcomes: guarded decrement + attribute_not_exists records, one transaction ---------
+# --- take: guarded decrement + attribute_not_exists records, one transaction --------------------
 
 
 def test_commit_takes_the_seats_and_records_every_answer(stack: Stack, table: OperatorTable) -> None:
     table.create_seat_class(KEY, 10)
 
-    refused = table.commit_outcomes(
+    refused = commit_outcomes(
+        table,
         GroupWrite(
             KEY, [answer("r-1"), answer("r-2", Outcome.SOLD_OUT)], seats_taken=2, rejection_expires_at=1234
-        )
+        ),
     )
 
     assert refused is None
@@ -117,8 +118,8 @@ def test_too_few_seats_refuses_everything_and_reports_what_is_left(
 ) -> None:
     table.create_seat_class(KEY, 3)
 
-    refused = table.commit_outcomes(
-        GroupWrite(KEY, [answer("r-1"), answer("r-2")], seats_taken=4, rejection_expires_at=0)
+    refused = commit_outcomes(
+        table, GroupWrite(KEY, [answer("r-1"), answer("r-2")], seats_taken=4, rejection_expires_at=0)
     )
 
     assert refused is not None
@@ -130,7 +131,7 @@ def test_too_few_seats_refuses_everything_and_reports_what_is_left(
 
 
 def test_a_missing_inventory_item_is_reported_as_no_item(table: OperatorTable) -> None:
-    refused = table.commit_outcomes(GroupWrite(KEY, [answer("r-1")], seats_taken=2, rejection_expires_at=0))
+    refused = commit_outcomes(table, GroupWrite(KEY, [answer("r-1")], seats_taken=2, rejection_expires_at=0))
 
     assert refused is not None
     assert refused.inventory_refused and refused.inventory is None
@@ -140,10 +141,10 @@ def test_an_existing_record_refuses_the_transaction_and_returns_the_stored_answe
     stack: Stack, table: OperatorTable
 ) -> None:
     table.create_seat_class(KEY, 10)
-    table.commit_outcomes(GroupWrite(KEY, [answer("r-1")], seats_taken=2, rejection_expires_at=0))
+    commit_outcomes(table, GroupWrite(KEY, [answer("r-1")], seats_taken=2, rejection_expires_at=0))
 
-    refused = table.commit_outcomes(
-        GroupWrite(KEY, [answer("r-1"), answer("r-2")], seats_taken=4, rejection_expires_at=0)
+    refused = commit_outcomes(
+        table, GroupWrite(KEY, [answer("r-1"), answer("r-2")], seats_taken=4, rejection_expires_at=0)
     )
 
     assert refused is not None
@@ -154,13 +155,14 @@ def test_an_existing_record_refuses_the_transaction_and_returns_the_stored_answe
 
 
 def test_rejections_alone_do_not_touch_the_inventory(stack: Stack, table: OperatorTable) -> None:
-    refused = table.commit_outcomes(
+    refused = commit_outcomes(
+        table,
         GroupWrite(
             SeatKey("nope", "GA"),
             [answer("r-1", Outcome.UNKNOWN_EVENT)],
             seats_taken=0,
             rejection_expires_at=99,
-        )
+        ),
     )
     assert refused is None
     assert table.get_reservation("r-1") is not None
@@ -178,8 +180,9 @@ def test_rejections_alone_are_one_conditional_put_each_not_a_transaction(stack: 
     stack.faults.calls.clear()
 
     # When a group of rejections only is committed
-    refused = table.commit_outcomes(
-        GroupWrite(KEY, [rejection(f"r-{n}") for n in range(12)], seats_taken=0, rejection_expires_at=99)
+    refused = commit_outcomes(
+        table,
+        GroupWrite(KEY, [rejection(f"r-{n}") for n in range(12)], seats_taken=0, rejection_expires_at=99),
     )
 
     # Then each record is its own PutItem (1 write unit per KB), no transaction, and all are written
@@ -193,14 +196,15 @@ def test_rejections_alone_are_one_conditional_put_each_not_a_transaction(stack: 
 def test_a_rejection_already_recorded_comes_back_with_its_stored_answer_and_the_rest_is_written(
     stack: Stack, table: OperatorTable
 ) -> None:
-    table.commit_outcomes(
-        GroupWrite(KEY, [rejection("r-1", "first")], seats_taken=0, rejection_expires_at=99)
+    commit_outcomes(
+        table, GroupWrite(KEY, [rejection("r-1", "first")], seats_taken=0, rejection_expires_at=99)
     )
 
-    refused = table.commit_outcomes(
+    refused = commit_outcomes(
+        table,
         GroupWrite(
             KEY, [rejection("r-1", "second"), rejection("r-2")], seats_taken=0, rejection_expires_at=99
-        )
+        ),
     )
 
     assert refused is not None and not refused.inventory_refused
@@ -216,13 +220,14 @@ def test_a_transient_fault_on_some_rejections_keeps_the_others_written(stack: St
     )
     table = OperatorTable(stack.faults.session.client("dynamodb"), stack.table_name)
 
-    refused = table.commit_outcomes(
+    refused = commit_outcomes(
+        table,
         GroupWrite(
             KEY,
             [rejection("r-1"), rejection("r-2"), rejection("r-3")],
             seats_taken=0,
             rejection_expires_at=99,
-        )
+        ),
     )
 
     # r-2 is in neither set: it was not written and is to be written again
@@ -230,7 +235,7 @@ def test_a_transient_fault_on_some_rejections_keeps_the_others_written(stack: St
     assert (refused.written, dict(refused.already_recorded)) == ({"r-1", "r-3"}, {})
     assert raw_record(stack, "r-2") == {}
     assert (
-        table.commit_outcomes(GroupWrite(KEY, [rejection("r-2")], seats_taken=0, rejection_expires_at=99))
+        commit_outcomes(table, GroupWrite(KEY, [rejection("r-2")], seats_taken=0, rejection_expires_at=99))
         is None
     )
 
@@ -250,8 +255,9 @@ def test_a_transient_fault_on_every_rejection_raises_the_domain_error(
     table = OperatorTable(stack.faults.session.client("dynamodb"), stack.table_name)
 
     with pytest.raises(raised, match=code):
-        table.commit_outcomes(
-            GroupWrite(KEY, [rejection("r-1"), rejection("r-2")], seats_taken=0, rejection_expires_at=99)
+        commit_outcomes(
+            table,
+            GroupWrite(KEY, [rejection("r-1"), rejection("r-2")], seats_taken=0, rejection_expires_at=99),
         )
 
     assert raw_record(stack, "r-1") == raw_record(stack, "r-2") == {}
@@ -261,8 +267,9 @@ def test_a_request_error_on_a_rejection_is_not_disguised_as_retryable(stack: Sta
     stack.faults.fail("dynamodb.PutItem", "ValidationException")
     table = OperatorTable(stack.faults.session.client("dynamodb"), stack.table_name)
     with pytest.raises(ClientError) as refused:
-        table.commit_outcomes(
-            GroupWrite(KEY, [rejection("r-1"), rejection("r-2")], seats_taken=0, rejection_expires_at=99)
+        commit_outcomes(
+            table,
+            GroupWrite(KEY, [rejection("r-1"), rejection("r-2")], seats_taken=0, rejection_expires_at=99),
         )
     assert not isinstance(refused.value, RetryableError)
 
@@ -281,14 +288,14 @@ def test_a_throttling_code_becomes_throttled(stack: Stack, code: str) -> None:
     stack.faults.fail("dynamodb.TransactWriteItems", code)
     table = OperatorTable(stack.faults.session.client("dynamodb"), stack.table_name)
     with pytest.raises(Throttled, match=code):
-        table.commit_outcomes(GroupWrite(KEY, [answer("r-1")], seats_taken=2, rejection_expires_at=0))
+        commit_outcomes(table, GroupWrite(KEY, [answer("r-1")], seats_taken=2, rejection_expires_at=0))
 
 
 def test_a_service_error_is_retryable_but_not_throttled(stack: Stack) -> None:
     stack.faults.fail("dynamodb.TransactWriteItems", "InternalServerError")
     table = OperatorTable(stack.faults.session.client("dynamodb"), stack.table_name)
     with pytest.raises(RetryableError) as raised:
-        table.commit_outcomes(GroupWrite(KEY, [answer("r-1")], seats_taken=2, rejection_expires_at=0))
+        commit_outcomes(table, GroupWrite(KEY, [answer("r-1")], seats_taken=2, rejection_expires_at=0))
     assert not isinstance(raised.value, (Throttled, TransactionConflict))
 
 
@@ -306,14 +313,14 @@ def test_a_cancellation_for_throttling_becomes_throttled(stack: Stack, reason: s
     stack.faults.session.events.register("before-call.dynamodb.TransactWriteItems", cancelled)
     table = OperatorTable(stack.faults.session.client("dynamodb"), stack.table_name)
     with pytest.raises(Throttled, match=reason):
-        table.commit_outcomes(GroupWrite(KEY, [answer("r-1")], seats_taken=2, rejection_expires_at=0))
+        commit_outcomes(table, GroupWrite(KEY, [answer("r-1")], seats_taken=2, rejection_expires_at=0))
 
 
 def test_a_conflict_code_becomes_a_transaction_conflict(stack: Stack) -> None:
     stack.faults.fail("dynamodb.TransactWriteItems", "TransactionConflictException")
     table = OperatorTable(stack.faults.session.client("dynamodb"), stack.table_name)
     with pytest.raises(TransactionConflict):
-        table.commit_outcomes(GroupWrite(KEY, [answer("r-1")], seats_taken=2, rejection_expires_at=0))
+        commit_outcomes(table, GroupWrite(KEY, [answer("r-1")], seats_taken=2, rejection_expires_at=0))
 
 
 def test_a_cancellation_for_conflict_becomes_a_transaction_conflict(stack: Stack) -> None:
@@ -329,14 +336,14 @@ def test_a_cancellation_for_conflict_becomes_a_transaction_conflict(stack: Stack
     stack.faults.session.events.register("before-call.dynamodb.TransactWriteItems", cancelled)
     table = OperatorTable(stack.faults.session.client("dynamodb"), stack.table_name)
     with pytest.raises(TransactionConflict):
-        table.commit_outcomes(GroupWrite(KEY, [answer("r-1")], seats_taken=2, rejection_expires_at=0))
+        commit_outcomes(table, GroupWrite(KEY, [answer("r-1")], seats_taken=2, rejection_expires_at=0))
 
 
 def test_a_request_error_is_not_disguised_as_retryable(stack: Stack) -> None:
     stack.faults.fail("dynamodb.TransactWriteItems", "ValidationException")
     table = OperatorTable(stack.faults.session.client("dynamodb"), stack.table_name)
     with pytest.raises(ClientError) as raised:
-        table.commit_outcomes(GroupWrite(KEY, [answer("r-1")], seats_taken=2, rejection_expires_at=0))
+        commit_outcomes(table, GroupWrite(KEY, [answer("r-1")], seats_taken=2, rejection_expires_at=0))
     assert not isinstance(raised.value, RetryableError)
 
 

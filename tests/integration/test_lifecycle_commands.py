@@ -8,10 +8,11 @@ import time
 import pytest
 from click.testing import CliRunner, Result
 
-from seat_inventory.models import GroupWrite, Outcome, RequestType, ReservationOutcome, SaleStatus, SeatKey
+from seat_inventory.models import Outcome, RequestType, ReservationOutcome, SaleStatus, SeatKey
 from seat_tools.cli.main import cli
 from seat_tools.operator_commands import OperatorTable
 from tests.integration.conftest import Stack, sqs_event
+from tests.writes import GroupWrite, commit_outcomes
 
 GA = SeatKey("gig-1", "GA")
 VIP = SeatKey("gig-1", "VIP")
@@ -58,7 +59,7 @@ def take(
         hold_expires_at=hold_until,
     )
     assert (
-        table.commit_outcomes(GroupWrite(key, [outcome], seats_taken=quantity, rejection_expires_at=0))
+        commit_outcomes(table, GroupWrite(key, [outcome], seats_taken=quantity, rejection_expires_at=0))
         is None
     )
 

@@ -15,10 +15,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from seat_inventory.dal.seat_rows import SaleRules
-from seat_inventory.logic.seat_map import load_file, row_item_of
+from seat_inventory.logic.seat_map import load_file
 from seat_inventory.models import (
-    GroupWrite,
     Outcome,
     ReservationOutcome,
     SaleStatus,
@@ -27,10 +25,13 @@ from seat_inventory.models import (
     TokenUse,
     Transition,
     UnknownSeatClass,
+    row_item_of,
 )
 from seat_tools.cli.main import cli
 from seat_tools.operator_commands import OperatorTable
+from seat_tools.seat_map_commands import SaleRules
 from tests.integration.conftest import Stack, sqs_event
+from tests.writes import GroupWrite, commit_outcomes
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "seat_maps"
 TABLES = SeatKey("club", "TABLES")
@@ -97,12 +98,12 @@ def test_a_mapped_take_comes_off_its_pool_and_the_record_names_it_and_gives_it_b
     row = table.read_seat_rows(TABLES, ["A-R2#0"])["A-R2#0"]
     assert row.pools == ("hall",) and not row.admission_required
 
-    assert table.commit_outcomes(take("r-1", "A-R2-3", "A-R2-4")) is None
+    assert commit_outcomes(table, take("r-1", "A-R2-3", "A-R2-4")) is None
 
     assert hall(table) == (1, 0, 2) and not free(table, "A-R2-3")
     record = table.read_reservations(["r-1"])["r-1"]
     assert record.pools == ("hall",)
-    refused = table.commit_transitions(
+    refused = table.change_status(
         TABLES, [Transition(record, Outcome.CANCELLED)], now=NOW, capacity=None, release_expires_at=NOW + 1
     )
     assert refused is None and hall(table) == (3, 0, 0) and free(table, "A-R2-3")
@@ -111,7 +112,7 @@ def test_a_mapped_take_comes_off_its_pool_and_the_record_names_it_and_gives_it_b
 def test_a_pool_without_the_seats_refuses_the_whole_take(stack: Stack) -> None:
     table = table_with(stack, hall=1)
 
-    refused = table.commit_outcomes(take("r-1", "A-R2-3", "A-R2-4"))
+    refused = commit_outcomes(table, take("r-1", "A-R2-3", "A-R2-4"))
 
     assert refused is not None and not refused.rows and not refused.inventory_refused
     pool = refused.pools_refused["hall"]
@@ -123,7 +124,7 @@ def test_a_closed_pool_refuses_the_take(stack: Stack) -> None:
     table = table_with(stack)
     table.set_pool_status("club", "hall", SaleStatus.CLOSED)
 
-    refused = table.commit_outcomes(take("r-1", "A-R2-3"))
+    refused = commit_outcomes(table, take("r-1", "A-R2-3"))
 
     assert refused is not None
     pool = refused.pools_refused["hall"]
@@ -134,7 +135,7 @@ def test_a_missing_pool_item_is_reported_as_none(stack: Stack) -> None:
     # The rows name a pool that has no item (created without the CLI's check).
     table = table_with(stack, pools=("ghost",))
 
-    refused = table.commit_outcomes(take("r-1", "A-R2-3", pools=("ghost",)))
+    refused = commit_outcomes(table, take("r-1", "A-R2-3", pools=("ghost",)))
 
     assert refused is not None and refused.pools_refused == {"ghost": None} and free(table, "A-R2-3")
 
@@ -142,7 +143,7 @@ def test_a_missing_pool_item_is_reported_as_none(stack: Stack) -> None:
 def test_the_rows_refuse_a_take_that_assumed_other_pools(stack: Stack) -> None:
     table = table_with(stack)
 
-    refused = table.commit_outcomes(take("r-1", "A-R2-3", pools=()))
+    refused = commit_outcomes(table, take("r-1", "A-R2-3", pools=()))
 
     assert refused is not None and refused.pools_refused == {}
     learned = refused.rows["A-R2#0"]
@@ -153,20 +154,20 @@ def test_the_rows_refuse_a_take_that_assumed_other_pools(stack: Stack) -> None:
 def test_a_token_is_spent_with_the_mapped_seats_once(stack: Stack) -> None:
     table = table_with(stack, pools=(), required=True)
 
-    assert table.commit_outcomes(take("r-1", "A-R2-3", pools=(), required=True, token="t-1")) is None
-    replay = table.commit_outcomes(take("r-2", "A-R2-4", pools=(), required=True, token="t-1"))
+    assert commit_outcomes(table, take("r-1", "A-R2-3", pools=(), required=True, token="t-1")) is None
+    replay = commit_outcomes(table, take("r-2", "A-R2-4", pools=(), required=True, token="t-1"))
 
     assert replay is not None and replay.tokens_used == {"t-1": "r-1"} and not replay.rows
     assert free(table, "A-R2-4")
     # The same reservation again (a redelivery) is no replay: its record answers it.
-    again = table.commit_outcomes(take("r-1", "A-R2-3", pools=(), required=True, token="t-1"))
+    again = commit_outcomes(table, take("r-1", "A-R2-3", pools=(), required=True, token="t-1"))
     assert again is not None and set(again.already_recorded) == {"r-1"} and again.tokens_used == {}
 
 
 def test_the_rows_refuse_a_take_that_assumed_no_token_was_required(stack: Stack) -> None:
     table = table_with(stack, pools=(), required=True)
 
-    refused = table.commit_outcomes(take("r-1", "A-R2-3", pools=()))
+    refused = commit_outcomes(table, take("r-1", "A-R2-3", pools=()))
 
     assert refused is not None
     learned = refused.rows["A-R2#0"]
@@ -261,8 +262,8 @@ def test_a_mapped_take_moves_seats_into_pool_item_0_from_donors(stack: Stack) ->
     write = take("r-1", "A-R2-1", "A-R2-2", "A-R2-3")
     moved = GroupWrite(**{**_fields(write), "pool_moves": {"hall": {1: 1}}})
 
-    assert table.commit_outcomes(write) is not None  # item 0 alone has 2 of the 3
-    assert table.commit_outcomes(moved) is None
+    assert commit_outcomes(table, write) is not None  # item 0 alone has 2 of the 3
+    assert commit_outcomes(table, moved) is None
 
     assert item_seats(table) == {0: 0, 1: 1, 2: 2, 3: 2}
     whole = table.read_pools("club", ["hall"])["hall"]
@@ -276,9 +277,9 @@ def test_a_donor_without_the_seats_or_missing_refuses_the_mapped_take(stack: Sta
     short = GroupWrite(**{**_fields(write), "pool_moves": {"hall": {1: 3}}})
     missing = GroupWrite(**{**_fields(write), "pool_moves": {"hall": {7: 3}}})
 
-    refused = table.commit_outcomes(short)
+    refused = commit_outcomes(table, short)
     assert refused is not None and set(refused.pools_refused) == {"hall"}
-    refused = table.commit_outcomes(missing)
+    refused = commit_outcomes(table, missing)
     assert refused is not None and set(refused.pools_refused) == {"hall"}
     assert item_seats(table) == {0: 2, 1: 2, 2: 2, 3: 2} and free(table, "A-R2-1")
 
@@ -327,7 +328,7 @@ def test_an_orders_mapped_and_counted_lines_take_their_shared_pool_once_with_the
     table.create_seat_class(SeatKey("club", "GA"), 5, pools=["hall"])
     mapped = take("o-1", "A-R2-3", "A-R2-4", required=True, token="t-1")
 
-    assert table.commit_outcomes([mapped, counted_take(2)]) is None
+    assert commit_outcomes(table, [mapped, counted_take(2)]) is None
 
     assert hall(table) == (1, 0, 4) and not free(table, "A-R2-3")
     stored = stack.dynamodb.get_item(
@@ -341,12 +342,12 @@ def test_an_order_is_refused_whole_by_its_pool_by_a_replayed_token_and_by_a_miss
 ) -> None:
     table = table_with(stack, hall=3, required=True)
     table.create_seat_class(SeatKey("club", "GA"), 5, pools=["hall"])
-    table.commit_outcomes(take("o-0", "B-R1-1", required=True, token="t-1"))
+    commit_outcomes(table, take("o-0", "B-R1-1", required=True, token="t-1"))
 
-    short = table.commit_outcomes(
-        [take("o-1", "A-R2-3", "A-R2-4", required=True, token="t-2"), counted_take(1)]
+    short = commit_outcomes(
+        table, [take("o-1", "A-R2-3", "A-R2-4", required=True, token="t-2"), counted_take(1)]
     )
-    replay = table.commit_outcomes([take("o-2", "A-R2-3", required=True, token="t-1"), counted_take(1)])
+    replay = commit_outcomes(table, [take("o-2", "A-R2-3", required=True, token="t-1"), counted_take(1)])
 
     assert short is not None and set(short.pools_refused) == {"hall"}
     assert replay is not None and replay.tokens_used == {"t-1": "o-0"}
@@ -358,7 +359,7 @@ def test_an_order_whose_mapped_line_names_a_missing_pool_reports_it_as_none(stac
     table = table_with(stack, pools=("ghost",))
     table.create_seat_class(SeatKey("club", "GA"), 5, pools=["hall"])
 
-    refused = table.commit_outcomes([take("o-1", "A-R2-3", pools=("ghost",)), counted_take(1)])
+    refused = commit_outcomes(table, [take("o-1", "A-R2-3", pools=("ghost",)), counted_take(1)])
 
     assert refused is not None and refused.pools_refused == {"ghost": None} and free(table, "A-R2-3")
 

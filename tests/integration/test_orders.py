@@ -1,6 +1,6 @@
 """Multi-line orders on moto (docs/guides/orders.md): every new DynamoDB expression path of the order's
-one transaction (`commit_outcomes` of several writes: success, each kind of condition failed,
-an item missing) and of its status changes (`commit_transitions` over every line), and the
+one transaction (`take` of several parts: success, each kind of condition failed,
+an item missing) and of its status changes (`change_status` over every line), and the
 handler end to end."""
 
 from __future__ import annotations
@@ -10,12 +10,10 @@ import json
 
 import pytest
 
-from seat_inventory.dal.seat_rows import SaleRules
 from seat_inventory.logic.inventory_hints import InventoryHints
 from seat_inventory.logic.seat_map import load_json
 from seat_inventory.logic.sweep_holds import release_expired_holds
 from seat_inventory.models import (
-    GroupWrite,
     OrderLine,
     Outcome,
     ReservationOutcome,
@@ -27,8 +25,10 @@ from seat_inventory.models import (
     pool_ref,
 )
 from seat_tools.operator_commands import OperatorTable
+from seat_tools.seat_map_commands import SaleRules
 from tests.fakes import FakeClock, RecordingPublisher
 from tests.integration.conftest import Stack, sqs_event
+from tests.writes import GroupWrite, commit_outcomes
 
 SAT = SeatKey("e-1", "SAT")
 PASS = SeatKey("e-1", "PASS")
@@ -105,7 +105,7 @@ UNTOUCHED = {"SAT": (4, 0, 0), "PASS": (4, 0, 0), "PARKING": (5, 0, 0), "weekend
 
 
 def test_an_order_takes_every_line_and_a_shared_pool_once_and_records_its_lines(table: OperatorTable) -> None:
-    assert table.commit_outcomes(order("o-1", [(SAT, 2), (PASS, 1), (PARKING, 2)])) is None
+    assert commit_outcomes(table, order("o-1", [(SAT, 2), (PASS, 1), (PARKING, 2)])) is None
 
     assert seats(table) == {"SAT": (2, 0, 2), "PASS": (3, 0, 1), "PARKING": (3, 0, 2), "weekend": (3, 0, 3)}
     record = table.get_reservation_record("o-1")
@@ -118,7 +118,7 @@ def test_an_order_takes_every_line_and_a_shared_pool_once_and_records_its_lines(
 
 
 def test_a_line_without_seats_refuses_the_order_and_nothing_is_written(table: OperatorTable) -> None:
-    refused = table.commit_outcomes(order("o-1", [(SAT, 2), (PARKING, 1), (PASS, 5)]))
+    refused = commit_outcomes(table, order("o-1", [(SAT, 2), (PARKING, 1), (PASS, 5)]))
 
     assert refused is not None and refused.inventory_refused
     assert refused.parts[0] is None and refused.parts[1] is None
@@ -129,7 +129,7 @@ def test_a_line_without_seats_refuses_the_order_and_nothing_is_written(table: Op
 
 def test_a_pool_that_the_lines_pass_together_refuses_the_order(table: OperatorTable) -> None:
     # Each line fits its class and the pool alone (4 + 3 > 6 together)
-    refused = table.commit_outcomes(order("o-1", [(SAT, 4), (PASS, 3)]))
+    refused = commit_outcomes(table, order("o-1", [(SAT, 4), (PASS, 3)]))
 
     assert refused is not None and not refused.inventory_refused
     pool = refused.pools_refused["weekend"]
@@ -138,8 +138,8 @@ def test_a_pool_that_the_lines_pass_together_refuses_the_order(table: OperatorTa
 
 
 def test_a_counter_over_the_limit_is_reported_for_its_line(table: OperatorTable) -> None:
-    assert table.commit_outcomes(order("o-1", [(PARKING, 2)])) is None
-    refused = table.commit_outcomes(order("o-2", [(SAT, 1), (PARKING, 2)]))
+    assert commit_outcomes(table, order("o-1", [(PARKING, 2)])) is None
+    refused = commit_outcomes(table, order("o-2", [(SAT, 1), (PARKING, 2)]))
 
     assert refused is not None and refused.parts[0] is None
     part = refused.parts[1]
@@ -149,10 +149,10 @@ def test_a_counter_over_the_limit_is_reported_for_its_line(table: OperatorTable)
 
 def test_a_spent_token_and_an_existing_record_are_reported(table: OperatorTable) -> None:
     use = TokenUse("t-1", "o-1", NOW + 600)
-    assert table.commit_outcomes(order("o-1", [(SAT, 1), (PARKING, 1)], token_uses=[use])) is None
+    assert commit_outcomes(table, order("o-1", [(SAT, 1), (PARKING, 1)], token_uses=[use])) is None
 
-    replay = table.commit_outcomes(order("o-2", [(SAT, 1)], token_uses=[TokenUse("t-1", "o-2", NOW + 600)]))
-    again = table.commit_outcomes(order("o-1", [(SAT, 1), (PARKING, 1)], token_uses=[use]))
+    replay = commit_outcomes(table, order("o-2", [(SAT, 1)], token_uses=[TokenUse("t-1", "o-2", NOW + 600)]))
+    again = commit_outcomes(table, order("o-1", [(SAT, 1), (PARKING, 1)], token_uses=[use]))
 
     assert replay is not None and replay.tokens_used == {"t-1": "o-1"}
     assert again is not None and set(again.already_recorded) == {"o-1"}
@@ -160,7 +160,7 @@ def test_a_spent_token_and_an_existing_record_are_reported(table: OperatorTable)
 
 
 def test_a_line_whose_class_item_is_missing_refuses_the_order(table: OperatorTable) -> None:
-    refused = table.commit_outcomes(order("o-1", [(SAT, 1), (SeatKey("e-1", "VIP"), 1)]))
+    refused = commit_outcomes(table, order("o-1", [(SAT, 1), (SeatKey("e-1", "VIP"), 1)]))
 
     assert refused is not None and refused.inventory_refused and refused.inventory is None
     part = refused.parts[1]
@@ -181,13 +181,13 @@ def test_a_sharded_line_takes_from_its_shard_with_seats_moved_in_and_gives_them_
         lines=(*(writes[0].outcomes[0].lines or ()), OrderLine("FLOOR", 4, shard=1)),
     )
     line = GroupWrite(floor, [], 4, 0, now=NOW, shard=1, moves={0: 1}, order_line_held=False)
-    assert table.commit_outcomes([dataclasses.replace(writes[0], outcomes=[answer]), line]) is None
+    assert commit_outcomes(table, [dataclasses.replace(writes[0], outcomes=[answer]), line]) is None
     shards = {s.shard: (s.capacity, s.available, s.sold) for s in table.read_inventory(floor).shard_seats()}  # type: ignore[union-attr]
     assert shards == {0: (2, 2, 0), 1: (4, 0, 4)}
 
     # When a donor has fewer seats than the move asks, nothing is written
     short = GroupWrite(floor, [], 3, 0, now=NOW, shard=1, moves={0: 3}, order_line_held=False)
-    refused = table.commit_outcomes([*order("o-2", [(SAT, 1)]), short])
+    refused = commit_outcomes(table, [*order("o-2", [(SAT, 1)]), short])
     assert refused is not None and refused.parts[1] is not None and refused.parts[1].inventory_refused
     assert seats(table)["SAT"] == (3, 0, 1)
 
@@ -199,7 +199,7 @@ def test_a_sharded_line_takes_from_its_shard_with_seats_moved_in_and_gives_them_
 
 def test_writes_of_one_class_twice_are_refused_before_any_call(table: OperatorTable) -> None:
     with pytest.raises(ValueError, match="distinct classes of one event"):
-        table.commit_outcomes(order("o-1", [(SAT, 1), (SAT, 1)]))
+        commit_outcomes(table, order("o-1", [(SAT, 1), (SAT, 1)]))
 
 
 # --- lines on a sharded pool (docs/guides/pools.md): each on the item its class shard routes to ---------
@@ -262,7 +262,7 @@ def test_an_order_line_takes_from_pool_item_n_names_it_and_gets_its_seats_back_t
     hall: OperatorTable,
 ) -> None:
     # STALLS on class shard 3 takes from hall item 3, CIRCLE from item 0
-    assert hall.commit_outcomes(hall_order("o-1", (2, 3, {}), (1, {}), Outcome.HELD)) is None
+    assert commit_outcomes(hall, hall_order("o-1", (2, 3, {}), (1, {}), Outcome.HELD)) is None
 
     assert hall_items(hall) == [(2, 1, 1, 0), (2, 2, 0, 0), (2, 2, 0, 0), (2, 0, 2, 0)]
     record = hall.get_reservation_record("o-1")
@@ -281,7 +281,7 @@ def test_a_pool_item_without_room_refuses_the_order_and_hands_back_that_item_alo
     hall: OperatorTable,
 ) -> None:
     # STALLS on class shard 1 wants 3 of hall item 1's 2 (the hall has 8)
-    refused = hall.commit_outcomes(hall_order("o-1", (3, 1, {}), (1, {})))
+    refused = commit_outcomes(hall, hall_order("o-1", (3, 1, {}), (1, {})))
 
     assert refused is not None and not refused.inventory_refused
     item = refused.pools_refused["hall"]
@@ -291,13 +291,13 @@ def test_a_pool_item_without_room_refuses_the_order_and_hands_back_that_item_alo
 
 def test_lines_on_one_pool_item_are_guarded_on_their_sum_and_take_seats_moved_in(hall: OperatorTable) -> None:
     # Two lines on item 0 (STALLS on class shard 0): 2 + 1 seats, each fits item 0 alone
-    refused = hall.commit_outcomes(hall_order("o-1", (2, 0, {}), (1, {})))
+    refused = commit_outcomes(hall, hall_order("o-1", (2, 0, {}), (1, {})))
     assert refused is not None and refused.pools_refused["hall"] is not None
     assert refused.pools_refused["hall"].shard == 0  # type: ignore[union-attr]
     assert hall_items(hall) == [(2, 2, 0, 0)] * 4
 
     # With seats moved into item 0 from items 1 (2) and 2 (1), both lines are taken in one update
-    assert hall.commit_outcomes(hall_order("o-1", (2, 0, {1: 2}), (3, {2: 1}))) is None
+    assert commit_outcomes(hall, hall_order("o-1", (2, 0, {1: 2}), (3, {2: 1}))) is None
     assert hall_items(hall) == [(5, 0, 0, 5), (0, 0, 0, 0), (1, 1, 0, 0), (2, 2, 0, 0)]
 
 
@@ -305,13 +305,13 @@ def test_a_line_s_pool_item_takes_and_gives_seats_to_another_line_s_item_in_one_
     hall: OperatorTable,
 ) -> None:
     # Item 1 (STALLS on class shard 1) takes 2 and gives 1 to item 0: it needs 3, it has 2
-    refused = hall.commit_outcomes(hall_order("o-1", (2, 1, {}), (3, {1: 1})))
+    refused = commit_outcomes(hall, hall_order("o-1", (2, 1, {}), (3, {1: 1})))
     assert refused is not None
     assert refused.pools_refused["hall"] is not None and refused.pools_refused["hall"].shard == 1  # type: ignore[union-attr]
     assert hall_items(hall) == [(2, 2, 0, 0)] * 4
 
     # Item 1 takes 1 and gives 1: item 0 takes 3 with it
-    assert hall.commit_outcomes(hall_order("o-1", (1, 1, {}), (3, {1: 1}))) is None
+    assert commit_outcomes(hall, hall_order("o-1", (1, 1, {}), (3, {1: 1}))) is None
     assert hall_items(hall) == [(3, 0, 0, 3), (1, 0, 0, 1), (2, 2, 0, 0), (2, 2, 0, 0)]
     assert transition(hall, "o-1", Outcome.CANCELLED) is None
     assert hall_items(hall) == [(3, 3, 0, 0), (1, 1, 0, 0), (2, 2, 0, 0), (2, 2, 0, 0)]
@@ -320,12 +320,12 @@ def test_a_line_s_pool_item_takes_and_gives_seats_to_another_line_s_item_in_one_
 def test_a_missing_pool_item_refuses_an_order_line_and_its_give_back(
     stack: Stack, hall: OperatorTable
 ) -> None:
-    assert hall.commit_outcomes(hall_order("o-1", (1, 3, {}), (1, {}))) is None
+    assert commit_outcomes(hall, hall_order("o-1", (1, 3, {}), (1, {}))) is None
     stack.dynamodb.delete_item(
         TableName=stack.table_name, Key={"pk": {"S": "EVENT#e-1#SHARD#3"}, "sk": {"S": "POOL#hall"}}
     )
 
-    refused = hall.commit_outcomes(hall_order("o-2", (1, 3, {}), (1, {})))
+    refused = commit_outcomes(hall, hall_order("o-2", (1, 3, {}), (1, {})))
     assert refused is not None and refused.pools_refused == {"hall": None}
     given_back = transition(hall, "o-1", Outcome.CANCELLED)
     assert given_back is not None and given_back.pools_refused == frozenset({"hall#3"})
@@ -375,13 +375,13 @@ def floor_row(table: OperatorTable):
 
 def test_a_mapped_line_takes_its_seats_with_the_counted_lines_or_nothing(table: OperatorTable) -> None:
     table.create_seat_map("e-1", FLOOR_MAP, SaleRules())
-    assert table.commit_outcomes(mapped_order("o-1", (2, 3), Outcome.HELD)) is None
+    assert commit_outcomes(table, mapped_order("o-1", (2, 3), Outcome.HELD)) is None
     row = floor_row(table)
     assert (row.states, row.available, row.held) == ({2: SeatState.HELD, 3: SeatState.HELD}, 4, 2)
     assert seats(table)["SAT"] == (3, 1, 0)
 
     # Condition failed: a seat of the mapped line is taken: the row comes back, nothing is written
-    refused = table.commit_outcomes(mapped_order("o-2", (3, 4)))
+    refused = commit_outcomes(table, mapped_order("o-2", (3, 4)))
     assert refused is not None and refused.parts[0] is None
     part = refused.parts[1]
     assert part is not None and part.rows["F-R1#0"] is not None and 3 in part.rows["F-R1#0"].states  # type: ignore[union-attr]
@@ -396,7 +396,7 @@ def test_a_mapped_line_takes_its_seats_with_the_counted_lines_or_nothing(table: 
 
 
 def test_a_mapped_line_whose_row_item_is_missing_refuses_the_order(table: OperatorTable) -> None:
-    refused = table.commit_outcomes(mapped_order("o-1", (1,)))
+    refused = commit_outcomes(table, mapped_order("o-1", (1,)))
     assert refused is not None and refused.parts[1] is not None
     assert refused.parts[1].rows == {"F-R1#0": None}
     assert seats(table) == UNTOUCHED
@@ -406,7 +406,7 @@ def test_a_change_whose_mapped_seats_are_not_as_recorded_is_an_inconsistency(
     stack: Stack, table: OperatorTable
 ) -> None:
     table.create_seat_map("e-1", FLOOR_MAP, SaleRules())
-    table.commit_outcomes(mapped_order("o-1", (5,)))
+    commit_outcomes(table, mapped_order("o-1", (5,)))
     stack.dynamodb.update_item(
         TableName=stack.table_name,
         Key={"pk": {"S": "SEATROW#e-1#FLOOR#F"}, "sk": {"S": "ROW#F-R1#0"}},
@@ -423,13 +423,11 @@ def test_a_change_whose_mapped_seats_are_not_as_recorded_is_an_inconsistency(
 def transition(table: OperatorTable, rid: str, to: Outcome):
     record = table.get_reservation_record(rid)
     assert record is not None
-    return table.commit_transitions(
-        SAT, [Transition(record, to)], now=NOW, capacity=4, release_expires_at=NOW + 1
-    )
+    return table.change_status(SAT, [Transition(record, to)], now=NOW, capacity=4, release_expires_at=NOW + 1)
 
 
 def test_confirm_then_cancel_move_every_line_its_pool_and_its_counter(table: OperatorTable) -> None:
-    table.commit_outcomes(order("o-1", [(SAT, 2), (PASS, 1), (PARKING, 2)], Outcome.HELD))
+    commit_outcomes(table, order("o-1", [(SAT, 2), (PASS, 1), (PARKING, 2)], Outcome.HELD))
     assert seats(table) == {"SAT": (2, 2, 0), "PASS": (3, 1, 0), "PARKING": (3, 2, 0), "weekend": (3, 3, 0)}
 
     assert transition(table, "o-1", Outcome.CONFIRMED) is None
@@ -438,15 +436,15 @@ def test_confirm_then_cancel_move_every_line_its_pool_and_its_counter(table: Ope
     assert transition(table, "o-1", Outcome.CANCELLED) is None
     assert seats(table) == UNTOUCHED
     # The parking counter went back with its line: the customer may take 3 again.
-    assert table.commit_outcomes(order("o-2", [(PARKING, 3)])) is None
+    assert commit_outcomes(table, order("o-2", [(PARKING, 3)])) is None
 
 
 def test_a_change_of_an_order_already_changed_is_refused_and_moves_nothing(table: OperatorTable) -> None:
-    table.commit_outcomes(order("o-1", [(SAT, 2), (PARKING, 1)], Outcome.HELD))
+    commit_outcomes(table, order("o-1", [(SAT, 2), (PARKING, 1)], Outcome.HELD))
     stale = table.get_reservation_record("o-1")
     assert stale is not None and transition(table, "o-1", Outcome.CANCELLED) is None
 
-    refused = table.commit_transitions(
+    refused = table.change_status(
         SAT, [Transition(stale, Outcome.CONFIRMED)], now=NOW, capacity=4, release_expires_at=NOW + 1
     )
 
@@ -455,7 +453,7 @@ def test_a_change_of_an_order_already_changed_is_refused_and_moves_nothing(table
 
 
 def test_a_change_whose_line_item_is_missing_is_refused(stack: Stack, table: OperatorTable) -> None:
-    table.commit_outcomes(order("o-1", [(SAT, 1), (PARKING, 1)]))
+    commit_outcomes(table, order("o-1", [(SAT, 1), (PARKING, 1)]))
     stack.dynamodb.delete_item(
         TableName=stack.table_name, Key={"pk": {"S": "EVENT#e-1"}, "sk": {"S": "CLASS#PARKING"}}
     )
@@ -467,7 +465,7 @@ def test_a_change_whose_line_item_is_missing_is_refused(stack: Stack, table: Ope
 
 
 def test_the_sweeper_finds_a_held_order_in_the_index_and_releases_it_whole_once(table: OperatorTable) -> None:
-    table.commit_outcomes(order("o-1", [(SAT, 2), (PASS, 1), (PARKING, 1)], Outcome.HELD))
+    commit_outcomes(table, order("o-1", [(SAT, 2), (PASS, 1), (PARKING, 1)], Outcome.HELD))
     clock = FakeClock(time=NOW + 601)
     publisher = RecordingPublisher()
     for _ in range(2):

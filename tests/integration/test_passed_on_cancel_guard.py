@@ -61,7 +61,7 @@ def test_a_transfer_between_the_cancels_read_and_write_refuses_the_cancel(
 ) -> None:
     """The record is read without the attribute; the transfer commits; the cancel's condition then
     fails and the refusal is decided from ALL_OLD: the seats stay sold."""
-    from seat_inventory.dal.transitions import Transitions
+    from seat_inventory.dal.writes import Writes as Transitions
 
     original = Transitions.read_reservations
     calls = []

@@ -11,7 +11,6 @@ from click.testing import CliRunner
 
 from seat_inventory.models import (
     EventAlreadyExists,
-    GroupWrite,
     InventoryChangeRefused,
     Outcome,
     ReservationOutcome,
@@ -22,6 +21,7 @@ from seat_inventory.models import (
 from seat_tools.cli.main import cli
 from seat_tools.operator_commands import OperatorTable
 from tests.integration.conftest import Stack, sqs_event
+from tests.writes import GroupWrite, commit_outcomes
 
 SAT = SeatKey("e-1", "SAT")
 PASS = SeatKey("e-1", "PASS")
@@ -73,8 +73,8 @@ def counts(table: OperatorTable, pool: str = "weekend") -> tuple[int, int, int]:
 
 
 def test_a_take_comes_off_the_class_and_its_pool_and_the_record_names_the_pool(table: OperatorTable) -> None:
-    assert table.commit_outcomes(take("r-1", SAT, 3)) is None
-    assert table.commit_outcomes(take("r-2", PASS, 1, outcome=Outcome.HELD)) is None
+    assert commit_outcomes(table, take("r-1", SAT, 3)) is None
+    assert commit_outcomes(table, take("r-2", PASS, 1, outcome=Outcome.HELD)) is None
 
     assert counts(table) == (1, 1, 3)
     [sat, pass_] = sorted(table.get_event("e-1"), key=lambda c: c.seat_class != "SAT")
@@ -84,9 +84,9 @@ def test_a_take_comes_off_the_class_and_its_pool_and_the_record_names_the_pool(t
 
 
 def test_a_pool_without_room_refuses_the_whole_write_and_hands_itself_back(table: OperatorTable) -> None:
-    table.commit_outcomes(take("r-1", SAT, 4))
+    commit_outcomes(table, take("r-1", SAT, 4))
 
-    refused = table.commit_outcomes(take("r-2", PASS, 2))
+    refused = commit_outcomes(table, take("r-2", PASS, 2))
 
     assert refused is not None and not refused.inventory_refused
     pool = refused.pools_refused["weekend"]
@@ -99,7 +99,7 @@ def test_a_pool_without_room_refuses_the_whole_write_and_hands_itself_back(table
 
 def test_a_closed_pool_refuses_and_says_so(table: OperatorTable) -> None:
     table.set_pool_status("e-1", "weekend", SaleStatus.CLOSED)
-    refused = table.commit_outcomes(take("r-1", SAT, 1))
+    refused = commit_outcomes(table, take("r-1", SAT, 1))
     assert refused is not None
     pool = refused.pools_refused["weekend"]
     assert pool is not None and pool.sale_status is SaleStatus.CLOSED
@@ -114,13 +114,13 @@ def test_a_missing_pool_item_refuses_and_is_reported_as_none(stack: Stack, table
         UpdateExpression="SET pool_names = :p",
         ExpressionAttributeValues={":p": {"S": "sunday"}},
     )
-    refused = table.commit_outcomes(take("r-1", sunday, 1, pools=("sunday",)))
+    refused = commit_outcomes(table, take("r-1", sunday, 1, pools=("sunday",)))
     assert refused is not None and refused.pools_refused == {"sunday": None}
     assert not refused.inventory_refused
 
 
 def test_the_class_guard_checks_the_pools_the_planner_assumed(table: OperatorTable) -> None:
-    refused = table.commit_outcomes(take("r-1", SAT, 1, pools=()))
+    refused = commit_outcomes(table, take("r-1", SAT, 1, pools=()))
     assert refused is not None and refused.inventory_refused
     assert refused.inventory is not None and refused.inventory.pools == ("weekend",)
     assert counts(table) == (5, 0, 0)
@@ -130,16 +130,16 @@ def test_the_class_guard_checks_the_pools_the_planner_assumed(table: OperatorTab
 
 
 def test_confirm_and_cancel_move_the_pool_with_the_class(table: OperatorTable) -> None:
-    table.commit_outcomes(take("r-1", SAT, 2, outcome=Outcome.HELD))
-    table.commit_outcomes(take("r-2", PASS, 1))
+    commit_outcomes(table, take("r-1", SAT, 2, outcome=Outcome.HELD))
+    commit_outcomes(table, take("r-2", PASS, 1))
     held = table.get_reservation_record("r-1")
     sold = table.get_reservation_record("r-2")
     assert held is not None and sold is not None
 
-    confirmed = table.commit_transitions(
+    confirmed = table.change_status(
         SAT, [Transition(held, Outcome.CONFIRMED)], now=NOW, capacity=4, release_expires_at=NOW + 1
     )
-    cancelled = table.commit_transitions(
+    cancelled = table.change_status(
         PASS, [Transition(sold, Outcome.CANCELLED)], now=NOW, capacity=4, release_expires_at=NOW + 1
     )
 
@@ -148,7 +148,7 @@ def test_confirm_and_cancel_move_the_pool_with_the_class(table: OperatorTable) -
 
 
 def test_a_pool_that_cannot_give_back_refuses_the_status_change(stack: Stack, table: OperatorTable) -> None:
-    table.commit_outcomes(take("r-1", SAT, 2))
+    commit_outcomes(table, take("r-1", SAT, 2))
     record = table.get_reservation_record("r-1")
     assert record is not None
     # An inconsistent pool (fewer sold than the record's seats): its guard fails.
@@ -158,7 +158,7 @@ def test_a_pool_that_cannot_give_back_refuses_the_status_change(stack: Stack, ta
         UpdateExpression="SET sold = :one",
         ExpressionAttributeValues={":one": {"N": "1"}},
     )
-    refused = table.commit_transitions(
+    refused = table.change_status(
         SAT, [Transition(record, Outcome.CANCELLED)], now=NOW, capacity=4, release_expires_at=NOW + 1
     )
     assert refused is not None and refused.pools_refused == frozenset({"weekend"})
@@ -168,7 +168,7 @@ def test_a_pool_that_cannot_give_back_refuses_the_status_change(stack: Stack, ta
     stack.dynamodb.delete_item(
         TableName=stack.table_name, Key={"pk": {"S": "EVENT#e-1"}, "sk": {"S": "POOL#weekend"}}
     )
-    refused = table.commit_transitions(
+    refused = table.change_status(
         SAT, [Transition(record, Outcome.CANCELLED)], now=NOW, capacity=4, release_expires_at=NOW + 1
     )
     assert refused is not None and refused.pools_refused == frozenset({"weekend"})
@@ -186,7 +186,7 @@ def test_pool_commands_happen_once_per_operation(table: OperatorTable) -> None:
     table.change_pool_capacity("e-1", "weekend", 3, operation_id="op-add")
     table.change_pool_capacity("e-1", "weekend", 3, operation_id="op-add")  # the same operation again
     assert counts(table) == (8, 0, 0)
-    table.commit_outcomes(take("r-1", SAT, 4))
+    commit_outcomes(table, take("r-1", SAT, 4))
     with pytest.raises(InventoryChangeRefused, match="has 4 available"):
         table.change_pool_capacity("e-1", "weekend", -5)
     assert table.change_pool_capacity("e-1", "weekend", -4).capacity == 4
@@ -260,7 +260,7 @@ def test_cli_pool_create_class_with_pools_show_and_close(
 def test_a_read_of_the_class_brings_its_pools_and_leaves_a_missing_one_out(
     stack: Stack, table: OperatorTable
 ) -> None:
-    table.commit_outcomes(take("r-1", SAT, 3))
+    commit_outcomes(table, take("r-1", SAT, 3))
     read = table.read_inventory(SAT)
     alone = table.read_inventory(SAT, whole=False)  # a class of one item: the same, whole
     assert read is not None and alone is not None
@@ -286,7 +286,7 @@ def test_the_sweeper_gives_an_expired_holds_seats_back_to_its_pool_once(table: O
     from seat_inventory.logic.sweep_holds import release_expired_holds
     from tests.fakes import FakeClock, RecordingPublisher
 
-    table.commit_outcomes(take("r-1", SAT, 2, outcome=Outcome.HELD))
+    commit_outcomes(table, take("r-1", SAT, 2, outcome=Outcome.HELD))
     assert counts(table) == (3, 2, 0)
     clock = FakeClock(time=NOW + 601)
     publisher = RecordingPublisher()

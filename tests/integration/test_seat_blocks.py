@@ -10,10 +10,9 @@ from typing import Any
 import pytest
 from botocore.exceptions import ReadTimeoutError
 
-from seat_inventory.dal.seat_rows import SaleRules, row_key
+from seat_inventory.dal.items import row_key
 from seat_inventory.logic.seat_map import load_json
 from seat_inventory.models import (
-    GroupWrite,
     InventoryChangeRefused,
     Outcome,
     ReservationOutcome,
@@ -21,7 +20,9 @@ from seat_inventory.models import (
     UnknownSeatClass,
 )
 from seat_tools.operator_commands import OperatorTable
+from seat_tools.seat_map_commands import SaleRules
 from tests.integration.conftest import Stack
+from tests.writes import GroupWrite, commit_outcomes
 
 KEY = SeatKey("e-1", "A")
 MAP = load_json(
@@ -85,7 +86,7 @@ def sell(table: OperatorTable, rid: str, row: str, positions: tuple[int, ...], h
         now=1_800_000_000,
         rows={row: positions},
     )
-    assert table.commit_outcomes(write) is None
+    assert commit_outcomes(table, write) is None
 
 
 def test_block_success_takes_free_seats_out_of_sale_on_every_row_item(table: OperatorTable) -> None:
@@ -98,7 +99,8 @@ def test_block_success_takes_free_seats_out_of_sale_on_every_row_item(table: Ope
     assert available(table) == {"S-R1#0": 4, "S-R2#0": 2}
     assert {row_id: row.available for row_id, row in rows.items()} == {"S-R1#0": 4, "S-R2#0": 2}
     # And a take of a blocked seat is refused by the take's own guard
-    refused = table.commit_outcomes(
+    refused = commit_outcomes(
+        table,
         GroupWrite(
             key=KEY,
             outcomes=[
@@ -120,7 +122,7 @@ def test_block_success_takes_free_seats_out_of_sale_on_every_row_item(table: Ope
             customer_seats={},
             now=1_800_000_000,
             rows={"S-R1#0": (2,)},
-        )
+        ),
     )
     assert refused is not None and refused.inventory_refused
 

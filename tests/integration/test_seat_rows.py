@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from seat_inventory.dal.seat_rows import CLAIM_KEPT_SECONDS, SaleRules, claim_key, row_key
+from seat_inventory.dal.items import claim_key, row_key
+from seat_inventory.dal.seat_rows import CLAIM_KEPT_SECONDS
 from seat_inventory.logic.seat_map import load_file, load_json
 from seat_inventory.models import (
     EventAlreadyExists,
-    GroupWrite,
     Outcome,
     ReservationOutcome,
     ReservationRecord,
@@ -25,7 +25,9 @@ from seat_inventory.models import (
     Transition,
 )
 from seat_tools.operator_commands import OperatorTable
+from seat_tools.seat_map_commands import SaleRules
 from tests.integration.conftest import FakeHttpResponse, Stack, sqs_event
+from tests.writes import GroupWrite, commit_outcomes
 
 KEY = SeatKey("e-1", "A")
 MAP = load_json(
@@ -100,28 +102,28 @@ def test_the_theatre_map_is_stored_compressed(stack: Stack) -> None:
 
 
 def test_take_success_condition_failed_and_item_missing(table: OperatorTable) -> None:
-    assert table.commit_outcomes(take("r-1", (2, 3))) is None
+    assert commit_outcomes(table, take("r-1", (2, 3))) is None
     row = table.read_seat_rows(KEY, ["S-R1#0"])["S-R1#0"]
     assert row.states == {2: SeatState.SOLD, 3: SeatState.SOLD, 6: SeatState.BLOCKED}
     assert (row.available, row.held, row.sold) == (3, 0, 2)
     assert table.read_reservations(["r-1"])["r-1"].seats == ("S-R1-2", "S-R1-3")
     # Condition failed: a seat taken (and a blocked one): the row comes back as it is.
-    refused = table.commit_outcomes(take("r-2", (3, 4)))
+    refused = commit_outcomes(table, take("r-2", (3, 4)))
     assert refused is not None and refused.inventory_refused
     assert refused.rows["S-R1#0"] is not None and 3 in refused.rows["S-R1#0"].states  # type: ignore[union-attr]
-    refused = table.commit_outcomes(take("r-2", (6,)))
+    refused = commit_outcomes(table, take("r-2", (6,)))
     assert refused is not None and "S-R1#0" in refused.rows
     # The limit assumed is not the row's: refused.
-    assert table.commit_outcomes(take("r-2", (4,), limit=None)) is not None
+    assert commit_outcomes(table, take("r-2", (4,), limit=None)) is not None
     # Item missing.
-    missing = table.commit_outcomes(take("r-2", (1,), row="S-R9#0"))
+    missing = commit_outcomes(table, take("r-2", (1,), row="S-R9#0"))
     assert missing is not None and missing.rows == {"S-R9#0": None}
     # The record exists: the answer given comes back.
-    again = table.commit_outcomes(take("r-1", (4, 5)))
+    again = commit_outcomes(table, take("r-1", (4, 5)))
     assert again is not None and again.already_recorded["r-1"].seats == ("S-R1-2", "S-R1-3")
     assert again.rows == {}
     # The customer's counter is at the limit (2 + 3 > 4).
-    over = table.commit_outcomes(take("r-3", (1, 4, 5)))
+    over = commit_outcomes(table, take("r-3", (1, 4, 5)))
     assert over is not None and over.customer_seats == {"c-1": 2}
     assert table.read_seat_rows(KEY, ["S-R1#0"])["S-R1#0"].available == 3
 
@@ -152,7 +154,7 @@ def test_claim_success_condition_failed_and_item_missing(stack: Stack) -> None:
 def test_take_refused_when_the_sale_is_closed(stack: Stack) -> None:
     table = OperatorTable(stack.dynamodb, stack.table_name)
     table.create_seat_map("e-1", MAP, SaleRules(closed=True))
-    refused = table.commit_outcomes(take("r-1", (1, 2), limit=None))
+    refused = commit_outcomes(table, take("r-1", (1, 2), limit=None))
     assert refused is not None
     [row] = refused.rows.values()
     assert row is not None and row.sale_closed_reason(1_800_000_000) is not None
@@ -163,11 +165,11 @@ def _record(table: OperatorTable, rid: str) -> ReservationRecord:
 
 
 def test_release_success_condition_failed_and_item_missing(table: OperatorTable) -> None:
-    assert table.commit_outcomes(take("h-1", (1, 2), outcome=Outcome.HELD)) is None
+    assert commit_outcomes(table, take("h-1", (1, 2), outcome=Outcome.HELD)) is None
     held = _record(table, "h-1")
     # Confirm: held -> sold.
     assert (
-        table.commit_transitions(
+        table.change_status(
             KEY, [Transition(held, Outcome.CONFIRMED)], now=1, capacity=None, release_expires_at=9
         )
         is None
@@ -177,14 +179,14 @@ def test_release_success_condition_failed_and_item_missing(table: OperatorTable)
     sold = _record(table, "h-1")
     # Condition failed on the record (it is CONFIRMED now, not HELD): answered from the record,
     # the rows' refusal a consequence.
-    refused = table.commit_transitions(
+    refused = table.change_status(
         KEY, [Transition(held, Outcome.CANCELLED)], now=1, capacity=None, release_expires_at=9
     )
     assert refused is not None and not refused.inventory_refused
     assert refused.records["h-1"] is not None and refused.records["h-1"].status is Outcome.CONFIRMED  # type: ignore[union-attr]
     # Cancel the sale: the seats are free again.
     assert (
-        table.commit_transitions(
+        table.change_status(
             KEY, [Transition(sold, Outcome.CANCELLED)], now=1, capacity=None, release_expires_at=9
         )
         is None
@@ -192,21 +194,21 @@ def test_release_success_condition_failed_and_item_missing(table: OperatorTable)
     row = table.read_seat_rows(KEY, ["S-R1#0"])["S-R1#0"]
     assert row.states == {6: SeatState.BLOCKED} and (row.available, row.sold) == (5, 0)
     # A row whose seats are not in the state the record says, the record as read: inconsistent.
-    assert table.commit_outcomes(take("r-5", (3,))) is None
+    assert commit_outcomes(table, take("r-5", (3,))) is None
     record = _record(table, "r-5")
     table._client.update_item(  # the seat freed behind the record's back
         TableName=table.table_name, Key=row_key(KEY, "S-R1#0"), UpdateExpression="REMOVE p3"
     )
     with pytest.raises(StoreInconsistency):
-        table.commit_transitions(
+        table.change_status(
             KEY, [Transition(record, Outcome.CANCELLED)], now=1, capacity=None, release_expires_at=9
         )
     # Item missing: the row item of a recorded sale is gone.
-    assert table.commit_outcomes(take("r-6", (4,))) is None
+    assert commit_outcomes(table, take("r-6", (4,))) is None
     record = _record(table, "r-6")
     table._client.delete_item(TableName=table.table_name, Key=row_key(KEY, "S-R1#0"))
     with pytest.raises(StoreInconsistency):
-        table.commit_transitions(
+        table.change_status(
             KEY, [Transition(record, Outcome.CANCELLED)], now=1, capacity=None, release_expires_at=9
         )
 
@@ -238,10 +240,10 @@ def test_close_and_open_a_mapped_class_row_by_row(
     from seat_inventory.models import SaleStatus, UnknownSeatClass
 
     assert table.set_rows_sale_status(KEY, SaleStatus.CLOSED) == 1
-    refused = table.commit_outcomes(take("r-1", (1,)))
+    refused = commit_outcomes(table, take("r-1", (1,)))
     assert refused is not None and refused.rows["S-R1#0"].sale_status is SaleStatus.CLOSED  # type: ignore[union-attr]
     assert table.set_rows_sale_status(KEY, SaleStatus.OPEN) == 1
-    assert table.commit_outcomes(take("r-1", (1,))) is None
+    assert commit_outcomes(table, take("r-1", (1,))) is None
     with pytest.raises(UnknownSeatClass):
         table.set_rows_sale_status(SeatKey("e-1", "NOPE"), SaleStatus.CLOSED)
     # Item missing: a row read a moment ago is gone when its update comes (condition failed).

@@ -19,7 +19,6 @@ from seat_inventory.models import (
     MAX_SHARDS,
     ChangeRequest,
     EventAlreadyExists,
-    GroupWrite,
     InventoryChangeRefused,
     Outcome,
     RequestType,
@@ -35,6 +34,7 @@ from seat_inventory.settings import Settings
 from seat_tools.operator_commands import OperatorTable
 from tests.fakes import FakeClock, RecordingPublisher
 from tests.integration.conftest import Stack
+from tests.writes import GroupWrite, commit_outcomes
 
 KEY = SeatKey("big-1", "GA")
 
@@ -149,16 +149,17 @@ def test_sale_rules_change_on_every_shard_at_once(table: OperatorTable) -> None:
     closed = table.set_sale_status(KEY, SaleStatus.CLOSED)
     assert closed.sale_status is SaleStatus.CLOSED
     for shard in range(4):  # a closed class sells on no shard
-        refused = table.commit_outcomes(
-            GroupWrite(KEY, [confirmed(f"r-{shard}", 1)], seats_taken=1, rejection_expires_at=1, shard=shard)
+        refused = commit_outcomes(
+            table,
+            GroupWrite(KEY, [confirmed(f"r-{shard}", 1)], seats_taken=1, rejection_expires_at=1, shard=shard),
         )
         assert refused is not None and refused.inventory_refused
         assert refused.inventory is not None and refused.inventory.sale_status is SaleStatus.CLOSED
     table.set_sale_status(KEY, SaleStatus.OPEN)
     limited = table.set_max_per_customer(KEY, 2)
     assert limited.max_per_customer == 2 and limited.version == 3
-    refused = table.commit_outcomes(
-        GroupWrite(KEY, [confirmed("r-9", 1)], seats_taken=1, rejection_expires_at=1, shard=3)
+    refused = commit_outcomes(
+        table, GroupWrite(KEY, [confirmed("r-9", 1)], seats_taken=1, rejection_expires_at=1, shard=3)
     )
     assert refused is not None and refused.inventory_refused  # the assumed limit (none) is stale on shard 3
     assert table.set_sale_window(KEY, 100, 200).sale_starts_at == 100
@@ -169,8 +170,8 @@ def test_capacity_changes_spread_over_the_shards_and_never_go_below_sold_plus_he
 ) -> None:
     table.create_seat_class(KEY, 8, shards=4)
     assert (
-        table.commit_outcomes(
-            GroupWrite(KEY, [confirmed("r-1", 2)], seats_taken=2, rejection_expires_at=1, shard=1)
+        commit_outcomes(
+            table, GroupWrite(KEY, [confirmed("r-1", 2)], seats_taken=2, rejection_expires_at=1, shard=1)
         )
         is None
     )
@@ -196,8 +197,8 @@ def test_seats_are_taken_from_the_shard_named_and_the_record_says_which(
 ) -> None:
     table.create_seat_class(KEY, 8, shards=4)
     assert (
-        table.commit_outcomes(
-            GroupWrite(KEY, [confirmed("r-1", 2)], seats_taken=2, rejection_expires_at=1, shard=2)
+        commit_outcomes(
+            table, GroupWrite(KEY, [confirmed("r-1", 2)], seats_taken=2, rejection_expires_at=1, shard=2)
         )
         is None
     )
@@ -209,10 +210,11 @@ def test_seats_are_taken_from_the_shard_named_and_the_record_says_which(
 
 def test_seats_move_into_a_short_shard_in_the_same_transaction(table: OperatorTable) -> None:
     table.create_seat_class(KEY, 8, shards=4)
-    refused = table.commit_outcomes(
+    refused = commit_outcomes(
+        table,
         GroupWrite(
             KEY, [confirmed("r-1", 5)], seats_taken=5, rejection_expires_at=1, shard=0, moves={1: 2, 3: 1}
-        )
+        ),
     )
     assert refused is None
     view = assert_consistent(table.read_inventory(KEY))
@@ -225,8 +227,9 @@ def test_a_donor_with_too_few_seats_refuses_everything_and_hands_back_only_itsel
 ) -> None:
     table.create_seat_class(KEY, 8, shards=4)
     before = table.read_inventory(KEY)
-    refused = table.commit_outcomes(
-        GroupWrite(KEY, [confirmed("r-1", 5)], seats_taken=5, rejection_expires_at=1, shard=0, moves={1: 3})
+    refused = commit_outcomes(
+        table,
+        GroupWrite(KEY, [confirmed("r-1", 5)], seats_taken=5, rejection_expires_at=1, shard=0, moves={1: 3}),
     )
     assert refused is not None and refused.inventory_refused
     assert refused.inventory is not None and not refused.inventory.complete
@@ -475,8 +478,8 @@ def test_a_transaction_of_status_changes_over_many_shards_stays_within_100_actio
     for shard in range(16):
         outcomes = [confirmed(f"s{shard}-{n}", 1) for n in range(7)]
         assert (
-            table.commit_outcomes(
-                GroupWrite(KEY, outcomes, seats_taken=7, rejection_expires_at=0, shard=shard)
+            commit_outcomes(
+                table, GroupWrite(KEY, outcomes, seats_taken=7, rejection_expires_at=0, shard=shard)
             )
             is None
         )
@@ -499,10 +502,11 @@ def test_a_transaction_of_status_changes_over_many_shards_stays_within_100_actio
 
 def test_a_survey_shows_each_shard_items_seats_and_when_seats_were_last_taken(table: OperatorTable) -> None:
     table.create_seat_class(KEY, 12, shards=3)
-    table.commit_outcomes(
+    commit_outcomes(
+        table,
         GroupWrite(
             KEY, [confirmed("r-1", 2)], seats_taken=2, rejection_expires_at=1, shard=2, taken_at=1234.5
-        )
+        ),
     )
 
     survey = table.survey_shards(KEY, 3)

@@ -10,7 +10,6 @@ from click.testing import CliRunner
 
 from seat_inventory.models import (
     EventAlreadyExists,
-    GroupWrite,
     InventoryChangeRefused,
     Outcome,
     ReservationOutcome,
@@ -23,6 +22,7 @@ from seat_inventory.models import (
 from seat_tools.cli.main import cli
 from seat_tools.operator_commands import OperatorTable
 from tests.integration.conftest import Stack
+from tests.writes import GroupWrite, commit_outcomes
 
 FLOOR = SeatKey("e-1", "FLOOR")
 NOW = 1_800_000_000
@@ -92,7 +92,7 @@ def delete_pool_item(stack: Stack, shard: int) -> None:
 
 
 def test_a_take_writes_the_pool_item_it_names_and_the_record_names_that_item(table: OperatorTable) -> None:
-    assert table.commit_outcomes(take("r-1", 2, shard=3, pool_shard=3)) is None
+    assert commit_outcomes(table, take("r-1", 2, shard=3, pool_shard=3)) is None
 
     assert items(table) == [(2, 2, 0, 0), (2, 2, 0, 0), (2, 2, 0, 0), (2, 0, 0, 2)]
     record = table.get_reservation_record("r-1")
@@ -100,7 +100,7 @@ def test_a_take_writes_the_pool_item_it_names_and_the_record_names_that_item(tab
 
 
 def test_a_pool_item_without_room_refuses_and_hands_back_that_item_alone(table: OperatorTable) -> None:
-    refused = table.commit_outcomes(take("r-1", 3, shard=1, pool_shard=1))
+    refused = commit_outcomes(table, take("r-1", 3, shard=1, pool_shard=1))
 
     assert refused is not None and not refused.inventory_refused
     item = refused.pools_refused["hall"]
@@ -111,7 +111,7 @@ def test_a_pool_item_without_room_refuses_and_hands_back_that_item_alone(table: 
 
 def test_a_missing_pool_item_refuses_and_is_reported_as_none(stack: Stack, table: OperatorTable) -> None:
     delete_pool_item(stack, 2)
-    refused = table.commit_outcomes(take("r-1", 1, shard=2, pool_shard=2))
+    refused = commit_outcomes(table, take("r-1", 1, shard=2, pool_shard=2))
     assert refused is not None and refused.pools_refused == {"hall": None}
 
 
@@ -120,13 +120,13 @@ def test_a_missing_pool_item_refuses_and_is_reported_as_none(stack: Stack, table
 
 def test_seats_move_into_the_take_item_from_donors_and_the_pool_total_stays(table: OperatorTable) -> None:
     # 5 seats on item 0, which has 2: 2 from item 1 and 1 from item 2 move into it
-    assert table.commit_outcomes(take("r-1", 5, pool_moves={1: 2, 2: 1})) is None
+    assert commit_outcomes(table, take("r-1", 5, pool_moves={1: 2, 2: 1})) is None
 
     assert items(table) == [(5, 0, 0, 5), (0, 0, 0, 0), (1, 1, 0, 0), (2, 2, 0, 0)]
 
 
 def test_a_donor_without_the_seats_refuses_the_whole_write(table: OperatorTable) -> None:
-    refused = table.commit_outcomes(take("r-1", 5, pool_moves={1: 3}))
+    refused = commit_outcomes(table, take("r-1", 5, pool_moves={1: 3}))
 
     assert refused is not None
     item = refused.pools_refused["hall"]
@@ -136,7 +136,7 @@ def test_a_donor_without_the_seats_refuses_the_whole_write(table: OperatorTable)
 
 def test_a_missing_donor_refuses_and_is_reported_as_none(stack: Stack, table: OperatorTable) -> None:
     delete_pool_item(stack, 3)
-    refused = table.commit_outcomes(take("r-1", 3, pool_moves={3: 1}))
+    refused = commit_outcomes(table, take("r-1", 3, pool_moves={3: 1}))
     assert refused is not None and refused.pools_refused == {"hall": None}
 
 
@@ -144,12 +144,12 @@ def test_a_missing_donor_refuses_and_is_reported_as_none(stack: Stack, table: Op
 
 
 def test_a_cancel_gives_the_seats_back_to_the_pool_item_they_came_off(table: OperatorTable) -> None:
-    table.commit_outcomes(take("r-1", 2, shard=1, pool_shard=1, outcome=Outcome.HELD))
+    commit_outcomes(table, take("r-1", 2, shard=1, pool_shard=1, outcome=Outcome.HELD))
     record = table.get_reservation_record("r-1")
     assert record is not None
 
     assert (
-        table.commit_transitions(
+        table.change_status(
             FLOOR, [Transition(record, Outcome.CANCELLED)], now=NOW, capacity=None, release_expires_at=NOW
         )
         is None
@@ -161,7 +161,7 @@ def test_a_cancel_gives_the_seats_back_to_the_pool_item_they_came_off(table: Ope
 def test_a_give_back_is_refused_by_an_inconsistent_pool_item_and_by_a_missing_one(
     stack: Stack, table: OperatorTable
 ) -> None:
-    table.commit_outcomes(take("r-1", 2, shard=1, pool_shard=1))
+    commit_outcomes(table, take("r-1", 2, shard=1, pool_shard=1))
     record = table.get_reservation_record("r-1")
     assert record is not None
     stack.dynamodb.update_item(
@@ -171,11 +171,11 @@ def test_a_give_back_is_refused_by_an_inconsistent_pool_item_and_by_a_missing_on
         ExpressionAttributeValues={":zero": {"N": "0"}},
     )
     cancel = [Transition(record, Outcome.CANCELLED)]
-    refused = table.commit_transitions(FLOOR, cancel, now=NOW, capacity=None, release_expires_at=NOW)
+    refused = table.change_status(FLOOR, cancel, now=NOW, capacity=None, release_expires_at=NOW)
     assert refused is not None and refused.pools_refused == frozenset({"hall#1"})
 
     delete_pool_item(stack, 1)
-    refused = table.commit_transitions(FLOOR, cancel, now=NOW, capacity=None, release_expires_at=NOW)
+    refused = table.change_status(FLOOR, cancel, now=NOW, capacity=None, release_expires_at=NOW)
     assert refused is not None and refused.pools_refused == frozenset({"hall#1"})
 
 
@@ -185,7 +185,7 @@ def test_a_give_back_is_refused_by_an_inconsistent_pool_item_and_by_a_missing_on
 def test_a_whole_read_of_the_class_reads_the_pool_whole_and_shard_zero_alone_its_first_item(
     table: OperatorTable,
 ) -> None:
-    table.commit_outcomes(take("r-1", 2, shard=3, pool_shard=3))
+    commit_outcomes(table, take("r-1", 2, shard=3, pool_shard=3))
 
     whole = table.read_inventory(FLOOR)
     alone = table.read_inventory(FLOOR, whole=False)
@@ -222,7 +222,7 @@ def test_create_spreads_the_seats_once_and_never_overwrites(table: OperatorTable
 def test_close_and_reopen_change_every_item_at_once_exactly_once(table: OperatorTable) -> None:
     closed = table.set_pool_status("e-1", "hall", SaleStatus.CLOSED, operation_id="op-close")
     assert closed.sale_status is SaleStatus.CLOSED and closed.version == 1
-    refused = table.commit_outcomes(take("r-1", 1, shard=2, pool_shard=2))
+    refused = commit_outcomes(table, take("r-1", 1, shard=2, pool_shard=2))
     assert refused is not None
     item = refused.pools_refused["hall"]
     assert item is not None and item.sale_status is SaleStatus.CLOSED
@@ -230,13 +230,13 @@ def test_close_and_reopen_change_every_item_at_once_exactly_once(table: Operator
     again = table.set_pool_status("e-1", "hall", SaleStatus.CLOSED, operation_id="op-close")
     assert again.version == 1  # the same operation: not applied twice
     assert table.set_pool_status("e-1", "hall", SaleStatus.OPEN).version == 2
-    assert table.commit_outcomes(take("r-1", 1, shard=2, pool_shard=2)) is None
+    assert commit_outcomes(table, take("r-1", 1, shard=2, pool_shard=2)) is None
 
 
 def test_capacity_added_is_spread_and_removed_comes_off_the_fullest_items_exactly_once(
     table: OperatorTable,
 ) -> None:
-    table.commit_outcomes(take("r-1", 2, pool_shard=0))  # item 0 sold out
+    commit_outcomes(table, take("r-1", 2, pool_shard=0))  # item 0 sold out
     added = table.change_pool_capacity("e-1", "hall", 4, operation_id="op-add")
     table.change_pool_capacity("e-1", "hall", 4, operation_id="op-add")  # the same operation again
     assert added.capacity == 12
@@ -288,8 +288,8 @@ def test_a_reshard_spreads_the_available_seats_over_more_items_and_keeps_every_c
     table: OperatorTable,
 ) -> None:
     # Given a hold on item 3 and a sale on item 0 (items (2,2,2,2): 5 available in all)
-    table.commit_outcomes(take("r-1", 2, shard=3, pool_shard=3, outcome=Outcome.HELD))
-    table.commit_outcomes(take("r-2", 1))
+    commit_outcomes(table, take("r-1", 2, shard=3, pool_shard=3, outcome=Outcome.HELD))
+    commit_outcomes(table, take("r-2", 1))
 
     # When the pool is spread over 6 items (the same operation sent twice)
     first = table.reshard_pool("e-1", "hall", 6, operation_id="op-reshard")
@@ -304,7 +304,7 @@ def test_a_reshard_spreads_the_available_seats_over_more_items_and_keeps_every_c
     record = table.get_reservation_record("r-1")
     assert record is not None
     cancel = [Transition(record, Outcome.CANCELLED)]
-    assert table.commit_transitions(FLOOR, cancel, now=NOW, capacity=None, release_expires_at=NOW) is None
+    assert table.change_status(FLOOR, cancel, now=NOW, capacity=None, release_expires_at=NOW) is None
     pool = table.get_pool("e-1", "hall")
     assert pool is not None and (pool.capacity, pool.available, pool.sold) == (8, 7, 1)
 
@@ -331,7 +331,7 @@ def test_a_reshard_refused_by_a_sale_between_its_read_and_its_write_is_planned_a
         view = original(head)
         if not sell_item_1["done"]:
             sell_item_1["done"] = True
-            table.commit_outcomes(take("r-9", 2, shard=1, pool_shard=1))
+            commit_outcomes(table, take("r-9", 2, shard=1, pool_shard=1))
         return view
 
     table._whole_pool_patiently = whole_then_sale  # type: ignore[method-assign]

@@ -17,13 +17,14 @@ from typing import Any
 import pytest
 import requests
 
-from seat_inventory.dal.seat_rows import SaleRules
 from seat_inventory.logic.seat_map import load_file
-from seat_inventory.models import GroupWrite, Outcome, ReservationOutcome, SeatKey
+from seat_inventory.models import Outcome, ReservationOutcome, SeatKey
 from seat_tools.local.runner import LocalRunner, runner_config
 from seat_tools.local.stack import LocalStack
 from seat_tools.operator_commands import OperatorTable
+from seat_tools.seat_map_commands import SaleRules
 from seat_tools.traffic import OutcomeCollector
+from tests.writes import GroupWrite, commit_outcomes
 
 pytestmark = pytest.mark.local_stack
 
@@ -195,8 +196,8 @@ def test_a_sharded_class_s_availability_is_the_sum_over_its_shards(
             customer_id=f"c-{shard}",
         )
         assert (
-            table.commit_outcomes(
-                GroupWrite(key, [sold], seats_taken=quantity, rejection_expires_at=1, shard=shard)
+            commit_outcomes(
+                table, GroupWrite(key, [sold], seats_taken=quantity, rejection_expires_at=1, shard=shard)
             )
             is None
         )

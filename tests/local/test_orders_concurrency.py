@@ -16,13 +16,13 @@ from collections import Counter
 
 import pytest
 
-from seat_inventory.dal.seat_rows import SaleRules
 from seat_inventory.logic.reserve_seats import QueueMessage
 from seat_inventory.logic.seat_map import load_json
 from seat_inventory.models import Outcome, SeatKey, SeatState, ShardSeats, split_pool_ref
 from seat_inventory.settings import Settings
 from seat_tools.local.stack import LocalStack
 from seat_tools.operator_commands import OperatorTable
+from seat_tools.seat_map_commands import SaleRules
 from tests.depth import sized
 from tests.local.crowd import race, send_until_answered
 

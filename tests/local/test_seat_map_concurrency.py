@@ -21,12 +21,12 @@ from typing import Any
 
 import pytest
 
-from seat_inventory.dal.seat_rows import SaleRules
 from seat_inventory.logic.seat_map import load_json
 from seat_inventory.models import SeatKey, SeatState
 from seat_tools.local.runner import RunnerConfig, runner_config
 from seat_tools.local.stack import LocalStack
 from seat_tools.operator_commands import OperatorTable
+from seat_tools.seat_map_commands import SaleRules
 from tests.depth import sized
 from tests.local.test_model_concurrent import Message, Workload, _start_container, apply
 

@@ -61,7 +61,7 @@ from typing import Any
 import pytest
 
 from seat_inventory.dal.inventory_table import InventoryTable
-from seat_inventory.models import GroupWrite, ReservationOutcome, SeatKey
+from seat_inventory.models import ReservationOutcome, SeatKey, Take
 from seat_tools.local.runner import LocalRunner, runner_config
 from seat_tools.local.stack import LocalStack
 from seat_tools.operator_commands import OperatorTable
@@ -114,7 +114,7 @@ class _Misbehaviour:
 
     Installed by `soak_worker_setup` before the runner imports the handler: the handler module's
     `lambda_handler` is wrapped (to see each invocation), and so are, in this process only,
-    `InventoryTable.commit_outcomes` (to act right after a transaction committed) and
+    `InventoryTable.take` and `record_rejections` (to act right after a write committed) and
     `SnsOutcomePublisher.publish` (to know which committed answers are not published yet).
     """
 
@@ -143,7 +143,8 @@ class _Misbehaviour:
         from seat_inventory.publishing.sns_publisher import SnsOutcomePublisher
 
         real_handler = handler_module.lambda_handler
-        real_commit = InventoryTable.commit_outcomes
+        real_take = InventoryTable.take
+        real_record = InventoryTable.record_rejections
         real_publish = SnsOutcomePublisher.publish
 
         def lambda_handler(event: dict[str, Any], context: Any) -> Any:
@@ -161,17 +162,24 @@ class _Misbehaviour:
                 if slow and elapsed > self.plan["visibility_timeout_s"]:
                     self.overruns.append({"seconds": round(elapsed, 1), "message_ids": self.current_messages})
 
-        def commit_outcomes(table: InventoryTable, write: GroupWrite) -> Any:
-            refused = real_commit(table, write)
+        def committed(refused: Any, outcomes: Sequence[ReservationOutcome]) -> Any:
             if refused is None:
                 self.commits += 1
-                self.unpublished.extend(o.reservation_id for o in write.outcomes)
+                self.unpublished.extend(o.reservation_id for o in outcomes)
                 if self.index == self.plan["crash_worker"] and self.commits == self.plan["crash_after"]:
                     self._crash()
                 if self.overrun_pending:
                     self.overrun_pending = False
                     self._sleep(self.plan["overrun_s"])
             return refused
+
+        def take(table: InventoryTable, take: Take) -> Any:
+            return committed(real_take(table, take), [o for part in take.parts for o in part.outcomes])
+
+        def record_rejections(
+            table: InventoryTable, outcomes: Sequence[ReservationOutcome], **kw: Any
+        ) -> Any:
+            return committed(real_record(table, outcomes, **kw), outcomes)
 
         def publish(
             publisher: SnsOutcomePublisher, outcomes: Sequence[ReservationOutcome], **kwargs: Any
@@ -183,7 +191,8 @@ class _Misbehaviour:
         # For the life of this worker process: never undone.
         patch = pytest.MonkeyPatch()
         patch.setattr(handler_module, "lambda_handler", lambda_handler)
-        patch.setattr(InventoryTable, "commit_outcomes", commit_outcomes)
+        patch.setattr(InventoryTable, "take", take)
+        patch.setattr(InventoryTable, "record_rejections", record_rejections)
         patch.setattr(SnsOutcomePublisher, "publish", publish)
 
     def _sleep(self, seconds: float) -> None:

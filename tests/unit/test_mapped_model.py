@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 
 from seat_inventory.logic.inventory_hints import InventoryHints
 from seat_inventory.logic.reserve_seats import QueueMessage, reserve_seats
-from seat_inventory.logic.seat_map import load_json, row_item_of
+from seat_inventory.logic.seat_map import load_json
 from seat_inventory.logic.sweep_holds import release_expired_holds
-from seat_inventory.models import Outcome, SeatKey, SeatState
+from seat_inventory.models import Outcome, SeatKey, SeatState, row_item_of
 from seat_inventory.settings import Settings
 from tests.fakes import FakeClock, InMemoryInventoryStore, RecordingPublisher
 

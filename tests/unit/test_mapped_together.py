@@ -10,7 +10,6 @@ import random
 from collections.abc import Sequence
 
 from seat_inventory.logic.inventory_hints import InventoryHints
-from seat_inventory.logic.ports import WriteRefused
 from seat_inventory.logic.retry_deadline import ConflictDeadline
 from seat_inventory.logic.seat_map import load_json
 from seat_inventory.logic.seat_placement import Placement, stranded_by
@@ -27,16 +26,18 @@ from seat_inventory.logic.settle_mapped import (
     taken_seats,
 )
 from seat_inventory.models import (
-    GroupWrite,
     Outcome,
     SeatKey,
     SeatRow,
     SeatState,
+    Take,
     Throttled,
     TransactionConflict,
+    WriteRefused,
 )
 from tests.fakes import FakeClock, InMemoryInventoryStore
 from tests.unit.test_mapped_seats import Harness, body
+from tests.writes import GroupWrite
 
 
 class CountingHarness(Harness):
@@ -45,14 +46,16 @@ class CountingHarness(Harness):
     def __init__(self) -> None:
         super().__init__()
         self.takes: list[GroupWrite] = []
-        commit = self.store.commit_outcomes
+        commit = self.store.take
 
-        def counted(write: GroupWrite) -> WriteRefused | None:
+        def counted(take: Take) -> WriteRefused | None:
+
+            write = GroupWrite.of(take.parts[0], take)
             if write.rows:
                 self.takes.append(write)
-            return commit(write)
+            return commit(take)
 
-        self.store.commit_outcomes = counted  # type: ignore[method-assign]
+        self.store.take = counted  # type: ignore[method-assign]
 
 
 def test_a_batch_of_best_available_requests_is_one_transaction_in_arrival_order() -> None:
@@ -141,17 +144,19 @@ def _sliced_harness() -> CountingHarness:
     h.store = type(h.store)()
     h.store.add_seat_map("e-1", load_json(json.dumps(SLICED)))
     takes = h.takes
-    commit = h.store.commit_outcomes
+    commit = h.store.take
 
-    def counted(write: GroupWrite) -> WriteRefused | None:
-        refused = commit(write)
+    def counted(take: Take) -> WriteRefused | None:
+
+        write = GroupWrite.of(take.parts[0], take)
+        refused = commit(take)
         if write.rows:
             takes.append(write)
             if refused is not None:
                 h.refused.append(write)
         return refused
 
-    h.store.commit_outcomes = counted  # type: ignore[method-assign]
+    h.store.take = counted  # type: ignore[method-assign]
     h.refused = []  # type: ignore[attr-defined]
     return h
 
@@ -265,16 +270,18 @@ def test_a_take_that_conflicts_is_placed_again_in_another_slice_not_retried_in_p
     # Given a store whose first take conflicts (another container's transaction holds its rows)
     h = _sliced_harness()
     rows = [f"A-R{r}" for r in range(1, 33)]
-    commit = h.store.commit_outcomes
+    commit = h.store.take
     conflicted: list[GroupWrite] = []
 
-    def conflicting(write: GroupWrite) -> WriteRefused | None:
+    def conflicting(take: Take) -> WriteRefused | None:
+
+        write = GroupWrite.of(take.parts[0], take)
         if write.rows and not conflicted:
             conflicted.append(write)
             raise TransactionConflict("another container's take holds these rows")
-        return commit(write)
+        return commit(take)
 
-    h.store.commit_outcomes = conflicting  # type: ignore[method-assign]
+    h.store.take = conflicting  # type: ignore[method-assign]
     # When a batch of best-available requests is settled
     answers = h.send(*(body(n, quantity=2) for n in range(4)))
     # Then every request is confirmed (nothing handed back), with no pause, in another slice
@@ -430,14 +437,16 @@ def test_at_the_sale_s_end_one_take_fills_a_slice_s_gaps_with_the_batch_s_reques
         sold = [f"A-R{r}-{p}" for p in range(1, 11) if f"A-R{r}-{p}" not in free]
         assert h.send(body(100 + r, seats=sold), hints=seller)[0].outcome is Outcome.CONFIRMED
     takes: list[GroupWrite] = []
-    commit = h.store.commit_outcomes
+    commit = h.store.take
 
-    def counted(write: GroupWrite) -> WriteRefused | None:
+    def counted(take: Take) -> WriteRefused | None:
+
+        write = GroupWrite.of(take.parts[0], take)
         if write.rows:
             takes.append(write)
-        return commit(write)
+        return commit(take)
 
-    h.store.commit_outcomes = counted  # type: ignore[method-assign]
+    h.store.take = counted  # type: ignore[method-assign]
     # When one batch asks, in this order, for 2, 1, 2 and 1 seats
     answers = h.send(*(body(n, quantity=q) for n, q in enumerate((2, 1, 2, 1), start=1)))
     # Then all four are sold in two takes, one per slice: the pairs together (the single asked

@@ -18,9 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from seat_inventory.dal.items import inventory_key
-from seat_inventory.dal.seat_layout import layout_items, section_layouts
-from seat_inventory.dal.seat_rows import seat_attribute, section_pk
+from seat_inventory.dal.items import inventory_key, seat_attribute, section_pk
 from seat_inventory.logic.seat_map import MAX_ROW_SEATS, load_csv
 from seat_inventory.models import (
     MAX_SHARDS,
@@ -35,6 +33,7 @@ from seat_tools.local.gateway import ApiDefinition, ApiRequest, IntegrationResul
 from seat_tools.local.mapping_templates import InputVariable, json_path, render
 from seat_tools.local.template import PhysicalResource, default_template_path, load_template
 from seat_tools.reservation_queues import queue_index, queue_name
+from seat_tools.seat_layout import layout_items, section_layouts
 
 TABLE = "seats-test-InventoryTable"
 QUEUE = "seats-test-reservations"

@@ -15,9 +15,18 @@ from dataclasses import dataclass, field
 from seat_inventory.logic.inventory_hints import InventoryHints
 from seat_inventory.logic.reserve_seats import QueueMessage, reserve_seats
 from seat_inventory.logic.shards import gather_moves, gather_target
-from seat_inventory.models import GroupWrite, Outcome, SeatClassInventory, SeatKey, ShardSurvey
+from seat_inventory.models import (
+    Outcome,
+    ReservationOutcome,
+    SeatClassInventory,
+    SeatKey,
+    ShardSurvey,
+    Take,
+    WriteRefused,
+)
 from seat_inventory.settings import Settings
 from tests.fakes import FakeClock, InMemoryInventoryStore, RecordingPublisher
+from tests.writes import GroupWrite
 
 SETTINGS = Settings(table_name="t", outcomes_topic_arn="arn:aws:sns:us-east-1:1:t")
 KEY = SeatKey("e-1", "GA")
@@ -44,9 +53,15 @@ class SpyStore(InMemoryInventoryStore):
         survey = super().survey_shards(key, shard_items)
         return [dataclasses.replace(s, available=self.stale.get(s.shard, s.available)) for s in survey]
 
-    def commit_outcomes(self, write: GroupWrite):  # type: ignore[no-untyped-def]
-        self.writes.append(write)
-        return super().commit_outcomes(write)
+    def take(self, take: Take) -> WriteRefused | None:
+        self.writes.append(GroupWrite.of(take.parts[0], take))
+        return super().take(take)
+
+    def record_rejections(
+        self, outcomes: Sequence[ReservationOutcome], *, expires_at: int
+    ) -> WriteRefused | None:
+        self.writes.append(GroupWrite.rejections(outcomes, expires_at))
+        return super().record_rejections(outcomes, expires_at=expires_at)
 
 
 def send(store: SpyStore, quantities: Sequence[int]) -> dict[str, Outcome]:

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from seat_inventory.dal.reservations import MAX_CONCURRENT_PUTS
+from seat_inventory.dal.writes import MAX_CONCURRENT_PUTS
 from seat_inventory.logic.issue_tickets import BATCH_SIZE as ISSUER_BATCH
 from seat_inventory.models import MAX_SHARDS
 from seat_inventory.publishing.sns_publisher import PUBLISH_BATCH_LIMIT

@@ -20,7 +20,6 @@ from seat_inventory.logic.reserve_seats import QueueMessage, reserve_seats
 from seat_inventory.logic.seat_map import load_json
 from seat_inventory.logic.sweep_holds import release_expired_holds
 from seat_inventory.models import (
-    GroupWrite,
     InvalidMessage,
     OrderLine,
     Outcome,
@@ -37,6 +36,7 @@ from seat_inventory.publishing.sns_publisher import outcome_document
 from tests import containers
 from tests.containers import NOW, RING, SETTINGS, TTL, StepClock, counting_pool_refusals, order
 from tests.fakes import FakeClock, InMemoryInventoryStore, RecordingPublisher
+from tests.writes import GroupWrite, commit_outcomes, is_order, spy_writes
 
 
 def change(n: int, kind: str, rid: str) -> QueueMessage:
@@ -292,7 +292,7 @@ def test_the_store_commits_several_writes_all_or_nothing(store) -> None:
     first = GroupWrite(SeatKey("e-1", "SAT"), [sold], 2, 0, now=NOW, pools=["weekend"])
     second = GroupWrite(SeatKey("e-1", "PASS"), [], 7, 0, now=NOW, pools=["weekend"])
 
-    refused = store.commit_outcomes([first, second])
+    refused = commit_outcomes(store, [first, second])
 
     # Then the refusal names the second write's item, and nothing at all was written
     assert refused is not None and refused.parts[0] is None
@@ -605,8 +605,7 @@ def test_two_lines_on_one_pool_item_are_one_update_guarded_on_their_sum() -> Non
     container = Container(store, FakeClock(time=NOW))
     container.hints.settle_on(SeatKey("e-1", "FLOOR"), 2, None)
     writes: list[object] = []
-    commit = store.commit_outcomes
-    store.commit_outcomes = lambda w: writes.append(w) or commit(w)  # type: ignore[method-assign]
+    spy_writes(store, lambda w, _: writes.append(w))
 
     # When an order wants 3 FLOOR and 3 BALCONY: 6 off item 0, which has 4
     container.run(order(1, ("FLOOR", 3), ("BALCONY", 3)))
@@ -800,9 +799,8 @@ def check_refusals_on_whole_views(store: InMemoryInventoryStore) -> None:
     right about the pool as a whole when its refusal is recorded (the containers run one after
     another, so nothing changed since the planner read it), and a counted line's SOLD_OUT about
     its whole class: one pool item or shard item never decides a refusal."""
-    commit = store.commit_outcomes
 
-    def checked(write):
+    def checked(write, refused):
         for answer in write.outcomes if isinstance(write, GroupWrite) and write.records_only else ():
             if not answer.lines or answer.outcome not in (Outcome.SOLD_OUT, Outcome.SALE_CLOSED):
                 continue
@@ -826,9 +824,8 @@ def check_refusals_on_whole_views(store: InMemoryInventoryStore) -> None:
             elif answer.outcome is Outcome.SOLD_OUT and SeatKey("e-1", line.seat_class) in store.inventory:
                 item = store.inventory[SeatKey("e-1", line.seat_class)]
                 assert item.available < line.quantity, answer.reason
-        return commit(write)
 
-    store.commit_outcomes = checked  # type: ignore[method-assign]
+    spy_writes(store, checked)
 
 
 _NO_CLASS = SeatClassInventory("e-1", "-", 0, 0, 0)
@@ -903,14 +900,14 @@ def racing_before_orders(store: InMemoryInventoryStore) -> list[tuple[Container,
     """Wraps the store's commit: before each order's write (several writes at once), the next
     race in the returned list runs (another container's message, settled to the end)."""
     races: list[tuple[Container, QueueMessage]] = []
-    commit = store.commit_outcomes
+    commit = store.take
 
-    def racing(write):
-        if races and not isinstance(write, GroupWrite):
+    def racing(take):
+        if races and is_order(take):
             race(*races.pop())
-        return commit(write)
+        return commit(take)
 
-    store.commit_outcomes = racing  # type: ignore[method-assign]
+    store.take = racing  # type: ignore[method-assign]
     return races
 
 
@@ -1042,7 +1039,7 @@ class _CountingClient:
 
 
 def test_the_changes_of_many_orders_are_split_into_transactions_of_at_most_100_actions() -> None:
-    from seat_inventory.dal.transitions import Transitions
+    from seat_inventory.dal.writes import Writes as Transitions
     from seat_inventory.logic.change_reservations import settle_transitions
     from seat_inventory.models import ReservationRecord, Transition
 

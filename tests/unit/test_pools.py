@@ -18,6 +18,7 @@ from seat_inventory.logic.sweep_holds import release_expired_holds
 from seat_inventory.models import Outcome, SaleStatus, SeatKey, StoreInconsistency, pool_ref, split_pool_ref
 from tests.containers import NOW, TTL, Container, StepClock, counting_pool_refusals, message, take
 from tests.fakes import FakeClock, InMemoryInventoryStore, RecordingPublisher
+from tests.writes import GroupWrite, commit_outcomes
 
 
 @pytest.fixture
@@ -263,7 +264,7 @@ def test_a_sharded_class_and_a_plain_one_share_a_pool_exactly_across_containers(
 def test_each_pool_adds_two_write_units_to_a_take_and_to_its_give_back(pools, units) -> None:
     # Units as the simulation's DynamoDB model charges them (AWS's rules: 2 per transactional
     # item of up to 1 KB): one reservation, then its cancel.
-    from seat_inventory.models import GroupWrite, ReservationOutcome, Transition
+    from seat_inventory.models import ReservationOutcome, Transition
     from seat_tools.contention.model import ContentionModel, ContentionSettings
     from seat_tools.simulation.dynamodb import SimulatedTable
 
@@ -277,12 +278,12 @@ def test_each_pool_adds_two_write_units_to_a_take_and_to_its_give_back(pools, un
     key = SeatKey("e-1", "GA")
     sold = ReservationOutcome("r-1", Outcome.CONFIRMED, "1 seat(s) confirmed", "e-1", "GA", 1, "c")
 
-    assert store.commit_outcomes(GroupWrite(key, [sold], 1, 0, now=NOW, pools=pools)) is None
+    assert commit_outcomes(store, GroupWrite(key, [sold], 1, 0, now=NOW, pools=pools)) is None
     taken = model.counters().write_units_consumed
     record = data.record("r-1")
     assert record is not None
     assert (
-        store.commit_transitions(
+        store.change_status(
             key, [Transition(record, Outcome.CANCELLED)], now=NOW, capacity=10, release_expires_at=NOW
         )
         is None

@@ -12,12 +12,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from seat_inventory.logic.inventory_hints import InventoryHints
-from seat_inventory.logic.ports import WriteRefused
 from seat_inventory.logic.reserve_seats import QueueMessage, reserve_seats
 from seat_inventory.logic.settle_group import GroupKnowledge, GroupPlan, _rests_on_observations
-from seat_inventory.models import GroupWrite, Outcome, ReservationOutcome, SeatClassInventory, SeatKey
+from seat_inventory.models import Outcome, ReservationOutcome, SeatClassInventory, SeatKey, Take, WriteRefused
 from seat_inventory.settings import Settings
 from tests.fakes import FakeClock, InMemoryInventoryStore, RecordingPublisher
+from tests.writes import GroupWrite
 
 SETTINGS = Settings(table_name="t", outcomes_topic_arn="arn:aws:sns:us-east-1:1:t")
 KEY = SeatKey("e-1", "GA")
@@ -39,9 +39,16 @@ class SpyStore(InMemoryInventoryStore):
             self.read_calls.append((whole, tuple(customers)))
         return super().read_inventory(key, whole=whole, customers=customers)
 
-    def commit_outcomes(self, write: GroupWrite) -> WriteRefused | None:
-        refused = super().commit_outcomes(write)
-        self.writes.append((write, refused))
+    def take(self, take: Take) -> WriteRefused | None:
+        refused = super().take(take)
+        self.writes.append((GroupWrite.of(take.parts[0], take), refused))
+        return refused
+
+    def record_rejections(
+        self, outcomes: Sequence[ReservationOutcome], *, expires_at: int
+    ) -> WriteRefused | None:
+        refused = super().record_rejections(outcomes, expires_at=expires_at)
+        self.writes.append((GroupWrite.rejections(outcomes, expires_at), refused))
         return refused
 
     def forget(self) -> None:

@@ -4,25 +4,26 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from typing import Any
 
 import pytest
 
 from seat_inventory.logic.inventory_hints import InventoryHints
 from seat_inventory.logic.limits import MAX_RESERVATIONS_PER_TRANSACTION
-from seat_inventory.logic.ports import WriteRefused
 from seat_inventory.logic.reserve_seats import QueueMessage, reserve_seats
 from seat_inventory.logic.retry_deadline import CONFLICT_BACKOFF_CAP_SECONDS, conflict_deadline
 from seat_inventory.models import (
-    GroupWrite,
     Outcome,
     RetryableError,
     SaleStatus,
     SeatKey,
     Throttled,
     TransactionConflict,
+    WriteRefused,
 )
 from seat_inventory.settings import Settings
 from tests.fakes import FakeClock, InMemoryInventoryStore, RecordingPublisher
+from tests.writes import spy_writes
 
 SETTINGS = Settings(
     table_name="t", outcomes_topic_arn="arn:aws:sns:us-east-1:1:t", rejection_record_ttl_days=15
@@ -499,14 +500,11 @@ def test_a_new_container_answers_a_sold_out_class_without_writing_its_item(store
 def commits_of(store: InMemoryInventoryStore) -> list[tuple[int, int, bool]]:
     """Records every transaction the store is asked for: (records, seats taken, refused)."""
     seen: list[tuple[int, int, bool]] = []
-    original = store.commit_outcomes
 
-    def commit_outcomes(write: GroupWrite) -> WriteRefused | None:
-        refused = original(write)
+    def commit_outcomes(write: Any, refused: WriteRefused | None) -> None:
         seen.append((len(write.outcomes), write.seats_taken, refused is not None))
-        return refused
 
-    store.commit_outcomes = commit_outcomes  # type: ignore[method-assign]
+    spy_writes(store, commit_outcomes)
     return seen
 
 

@@ -144,7 +144,8 @@ def test_load_file_needs_a_known_suffix(tmp_path: Path) -> None:
 
 
 def test_dump_json_round_trips_and_row_items_split_long_rows() -> None:
-    from seat_inventory.logic.seat_map import ROW_BLOCK, dump_json, row_item_of, row_items
+    from seat_inventory.logic.seat_map import dump_json, row_items
+    from seat_inventory.models import ROW_BLOCK, row_item_of
 
     theatre = load_file(str(EXAMPLES / "theatre.json"))
     again = load_json(dump_json(theatre))

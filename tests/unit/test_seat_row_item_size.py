@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from seat_inventory.dal.seat_rows import SaleRules, SeatRows
-from seat_inventory.logic.seat_map import ROW_BLOCK, RowItem
-from seat_inventory.models import SeatKey
+from seat_inventory.logic.seat_map import RowItem
+from seat_inventory.models import ROW_BLOCK, SeatKey
 from seat_tools.operator_commands import new_operation_id
 from seat_tools.seat_blocks import LAST_OPERATION
+from seat_tools.seat_map_commands import SaleRules, SeatMapCommands
 
 
 def item_bytes(item: dict[str, Any]) -> int:
@@ -27,7 +27,7 @@ def item_bytes(item: dict[str, Any]) -> int:
 
 
 def test_a_full_row_item_with_every_rule_stays_under_1_kb() -> None:
-    rows = SeatRows.__new__(SeatRows)  # no client: only the item builder
+    rows = SeatMapCommands.__new__(SeatMapCommands)  # no client: only the item builder
     rows._table_name = "t"
     key = SeatKey("e" * 128, "c" * 64)  # the longest event id and seat class the contract allows
     row = RowItem("S" * 16 + "-" + "R" * 16 + "#9", "S" * 16, 361, ROW_BLOCK, ())

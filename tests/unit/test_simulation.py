@@ -13,15 +13,14 @@ from click.testing import CliRunner
 
 from seat_inventory.dal.access import SHARDED_READ_ATTEMPTS, SHARDED_READ_BACKOFF_SECONDS
 from seat_inventory.dal.items import record_item
-from seat_inventory.logic.ports import WriteRefused
 from seat_inventory.models import (
-    GroupWrite,
     Outcome,
     ReservationOutcome,
     RetryableError,
     SeatClassInventory,
     SeatKey,
     TransactionConflict,
+    WriteRefused,
 )
 from seat_inventory.settings import Settings
 from seat_tools.bench.counting import item_size
@@ -38,6 +37,7 @@ from seat_tools.simulation.dynamodb import SimulatedTable, record_item_bytes
 from seat_tools.simulation.memory_store import InMemoryInventoryStore
 from seat_tools.simulation.run import SimulationConfig, run_simulation
 from seat_tools.simulation.scheduler import SimulationError, VirtualScheduler
+from tests.writes import GroupWrite, commit_outcomes
 
 SETTINGS = Settings(table_name="t", outcomes_topic_arn="arn:aws:sns:us-east-1:123456789012:t")
 
@@ -555,8 +555,8 @@ def test_a_transaction_on_a_held_item_is_cancelled_by_a_conflict_and_writes_noth
     def commit(name: str) -> None:
         store = table.client(_Clock(scheduler))
         try:
-            results[name] = store.commit_outcomes(
-                GroupWrite(key, [_confirm(name)], seats_taken=1, rejection_expires_at=0, now=0)
+            results[name] = commit_outcomes(
+                store, GroupWrite(key, [_confirm(name)], seats_taken=1, rejection_expires_at=0, now=0)
             )
         except TransactionConflict as exc:
             results[name] = exc
@@ -580,8 +580,8 @@ def test_a_refused_guard_is_reported_as_the_dal_does_and_counted_as_cancelled() 
     def commit() -> None:
         store = table.client(_Clock(scheduler))
         refused.append(
-            store.commit_outcomes(
-                GroupWrite(key, [_confirm("r-1")], seats_taken=1, rejection_expires_at=0, now=0)
+            commit_outcomes(
+                store, GroupWrite(key, [_confirm("r-1")], seats_taken=1, rejection_expires_at=0, now=0)
             )
         )
 
@@ -600,8 +600,8 @@ def test_throttling_fails_a_transaction_at_once_and_a_read_after_botocores_retri
     def run() -> None:
         store = table.client(_Clock(scheduler))
         try:  # 2 units for the inventory item alone: more than the partition's 1
-            store.commit_outcomes(
-                GroupWrite(key, [_confirm("r-1")], seats_taken=1, rejection_expires_at=0, now=0)
+            commit_outcomes(
+                store, GroupWrite(key, [_confirm("r-1")], seats_taken=1, rejection_expires_at=0, now=0)
             )
         except RetryableError as exc:
             errors.append(str(exc))
@@ -629,8 +629,8 @@ def test_a_sharded_read_refused_by_a_transaction_is_read_again_with_the_dals_bac
 
     def commit() -> None:
         store = table.client(_Clock(scheduler))
-        store.commit_outcomes(
-            GroupWrite(key, [_confirm("r-1")], seats_taken=1, rejection_expires_at=0, now=0, shard=2)
+        commit_outcomes(
+            store, GroupWrite(key, [_confirm("r-1")], seats_taken=1, rejection_expires_at=0, now=0, shard=2)
         )
 
     def read_class() -> None:
@@ -661,10 +661,11 @@ def test_a_sharded_read_refused_on_every_attempt_raises_the_dals_conflict() -> N
         n = 0
         while not outcome:
             n += 1
-            store.commit_outcomes(
+            commit_outcomes(
+                store,
                 GroupWrite(
                     key, [_confirm(f"r-{n}")], seats_taken=1, rejection_expires_at=0, now=0, shard=1 + n % 2
-                )
+                ),
             )
 
     def read_class() -> None:
@@ -728,13 +729,14 @@ def test_rejections_alone_are_puts_of_one_unit_each_sent_in_waves() -> None:
         )  # a TransactWriteItems on r-5's record, not finished yet
         assert held.admitted
         results.append(
-            store.commit_outcomes(
+            commit_outcomes(
+                store,
                 GroupWrite(
                     SeatKey("e", "GA"),
                     [_sold_out(f"r-{n}") for n in range(40)],
                     seats_taken=0,
                     rejection_expires_at=99,
-                )
+                ),
             )
         )
         results.append(scheduler.now() - started)
@@ -791,13 +793,14 @@ def test_a_throttled_rejection_put_is_sent_again_after_botocores_back_off() -> N
         store = table.client(_Clock(scheduler))
         started = scheduler.now()
         results.append(
-            store.commit_outcomes(
+            commit_outcomes(
+                store,
                 GroupWrite(
                     SeatKey("e", "GA"),
                     [_sold_out(f"r-{n}") for n in range(14)],
                     seats_taken=0,
                     rejection_expires_at=99,
-                )
+                ),
             )
         )
         results.append(scheduler.now() - started)

@@ -249,7 +249,7 @@ def test_a_class_whose_release_keeps_failing_is_reported_overdue_and_the_others_
     clock.time += 90
     throttled = RetryableError("ThrottlingException")
     calls: list[SeatKey] = []
-    commit = store.commit_transitions
+    commit = store.change_status
 
     def refuse_ga(key, transitions, **kwargs):
         calls.append(key)
@@ -257,7 +257,7 @@ def test_a_class_whose_release_keeps_failing_is_reported_overdue_and_the_others_
             raise throttled
         return commit(key, transitions, **kwargs)
 
-    store.commit_transitions = refuse_ga  # type: ignore[method-assign]
+    store.change_status = refuse_ga  # type: ignore[method-assign]
 
     result = sweep(store, clock)
 
@@ -328,14 +328,14 @@ def test_an_expiry_gives_the_customer_their_seats_back(store, clock) -> None:
 def test_a_release_whose_reply_was_lost_is_announced_by_the_same_run(store, clock) -> None:
     hold(store, clock, "h-1")
     clock.time += 60
-    commit = store.commit_transitions
+    commit = store.change_status
 
     def lose_the_first_reply(key, transitions, **kwargs):
-        store.commit_transitions = commit  # type: ignore[method-assign]
+        store.change_status = commit  # type: ignore[method-assign]
         commit(key, transitions, **kwargs)
         raise RetryableError("DynamoDB unreachable: Read timeout")
 
-    store.commit_transitions = lose_the_first_reply  # type: ignore[method-assign]
+    store.change_status = lose_the_first_reply  # type: ignore[method-assign]
     publisher = RecordingPublisher()
 
     result = sweep(store, clock, publisher)
@@ -350,15 +350,15 @@ def test_a_release_whose_reply_was_lost_is_announced_by_the_same_run(store, cloc
 def test_a_release_by_another_sweeper_found_in_a_retry_is_not_counted_as_this_runs(store, clock) -> None:
     hold(store, clock, "h-1")
     clock.time += 60
-    commit = store.commit_transitions
+    commit = store.change_status
 
     def another_sweeper_releases_first(key, transitions, **kwargs):
-        store.commit_transitions = commit  # type: ignore[method-assign]
+        store.change_status = commit  # type: ignore[method-assign]
         theirs = [dataclasses.replace(t, change_id="another-run") for t in transitions]
         assert commit(key, theirs, **kwargs) is None
         raise RetryableError("DynamoDB unreachable: Read timeout")
 
-    store.commit_transitions = another_sweeper_releases_first  # type: ignore[method-assign]
+    store.change_status = another_sweeper_releases_first  # type: ignore[method-assign]
     publisher = RecordingPublisher()
 
     result = sweep(store, clock, publisher)

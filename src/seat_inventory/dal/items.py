@@ -15,10 +15,9 @@ Single-table layout (table keys `pk`, `sk`; TTL attribute `expires_at`; sparse i
 | admission token use  | `ADMISSION#<token id>`                   | `TOKEN`         |
 | capacity pool        | `EVENT#<event_id>`                       | `POOL#<pool>`   |
 | pool shard n (1-63)  | `EVENT#<event_id>#SHARD#<n>`             | `POOL#<pool>`   |
-
-Customer counters were under `pk EVENT#<event_id>`, `sk CUSTOMER#<class>#<customer>` until
-this layout (one partition key each, off the event's hot partition); docs/explanation/contention.md says how
-to migrate them.
+| seat map             | `SEATMAP#<event_id>`                     | `MAP`           |
+| row item             | `SEATROW#<event_id>#<class>#<section>`   | `ROW#<row_id>`  |
+| slice claim          | `SEATCLAIM#<event_id>#<class>#<part>`    | `CLAIM`         |
 
 - inventory: capacity, available, held, sold; optional max_per_customer, sale_status,
   sale_starts_at, sale_ends_at (epoch seconds); version (bumped by every operator change);
@@ -38,6 +37,11 @@ to migrate them.
   shard item, and so has every record whose seats came from them (there, an item n > 0 of a
   sharded pool is named `<pool>#<n>`, `models.pool_ref`);
 - customer counter: seats (taken while the class had a per-customer limit);
+- row item of a mapped class (docs/guides/seat-maps.md; `row_id` = `<section>-<row>#<block>`, at most
+  `ROW_BLOCK` seats): `first`, `size`, `available`, `held`, `sold`, the class's sale rules,
+  `pool_names` and `admission_required` copied on every row item, and one attribute `p<position>`
+  per seat that is not free: `H` held, `S` sold, `B` blocked; a slice claim: `owner`, `until`,
+  TTL `expires_at` (which container places in a slice of a class's rows; no take guards on it);
 - reservation record: the answer given (outcome, reason, ...), its current status, request_type;
   a hold's hold_expires_at; customer_counted when its seats count against a limit; `shard`
   when its seats came from a shard item other than 0.
@@ -55,11 +59,7 @@ hold_expires_at`) and while its expiry waits to be published (`gsi1pk = EXPIRED#
 sweeper's outbox). The shard (0-7, from a CRC-32 of the reservation id) spreads the index's
 partitions.
 
-Seats are taken by one `TransactWriteItems` per group: a guarded decrement of the inventory
-item, one `attribute_not_exists` put per reservation record and, with a per-customer limit, one
-guarded counter increment per customer, so all of them commit together or not at all. Status
-changes (confirm, cancel, expiry) are one transaction per group as well: each record's update is
-conditional on the status it was read with, plus one guarded inventory update and the counters.
+What a take and a status change write, action by action, is `seat_inventory.transaction`'s to say.
 """
 
 from __future__ import annotations
@@ -80,6 +80,8 @@ from seat_inventory.models import (
     SaleStatus,
     SeatClassInventory,
     SeatKey,
+    SeatRow,
+    SeatState,
     ShardSeats,
     ShardSurvey,
     split_pool_ref,
@@ -184,8 +186,7 @@ def reservation_key(reservation_id: str) -> dict[str, Any]:
 
 
 def customer_key(key: SeatKey, customer_id: str) -> dict[str, Any]:
-    """A customer's counter has a partition key of its own: under the event's key (the layout
-    before) every reservation of a class with a limit added 2 write units to the hot partition."""
+    """A customer's counter has a partition key of its own, off the event's hot partition."""
     return {
         "pk": {"S": f"{CUSTOMER_PREFIX}{key.event_id}#{key.seat_class}#{customer_id}"},
         "sk": {"S": CUSTOMER_SK},
@@ -248,6 +249,57 @@ def _optional_int(item: Mapping[str, Any], name: str) -> int | None:
     return int(value["N"]) if value else None
 
 
+SEATMAP_PREFIX = "SEATMAP#"
+SEATROW_PREFIX = "SEATROW#"
+SEATCLAIM_PREFIX = "SEATCLAIM#"
+ROW_SK_PREFIX = "ROW#"
+
+
+def seat_map_key(event_id: str) -> dict[str, Any]:
+    return {"pk": {"S": SEATMAP_PREFIX + event_id}, "sk": {"S": "MAP"}}
+
+
+def section_pk(key: SeatKey, section: str) -> str:
+    return f"{SEATROW_PREFIX}{key.event_id}#{key.seat_class}#{section}"
+
+
+def row_key(key: SeatKey, row_id: str) -> dict[str, Any]:
+    section = row_id.split("-", 1)[0]
+    return {"pk": {"S": section_pk(key, section)}, "sk": {"S": ROW_SK_PREFIX + row_id}}
+
+
+def claim_key(key: SeatKey, part: str) -> dict[str, Any]:
+    return {"pk": {"S": f"{SEATCLAIM_PREFIX}{key.event_id}#{key.seat_class}#{part}"}, "sk": {"S": "CLAIM"}}
+
+
+def seat_attribute(position: int) -> str:
+    return f"p{position}"
+
+
+def row_from_item(item: Mapping[str, Any]) -> SeatRow:
+    states = {
+        int(name[1:]): SeatState(value["S"])
+        for name, value in item.items()
+        if name[0] == "p" and name[1:].isdigit()
+    }
+    return SeatRow(
+        key=SeatKey(item["event_id"]["S"], item["seat_class"]["S"]),
+        row_id=item["row_id"]["S"],
+        first=int(item["first"]["N"]),
+        size=int(item["size"]["N"]),
+        states=states,
+        available=int(item["available"]["N"]),
+        held=int(item["held"]["N"]),
+        sold=int(item["sold"]["N"]),
+        max_per_customer=_optional_int(item, "max_per_customer"),
+        sale_status=SaleStatus(_optional_text(item, "sale_status") or SaleStatus.OPEN.value),
+        sale_starts_at=_optional_int(item, "sale_starts_at"),
+        sale_ends_at=_optional_int(item, "sale_ends_at"),
+        pools=pool_names(item),
+        admission_required=bool(item.get(ADMISSION_REQUIRED, {}).get("BOOL", False)),
+    )
+
+
 # When a transaction last took seats from a shard item (routing: `logic.shards.pick_shard`).
 TAKEN_AT = "last_taken_at"
 # What a survey of a class's shard items reads of each (`TableAccess.survey_shards`); `shard`
@@ -267,7 +319,7 @@ def survey_from_item(item: Mapping[str, Any]) -> ShardSurvey:
 
 def inventory_from_item(item: Mapping[str, Any]) -> SeatClassInventory:
     """The view of one shard item: the class's totals when it is the class's only item."""
-    # Items written before holds existed have no `held`: it is 0 (updates use if_not_exists).
+    # An item without `held` has none held (updates use if_not_exists).
     seats = ShardSeats(
         shard=_optional_int(item, "shard") or 0,
         capacity=int(item["capacity"]["N"]),
@@ -363,7 +415,7 @@ def record_from_item(item: Mapping[str, Any]) -> ReservationRecord:
     status = _optional_text(item, "status")
     return ReservationRecord(
         answer=answer,
-        # Records written before statuses existed are in the state of their answer.
+        # A record without `status` is in the state of its answer.
         status=Outcome(status) if status else answer.outcome,
         hold_expires_at=answer.hold_expires_at,
         customer_counted=bool(item.get("customer_counted", {}).get("BOOL", False)),

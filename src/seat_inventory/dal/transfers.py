@@ -30,11 +30,10 @@ from seat_inventory.dal.items import (
     number,
     record_from_item,
     reservation_key,
+    row_key,
 )
-from seat_inventory.dal.seat_rows import row_key
 from seat_inventory.gate_models import HeldTicket, TicketRef, TransferRecord, TransferRefused, TransferWrite
-from seat_inventory.logic.seat_map import row_item_of
-from seat_inventory.models import Outcome, StoreInconsistency
+from seat_inventory.models import Outcome, StoreInconsistency, row_item_of
 
 
 class Transfers(TableAccess):

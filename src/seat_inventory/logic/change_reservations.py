@@ -23,7 +23,6 @@ from seat_inventory.logic.inventory_hints import InventoryHints
 from seat_inventory.logic.limits import MAX_ACTIONS_PER_TRANSACTION, MAX_SETTLE_ROUNDS
 from seat_inventory.logic.ports import Clock, InventoryStore
 from seat_inventory.logic.retry_deadline import ConflictDeadline
-from seat_inventory.logic.seat_map import row_item_of
 from seat_inventory.models import (
     ChangeRequest,
     Outcome,
@@ -37,6 +36,7 @@ from seat_inventory.models import (
     TransactionConflict,
     Transition,
     iso_utc,
+    row_item_of,
 )
 
 
@@ -252,7 +252,7 @@ def _commit_transitions(
         rounds += 1
         chunk = pending[: _prefix_that_fits(pending)]
         try:
-            refused = store.commit_transitions(
+            refused = store.change_status(
                 key, chunk, now=now, capacity=capacity, release_expires_at=now + release_ttl_seconds
             )
         except (TransactionConflict, Throttled) as exc:

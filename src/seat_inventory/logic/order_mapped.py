@@ -4,7 +4,7 @@ See docs/guides/orders.md and docs/guides/seat-maps.md.
 
 Chosen seats are checked on a consistent read of their row items (the orphan rule looks at their
 neighbours); best available is placed on the class's view, as a single best-available request
-is. The take itself is the line's `GroupWrite.rows`, guarded on exactly those seats in the
+is. The take itself is the line's `ClassTake.rows`, guarded on exactly those seats in the
 order's one transaction: a view only plans it.
 """
 
@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from seat_inventory.logic.seat_map import ClassMap, row_item_of
+from seat_inventory.logic.seat_map import ClassMap
 from seat_inventory.logic.seat_placement import Placement, Refused, place_best, place_chosen
 from seat_inventory.logic.settle_mapped import taken_seats
-from seat_inventory.models import OrderLine, Outcome, SeatKey, SeatRow
+from seat_inventory.models import OrderLine, Outcome, SeatKey, SeatRow, row_item_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,15 +28,6 @@ class LineRefusal:
     reason: str
     seats: tuple[str, ...] | None = None
     remaining: int | None = None
-
-
-def rows_of(seats: Sequence[str]) -> dict[str, tuple[int, ...]]:
-    """The row items (id -> positions) of seat ids, as a mapped take writes them."""
-    by_row: dict[str, list[int]] = {}
-    for seat in seats:
-        row_id, position = row_item_of(seat)
-        by_row.setdefault(row_id, []).append(position)
-    return {row: tuple(positions) for row, positions in by_row.items()}
 
 
 def chosen_rows(class_map: ClassMap, seats: Sequence[str]) -> list[str]:

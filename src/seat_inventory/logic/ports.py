@@ -6,13 +6,11 @@ tests use in-memory fakes of the same shape.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from seat_inventory.logic.seat_map import SeatMap
 from seat_inventory.models import (
-    GroupWrite,
     NumbersRefused,
     PoolInventory,
     ReservationOutcome,
@@ -21,97 +19,36 @@ from seat_inventory.models import (
     SeatKey,
     SeatRow,
     ShardSurvey,
+    Take,
     TicketBatch,
     TicketFormat,
     TicketSeries,
     Transition,
+    TransitionsRefused,
     UnnumberedSale,
+    WriteRefused,
 )
-
-
-@dataclass(frozen=True, slots=True)
-class WriteRefused:
-    """A write of a group's answers that a failed condition (or, for a group without seats, a
-    transient fault on some of its records) stopped, and what it told us.
-
-    `inventory_refused` is True when the inventory guard failed; `inventory` then holds the item
-    as it was (too few seats left, sale closed, another per-customer limit than assumed), or is
-    None when there is no such item (unknown event); for a sharded class it is only the shard
-    item that refused (not `complete`).
-    `already_recorded` maps each reservation id whose record already existed to the answer
-    stored with it: those requests were answered before and must not take seats again.
-    `customer_seats` maps each customer whose counter refused the increment to the seats the
-    counter held: taking more would pass the per-customer limit.
-    `written` names the records of a group without seats that were written all the same (its
-    records are written one by one, not in one transaction): those answers stand. Records of the
-    group in neither `written` nor `already_recorded` met a transient fault and were not written.
-    `tokens_used` maps each admission token whose use was refused to the reservation that used it
-    first: a replay, refused for good.
-    `pools_refused` maps each capacity pool whose guard failed to its item as it was (too few
-    seats left, or closed), or to None when the pool item does not exist (docs/guides/pools.md).
-    """
-
-    inventory_refused: bool
-    inventory: SeatClassInventory | None
-    already_recorded: Mapping[str, ReservationOutcome] = field(default_factory=dict)
-    customer_seats: Mapping[str, int] = field(default_factory=dict)
-    written: frozenset[str] = frozenset()
-    tokens_used: Mapping[str, str] = field(default_factory=dict)
-    pools_refused: Mapping[str, PoolInventory | None] = field(default_factory=dict)
-    # A mapped class's write (`GroupWrite.rows`): the row items whose guard failed, as they were
-    # (None: no such item).
-    rows: Mapping[str, SeatRow | None] = field(default_factory=dict)
-    # Several writes committed together (an order's lines, docs/guides/orders.md): for each write, in
-    # order, what of it refused (its inventory item, its counters), or None when nothing of it
-    # did; the fields above then sum them up (`inventory` is the first refusing item). Empty for
-    # a single write.
-    parts: tuple[WriteRefused | None, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class TransitionsRefused:
-    """A status-change transaction that a failed condition cancelled (nothing was written).
-
-    `records` maps each reservation id whose status condition failed to the record as it is now
-    (None when it no longer exists): someone else changed it first. `inventory` is the item as it
-    was when its guard failed (None when missing); `counters_refused` names the customers whose
-    counter could not be decremented; `pools_refused` the capacity pools whose guard failed (or
-    that do not exist): on consistent data that cannot happen.
-    """
-
-    inventory_refused: bool
-    inventory: SeatClassInventory | None
-    records: Mapping[str, ReservationRecord | None] = field(default_factory=dict)
-    counters_refused: frozenset[str] = frozenset()
-    pools_refused: frozenset[str] = frozenset()
 
 
 class InventoryStore(Protocol):
     """Persistence of inventory, of each reservation's record and of per-customer counters."""
 
-    def commit_outcomes(self, write: GroupWrite | Sequence[GroupWrite]) -> WriteRefused | None:
-        """Atomically takes the write's seats and records every outcome; records a group without
-        seats (only rejections) one record at a time.
+    def take(self, take: Take) -> WriteRefused | None:
+        """Atomically takes the seats of every part of `take` and records its answers (the class
+        items or row items, records, counters, token uses and pool items of `seat_inventory.transaction`).
+        Returns None when it committed, a `WriteRefused` when a guard failed (nothing was
+        written), and raises `RetryableError` on a transient fault (`TransactionConflict`,
+        `Throttled`)."""
+        ...
 
-        A sequence of writes (of one event, each of another counted class: an order's lines,
-        docs/guides/orders.md) commits in ONE transaction, all or nothing: each write's inventory guards,
-        counters and token uses as alone, the pools several of them share taken once for all
-        (one update per pool, guarded on the sum). A record whose answer has `lines` stores, line
-        by line, the shard, pools and counting of the write of that line's class. A refusal
-        reports each write's part in `WriteRefused.parts`.
-
-        Each record says which shard its seats came from; the guards are those `GroupWrite`
-        describes. Returns None when everything committed, a `WriteRefused` when a condition
-        failed (then nothing was written), and raises `RetryableError` on a transient fault.
-
-        A write that is `records_only` writes no inventory, so it is not atomic across its
-        records: each record is its own conditional write (1 write unit per KB instead of 2 in a
-        transaction), made exactly once by its condition (the record must not exist). Records
-        that already existed come back in `already_recorded` with their stored answers, and the
-        records written meanwhile in `WriteRefused.written`; records a transient fault kept out
-        are in neither (planned again). Only when a transient fault kept every record out does it
-        raise `RetryableError` (`TransactionConflict`, `Throttled`).
-        """
+    def record_rejections(
+        self, outcomes: Sequence[ReservationOutcome], *, expires_at: int
+    ) -> WriteRefused | None:
+        """Records answers that take no seats, each its own conditional write (exactly once: the
+        record must not exist), expiring (TTL) at `expires_at`. Records that existed come back in
+        `already_recorded` with their stored answers, and those written meanwhile in `written`;
+        records a transient fault kept out are in neither. Only when a transient fault kept every
+        record out does it raise `RetryableError`."""
         ...
 
     def read_inventory(
@@ -171,7 +108,7 @@ class InventoryStore(Protocol):
         Raises `RetryableError` on a transient fault."""
         ...
 
-    def commit_transitions(
+    def change_status(
         self,
         key: SeatKey,
         transitions: Sequence[Transition],

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
+from seat_inventory.models.views import ROW_BLOCK
+
 
 class SeatFlag(StrEnum):
     WHEELCHAIR = "wheelchair"
@@ -363,21 +365,6 @@ def load_file(path: str) -> SeatMap:
     if path.lower().endswith(".json"):
         return load_json(text)
     raise SeatMapError(f"{path}: a seat map is a .json or .csv file")
-
-
-# A row's seats are stored on row items of at most this many seats (docs/guides/seat-maps.md): an item
-# stays under 1 KB, so a transaction writes it for 2 write units.
-ROW_BLOCK = 40
-
-
-def row_item_of(seat: str) -> tuple[str, int]:
-    """The row item id (`<section>-<row>#<block>`) holding seat `<section>-<row>-<position>`, and
-    the position. Raises ValueError for an id that is not a seat id."""
-    section, row, position_text = seat.split("-")
-    position = int(position_text)
-    if position < 1:
-        raise ValueError(f"bad seat id {seat!r}")
-    return f"{section}-{row}#{(position - 1) // ROW_BLOCK}", position
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from seat_inventory.logic.seat_map import ROW_BLOCK, ClassMap
-from seat_inventory.models import SeatRow
+from seat_inventory.logic.seat_map import ClassMap
+from seat_inventory.models import ROW_BLOCK, SeatRow
 
 # Rows per slice: enough that a slice holds a few requests' blocks in each depth of the class.
 ROWS_PER_SLICE = 8

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from seat_inventory.logic.admission_tokens import replay_refusal, use_expires_at
 from seat_inventory.logic.inventory_hints import InventoryHints, OwnShard
 from seat_inventory.logic.limits import MAX_ACTIONS_PER_TRANSACTION, MAX_SETTLE_ROUNDS
-from seat_inventory.logic.ports import Clock, InventoryStore, WriteRefused
+from seat_inventory.logic.ports import Clock, InventoryStore
 from seat_inventory.logic.retry_deadline import ConflictDeadline
 from seat_inventory.logic.shards import (
     gather_moves,
@@ -30,7 +30,8 @@ from seat_inventory.logic.write_window import back_off_step
 from seat_inventory.models import (
     TAKES_SEATS,
     AdmissionCheck,
-    GroupWrite,
+    ClassRules,
+    ClassTake,
     Outcome,
     PoolInventory,
     ReservationOutcome,
@@ -40,9 +41,11 @@ from seat_inventory.models import (
     SeatKey,
     ShardSurvey,
     StoreInconsistency,
+    Take,
     Throttled,
     TokenUse,
     TransactionConflict,
+    WriteRefused,
     iso_utc,
 )
 
@@ -284,7 +287,7 @@ class _Settlement:
             self._read()  # no item alone has the seats: read the class whole (seats move, or too few)
             return True
         try:
-            refused = self.store.commit_outcomes(self._write(take))
+            refused = self._commit(take)
         except (TransactionConflict, Throttled) as exc:
             # Another transaction held the item (a sharded class's next try goes to another
             # shard), or the table's units were spent (the records span every partition: another
@@ -461,25 +464,29 @@ class _Settlement:
 
     # ------------------------------------------------------------------ writing and what it tells
 
-    def _write(self, take: _Take) -> GroupWrite:
+    def _commit(self, take: _Take) -> WriteRefused | None:
+        """The plan's answers recorded with its seats taken (one transaction), or, taking none,
+        its rejections recorded alone."""
         plan = take.plan
-        return GroupWrite(
+        expires_at = self.now + self.rejection_ttl_seconds
+        if not plan.seats_taken:
+            return self.store.record_rejections(plan.outcomes, expires_at=expires_at)
+        held = sum(o.quantity or 0 for o in plan.outcomes if o.outcome is Outcome.HELD)
+        part = ClassTake(
             self.key,
             plan.outcomes,
-            seats_taken=plan.seats_taken,
-            rejection_expires_at=self.now + self.rejection_ttl_seconds,
-            max_per_customer=plan.limit,
-            customer_seats=plan.customer_seats,
-            now=self.now,
+            seats=plan.seats_taken,
+            held=held,
+            rules=ClassRules(plan.limit, plan.admission_required, plan.pools),
+            counters=plan.customer_seats,
             shard=take.shard,
             moves=take.moves,
-            taken_at=self.clock.now() if plan.seats_taken else None,
-            admission_required=plan.admission_required,
-            token_uses=plan.token_uses,
-            pools=plan.pools,
             pool_shards=take.pools.shards if take.pools else {},
             pool_moves=take.pools.moves if take.pools else {},
+            token_uses=plan.token_uses,
+            taken_at=self.clock.now(),
         )
+        return self.store.take(Take([part], expires_at, now=self.now))
 
     def _committed(self, take: _Take) -> None:
         """Everything pending is answered; the container notes what it took, and from where."""

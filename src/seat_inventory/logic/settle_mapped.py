@@ -22,9 +22,9 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from seat_inventory.logic.mapped_rules import MappedRules, admission, pool_refusal, token_refusal
-from seat_inventory.logic.ports import Clock, InventoryStore, WriteRefused
+from seat_inventory.logic.ports import Clock, InventoryStore
 from seat_inventory.logic.retry_deadline import ConflictDeadline
-from seat_inventory.logic.seat_map import ClassMap, SeatMap, row_item_of
+from seat_inventory.logic.seat_map import ClassMap, SeatMap
 from seat_inventory.logic.seat_placement import (
     Placement,
     Refusal,
@@ -36,7 +36,8 @@ from seat_inventory.logic.seat_placement import (
 from seat_inventory.logic.seat_slices import Slice, deal
 from seat_inventory.logic.shards import Draws
 from seat_inventory.models import (
-    GroupWrite,
+    ClassRules,
+    ClassTake,
     Outcome,
     ReservationOutcome,
     ReservationRequest,
@@ -45,9 +46,13 @@ from seat_inventory.models import (
     SeatRow,
     SeatState,
     StoreInconsistency,
+    Take,
     Throttled,
     TransactionConflict,
+    WriteRefused,
     iso_utc,
+    row_item_of,
+    seats_by_row,
 )
 
 # A view of a whole class older than this is read again before placing best available.
@@ -341,14 +346,6 @@ def _in_slices(
     return None
 
 
-def _rows_of(seats: Sequence[str]) -> dict[str, tuple[int, ...]]:
-    by_row: dict[str, list[int]] = {}
-    for seat in seats:
-        row_id, position = row_item_of(seat)
-        by_row.setdefault(row_id, []).append(position)
-    return {row: tuple(positions) for row, positions in by_row.items()}
-
-
 def _settle_one(
     key: SeatKey, class_map: ClassMap, request: ReservationRequest, context: MappedContext
 ) -> ReservationOutcome:
@@ -379,23 +376,22 @@ def _settle_one(
         if isinstance(placement, Refusal):
             return _refused(request, placement, rows, context, now)
         answer = _taken_answer(request, placement.seats, now)
-        write = GroupWrite(
-            key=key,
-            outcomes=[answer],
-            seats_taken=request.quantity,
-            rejection_expires_at=int(now) + context.rejection_ttl_seconds,
-            max_per_customer=limit,
-            customer_seats={request.customer_id: request.quantity},
-            now=int(now),
-            rows=_rows_of(placement.seats),
-            pools=rules.pools,
+        part = ClassTake(
+            key,
+            [answer],
+            seats=request.quantity,
+            held=request.quantity if request.is_hold else 0,
+            rules=ClassRules(limit, rules.admission_required, rules.pools),
+            counters={request.customer_id: request.quantity},
+            rows=seats_by_row(placement.seats),
             pool_moves=moves,
-            admission_required=rules.admission_required,
             token_uses=token_uses,
         )
-        refused = _commit(store, write, context)
+        refused = _commit(
+            store, Take([part], int(now) + context.rejection_ttl_seconds, now=int(now)), context
+        )
         if refused is None:
-            _mark_taken(maps, key, write, answer)
+            _mark_taken(maps, key, part, answer)
             return answer
         if refused.already_recorded:
             return refused.already_recorded[request.reservation_id].as_duplicate(request.message_id)
@@ -477,24 +473,20 @@ def _settle_together(
             failed.update(not_written)
             pending = [r for r in pending if r.quantity < pending[0].quantity]
             continue
-        write = GroupWrite(
-            key=key,
-            outcomes=outcomes,
-            seats_taken=sum(o.quantity or 0 for o in outcomes),
-            rejection_expires_at=int(now) + context.rejection_ttl_seconds,
-            now=int(now),
-            rows={row_id: tuple(positions) for row_id, positions in merged.items()},
-        )
+        held = sum(o.quantity or 0 for o in outcomes if o.outcome is Outcome.HELD)
+        taken = {row_id: tuple(positions) for row_id, positions in merged.items()}
+        part = ClassTake(key, outcomes, seats=sum(o.quantity or 0 for o in outcomes), held=held, rows=taken)
+        take = Take([part], int(now) + context.rejection_ttl_seconds, now=int(now))
         taking = {o.reservation_id for o in outcomes}
         try:
-            refused = _take(context.store, write, context)
+            refused = _take(context.store, take, context)
         except RetryableError as exc:
             reason = f"{key.event_id} {key.seat_class}: {type(exc).__name__}: {exc}"
             failed.update((r.message_id, reason) for r in pending if r.reservation_id in taking)
             pending = [r for r in pending if r.reservation_id not in taking]
             continue
         if refused is None:
-            _mark_taken(context.maps, key, write, outcomes[0])
+            _mark_taken(context.maps, key, part, outcomes[0])
             answers.update((o.reservation_id, o) for o in outcomes)
             pending = [r for r in pending if r.reservation_id not in taking]
             refusals = 0
@@ -614,7 +606,7 @@ def _fill(
             if outcomes and where != home:
                 break
             home = where
-        by_row = _rows_of(placement.seats)
+        by_row = seats_by_row(placement.seats)
         if len(merged.keys() | by_row.keys()) + len(outcomes) + 1 > MAX_ACTIONS:
             break
         outcomes.append(_taken_answer(request, placement.seats, now))
@@ -692,13 +684,8 @@ def _sold_out_together(
         )
         for r in requests
     }
-    write = GroupWrite(
-        key=requests[0].seat_key,
-        outcomes=list(answers.values()),
-        seats_taken=0,
-        rejection_expires_at=int(now) + context.rejection_ttl_seconds,
-    )
-    refused = context.store.commit_outcomes(write)
+    expires_at = int(now) + context.rejection_ttl_seconds
+    refused = context.store.record_rejections(list(answers.values()), expires_at=expires_at)
     if refused is None:
         return answers, {}
     done: dict[str, ReservationOutcome] = {}
@@ -715,7 +702,7 @@ def _sold_out_together(
 
 
 def _take(
-    store: InventoryStore, write: GroupWrite, context: MappedContext
+    store: InventoryStore, take: Take, context: MappedContext
 ) -> WriteRefused | TransactionConflict | None:
     """A batch's take, retried in place while throttled until the deadline; a conflict is returned,
     not retried: another container's take holds the same row items, so the requests are placed
@@ -723,7 +710,7 @@ def _take(
     throttled = 0
     while True:
         try:
-            return store.commit_outcomes(write)
+            return store.take(take)
         except TransactionConflict as exc:
             return exc
         except Throttled:
@@ -732,23 +719,23 @@ def _take(
                 raise
 
 
-def _commit(store: InventoryStore, write: GroupWrite, context: MappedContext) -> WriteRefused | None:
+def _commit(store: InventoryStore, take: Take, context: MappedContext) -> WriteRefused | None:
     """The take, retried in place on a conflict or throttling until the deadline."""
     conflicts = 0
     while True:
         try:
-            return store.commit_outcomes(write)
+            return store.take(take)
         except (TransactionConflict, Throttled):
             conflicts += 1
             if not context.deadline.back_off(context.clock, conflicts):
                 raise
 
 
-def _mark_taken(maps: SeatMaps, key: SeatKey, write: GroupWrite, answer: ReservationOutcome) -> None:
+def _mark_taken(maps: SeatMaps, key: SeatKey, part: ClassTake, answer: ReservationOutcome) -> None:
     """The view learns the seats it just took (so the next request in the batch does not try them)."""
     state = SeatState.HELD if answer.outcome is Outcome.HELD else SeatState.SOLD
     view = maps.views.setdefault(key, {})
-    for row_id, positions in write.rows.items():
+    for row_id, positions in part.rows.items():
         row = view.get(row_id)
         if row is not None:
             states = dict(row.states)
@@ -823,13 +810,8 @@ def _reject(
 ) -> ReservationOutcome:
     """A rejection, recorded exactly once (a record that exists is the answer given before)."""
     answer = _answer(request, outcome, reason, seats, remaining=remaining)
-    write = GroupWrite(
-        key=request.seat_key,
-        outcomes=[answer],
-        seats_taken=0,
-        rejection_expires_at=int(now) + context.rejection_ttl_seconds,
-    )
-    refused = context.store.commit_outcomes(write)
+    expires_at = int(now) + context.rejection_ttl_seconds
+    refused = context.store.record_rejections([answer], expires_at=expires_at)
     if refused is None:
         return answer
     if request.reservation_id in refused.already_recorded:

@@ -1,8 +1,8 @@
 """Settles one multi-line order (docs/guides/orders.md): every line taken in ONE transaction, or none.
 
-An order names 1-4 lines of distinct counted seat classes of one event. Its write is a sequence
-of `GroupWrite`s, one per line (that line's shard item, moves into it, the customer's counter of
-that class), which the store commits atomically together with the pools the lines share (each
+An order names 1-4 lines of distinct seat classes of one event. Its write is one `Take` of a
+part per line (that line's shard item and moves into it, or its row items; the customer's counter
+of that class), which the store commits atomically together with the pools the lines share (each
 taken once, guarded on the seats of all its lines), the admission token and the order's one
 record. The order gets one answer: every line (CONFIRMED or HELD), or the first failing line's
 refusal, its reason prefixed with the line (`line 2 (CHILD): requested 3 seat(s), 1 left`).
@@ -23,14 +23,15 @@ from seat_inventory.logic.admission_tokens import replay_refusal, use_expires_at
 from seat_inventory.logic.inventory_hints import InventoryHints
 from seat_inventory.logic.limits import MAX_ACTIONS_PER_TRANSACTION, MAX_SETTLE_ROUNDS
 from seat_inventory.logic.mapped_rules import MappedRules
-from seat_inventory.logic.order_mapped import LineRefusal, chosen_rows, place_line, row_limit, rows_of
-from seat_inventory.logic.ports import Clock, InventoryStore, WriteRefused
+from seat_inventory.logic.order_mapped import LineRefusal, chosen_rows, place_line, row_limit
+from seat_inventory.logic.ports import Clock, InventoryStore
 from seat_inventory.logic.retry_deadline import ConflictDeadline
 from seat_inventory.logic.seat_map import ClassMap
 from seat_inventory.logic.shards import pick_shard, route
 from seat_inventory.logic.write_window import back_off_step
 from seat_inventory.models import (
-    GroupWrite,
+    ClassRules,
+    ClassTake,
     OrderLine,
     Outcome,
     PoolInventory,
@@ -41,13 +42,16 @@ from seat_inventory.models import (
     SeatKey,
     SeatRow,
     StoreInconsistency,
+    Take,
     Throttled,
     TokenUse,
     TransactionConflict,
+    WriteRefused,
     iso_utc,
-    pool_item_changes,
     pool_ref,
+    seats_by_row,
 )
+from seat_inventory.transaction import take_actions
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,7 +147,7 @@ class _OrderSettler:
                 continue
             takes = self._route_pools(takes)
             try:
-                refused = self.context.store.commit_outcomes(self._writes(takes))
+                refused = self.context.store.take(self._take(takes))
             except (TransactionConflict, Throttled) as exc:
                 for key in self.keys:
                     hints.leave_shard(key)
@@ -437,9 +441,9 @@ class _OrderSettler:
         views.update(self.pools_seen)
         return views
 
-    def _writes(self, takes: Sequence[_LineTake]) -> list[GroupWrite]:
-        """One `GroupWrite` per line, the order's record (its lines and where they take from) and
-        its token use on the first; committed together (`InventoryStore.commit_outcomes`)."""
+    def _take(self, takes: Sequence[_LineTake]) -> Take:
+        """A part per line, the order's record (its lines and where they take from) and its token
+        use on the first part whose class requires one; committed together (`InventoryStore.take`)."""
         views = [self._view(key) for key in self.keys]
         answer = self._answer_taken(takes, views)
         token_uses: list[TokenUse] = []
@@ -455,76 +459,46 @@ class _OrderSettler:
             token_uses.append(TokenUse(check.token_id, self.request.reservation_id, use_expires_at(check)))
         # The token is spent by the first line's write whose class requires it.
         spender = needs.index(True) if token_uses else -1
-        writes = []
+        parts: list[ClassTake] = []
         taken_at = self.context.clock.now()
         for index, (key, line, take, view) in enumerate(
             zip(self.keys, self.lines, takes, views, strict=True)
         ):
-            if key in self.class_maps:
-                uses = token_uses if index == spender else []
-                writes.append(self._mapped_write(key, line, take, [answer] if index == 0 else [], uses))
-                continue
-            limit = view.max_per_customer if view is not None else None
-            writes.append(
-                GroupWrite(
+            mapped = key in self.class_maps
+            parts.append(
+                ClassTake(
                     key,
                     [answer] if index == 0 else [],
-                    seats_taken=line.quantity,
-                    rejection_expires_at=self.now + self.context.rejection_ttl_seconds,
-                    max_per_customer=limit,
-                    customer_seats={self.request.customer_id: line.quantity} if limit is not None else {},
-                    now=self.now,
+                    seats=line.quantity,
+                    held=line.quantity if self.request.is_hold else 0,
+                    rules=self._class_rules(key, view),
+                    counters={self.request.customer_id: line.quantity},
                     shard=take.shard,
                     moves=take.moves,
-                    taken_at=taken_at,
-                    admission_required=view.admission_required if view is not None else False,
-                    token_uses=token_uses if index == spender else (),
-                    pools=view.pools if view is not None else (),
+                    rows=seats_by_row(self.placed[key]) if mapped else {},
                     pool_shards=take.pool_shards,
                     pool_moves=take.pool_moves,
-                    order_line_held=self.request.is_hold,
+                    token_uses=token_uses if index == spender else (),
+                    taken_at=None if mapped else taken_at,
                 )
             )
-        actions = sum(
-            max(1, len(w.rows)) + len(w.donors) + len(w.outcomes) + len(w.counters) + len(w.token_uses)
-            for w in writes
-        )
-        actions += len(pool_item_changes(writes))
+        order = Take(parts, self.now + self.context.rejection_ttl_seconds, now=self.now)
+        actions = len(take_actions(order))
         if actions > MAX_ACTIONS_PER_TRANSACTION:
             raise RetryableError(
                 f"order {self.request.reservation_id} needs {actions} actions in one transaction"
             )
-        return writes
+        return order
 
-    def _mapped_write(
-        self,
-        key: SeatKey,
-        line: OrderLine,
-        take: _LineTake,
-        outcomes: list[ReservationOutcome],
-        token_uses: list[TokenUse],
-    ) -> GroupWrite:
-        """A mapped line's write: its placed seats' row items (`GroupWrite.rows`), its pools
-        (item 0 of a sharded one, as a single mapped take, and the moves routed into it) and
-        the order's token use when it is the first line requiring one."""
-        limit = row_limit(self.rows[key])
-        rules = self._rules(key)
-        return GroupWrite(
-            key,
-            outcomes,
-            seats_taken=line.quantity,
-            rejection_expires_at=self.now + self.context.rejection_ttl_seconds,
-            max_per_customer=limit,
-            customer_seats={self.request.customer_id: line.quantity} if limit is not None else {},
-            now=self.now,
-            rows=rows_of(self.placed[key]),
-            order_line_held=self.request.is_hold,
-            pools=rules.pools,
-            pool_shards=take.pool_shards,
-            pool_moves=take.pool_moves,
-            admission_required=rules.admission_required,
-            token_uses=token_uses,
-        )
+    def _class_rules(self, key: SeatKey, view: SeatClassInventory | None) -> ClassRules:
+        """The rules a line's take assumes: a mapped class's as its rows carry them, a counted
+        class's as its view shows them."""
+        if key in self.class_maps:
+            rules = self._rules(key)
+            return ClassRules(row_limit(self.rows[key]), rules.admission_required, rules.pools)
+        if view is None:
+            return ClassRules()
+        return ClassRules(view.max_per_customer, view.admission_required, view.pools)
 
     def _answer_taken(
         self, takes: Sequence[_LineTake], views: Sequence[SeatClassInventory | None]
@@ -624,15 +598,12 @@ class _OrderSettler:
         )
         if refusal.outcome is Outcome.INVALID:
             return answer  # decided by the map, the same way every time: not recorded
-        write = GroupWrite(
-            self.keys[refusal.line],
-            [answer],
-            seats_taken=0,
-            rejection_expires_at=self.now + self.context.rejection_ttl_seconds,
-        )
         context = self.context
+        expires_at = self.now + context.rejection_ttl_seconds
         refused = context.deadline.patiently(
-            context.clock, lambda: context.store.commit_outcomes(write), "recording the order's refusal"
+            context.clock,
+            lambda: context.store.record_rejections([answer], expires_at=expires_at),
+            "recording the order's refusal",
         )
         stored = refused.already_recorded.get(answer.reservation_id) if refused is not None else None
         return stored.as_duplicate(self.request.message_id) if stored is not None else answer

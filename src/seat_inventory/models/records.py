@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from seat_inventory.models.outcomes import Outcome, ReservationOutcome
-from seat_inventory.models.views import SeatKey, pool_ref
+from seat_inventory.models.views import PoolInventory, SeatClassInventory, SeatKey, SeatRow, pool_ref
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,161 +36,126 @@ class LineTake:
 
 
 @dataclass(frozen=True, slots=True)
-class GroupWrite:
-    """One group's write (`InventoryStore.commit_outcomes`): its answers, the seats they take and
-    from which shard item, and what the inventory guard checks.
+class ClassRules:
+    """What a take assumes of a class's rules, which its guard checks (a stale assumption is
+    refused and handed back): the per-customer limit, whether reserve and hold need an admission
+    token (docs/guides/admission.md), and the capacity pools the class takes its seats from as well
+    (docs/guides/pools.md)."""
 
-    `seats_taken` seats (HELD answers' to `held`, CONFIRMED ones' to `sold`) come from the class's
-    shard item `shard` (0 for a class of one item), after `moves` (shard -> seats) moved available
-    seats into it from other shard items in the same transaction. The guard checks the sale status
-    and window at `now` (None: the store's clock) and that the class's per-customer limit is
-    `max_per_customer` (None: no limit); with a limit, `customer_seats` (customer -> seats taken
-    here) is added to each customer's counter, guarded by the limit. `taken_at` (the caller's
-    clock) is stored on the shard item, for `survey_shards`. Rejections' records expire (TTL) at
-    `rejection_expires_at`, epoch seconds.
+    max_per_customer: int | None = None
+    admission_required: bool = False
+    pools: tuple[str, ...] = ()
 
-    Admission (docs/guides/admission.md): the guard also checks that the class requires an admission
-    token exactly when `admission_required` says so (the planner's assumption, like the limit);
-    each of `token_uses` is written in the same transaction, and only if the token was never used
-    or was used by the same reservation (a redelivery is not a replay).
 
-    Pools (docs/guides/pools.md): the guard checks that the class belongs to exactly `pools` (the
-    planner's assumption); the seats taken also come off each of those pool items, each guarded
-    like the class's item (there, `available >=` the seats taken, and open), and each record that
-    takes seats remembers them, to give them back to the same pools.
+@dataclass(frozen=True, slots=True)
+class ClassTake:
+    """What a take does to one seat class: the answers recorded with it (each record says where
+    its seats came from, to give them back there) and the seats they take.
+
+    A counted class's `seats` (`held` of them held, the rest sold) come off its shard item
+    `shard` (0 for a class of one item), after `moves` (shard -> seats) moved available seats (and
+    as much capacity) into it from other shard items, each guarded by the donor's `available`;
+    `taken_at` (the taker's clock) is stored on the item, for `survey_shards`. A mapped class
+    (docs/guides/seat-maps.md) takes them off its row items instead (`rows`: row item -> positions), each
+    guarded on exactly those seats being free. Either guard checks the sale status and window
+    and the `rules` assumed. With a per-customer limit, `counters` (customer -> seats taken here)
+    are added to the customers' counters, guarded by the limit. `token_uses` are written only if
+    no other reservation used the token first. Each pool of `rules.pools` gives the seats too:
+    its item `pool_shards[pool]` (absent: 0), after `pool_moves` (pool -> donor item -> seats).
     """
 
     key: SeatKey
-    outcomes: Sequence[ReservationOutcome]
-    seats_taken: int
-    rejection_expires_at: int
-    max_per_customer: int | None = None
-    customer_seats: Mapping[str, int] = field(default_factory=dict)
-    now: int | None = None
+    outcomes: Sequence[ReservationOutcome] = ()
+    seats: int = 0
+    held: int = 0
+    rules: ClassRules = ClassRules()
+    counters: Mapping[str, int] = field(default_factory=dict)
     shard: int = 0
     moves: Mapping[int, int] = field(default_factory=dict)
-    taken_at: float | None = None
-    admission_required: bool = False
-    token_uses: Sequence[TokenUse] = ()
-    pools: Sequence[str] = ()
-    # Sharded pools (docs/guides/pools.md): the item of each pool the seats come off (pool -> shard,
-    # absent: 0), after `pool_moves` (pool -> donor shard -> seats) moved available seats (and as
-    # much capacity) into it from the pool's other items, each guarded by the donor's `available`.
+    rows: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     pool_shards: Mapping[str, int] = field(default_factory=dict)
     pool_moves: Mapping[str, Mapping[int, int]] = field(default_factory=dict)
-    # A mapped class (docs/guides/seat-maps.md): the seats are taken from these row items (row item id ->
-    # positions), each guarded on exactly those seats being free, instead of from the class's
-    # inventory item; the sale rules and the limit are guarded on each row item.
-    rows: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
-    # One line of an order (docs/guides/orders.md), whose answer (on the first line's write) counts the
-    # seats of every line: whether this line's seats are held (a hold) rather than sold.
-    order_line_held: bool | None = None
+    token_uses: Sequence[TokenUse] = ()
+    taken_at: float | None = None
 
     def __post_init__(self) -> None:
-        # A copy of what the caller passed: the write stays as it was made.
+        # A copy of what the caller passed: the take stays as it was made.
         object.__setattr__(self, "outcomes", tuple(self.outcomes))
-        object.__setattr__(self, "pools", tuple(self.pools))
         object.__setattr__(self, "token_uses", tuple(self.token_uses))
-        object.__setattr__(self, "customer_seats", dict(self.customer_seats))
-        object.__setattr__(self, "moves", dict(self.moves))
-        object.__setattr__(self, "pool_shards", {p: s for p, s in self.pool_shards.items() if s})
-        object.__setattr__(self, "pool_moves", {p: dict(m) for p, m in self.pool_moves.items() if m})
+        counters = dict(self.counters) if self.rules.max_per_customer is not None else {}
+        object.__setattr__(self, "counters", counters)
+        object.__setattr__(self, "moves", {d: n for d, n in self.moves.items() if n > 0})
         object.__setattr__(self, "rows", {row: tuple(p) for row, p in self.rows.items()})
-
-    @property
-    def counters(self) -> dict[str, int]:
-        """The customer counters the write increments (none without a per-customer limit)."""
-        return dict(self.customer_seats) if self.max_per_customer is not None else {}
-
-    @property
-    def records_only(self) -> bool:
-        """True when the write takes no seats and counts no customer: it writes records only,
-        each its own conditional write (nothing to be atomic with)."""
-        return self.seats_taken == 0 and not self.counters and not self.token_uses
-
-    @property
-    def donors(self) -> dict[int, int]:
-        """The shard items that move seats into `shard`, and how many (moves of no seats left out)."""
-        return {donor: seats for donor, seats in self.moves.items() if seats > 0}
+        object.__setattr__(self, "pool_shards", {p: s for p, s in self.pool_shards.items() if s})
+        moves = {p: {d: n for d, n in m.items() if n > 0} for p, m in self.pool_moves.items()}
+        object.__setattr__(self, "pool_moves", {p: m for p, m in moves.items() if m})
 
     @property
     def pool_refs(self) -> tuple[str, ...]:
         """The pool items the seats come off, as each record that takes seats names them."""
-        return tuple(sorted(pool_ref(p, self.pool_shards.get(p, 0)) for p in self.pools))
-
-    def pool_donors(self, pool: str) -> dict[int, int]:
-        """The items of `pool` that move seats into its item `pool_shards[pool]`, and how many."""
-        return {donor: seats for donor, seats in self.pool_moves.get(pool, {}).items() if seats > 0}
-
-    @property
-    def seats_held(self) -> int:
-        """The seats of HELD answers (the rest of `seats_taken` is sold); an order's line: all
-        its seats or none."""
-        if self.order_line_held is not None:
-            return self.seats_taken if self.order_line_held else 0
-        return sum(o.quantity or 0 for o in self.outcomes if o.outcome is Outcome.HELD)
+        return tuple(sorted(pool_ref(p, self.pool_shards.get(p, 0)) for p in self.rules.pools))
 
 
 @dataclass(frozen=True, slots=True)
-class PoolItemChange:
-    """What writes committed together (an order's lines, docs/guides/orders.md) do to one item of a
-    capacity pool: the writes that take seats off it (`takers`: their seats `taken`, `held` of
-    them), the seats (and as much capacity) moved into it from the pool's other items, and those
-    moved out of it into another line's item. One update per item: DynamoDB refuses two
-    operations on one item in a transaction."""
+class Take:
+    """One transaction that takes seats (`InventoryStore.take`): a part per seat class (one for a
+    group of requests or a mapped take; an order's lines, all of one event), and each capacity
+    pool item they share written once, guarded on their sum. All of it or nothing. Rejections
+    recorded with the take expire (TTL) at `rejection_expires_at`; the guards judge the sale
+    window at `now` (None: the store's clock)."""
 
-    takers: tuple[GroupWrite, ...]
-    taken: int
-    held: int
-    moved_in: int
-    moved_out: int
+    parts: Sequence[ClassTake]
+    rejection_expires_at: int
+    now: int | None = None
 
-    @property
-    def needs(self) -> int:
-        """The seats the item itself must have available: its guard is `available >=` these."""
-        return self.taken - self.moved_in + self.moved_out
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "parts", tuple(self.parts))
 
 
-def check_writes_together(writes: Sequence[GroupWrite]) -> None:
-    """Raises ValueError unless `writes` can be committed in one transaction (an order's lines,
-    docs/guides/orders.md): distinct classes of one event, each taking seats, a mapped class's write
-    moving no seats between shard items, and each write's moves fitting its seats."""
-    keys = [w.key for w in writes]
-    if len(set(keys)) != len(keys) or len({k.event_id for k in keys}) != 1:
-        raise ValueError(f"writes committed together must be of distinct classes of one event: {keys}")
-    if any(w.records_only or w.seats_taken <= 0 for w in writes):
-        raise ValueError("writes committed together must each take seats")
-    if any(w.rows and w.donors for w in writes):
-        raise ValueError("a mapped class's write moves no seats between shard items")
-    for w in writes:
-        if w.shard in w.donors or sum(w.donors.values()) > w.seats_taken:
-            raise ValueError(f"moves {w.donors} into shard {w.shard} do not fit {w.seats_taken} seat(s)")
+@dataclass(frozen=True, slots=True)
+class WriteRefused:
+    """What stopped a take (a failed guard: nothing was written), or the records of
+    `InventoryStore.record_rejections` that were not written.
+
+    `inventory_refused`: a class's guard failed (its item or a row item); `inventory` is then the
+    first refusing class item as it was (for a sharded class only that item: not `complete`), or
+    None when there is no such item (unknown event). `already_recorded`: reservation id -> the
+    answer stored before (those requests were answered and take nothing). `customer_seats`:
+    customer -> the seats their counter held (taking more passes the limit). `tokens_used`: token
+    -> the reservation that used it first (a replay). `pools_refused`: pool -> the first refusing
+    item as it was (None: missing). `rows`: a mapped class's refusing row items (None: missing).
+    `parts`: per part of the take, what of it refused, or None. `written`: the records of
+    `record_rejections` written all the same (each is its own write); records in neither
+    `written` nor `already_recorded` met a transient fault.
+    """
+
+    inventory_refused: bool
+    inventory: SeatClassInventory | None
+    already_recorded: Mapping[str, ReservationOutcome] = field(default_factory=dict)
+    customer_seats: Mapping[str, int] = field(default_factory=dict)
+    written: frozenset[str] = frozenset()
+    tokens_used: Mapping[str, str] = field(default_factory=dict)
+    pools_refused: Mapping[str, PoolInventory | None] = field(default_factory=dict)
+    rows: Mapping[str, SeatRow | None] = field(default_factory=dict)
+    parts: tuple[WriteRefused | None, ...] = ()
 
 
-def pool_item_changes(writes: Sequence[GroupWrite]) -> dict[tuple[str, int], PoolItemChange]:
-    """Per pool item (pool, shard) the writes touch, in key order, what they do to it together:
-    each write's seats go to its item `pool_shards[pool]`, its `pool_moves` come out of the donors
-    (summed over writes: two lines on one item are one update, guarded on their sum)."""
-    takers: dict[tuple[str, int], list[GroupWrite]] = {}
-    moved_in: dict[tuple[str, int], int] = {}
-    moved_out: dict[tuple[str, int], int] = {}
-    for write in writes:
-        if write.seats_taken <= 0:
-            continue
-        for pool in write.pools:
-            target = (pool, write.pool_shards.get(pool, 0))
-            takers.setdefault(target, []).append(write)
-            for donor, seats in write.pool_donors(pool).items():
-                moved_in[target] = moved_in.get(target, 0) + seats
-                moved_out[(pool, donor)] = moved_out.get((pool, donor), 0) + seats
-    changes: dict[tuple[str, int], PoolItemChange] = {}
-    for item in sorted(takers.keys() | moved_out.keys()):
-        mine = tuple(takers.get(item, ()))
-        held = sum(w.seats_held for w in mine)
-        changes[item] = PoolItemChange(
-            mine, sum(w.seats_taken for w in mine), held, moved_in.get(item, 0), moved_out.get(item, 0)
-        )
-    return changes
+@dataclass(frozen=True, slots=True)
+class TransitionsRefused:
+    """A status-change transaction that a failed guard cancelled (nothing was written).
+
+    `records`: reservation id -> the record as it is now (None when it no longer exists), for
+    each record someone else changed first. `inventory_refused`/`inventory`: a class item's guard
+    failed, and that item as it was (None when missing); `counters_refused` the customers whose
+    counter could not be decremented; `pools_refused` the pool items whose guard failed (or that
+    do not exist): on consistent data that cannot happen.
+    """
+
+    inventory_refused: bool
+    inventory: SeatClassInventory | None
+    records: Mapping[str, ReservationRecord | None] = field(default_factory=dict)
+    counters_refused: frozenset[str] = frozenset()
+    pools_refused: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,7 +3,7 @@ capacity pools and a mapped class's row items."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -267,3 +267,27 @@ class SeatRow:
     def sale_closed_reason(self, now: float) -> str | None:
         name = f"{self.key.event_id} {self.key.seat_class}"
         return sale_closed_reason(name, self.sale_status, self.sale_starts_at, self.sale_ends_at, now)
+
+
+# A row's seats are stored on row items of at most this many seats (docs/seating.md): an item
+# stays under 1 KB, so a transaction writes it for 2 write units.
+ROW_BLOCK = 40
+
+
+def row_item_of(seat: str) -> tuple[str, int]:
+    """The row item id (`<section>-<row>#<block>`) holding seat `<section>-<row>-<position>`, and
+    the position. Raises ValueError for an id that is not a seat id."""
+    section, row, position_text = seat.split("-")
+    position = int(position_text)
+    if position < 1:
+        raise ValueError(f"bad seat id {seat!r}")
+    return f"{section}-{row}#{(position - 1) // ROW_BLOCK}", position
+
+
+def seats_by_row(seats: Iterable[str]) -> dict[str, tuple[int, ...]]:
+    """Seat ids by the row item that holds them (row item id -> positions, in the seats' order)."""
+    by_row: dict[str, list[int]] = {}
+    for seat in seats:
+        row_id, position = row_item_of(seat)
+        by_row.setdefault(row_id, []).append(position)
+    return {row: tuple(positions) for row, positions in by_row.items()}

@@ -351,16 +351,15 @@ class _Workload:
         self._set_up(stack)
 
     def _set_up(self, stack: _Stack) -> None:
-        from seat_inventory.dal.inventory_table import InventoryTable
-        from seat_inventory.dal.seat_rows import SaleRules
         from seat_inventory.logic.seat_map import load_file
         from seat_inventory.models import SeatKey
         from seat_tools.operator_commands import OperatorTable
+        from seat_tools.seat_map_commands import SaleRules
 
         client = stack.client()
         if self.kind == "mapped":
             seat_map = load_file(str(STADIUM_MAP))
-            InventoryTable(client, TABLE_NAME).create_seat_map(EVENT_ID, seat_map, SaleRules())
+            OperatorTable(client, TABLE_NAME).create_seat_map(EVENT_ID, seat_map, SaleRules())
             self.classes = tuple(sorted(seat_map.classes))
             return
         capacity = 0 if self.kind == "sold-out" else 1_000_000_000

@@ -14,8 +14,7 @@ from typing import Any
 
 import click
 
-from seat_inventory.dal.seat_rows import SaleRules
-from seat_inventory.logic.seat_map import Row, SeatFlag, SeatMap, SeatMapError, row_item_of
+from seat_inventory.logic.seat_map import Row, SeatFlag, SeatMap, SeatMapError
 from seat_inventory.logic.seat_map import load_file as load_seat_map
 from seat_inventory.models import (
     MAX_SHARDS,
@@ -31,6 +30,7 @@ from seat_inventory.models import (
     SeatState,
     UnknownSeatClass,
     iso_utc,
+    row_item_of,
 )
 from seat_inventory.parsing import MAX_ID_LENGTH, MAX_SEAT_CLASS_LENGTH, id_problem
 from seat_inventory.settings import DEFAULT_SEAT_CLASS
@@ -39,6 +39,7 @@ from seat_tools.cli.errors import CommandError, ExitCode, explain
 from seat_tools.cli.output import OutputFormat, output_option, print_json, print_text
 from seat_tools.cli.pool_commands import pool, pool_document
 from seat_tools.operator_commands import OperatorTable
+from seat_tools.seat_map_commands import SaleRules
 
 pass_cli = click.make_pass_decorator(CliContext)
 

@@ -145,7 +145,7 @@ SNS_PUBLISH_QUOTA_DEFAULT = 30_000  # messages a second, us-east-1's default (mo
 SQS_BATCH = 10  # SendMessageBatch, ReceiveMessage and DeleteMessageBatch carry up to 10 messages
 SNS_BATCH = 10  # PublishBatch carries up to 10 outcomes
 # Refusals after the sell-out are written one conditional PutItem each, this many at once
-# (seat_inventory.dal.reservations.MAX_CONCURRENT_PUTS).
+# (seat_inventory.dal.writes.MAX_CONCURRENT_PUTS).
 CONCURRENT_REJECTION_PUTS = 16
 
 

@@ -30,10 +30,11 @@ after botocore:
 Items are keyed as the DAL keys them (`dal.items.inventory_key`, ...), so partitions are
 the real ones. Write units come from item sizes (`record_item_bytes`).
 
-To add a store method (say, one that writes shard items): implement it on the in-memory store,
-then here list the items it writes (keys from `dal.items`, sizes) and pass them with the
-in-memory call to `_transact` (or the reads to `_read`); the model then gives it conflicts,
-throttling, latency and units like every other call.
+A take or a status change is modelled on the items of the actions the table writes
+(`seat_inventory.transaction`, keyed by `dal.expressions.item_key`, sized by role). To add a
+store method: implement it on the in-memory store, then here pass its actions (or the items it
+writes, keys from `dal.items`) with the in-memory call to `_transact` (or the reads to `_read`);
+the model then gives it conflicts, throttling, latency and units like every other call.
 """
 
 from __future__ import annotations
@@ -43,29 +44,24 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from seat_inventory.dal.access import SHARDED_READ_ATTEMPTS, SHARDED_READ_BACKOFF_SECONDS
+from seat_inventory.dal.expressions import item_key
 from seat_inventory.dal.items import (
     UNNUMBERED_PREFIX,
-    admission_key,
+    claim_key,
     customer_key,
     inventory_key,
     pool_key,
-    pool_ref_key,
     reservation_key,
-    unnumbered_bucket,
-)
-from seat_inventory.dal.reservations import MAX_CONCURRENT_PUTS
-from seat_inventory.dal.seat_rows import (
-    MAX_CONCURRENT_SECTION_QUERIES,
-    claim_key,
     row_key,
     seat_map_key,
     section_pk,
+    unnumbered_bucket,
 )
-from seat_inventory.logic.ports import TransitionsRefused, WriteRefused
-from seat_inventory.logic.seat_map import SeatMap, row_item_of
+from seat_inventory.dal.seat_rows import MAX_CONCURRENT_SECTION_QUERIES
+from seat_inventory.dal.writes import MAX_CONCURRENT_PUTS
+from seat_inventory.logic.seat_map import SeatMap
 from seat_inventory.models import (
     TAKES_SEATS,
-    GroupWrite,
     Outcome,
     PoolInventory,
     ReservationOutcome,
@@ -75,10 +71,21 @@ from seat_inventory.models import (
     SeatKey,
     SeatRow,
     ShardSurvey,
+    Take,
     Throttled,
     TransactionConflict,
     Transition,
-    pool_item_changes,
+    TransitionsRefused,
+    WriteRefused,
+)
+from seat_inventory.transaction import (
+    Action,
+    ChangeStatus,
+    PutRecord,
+    Role,
+    sold_in,
+    status_actions,
+    take_actions,
 )
 from seat_tools.contention.model import (
     CONDITIONAL_CHECK_FAILED,
@@ -125,6 +132,15 @@ TOKEN_USE_ITEM_BYTES = 150
 CLAIM_ITEM_BYTES = 120
 
 
+_ROLE_BYTES = {
+    Role.SEATS: INVENTORY_ITEM_BYTES,
+    Role.ROW: ROW_ITEM_BYTES,
+    Role.COUNTER: COUNTER_ITEM_BYTES,
+    Role.POOL: INVENTORY_ITEM_BYTES,
+    Role.TOKEN: TOKEN_USE_ITEM_BYTES,
+}
+
+
 def record_item_bytes(outcome: ReservationOutcome) -> int:
     """About the size of the reservation record the DAL writes for `outcome` (within a few bytes).
 
@@ -148,6 +164,15 @@ def record_item_bytes(outcome: ReservationOutcome) -> int:
     )
 
 
+def _item_bytes(action: Action) -> int:
+    """About the size of the item an action writes."""
+    if isinstance(action, PutRecord):
+        return record_item_bytes(action.answer)
+    if isinstance(action, ChangeStatus):
+        return record_item_bytes(action.transition.record.answer)
+    return _ROLE_BYTES[action.role]
+
+
 TICKETS_INDEX = "TicketsToIssue"
 
 
@@ -159,11 +184,11 @@ def ticket_index_writes(items: Sequence[ItemWrite], sold: Sequence[str]) -> list
     positions = {item.item_key: position for position, item in enumerate(items)}
     writes = []
     for reservation_id in sold:
-        _, item_key = _item_key(reservation_key(reservation_id))
+        _, record_key = _item_key(reservation_key(reservation_id))
         writes.append(
             IndexWrite(
                 TICKETS_INDEX,
-                positions.get(item_key, 0),
+                positions.get(record_key, 0),
                 f"{UNNUMBERED_PREFIX}{unnumbered_bucket(reservation_id)}",
             )
         )
@@ -364,66 +389,17 @@ class SimulatedDynamoStore:
             self._read("BatchGetItem", [_read(reservation_key(i), 1024) for i in chunk])
         return self._table.data.read_reservations(unique)
 
-    def commit_outcomes(self, write: GroupWrite | Sequence[GroupWrite]) -> WriteRefused | None:
-        if not isinstance(write, GroupWrite):
-            return self._commit_together(list(write))
-        if not write.outcomes:
-            return None
-        if write.records_only:
-            return self._put_records(write.outcomes, write.rejection_expires_at)
-        key = write.key
-        items: list[ItemWrite] = []
-        if write.rows:  # a mapped class: its row items instead of the class's item (dal.seat_rows)
-            items += [_write(row_key(key, row_id), ROW_ITEM_BYTES) for row_id in write.rows]
-        elif write.seats_taken > 0:
-            items.append(_write(inventory_key(key, write.shard), INVENTORY_ITEM_BYTES))
-            items += [_write(inventory_key(key, donor), INVENTORY_ITEM_BYTES) for donor in write.moves]
-        if write.seats_taken > 0:
-            # Each capacity pool of the class (mapped or counted) is one more item (docs/guides/pools.md).
-            for pool in write.pools:
-                shard = write.pool_shards.get(pool, 0)
-                items.append(_write(pool_key(key.event_id, pool, shard), INVENTORY_ITEM_BYTES))
-                items += [
-                    _write(pool_key(key.event_id, pool, donor), INVENTORY_ITEM_BYTES)
-                    for donor in write.pool_donors(pool)
-                ]
-        items += [_write(reservation_key(o.reservation_id), record_item_bytes(o)) for o in write.outcomes]
-        items += [_write(customer_key(key, c), COUNTER_ITEM_BYTES) for c in write.counters]
-        items += [_write(admission_key(u.token_id), TOKEN_USE_ITEM_BYTES) for u in write.token_uses]
-        sold = [o.reservation_id for o in write.outcomes if o.outcome is Outcome.CONFIRMED]
-        return self._transact(
-            items,
-            lambda: self._table.data.commit_outcomes(write),
-            index_writes=ticket_index_writes(items, sold),
-        )
+    def take(self, take: Take) -> WriteRefused | None:
+        """The table's transaction: the items of the actions it writes (`seat_inventory.transaction`)."""
+        actions = take_actions(take)
+        return self._transact(actions, lambda: self._table.data.take(take))
 
-    def _commit_together(self, writes: Sequence[GroupWrite]) -> WriteRefused | None:
-        """An order's lines in one transaction (docs/guides/orders.md): each line's shard item (and
-        donors), records, counters and token uses, and each pool item once."""
-        items: list[ItemWrite] = []
-        for w in writes:
-            if w.rows:  # a mapped class's line: its row items (dal.seat_rows)
-                items += [_write(row_key(w.key, row_id), ROW_ITEM_BYTES) for row_id in w.rows]
-            else:
-                items.append(_write(inventory_key(w.key, w.shard), INVENTORY_ITEM_BYTES))
-                items += [_write(inventory_key(w.key, donor), INVENTORY_ITEM_BYTES) for donor in w.donors]
-            items += [_write(reservation_key(o.reservation_id), record_item_bytes(o)) for o in w.outcomes]
-            items += [_write(customer_key(w.key, c), COUNTER_ITEM_BYTES) for c in w.counters]
-            items += [_write(admission_key(u.token_id), TOKEN_USE_ITEM_BYTES) for u in w.token_uses]
-        # Each pool item once: the items the lines take from and those seats move from.
-        event_id = writes[0].key.event_id if writes else ""
-        items += [
-            _write(pool_key(event_id, pool, item), INVENTORY_ITEM_BYTES)
-            for pool, item in pool_item_changes(writes)
-        ]
-        sold = [o.reservation_id for w in writes for o in w.outcomes if o.outcome is Outcome.CONFIRMED]
-        return self._transact(
-            items,
-            lambda: self._table.data.commit_outcomes(writes),
-            index_writes=ticket_index_writes(items, sold),
-        )
+    def record_rejections(
+        self, outcomes: Sequence[ReservationOutcome], *, expires_at: int
+    ) -> WriteRefused | None:
+        return self._put_records(outcomes, expires_at)
 
-    def commit_transitions(
+    def change_status(
         self,
         key: SeatKey,
         transitions: Sequence[Transition],
@@ -432,44 +408,20 @@ class SimulatedDynamoStore:
         capacity: int | None,
         release_expires_at: int,
     ) -> TransitionsRefused | None:
-        takes = [(t, take) for t in transitions for take in t.record.takes()]
-        shards = sorted({(take.key.seat_class, take.shard) for _, take in takes if not take.seats})
-        items = [
-            _write(inventory_key(SeatKey(key.event_id, c), shard), INVENTORY_ITEM_BYTES)
-            for c, shard in shards
-        ]
-        # A mapped class's seats (a record's, or an order line's): the row items they are on.
-        rows = sorted(
-            {(take.key.seat_class, row_item_of(seat)[0]) for _, take in takes for seat in take.seats}
+        actions = status_actions(
+            key, transitions, now=now, capacity=capacity, release_expires_at=release_expires_at
         )
-        items += [_write(row_key(SeatKey(key.event_id, c), row_id), ROW_ITEM_BYTES) for c, row_id in rows]
-        items += [
-            _write(reservation_key(t.record.reservation_id), record_item_bytes(t.record.answer))
-            for t in transitions
-        ]
-        customers = {
-            (take.key.seat_class, t.record.answer.customer_id or "")
-            for t, take in takes
-            if t.releases_seats and take.customer_counted
-        }
-        items += [
-            _write(customer_key(SeatKey(key.event_id, c), customer), COUNTER_ITEM_BYTES)
-            for c, customer in sorted(customers)
-        ]
-        pools = sorted({pool for _, take in takes for pool in take.pools})
-        items += [_write(pool_ref_key(key.event_id, pool), INVENTORY_ITEM_BYTES) for pool in pools]
 
         def apply() -> TransitionsRefused | None:
-            return self._table.data.commit_transitions(
+            return self._table.data.change_status(
                 key, transitions, now=now, capacity=capacity, release_expires_at=release_expires_at
             )
 
-        sold = [t.record.reservation_id for t in transitions if t.to is Outcome.CONFIRMED]
-        return self._transact(items, apply, index_writes=ticket_index_writes(items, sold))
+        return self._transact(actions, apply)
 
     # ------------------------------------------------------------------ internals
     def _put_records(self, outcomes: Sequence[ReservationOutcome], expires_at: int) -> WriteRefused | None:
-        """The DAL's `Reservations._put_records`: one conditional PutItem per record, in waves of
+        """The table's `record_rejections`: one conditional PutItem per record, in waves of
         `MAX_CONCURRENT_PUTS` sent together, each wave over when its slowest put is answered."""
         table = self._table
         written: set[str] = set()
@@ -537,11 +489,11 @@ class SimulatedDynamoStore:
                     written.add(outcome.reservation_id)
         return again
 
-    def _transact(
-        self, items: list[ItemWrite], apply: Any, *, index_writes: Sequence[IndexWrite] = ()
-    ) -> Any:
-        """The transaction on the model; its `index_writes` (TicketsToIssue entries) take the
-        index's capacity, or throttle it, and are billed if it commits."""
+    def _transact(self, actions: Sequence[Action], apply: Any) -> Any:
+        """The transaction of `actions` on the model; the sales among them put entries in the
+        ticket issuer's index, billed if it commits."""
+        items = [_write(item_key(action), _item_bytes(action)) for action in actions]
+        index_writes = ticket_index_writes(items, sold_in(actions))
         table = self._table
         table.count("TransactWriteItems")
         decision = table.model.transact_write(items, now=self._clock.now(), index_writes=index_writes)

@@ -1,9 +1,9 @@
 """An in-memory inventory store with the semantics of `dal.inventory_table.InventoryTable`.
 
-It has the same guards (seats, sale status and window, the assumed per-customer limit, counters,
-the status a record was read with, the capacity), the same refusal reports (the item or record
-as it was), and writes nothing when any guard fails, except in a group without seats, whose
-records are written one by one as the DAL's PutItems are (`put_record`). Unit tests use it as
+A take or a status change is the same list of actions the table writes (`seat_inventory.transaction`),
+each checked here as its DynamoDB guard checks it, and written only when every guard held; the
+refused ones are read back by the same reader (the item or record as it was). Rejections alone
+are written one by one, as the table's PutItems are (`put_record`). Unit tests use it as
 the store's fake, and `seats simulate` runs the service's logic against it (wrapped in
 `simulation.dynamodb`, which adds DynamoDB's conflicts, throttling, latency and write units).
 """
@@ -12,18 +12,15 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from seat_inventory.logic.ports import TransitionsRefused, WriteRefused
-from seat_inventory.logic.seat_map import SeatMap, row_item_of, row_items
+from seat_inventory.logic.seat_map import SeatMap, row_items
 from seat_inventory.logic.shards import check_shard_count, rebalance, spread
 from seat_inventory.models import (
-    GroupWrite,
     NumbersRefused,
     Outcome,
     PoolInventory,
-    PoolItemChange,
     ReservationOutcome,
     ReservationRecord,
     SaleStatus,
@@ -33,15 +30,37 @@ from seat_inventory.models import (
     SeatState,
     ShardSeats,
     ShardSurvey,
-    StoreInconsistency,
+    Take,
     TicketBatch,
     TicketFormat,
     TicketSeries,
     Transition,
+    TransitionsRefused,
     UnnumberedSale,
-    check_writes_together,
-    pool_item_changes,
+    WriteRefused,
     pool_ref,
+)
+from seat_inventory.transaction import (
+    Action,
+    ChangeStatus,
+    CountCustomer,
+    Failure,
+    MovePoolSeats,
+    MoveSeats,
+    PutRecord,
+    ReleaseRow,
+    ReturnPoolSeats,
+    ReturnSeats,
+    Role,
+    TakeFromPool,
+    TakeRow,
+    TakeSeats,
+    UncountCustomer,
+    UseToken,
+    status_actions,
+    status_refusal,
+    take_actions,
+    take_refusal,
 )
 
 __all__ = ["InMemoryInventoryStore"]
@@ -68,7 +87,7 @@ class InMemoryInventoryStore:
     pools: dict[tuple[str, str], PoolInventory] = field(default_factory=dict)
     pools_of: dict[str, tuple[str, ...]] = field(default_factory=dict)
     transactions: int = 0
-    inventory_writes: int = 0
+    inventory_writes: int = 0  # class, row and pool items written
     reads: int = 0
     batch_reads: int = 0
     surveys: int = 0
@@ -263,147 +282,6 @@ class InMemoryInventoryStore:
         self.claims[(key, part)] = (owner, until)
         return True
 
-    def _commit_rows(self, write: GroupWrite) -> WriteRefused | None:
-        """A mapped take (`dal.seat_rows.take_rows_actions`): every seat free on its row item, the
-        sale open, the limit, pools and admission rule the ones assumed; the record new; the
-        counters under the limit; the tokens unused; each pool's item with the seats, open."""
-        refused = self._rows_part(write)
-        pools_refused = self._pools_refused(write, 0)
-        if refused is not None or pools_refused:
-            return dataclasses.replace(
-                refused or WriteRefused(inventory_refused=False, inventory=None), pools_refused=pools_refused
-            )
-        self._take_rows(write)
-        self._take_from_pools(write)
-        self._write_records(write)
-        return None
-
-    def _rows_part(self, write: GroupWrite) -> WriteRefused | None:
-        """What refuses a mapped take: its row items' guards, its records and its counters."""
-        now = int(time.time()) if write.now is None else write.now
-        rows = self.seat_rows.get(write.key, {})
-        refused_rows: dict[str, SeatRow | None] = {}
-        for row_id, positions in write.rows.items():
-            row = rows.get(row_id)
-            if (
-                row is None
-                or any(p in row.states for p in positions)
-                or row.sale_closed_reason(now) is not None
-                or row.max_per_customer != write.max_per_customer
-                or row.pools != tuple(sorted(write.pools))
-                or row.admission_required != write.admission_required
-            ):
-                refused_rows[row_id] = row
-        refused = self._refusal(dataclasses.replace(write, seats_taken=0), check_pools=False)
-        if not refused_rows and refused is None:
-            return None
-        return WriteRefused(
-            inventory_refused=bool(refused_rows),
-            inventory=None,
-            already_recorded=refused.already_recorded if refused else {},
-            customer_seats=refused.customer_seats if refused else {},
-            tokens_used=refused.tokens_used if refused else {},
-            rows=refused_rows,
-        )
-
-    def _take_rows(self, write: GroupWrite) -> None:
-        """The seats of a mapped take become held or sold on their row items."""
-        rows = self.seat_rows[write.key]
-        state = SeatState.HELD if write.seats_held else SeatState.SOLD
-        for row_id, positions in write.rows.items():
-            row = rows[row_id]
-            states = dict(row.states)
-            states.update(dict.fromkeys(positions, state))
-            rows[row_id] = dataclasses.replace(
-                row,
-                states=states,
-                available=row.available - len(positions),
-                held=row.held + (len(positions) if state is SeatState.HELD else 0),
-                sold=row.sold + (len(positions) if state is SeatState.SOLD else 0),
-            )
-        self.inventory_writes += len(write.rows)
-
-    def _write_records(self, write: GroupWrite) -> None:
-        for outcome in write.outcomes:
-            takes_seats = outcome.outcome in (Outcome.CONFIRMED, Outcome.HELD)
-            self.records[outcome.reservation_id] = outcome
-            self.status[outcome.reservation_id] = outcome.outcome
-            self.expiry[outcome.reservation_id] = None if takes_seats else write.rejection_expires_at
-            if takes_seats and write.max_per_customer is not None:
-                self.counted.add(outcome.reservation_id)
-            if takes_seats and write.pools:
-                self.pools_of[outcome.reservation_id] = write.pool_refs
-            if outcome.outcome is Outcome.CONFIRMED:
-                self.awaiting_tickets[outcome.reservation_id] = self.clock_ms()
-        for customer, seats in write.counters.items():
-            self.counters[(write.key, customer)] = self.counters.get((write.key, customer), 0) + seats
-        for use in write.token_uses:
-            self.token_uses[use.token_id] = use.reservation_id
-
-    def _rows_refuse(self, changes: dict[tuple[SeatKey, str], list[tuple[int, SeatState, bool]]]) -> bool:
-        """Whether a seat given back or sold is not in the state its record says (or its row item
-        is missing): `dal.seat_rows.release_rows_actions`' guards."""
-        for (key, row_id), seats in changes.items():
-            row = self.seat_rows.get(key, {}).get(row_id)
-            if row is None or any(row.states.get(p) is not was for p, was, _ in seats):
-                return True
-        return False
-
-    def _change_rows(self, changes: dict[tuple[SeatKey, str], list[tuple[int, SeatState, bool]]]) -> None:
-        """Each seat sold (confirm) or freed (cancel, expiry) on its row item, the counts with it."""
-        for (key, row_id), seats in changes.items():
-            rows = self.seat_rows[key]
-            row = rows[row_id]
-            states = dict(row.states)
-            available, held, sold = row.available, row.held, row.sold
-            for p, was, sells in seats:
-                if was is SeatState.HELD:
-                    held -= 1
-                else:
-                    sold -= 1
-                if sells:
-                    states[p] = SeatState.SOLD
-                    sold += 1
-                else:
-                    del states[p]
-                    available += 1
-            rows[row_id] = dataclasses.replace(row, states=states, available=available, held=held, sold=sold)
-        self.inventory_writes += len(changes)
-
-    def _refused_records(
-        self, transitions: Sequence[Transition], now: int
-    ) -> dict[str, ReservationRecord | None]:
-        refused: dict[str, ReservationRecord | None] = {}
-        for t in transitions:
-            current = self.record(t.record.reservation_id)
-            if current is None or current.status is not t.record.status:
-                refused[t.record.reservation_id] = current
-            elif current.status is Outcome.HELD:
-                due = (current.hold_expires_at or 0) <= now
-                if due != (t.to is Outcome.EXPIRED):
-                    refused[t.record.reservation_id] = current
-        return refused
-
-    def _apply_transitions(
-        self,
-        transitions: Sequence[Transition],
-        uncount: dict[tuple[SeatKey, str], int],
-        release_expires_at: int,
-    ) -> None:
-        for t in transitions:
-            reservation_id = t.record.reservation_id
-            self.status[reservation_id] = t.to
-            if t.change_id is not None:
-                self.change_ids[reservation_id] = t.change_id
-            if t.to is Outcome.EXPIRED:
-                self.outbox.add(reservation_id)
-            elif t.to is Outcome.CONFIRMED:
-                self.awaiting_tickets[reservation_id] = self.clock_ms()
-            elif t.to is Outcome.CANCELLED and t.record.status is Outcome.HELD:
-                self.expiry[reservation_id] = release_expires_at
-        for counter, seats in uncount.items():
-            self.counters[counter] -= seats
-
     def reshard(self, key: SeatKey, shards: int) -> None:
         """`InventoryTable.reshard`: the available seats spread evenly over the first `shards` items."""
         item = self.inventory[key]
@@ -472,232 +350,284 @@ class InMemoryInventoryStore:
         found = {name: self.pool(event_id, name) for name in pools}
         return {name: pool for name, pool in found.items() if pool is not None}
 
-    def commit_outcomes(self, write: GroupWrite | Sequence[GroupWrite]) -> WriteRefused | None:
+    # ------------------------------------------------------------------ writes
+    # Each action `seat_inventory.transaction` builds is checked against the state before the
+    # transaction (its guard), then, when every guard held, applied: as `dal.expressions` writes it.
+
+    def take(self, take: Take) -> WriteRefused | None:
         self._begin_commit()
-        if not isinstance(write, GroupWrite):
-            return self._commit_together(list(write))
-        if write.records_only:
-            return self._put_records(write.outcomes, write.rejection_expires_at)
-        if write.rows:
-            return self._commit_rows(write)
-        refused = self._refusal(write)
-        if refused is not None:
-            return refused
-        self._apply_write(write)
+        actions = take_actions(take)
+        failures = self._failures(actions)
+        if failures:
+            return take_refusal(take, failures)
+        self._apply(actions)
         return None
 
-    def _commit_together(self, writes: Sequence[GroupWrite]) -> WriteRefused | None:
-        """Several writes in one transaction (`dal.reservations.Reservations._commit_together`):
-        every write's guards and the pools' (on the seats of all writes that take from each)
-        are checked first, and nothing is written when any refuses."""
-        if not writes:
-            return None
-        check_writes_together(writes)
-        for w in writes:
-            for name in w.pools:
-                donors = w.pool_donors(name)
-                if w.pool_shards.get(name, 0) in donors or sum(donors.values()) > w.seats_taken:
-                    raise ValueError(f"moves {donors} of pool {name} do not fit {w.seats_taken} seat(s)")
-        parts = tuple(self._rows_part(w) if w.rows else self._refusal(w, check_pools=False) for w in writes)
-        event_id = writes[0].key.event_id
-        # One update per pool item (`models.pool_item_changes`), guarded on what all lines need
-        # of it; the first refusing item of a pool is handed back (a view of that item alone).
-        changes = pool_item_changes(writes)
-        pools_refused: dict[str, PoolInventory | None] = {}
-        for (name, shard), change in changes.items():
-            pool = self.pools.get((event_id, pool_ref(name, shard)))
-            if name not in pools_refused and (
-                pool is None
-                or pool.available < change.needs
-                or (change.takers and pool.sale_status is SaleStatus.CLOSED)
-            ):
-                pools_refused[name] = pool
-        found = [p for p in parts if p is not None]
-        if not found and not pools_refused:
-            for w in writes:
-                if w.rows:
-                    self._take_rows(w)
-                    self._write_records(w)
-                else:
-                    self._apply_write(w, pools=False)
-            self._change_pool_items(event_id, changes)
-            return None
-        first_item = next((p for p in found if p.inventory_refused), None)
-        return WriteRefused(
-            inventory_refused=first_item is not None,
-            inventory=first_item.inventory if first_item is not None else None,
-            already_recorded={k: v for p in found for k, v in p.already_recorded.items()},
-            customer_seats={k: v for p in found for k, v in p.customer_seats.items()},
-            tokens_used={k: v for p in found for k, v in p.tokens_used.items()},
-            pools_refused=pools_refused,
-            parts=parts,
+    def change_status(
+        self,
+        key: SeatKey,
+        transitions: Sequence[Transition],
+        *,
+        now: int,
+        capacity: int | None,
+        release_expires_at: int,
+    ) -> TransitionsRefused | None:
+        self._begin_commit()
+        actions = status_actions(
+            key, transitions, now=now, capacity=capacity, release_expires_at=release_expires_at
         )
+        failures = self._failures(actions)
+        if failures:
+            return status_refusal(key, failures)
+        self._apply(actions)
+        return None
 
-    def _apply_write(self, write: GroupWrite, *, pools: bool = True) -> None:
-        """Writes what a write whose guards all held takes and records (without `pools`, not
-        its pools: writes committed together change each pool item once)."""
-        if write.seats_taken > 0:
-            self._take_seats(write)
-            if pools:
-                self._take_from_pools(write)
-        for outcome in write.outcomes:
-            takes_seats = outcome.outcome in (Outcome.CONFIRMED, Outcome.HELD)
-            self.records[outcome.reservation_id] = outcome
-            if takes_seats and write.shard:
-                self.shard_of[outcome.reservation_id] = write.shard
-            if takes_seats and write.pools:
-                self.pools_of[outcome.reservation_id] = write.pool_refs
-            self.status[outcome.reservation_id] = outcome.outcome
-            self.expiry[outcome.reservation_id] = None if takes_seats else write.rejection_expires_at
-            if takes_seats and write.max_per_customer is not None:
-                self.counted.add(outcome.reservation_id)
-            if outcome.outcome is Outcome.CONFIRMED:
-                self.awaiting_tickets[outcome.reservation_id] = self.clock_ms()
-        for customer, seats in write.counters.items():
-            self.counters[(write.key, customer)] = self.counters.get((write.key, customer), 0) + seats
-        for use in write.token_uses:
-            self.token_uses[use.token_id] = use.reservation_id
-
-    def _pools_refused(self, write: GroupWrite, now: int) -> dict[str, PoolInventory | None]:
-        """The write's pools whose guard fails: missing, too few seats, or closed."""
-        if write.seats_taken <= 0:
-            return {}
-        refused: dict[str, PoolInventory | None] = {}
-        for name in write.pools:
-            target = write.pool_shards.get(name, 0)
-            donors = write.pool_donors(name)
-            pool = self.pools.get((write.key.event_id, pool_ref(name, target)))
-            if (
-                pool is None
-                or pool.available + sum(donors.values()) < write.seats_taken
-                or pool.sale_status is SaleStatus.CLOSED
-            ):
-                refused[name] = pool
-                continue
-            for donor, seats in donors.items():
-                # Each donor is guarded by `available >=` what it gives (`dal.reservations`).
-                given = self.pools.get((write.key.event_id, pool_ref(name, donor)))
-                if given is None or given.available < seats:
-                    refused[name] = given
-                    break
-        return refused
-
-    def _take_from_pools(self, write: GroupWrite) -> None:
-        held = write.seats_held
-        event_id = write.key.event_id
-        for name in write.pools:
-            donors = write.pool_donors(name)
-            for donor, seats in donors.items():
-                given = self.pools[(event_id, pool_ref(name, donor))]
-                self.pools[(event_id, pool_ref(name, donor))] = dataclasses.replace(
-                    given, capacity=given.capacity - seats, available=given.available - seats
-                )
-            ref = pool_ref(name, write.pool_shards.get(name, 0))
-            pool = self.pools[(event_id, ref)]
-            moved = sum(donors.values())
-            self.pools[(event_id, ref)] = dataclasses.replace(
-                pool,
-                capacity=pool.capacity + moved,
-                available=pool.available + moved - write.seats_taken,
-                held=pool.held + held,
-                sold=pool.sold + write.seats_taken - held,
-            )
-            self.inventory_writes += 1 + len(donors)
-
-    def _change_pool_items(self, event_id: str, changes: Mapping[tuple[str, int], PoolItemChange]) -> None:
-        """Each pool item's change of writes committed together, once (`dal.reservations`)."""
-        for (name, shard), change in changes.items():
-            ref = pool_ref(name, shard)
-            pool = self.pools[(event_id, ref)]
-            moved = change.moved_in - change.moved_out
-            self.pools[(event_id, ref)] = dataclasses.replace(
-                pool,
-                capacity=pool.capacity + moved,
-                available=pool.available + moved - change.taken,
-                held=pool.held + change.held,
-                sold=pool.sold + change.taken - change.held,
-            )
-            self.inventory_writes += 1
-
-    def _refusal(self, write: GroupWrite, *, check_pools: bool = True) -> WriteRefused | None:
-        """What the write's conditions refuse (as DynamoDB's cancellation reasons tell), or None;
-        without `check_pools`, the pools' own guards are left out (the caller checks them)."""
-        now = int(time.time()) if write.now is None else write.now
-        item = self.inventory.get(write.key)
-        moves = write.donors
-        shards = {s.shard: s for s in item.shard_seats()} if item is not None else {}
-        refusing: SeatClassInventory | None = None
-        inventory_refused = False
-        if write.seats_taken > 0:
-            target = shards.get(write.shard)
-            if item is None or target is None:
-                inventory_refused = True
-            elif (
-                target.available < write.seats_taken - sum(moves.values())
-                or item.sale_closed_reason(now) is not None
-                or item.max_per_customer != write.max_per_customer
-                or item.admission_required != write.admission_required
-                or item.pools != tuple(sorted(write.pools))
-            ):
-                inventory_refused, refusing = True, _shard_view(item, target)
+    def record_rejections(
+        self, outcomes: Sequence[ReservationOutcome], *, expires_at: int
+    ) -> WriteRefused | None:
+        """Each record its own conditional put (as the DAL writes them)."""
+        self._begin_commit()
+        written: set[str] = set()
+        recorded: dict[str, ReservationOutcome] = {}
+        for outcome in outcomes:
+            existing = self.put_record(outcome, expires_at)
+            if existing is None:
+                written.add(outcome.reservation_id)
             else:
-                for donor, seats in moves.items():
-                    if donor not in shards or shards[donor].available < seats:
-                        inventory_refused = True
-                        if donor in shards:
-                            refusing = _shard_view(item, shards[donor])
-                        break
-        recorded = {
-            o.reservation_id: self.records[o.reservation_id]
-            for o in write.outcomes
-            if o.reservation_id in self.records
-        }
-        limit = write.max_per_customer
-        refused_counters = {
-            customer: self.counters[(write.key, customer)]
-            for customer, seats in write.counters.items()
-            if (write.key, customer) in self.counters
-            and limit is not None
-            and self.counters[(write.key, customer)] > limit - seats
-        }
-        # A token use is written if no reservation used it, or this one did (a redelivery).
-        tokens_used = {
-            use.token_id: self.token_uses[use.token_id]
-            for use in write.token_uses
-            if self.token_uses.get(use.token_id, use.reservation_id) != use.reservation_id
-        }
-        pools_refused = self._pools_refused(write, now) if check_pools else {}
-        if not (inventory_refused or recorded or refused_counters or tokens_used or pools_refused):
+                recorded[outcome.reservation_id] = existing
+        if not recorded:
             return None
-        return WriteRefused(
-            inventory_refused=inventory_refused,
-            inventory=refusing,
-            already_recorded=recorded,
-            customer_seats=refused_counters,
-            tokens_used=tokens_used,
-            pools_refused=pools_refused,
+        return WriteRefused(False, None, already_recorded=recorded, written=frozenset(written))
+
+    def _failures(self, actions: Sequence[Action]) -> list[Failure]:
+        failures = []
+        for action in actions:
+            old = _CHECKS[type(action)](self, action)
+            if old is not _HOLDS:
+                failures.append((action, old))
+        return failures
+
+    def _apply(self, actions: Sequence[Action]) -> None:
+        for action in actions:
+            _APPLY[type(action)](self, action)
+            self.inventory_writes += action.role in (Role.SEATS, Role.ROW, Role.POOL)
+
+    def _shard(self, key: SeatKey, shard: int) -> tuple[SeatClassInventory | None, ShardSeats | None]:
+        item = self.inventory.get(key)
+        seats = {s.shard: s for s in item.shard_seats()}.get(shard) if item is not None else None
+        return item, seats
+
+    def _set_shard(self, key: SeatKey, shard: int, **change: int) -> None:
+        item = self.inventory[key]
+        shards = {s.shard: s for s in item.shard_seats()}
+        shards[shard] = _add(shards[shard], **change)
+        self.inventory[key] = _with_shards(item, tuple(shards[n] for n in sorted(shards)))
+
+    def _check_take_seats(self, action: TakeSeats) -> object:
+        item, seats = self._shard(action.key, action.shard)
+        if item is None or seats is None:
+            return None
+        rules = action.rules
+        if (
+            seats.available < action.seats - action.moved
+            or item.sale_closed_reason(_now(action.now)) is not None
+            or item.max_per_customer != rules.max_per_customer
+            or item.admission_required != rules.admission_required
+            or item.pools != tuple(sorted(rules.pools))
+        ):
+            return _shard_view(item, seats)
+        return _HOLDS
+
+    def _apply_take_seats(self, action: TakeSeats) -> None:
+        moved, sold = action.moved, action.seats - action.held
+        change = {"capacity": moved, "available": moved - action.seats, "sold": sold, "held": action.held}
+        self._set_shard(action.key, action.shard, **change)
+        if action.taken_at is not None:
+            self.taken_at[(action.key, action.shard)] = action.taken_at
+
+    def _check_move_seats(self, action: MoveSeats) -> object:
+        item, seats = self._shard(action.key, action.donor)
+        if item is None or seats is None:
+            return None
+        return _shard_view(item, seats) if seats.available < action.seats else _HOLDS
+
+    def _apply_move_seats(self, action: MoveSeats) -> None:
+        self._set_shard(action.key, action.donor, capacity=-action.seats, available=-action.seats)
+
+    def _check_take_row(self, action: TakeRow) -> object:
+        row = self.seat_rows.get(action.key, {}).get(action.row_id)
+        rules = action.rules
+        if (
+            row is None
+            or any(p in row.states for p in action.positions)
+            or row.sale_closed_reason(_now(action.now)) is not None
+            or row.max_per_customer != rules.max_per_customer
+            or row.pools != tuple(sorted(rules.pools))
+            or row.admission_required != rules.admission_required
+        ):
+            return row
+        return _HOLDS
+
+    def _apply_take_row(self, action: TakeRow) -> None:
+        rows = self.seat_rows[action.key]
+        row = rows[action.row_id]
+        state = SeatState.HELD if action.held else SeatState.SOLD
+        taken = len(action.positions)
+        rows[action.row_id] = dataclasses.replace(
+            row,
+            states={**row.states, **dict.fromkeys(action.positions, state)},
+            available=row.available - taken,
+            held=row.held + (taken if action.held else 0),
+            sold=row.sold + (0 if action.held else taken),
         )
 
-    def _take_seats(self, write: GroupWrite) -> None:
-        """Takes the write's seats from its shard item, after moving the donors' seats into it."""
-        item = self.inventory[write.key]
-        shards = {s.shard: s for s in item.shard_seats()}
-        moves = write.donors
-        held = write.seats_held
-        moved = sum(moves.values())
-        self.inventory_writes += 1 + len(moves)
-        for donor, seats in moves.items():
-            shards[donor] = _add(shards[donor], capacity=-seats, available=-seats)
-        shards[write.shard] = _add(
-            shards[write.shard],
-            capacity=moved,
-            available=moved - write.seats_taken,
-            sold=write.seats_taken - held,
-            held=held,
+    def _check_put_record(self, action: PutRecord) -> object:
+        existing = self.record(action.answer.reservation_id)
+        return _HOLDS if existing is None else existing
+
+    def _apply_put_record(self, action: PutRecord) -> None:
+        answer, rid = action.answer, action.answer.reservation_id
+        self.records[rid] = answer
+        self.status[rid] = answer.outcome
+        self.expiry[rid] = action.expires_at
+        if action.counted:
+            self.counted.add(rid)
+        if action.shard:
+            self.shard_of[rid] = action.shard
+        if action.pools:
+            self.pools_of[rid] = action.pools
+        if answer.outcome is Outcome.CONFIRMED:
+            self.awaiting_tickets[rid] = self.clock_ms()
+
+    def _check_count_customer(self, action: CountCustomer) -> object:
+        seats = self.counters.get((action.key, action.customer))
+        return seats if seats is not None and seats > action.limit - action.seats else _HOLDS
+
+    def _apply_count_customer(self, action: CountCustomer) -> None:
+        counter = (action.key, action.customer)
+        self.counters[counter] = self.counters.get(counter, 0) + action.seats
+
+    def _check_use_token(self, action: UseToken) -> object:
+        holder = self.token_uses.get(action.use.token_id)
+        return holder if holder is not None and holder != action.use.reservation_id else _HOLDS
+
+    def _apply_use_token(self, action: UseToken) -> None:
+        self.token_uses[action.use.token_id] = action.use.reservation_id
+
+    def _check_take_from_pool(self, action: TakeFromPool) -> object:
+        pool = self.pools.get((action.event_id, pool_ref(action.pool, action.item)))
+        if (
+            pool is None
+            or pool.available < action.seats - action.moved
+            or pool.sale_status is SaleStatus.CLOSED
+        ):
+            return pool
+        return _HOLDS
+
+    def _apply_take_from_pool(self, action: TakeFromPool) -> None:
+        sold = action.seats - action.held
+        change = {"capacity": action.moved, "available": action.moved - action.seats, "held": action.held}
+        self._set_pool(action.event_id, pool_ref(action.pool, action.item), sold=sold, **change)
+
+    def _check_move_pool_seats(self, action: MovePoolSeats) -> object:
+        pool = self.pools.get((action.event_id, pool_ref(action.pool, action.donor)))
+        return pool if pool is None or pool.available < action.seats else _HOLDS
+
+    def _apply_move_pool_seats(self, action: MovePoolSeats) -> None:
+        ref = pool_ref(action.pool, action.donor)
+        self._set_pool(action.event_id, ref, capacity=-action.seats, available=-action.seats)
+
+    def _set_pool(self, event_id: str, ref: str, **change: int) -> None:
+        pool = self.pools[(event_id, ref)]
+        self.pools[(event_id, ref)] = dataclasses.replace(
+            pool, **{name: getattr(pool, name) + delta for name, delta in change.items()}
         )
-        self.inventory[write.key] = _with_shards(item, tuple(shards[n] for n in sorted(shards)))
-        if write.taken_at is not None:
-            self.taken_at[(write.key, write.shard)] = write.taken_at
+
+    def _check_return_seats(self, action: ReturnSeats) -> object:
+        item, seats = self._shard(action.key, action.shard)
+        if item is None or seats is None:
+            return None
+        delta, capacity = action.delta, action.capacity
+        capacity_refuses = (
+            delta.released > 0
+            and capacity is not None
+            and (seats.capacity != capacity or seats.available > capacity - delta.released)
+        )
+        if seats.held < delta.unheld or seats.sold < delta.unsold or capacity_refuses:
+            return _shard_view(item, seats)
+        return _HOLDS
+
+    def _apply_return_seats(self, action: ReturnSeats) -> None:
+        delta = action.delta
+        change = {"available": delta.released, "held": -delta.unheld, "sold": delta.sold - delta.unsold}
+        self._set_shard(action.key, action.shard, **change)
+
+    def _check_release_row(self, action: ReleaseRow) -> object:
+        row = self.seat_rows.get(action.key, {}).get(action.row_id)
+        if row is None or any(row.states.get(p) is not was for p, was, _ in action.seats):
+            return row
+        return _HOLDS
+
+    def _apply_release_row(self, action: ReleaseRow) -> None:
+        rows = self.seat_rows[action.key]
+        row = rows[action.row_id]
+        states = dict(row.states)
+        available, held, sold = row.available, row.held, row.sold
+        for p, was, sells in action.seats:
+            if was is SeatState.HELD:
+                held -= 1
+            else:
+                sold -= 1
+            if sells:
+                states[p] = SeatState.SOLD
+                sold += 1
+            else:
+                del states[p]
+                available += 1
+        rows[action.row_id] = dataclasses.replace(
+            row, states=states, available=available, held=held, sold=sold
+        )
+
+    def _check_change_status(self, action: ChangeStatus) -> object:
+        t = action.transition
+        current = self.record(t.record.reservation_id)
+        if current is None or current.status is not t.record.status:
+            return current
+        due = (current.hold_expires_at or 0) <= action.now
+        if current.status is Outcome.HELD and due != (t.to is Outcome.EXPIRED):
+            return current
+        return _HOLDS
+
+    def _apply_change_status(self, action: ChangeStatus) -> None:
+        t = action.transition
+        reservation_id = t.record.reservation_id
+        self.status[reservation_id] = t.to
+        if t.change_id is not None:
+            self.change_ids[reservation_id] = t.change_id
+        if t.to is Outcome.EXPIRED:
+            self.outbox.add(reservation_id)
+        elif t.to is Outcome.CONFIRMED:
+            self.awaiting_tickets[reservation_id] = self.clock_ms()
+        elif t.to is Outcome.CANCELLED and t.record.status is Outcome.HELD:
+            self.expiry[reservation_id] = action.release_expires_at
+
+    def _check_uncount_customer(self, action: UncountCustomer) -> object:
+        seats = self.counters.get((action.key, action.customer), -1)
+        return (seats if seats >= 0 else None) if seats < action.seats else _HOLDS
+
+    def _apply_uncount_customer(self, action: UncountCustomer) -> None:
+        self.counters[(action.key, action.customer)] -= action.seats
+
+    def _check_return_pool_seats(self, action: ReturnPoolSeats) -> object:
+        pool = self.pools.get((action.event_id, action.ref))
+        if pool is None or pool.held < action.delta.unheld or pool.sold < action.delta.unsold:
+            return pool
+        return _HOLDS
+
+    def _apply_return_pool_seats(self, action: ReturnPoolSeats) -> None:
+        delta = action.delta
+        change = {"available": delta.released, "held": -delta.unheld, "sold": delta.sold - delta.unsold}
+        self._set_pool(action.event_id, action.ref, **change)
 
     def survey_shards(self, key: SeatKey, shard_items: int) -> list[ShardSurvey]:
         self.surveys += 1
@@ -710,22 +640,6 @@ class InMemoryInventoryStore:
             for s in item.shard_seats()
             if s.shard < shard_items
         ]
-
-    def _put_records(self, outcomes: Sequence[ReservationOutcome], expires_at: int) -> WriteRefused | None:
-        """A group without seats: each record is its own conditional put (as the DAL writes it)."""
-        written: set[str] = set()
-        recorded: dict[str, ReservationOutcome] = {}
-        for outcome in outcomes:
-            existing = self.put_record(outcome, expires_at)
-            if existing is None:
-                written.add(outcome.reservation_id)
-            else:
-                recorded[outcome.reservation_id] = existing
-        if not recorded:
-            return None
-        return WriteRefused(
-            inventory_refused=False, inventory=None, already_recorded=recorded, written=frozenset(written)
-        )
 
     def put_record(self, outcome: ReservationOutcome, expires_at: int) -> ReservationOutcome | None:
         """One rejection's record, written unless it exists (a PutItem with `attribute_not_exists`):
@@ -764,86 +678,6 @@ class InMemoryInventoryStore:
         self._maybe_fail()
         found = {i: self.record(i) for i in reservation_ids}
         return {i: r for i, r in found.items() if r is not None}
-
-    def commit_transitions(
-        self,
-        key: SeatKey,
-        transitions: Sequence[Transition],
-        *,
-        now: int,
-        capacity: int | None,
-        release_expires_at: int,
-    ) -> TransitionsRefused | None:
-        self._begin_commit()
-        deltas, rows, uncount = _transition_moves(transitions)
-        inventory_refused, refusing = self._items_refusing(key, deltas, capacity)
-        refused_records = self._refused_records(transitions, now)
-        if self._rows_refuse(rows) and not refused_records:
-            raise StoreInconsistency(f"{key}: seats are not in the state their records say")
-        refused_counters = frozenset(c for k, c in uncount if self.counters.get((k, c), -1) < uncount[(k, c)])
-        pool_deltas = _pool_deltas(transitions)
-        refused_pools = self._pools_refusing(key.event_id, pool_deltas)
-        if inventory_refused or refused_records or refused_counters or refused_pools:
-            return TransitionsRefused(
-                inventory_refused=inventory_refused,
-                inventory=refusing,
-                records=refused_records,
-                counters_refused=refused_counters,
-                pools_refused=refused_pools,
-            )
-        self.inventory_writes += len(deltas)
-        for item_key in sorted({k for k, _ in deltas}, key=lambda k: k.seat_class):
-            item = self.inventory[item_key]
-            shards = {s.shard: s for s in item.shard_seats()}
-            for (k, n), (released, unheld, unsold, sold) in deltas.items():
-                if k == item_key:
-                    shards[n] = _add(shards[n], available=released, held=-unheld, sold=sold - unsold)
-            self.inventory[item_key] = _with_shards(item, tuple(shards[n] for n in sorted(shards)))
-        self._change_rows(rows)
-        self._apply_transitions(transitions, uncount, release_expires_at)
-        self._give_back_to_pools(key.event_id, pool_deltas)
-        return None
-
-    def _items_refusing(
-        self, key: SeatKey, deltas: dict[tuple[SeatKey, int], list[int]], capacity: int | None
-    ) -> tuple[bool, SeatClassInventory | None]:
-        """Whether a status change's inventory guards refuse (an item missing, fewer held or sold
-        seats than it takes off, `capacity` not that of `key`'s shard 0), and the item that does."""
-        for item_key, n in sorted(deltas, key=lambda k: (k[0].seat_class, k[1])):
-            released, unheld, unsold, _ = deltas[(item_key, n)]
-            item = self.inventory.get(item_key)
-            seats_of = {s.shard: s for s in item.shard_seats()}.get(n) if item is not None else None
-            if item is None or seats_of is None:
-                return True, None
-            capacity_refuses = (
-                (item_key, n) == (key, 0)
-                and released > 0
-                and capacity is not None
-                and (seats_of.capacity != capacity or seats_of.available > capacity - released)
-            )
-            if seats_of.held < unheld or seats_of.sold < unsold or capacity_refuses:
-                return True, _shard_view(item, seats_of)
-        return False, None
-
-    def _pools_refusing(self, event_id: str, deltas: dict[str, tuple[int, int, int, int]]) -> frozenset[str]:
-        """The pools whose guard refuses a status change: missing, or fewer held or sold seats."""
-        refusing: set[str] = set()
-        for name, (_, unheld, unsold, _) in deltas.items():
-            pool = self.pools.get((event_id, name))
-            if pool is None or pool.held < unheld or pool.sold < unsold:
-                refusing.add(name)
-        return frozenset(refusing)
-
-    def _give_back_to_pools(self, event_id: str, deltas: dict[str, tuple[int, int, int, int]]) -> None:
-        for name, (released, unheld, unsold, sold) in deltas.items():
-            pool = self.pools[(event_id, name)]
-            self.pools[(event_id, name)] = dataclasses.replace(
-                pool,
-                available=pool.available + released,
-                held=pool.held - unheld,
-                sold=pool.sold + sold - unsold,
-            )
-        self.inventory_writes += len(deltas)
 
     # ------------------------------------------------------------------ HoldStore
 
@@ -937,48 +771,41 @@ class InMemoryInventoryStore:
         return cleared
 
 
-def _transition_moves(
-    transitions: Sequence[Transition],
-) -> tuple[
-    dict[tuple[SeatKey, int], list[int]],
-    dict[tuple[SeatKey, str], list[tuple[int, SeatState, bool]]],
-    dict[tuple[SeatKey, str], int],
-]:
-    """What status changes move, per item their seats came from (`ReservationRecord.takes`: the
-    record's class, or each line's of an order, docs/guides/orders.md): a class's shard item ->
-    [released, unheld, unsold, sold]; a mapped class's row item -> (position, state it must be
-    in, sold after); a customer counter -> seats taken off."""
-    deltas: dict[tuple[SeatKey, int], list[int]] = {}
-    rows: dict[tuple[SeatKey, str], list[tuple[int, SeatState, bool]]] = {}
-    uncount: dict[tuple[SeatKey, str], int] = {}
-    for t in transitions:
-        for take in t.record.takes():
-            if take.seats:
-                was = SeatState.HELD if t.record.status is Outcome.HELD else SeatState.SOLD
-                for seat in take.seats:
-                    row_id, position = row_item_of(seat)
-                    rows.setdefault((take.key, row_id), []).append((position, was, not t.releases_seats))
-            else:
-                delta = deltas.setdefault((take.key, take.shard), [0, 0, 0, 0])
-                delta[1 if t.record.status is Outcome.HELD else 2] += take.quantity
-                delta[3 if t.to is Outcome.CONFIRMED else 0] += take.quantity
-            if t.releases_seats and take.customer_counted:
-                counter = (take.key, t.record.answer.customer_id or "")
-                uncount[counter] = uncount.get(counter, 0) + take.quantity
-    return deltas, rows, uncount
+_HOLDS = object()  # a guard that held (any other check result is the refused item as it was)
+_CHECKS: dict[type, Callable[..., object]] = {
+    TakeSeats: InMemoryInventoryStore._check_take_seats,
+    MoveSeats: InMemoryInventoryStore._check_move_seats,
+    TakeRow: InMemoryInventoryStore._check_take_row,
+    PutRecord: InMemoryInventoryStore._check_put_record,
+    CountCustomer: InMemoryInventoryStore._check_count_customer,
+    UseToken: InMemoryInventoryStore._check_use_token,
+    TakeFromPool: InMemoryInventoryStore._check_take_from_pool,
+    MovePoolSeats: InMemoryInventoryStore._check_move_pool_seats,
+    ReturnSeats: InMemoryInventoryStore._check_return_seats,
+    ReleaseRow: InMemoryInventoryStore._check_release_row,
+    ChangeStatus: InMemoryInventoryStore._check_change_status,
+    UncountCustomer: InMemoryInventoryStore._check_uncount_customer,
+    ReturnPoolSeats: InMemoryInventoryStore._check_return_pool_seats,
+}
+_APPLY: dict[type, Callable[..., None]] = {
+    TakeSeats: InMemoryInventoryStore._apply_take_seats,
+    MoveSeats: InMemoryInventoryStore._apply_move_seats,
+    TakeRow: InMemoryInventoryStore._apply_take_row,
+    PutRecord: InMemoryInventoryStore._apply_put_record,
+    CountCustomer: InMemoryInventoryStore._apply_count_customer,
+    UseToken: InMemoryInventoryStore._apply_use_token,
+    TakeFromPool: InMemoryInventoryStore._apply_take_from_pool,
+    MovePoolSeats: InMemoryInventoryStore._apply_move_pool_seats,
+    ReturnSeats: InMemoryInventoryStore._apply_return_seats,
+    ReleaseRow: InMemoryInventoryStore._apply_release_row,
+    ChangeStatus: InMemoryInventoryStore._apply_change_status,
+    UncountCustomer: InMemoryInventoryStore._apply_uncount_customer,
+    ReturnPoolSeats: InMemoryInventoryStore._apply_return_pool_seats,
+}
 
 
-def _pool_deltas(transitions: Sequence[Transition]) -> dict[str, tuple[int, int, int, int]]:
-    """Per capacity pool the records' seats came from: released, unheld, unsold, sold (the DAL's
-    `_InventoryDelta` of the pool's records)."""
-    deltas: dict[str, list[int]] = {}
-    for t in transitions:
-        for take in t.record.takes():
-            for name in take.pools:
-                delta = deltas.setdefault(name, [0, 0, 0, 0])
-                delta[1 if t.record.status is Outcome.HELD else 2] += take.quantity
-                delta[3 if t.to is Outcome.CONFIRMED else 0] += take.quantity
-    return {name: (d[0], d[1], d[2], d[3]) for name, d in deltas.items()}
+def _now(now: int | None) -> int:
+    return int(time.time()) if now is None else now
 
 
 def _add(

@@ -17,9 +17,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from seat_inventory.logic.seat_map import ClassMap, SeatMap, row_item_of
+from seat_inventory.logic.seat_map import ClassMap, SeatMap
 from seat_inventory.logic.seat_placement import Placement, free_positions, orphans, place_best
-from seat_inventory.models import Outcome, SeatKey, SeatState
+from seat_inventory.models import Outcome, SeatKey, SeatState, row_item_of
 from seat_tools.simulation.memory_store import InMemoryInventoryStore
 
 
