@@ -8,11 +8,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from seat_inventory.logic.admission_tokens import KeyRing, TokenVerifier, fixed_keys
+from seat_inventory.logic.admission_tokens import KeyRing, TokenVerifier
 from seat_inventory.logic.inventory_hints import InventoryHints
 from seat_inventory.logic.reserve_seats import QueueMessage, reserve_seats
 from seat_inventory.models import ReservationOutcome
 from seat_inventory.settings import Settings
+from seat_tools.admission_keys import fixed_keys
 from tests.fakes import FakeClock, InMemoryInventoryStore, RecordingPublisher
 from tests.writes import spy_writes
 

@@ -186,7 +186,15 @@ def _seat_choice(body: dict[str, Any], max_quantity: int) -> tuple[int, tuple[st
     split, accessible = flags
     if body.get("seats") is None:
         return _quantity(body, max_quantity), None, split, accessible
-    seats = body["seats"]
+    seats = _chosen_seats(body["seats"], max_quantity)
+    if body.get("quantity") is not None and _integer(body, "quantity") != len(seats):
+        raise _Invalid(f"quantity {body['quantity']} does not match the {len(seats)} seat(s) chosen")
+    if split:
+        raise _Invalid("split applies to best available (quantity), not to chosen seats")
+    return len(seats), seats, split, accessible
+
+
+def _chosen_seats(seats: Any, max_quantity: int) -> tuple[str, ...]:
     if not isinstance(seats, list) or not seats:
         raise _Invalid(f"seats must be a non-empty array of seat ids, got {_describe(seats)}")
     if len(seats) > max_quantity:
@@ -197,11 +205,7 @@ def _seat_choice(body: dict[str, Any], max_quantity: int) -> tuple[int, tuple[st
     repeated = sorted({seat for seat in seats if seats.count(seat) > 1})
     if repeated:
         raise _Invalid("seats: repeated seat id(s): " + _names(repeated))
-    if body.get("quantity") is not None and _integer(body, "quantity") != len(seats):
-        raise _Invalid(f"quantity {body['quantity']} does not match the {len(seats)} seat(s) chosen")
-    if split:
-        raise _Invalid("split applies to best available (quantity), not to chosen seats")
-    return len(seats), tuple(seats), split, accessible
+    return tuple(seats)
 
 
 def _hold_seconds(body: dict[str, Any], max_hold_seconds: int) -> int:
@@ -255,65 +259,23 @@ def parse_reservation(
 ) -> ReservationRequest | ChangeRequest | InvalidMessage:
     """Validates one message body against the message contract (docs/reference/contract.md).
 
-    A body without `type` (or `"type": "reserve"`) is a reservation, exactly as before holds
-    existed; `hold` adds `hold_seconds`; `confirm` and `cancel` name only the reservation.
-    Returns an `InvalidMessage` (never raises) so that a bad message is answered once and
-    removed from the queue instead of being retried until it reaches the dead-letter queue.
+    A body without `type` (or `"type": "reserve"`) is a reservation; `hold` adds `hold_seconds`;
+    `confirm` and `cancel` name only the reservation. Returns an `InvalidMessage` (never raises)
+    so that a bad message is answered once and removed from the queue instead of being retried
+    until it reaches the dead-letter queue.
     """
     parsed: Any = None
     try:
-        try:
-            parsed = json.loads(
-                body,
-                object_pairs_hook=_reject_duplicate_keys,
-                parse_constant=_reject_constant,
-                parse_int=_bounded_int,
-                parse_float=_bounded_float,
-            )
-        except json.JSONDecodeError as exc:
-            where = "position" if exc.msg.endswith(" at") else "at position"
-            raise _Invalid(f"body is not valid JSON: {exc.msg} {where} {exc.pos}") from exc
-        except RecursionError as exc:
-            raise _Invalid("body is not valid JSON: nested too deeply") from exc
-        if not isinstance(parsed, dict):
-            raise _Invalid(
-                "body must be a JSON object, got " + ("null" if parsed is None else type(parsed).__name__)
-            )
-        if parsed.get("Type") == "Notification" and "Message" in parsed:
-            raise _Invalid(
-                "body is an SNS notification envelope; enable raw message delivery on the"
-                " subscription or send the reservation itself"
-            )
-        unexpected = sorted(set(parsed) - ALLOWED_FIELDS)
-        if unexpected:
-            raise _Invalid("unexpected field(s): " + _names(unexpected))
+        parsed = _decode(body)
         message_type = _message_type(parsed)
         misplaced = sorted(set(parsed) - FIELDS_BY_TYPE[message_type])
         if misplaced:
             raise _Invalid(f"field(s) not allowed with type {message_type.value!r}: " + _names(misplaced))
         if message_type in (RequestType.CONFIRM, RequestType.CANCEL):
             return _change_request(message_id, parsed, message_type)
-        lines = _order_lines(parsed, max_quantity)
-        required = [
-            n for n in REQUIRED_FIELDS if n != "quantity" or (parsed.get("seats") is None and lines is None)
-        ]
-        missing = [name for name in required if name not in parsed or parsed[name] is None]
-        if missing:
-            raise _Invalid("missing required field(s): " + ", ".join(missing))
-        reservation_id = _identifier(parsed, "reservation_id", MAX_ID_LENGTH)
-        event_id = _identifier(parsed, "event_id", MAX_ID_LENGTH)
-        customer_id = _identifier(parsed, "customer_id", MAX_ID_LENGTH)
-        if lines is not None:
-            seat_class, quantity = lines[0].seat_class, sum(line.quantity for line in lines)
-            seats, split, accessible = None, False, False
-        elif parsed.get("seat_class") is None:
-            seat_class = default_seat_class
-        else:
-            seat_class = _identifier(parsed, "seat_class", MAX_SEAT_CLASS_LENGTH)
-        if lines is None:
-            quantity, seats, split, accessible = _seat_choice(parsed, max_quantity)
-        hold_seconds = _hold_seconds(parsed, max_hold_seconds) if message_type is RequestType.HOLD else None
-        admission_token = _admission_token(parsed)
+        return _reservation(
+            message_id, parsed, message_type, default_seat_class, max_quantity, max_hold_seconds
+        )
     except _Invalid as invalid:
         return InvalidMessage(
             message_id=message_id,
@@ -325,6 +287,67 @@ def parse_reservation(
             customer_id=_salvage(parsed, "customer_id"),
             request_type=_salvage_type(parsed),
         )
+
+
+def _decode(body: str) -> dict[str, Any]:
+    """The body as a JSON object with only fields of the contract."""
+    try:
+        parsed = json.loads(
+            body,
+            object_pairs_hook=_reject_duplicate_keys,
+            parse_constant=_reject_constant,
+            parse_int=_bounded_int,
+            parse_float=_bounded_float,
+        )
+    except json.JSONDecodeError as exc:
+        where = "position" if exc.msg.endswith(" at") else "at position"
+        raise _Invalid(f"body is not valid JSON: {exc.msg} {where} {exc.pos}") from exc
+    except RecursionError as exc:
+        raise _Invalid("body is not valid JSON: nested too deeply") from exc
+    if not isinstance(parsed, dict):
+        raise _Invalid(
+            "body must be a JSON object, got " + ("null" if parsed is None else type(parsed).__name__)
+        )
+    if parsed.get("Type") == "Notification" and "Message" in parsed:
+        raise _Invalid(
+            "body is an SNS notification envelope; enable raw message delivery on the"
+            " subscription or send the reservation itself"
+        )
+    unexpected = sorted(set(parsed) - ALLOWED_FIELDS)
+    if unexpected:
+        raise _Invalid("unexpected field(s): " + _names(unexpected))
+    return parsed
+
+
+def _reservation(
+    message_id: str,
+    parsed: dict[str, Any],
+    message_type: RequestType,
+    default_seat_class: str,
+    max_quantity: int,
+    max_hold_seconds: int,
+) -> ReservationRequest:
+    """A reserve or hold: one class's seats (counted, chosen or best available), or an order's lines."""
+    lines = _order_lines(parsed, max_quantity)
+    required = [
+        n for n in REQUIRED_FIELDS if n != "quantity" or (parsed.get("seats") is None and lines is None)
+    ]
+    missing = [name for name in required if name not in parsed or parsed[name] is None]
+    if missing:
+        raise _Invalid("missing required field(s): " + ", ".join(missing))
+    reservation_id = _identifier(parsed, "reservation_id", MAX_ID_LENGTH)
+    event_id = _identifier(parsed, "event_id", MAX_ID_LENGTH)
+    customer_id = _identifier(parsed, "customer_id", MAX_ID_LENGTH)
+    seats: tuple[str, ...] | None = None
+    split = accessible = False
+    if lines is not None:
+        seat_class, quantity = lines[0].seat_class, sum(line.quantity for line in lines)
+    else:
+        seat_class = default_seat_class
+        if parsed.get("seat_class") is not None:
+            seat_class = _identifier(parsed, "seat_class", MAX_SEAT_CLASS_LENGTH)
+        quantity, seats, split, accessible = _seat_choice(parsed, max_quantity)
+    hold_seconds = _hold_seconds(parsed, max_hold_seconds) if message_type is RequestType.HOLD else None
     return ReservationRequest(
         message_id=message_id,
         reservation_id=reservation_id,
@@ -337,7 +360,7 @@ def parse_reservation(
         seats=seats,
         split=split,
         accessible=accessible,
-        admission_token=admission_token,
+        admission_token=_admission_token(parsed),
         lines=lines,
     )
 

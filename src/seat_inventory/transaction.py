@@ -12,15 +12,16 @@ it): an item of a pool several parts of an order take from is one action, guarde
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from seat_inventory.models import (
     TAKES_SEATS,
     ClassRules,
     ClassTake,
+    LineTake,
     Outcome,
     PoolInventory,
     ReservationOutcome,
@@ -37,6 +38,8 @@ from seat_inventory.models import (
     WriteRefused,
     row_item_of,
 )
+
+_V = TypeVar("_V")
 
 
 class Role(StrEnum):
@@ -300,14 +303,15 @@ def _check_parts(parts: Sequence[ClassTake]) -> None:
     for p in parts:
         if p.rows and p.moves:
             raise ValueError("a mapped class's take moves no seats between shard items")
-        if p.shard in p.moves or sum(p.moves.values()) > p.seats:
-            raise ValueError(f"moves {p.moves} into shard {p.shard} do not fit {p.seats} seat(s)")
+        _check_moves(p.moves, p.shard, p.seats, f"shard {p.shard}")
         for pool, donors in p.pool_moves.items():
             item = p.pool_shards.get(pool, 0)
-            if item in donors or sum(donors.values()) > p.seats:
-                raise ValueError(
-                    f"moves {donors} into item {item} of pool {pool} do not fit {p.seats} seat(s)"
-                )
+            _check_moves(donors, item, p.seats, f"item {item} of pool {pool}")
+
+
+def _check_moves(moves: Mapping[int, int], target: int, seats: int, what: str) -> None:
+    if target in moves or sum(moves.values()) > seats:
+        raise ValueError(f"moves {dict(moves)} into {what} do not fit {seats} seat(s)")
 
 
 def _pool_actions(take: Take) -> list[Action]:
@@ -350,33 +354,50 @@ def status_actions(
     """The class items the records' seats came from (each its own shard item, or each line's of an
     order: `ReservationRecord.takes`), a mapped class's row items, the records, the customers'
     counters and the pool items; `capacity` guards only `key`'s shard 0."""
-    items: dict[tuple[SeatKey, int], list[tuple[Transition, int]]] = {}
-    rows: dict[tuple[SeatKey, str], list[tuple[int, SeatState, bool]]] = {}
-    counters: dict[tuple[SeatKey, str], int] = {}
-    pools: dict[str, list[tuple[Transition, int]]] = {}
-    for t in transitions:
-        was = SeatState.HELD if t.record.status is Outcome.HELD else SeatState.SOLD
-        for line in t.record.takes():
-            if line.seats:
-                for seat in line.seats:
-                    row_id, position = row_item_of(seat)
-                    rows.setdefault((line.key, row_id), []).append((position, was, not t.releases_seats))
-            else:
-                items.setdefault((line.key, line.shard), []).append((t, line.quantity))
-            if t.releases_seats and line.customer_counted:
-                counter = (line.key, t.record.answer.customer_id or "")
-                counters[counter] = counters.get(counter, 0) + line.quantity
-            for pool in line.pools:
-                pools.setdefault(pool, []).append((t, line.quantity))
+    moved = _StatusMoves.of(transitions)
     actions: list[Action] = [
-        ReturnSeats(k, shard, _delta(items[(k, shard)]), capacity if (k, shard) == (key, 0) else None)
-        for k, shard in sorted(items, key=lambda item: (item[0].seat_class, item[1]))
+        ReturnSeats(k, shard, _delta(moved.items[(k, shard)]), capacity if (k, shard) == (key, 0) else None)
+        for k, shard in sorted(moved.items, key=lambda item: (item[0].seat_class, item[1]))
     ]
-    ordered_rows = sorted(rows, key=lambda row: (row[0].seat_class, row[1]))
-    actions += [ReleaseRow(k, row_id, tuple(rows[(k, row_id)])) for k, row_id in ordered_rows]
+    ordered_rows = sorted(moved.rows, key=lambda row: (row[0].seat_class, row[1]))
+    actions += [ReleaseRow(k, row_id, tuple(moved.rows[(k, row_id)])) for k, row_id in ordered_rows]
     actions += [ChangeStatus(t, now, release_expires_at) for t in transitions]
-    actions += [UncountCustomer(k, customer, seats) for (k, customer), seats in counters.items()]
-    return actions + [ReturnPoolSeats(key.event_id, ref, _delta(pools[ref])) for ref in sorted(pools)]
+    actions += [UncountCustomer(k, customer, seats) for (k, customer), seats in moved.counters.items()]
+    return actions + [
+        ReturnPoolSeats(key.event_id, ref, _delta(moved.pools[ref])) for ref in sorted(moved.pools)
+    ]
+
+
+@dataclass(slots=True)
+class _StatusMoves:
+    """What status changes move, per item: (transition, seats) per class shard item and pool item,
+    (position, state it must be in, sold after) per row item, and seats per customer counter."""
+
+    items: dict[tuple[SeatKey, int], list[tuple[Transition, int]]] = field(default_factory=dict)
+    rows: dict[tuple[SeatKey, str], list[tuple[int, SeatState, bool]]] = field(default_factory=dict)
+    counters: dict[tuple[SeatKey, str], int] = field(default_factory=dict)
+    pools: dict[str, list[tuple[Transition, int]]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, transitions: Sequence[Transition]) -> _StatusMoves:
+        moved = cls()
+        for t in transitions:
+            for line in t.record.takes():
+                moved.add(t, line)
+        return moved
+
+    def add(self, t: Transition, line: LineTake) -> None:
+        was = SeatState.HELD if t.record.status is Outcome.HELD else SeatState.SOLD
+        for seat in line.seats:
+            row_id, position = row_item_of(seat)
+            self.rows.setdefault((line.key, row_id), []).append((position, was, not t.releases_seats))
+        if not line.seats:
+            self.items.setdefault((line.key, line.shard), []).append((t, line.quantity))
+        if t.releases_seats and line.customer_counted:
+            counter = (line.key, t.record.answer.customer_id or "")
+            self.counters[counter] = self.counters.get(counter, 0) + line.quantity
+        for pool in line.pools:
+            self.pools.setdefault(pool, []).append((t, line.quantity))
 
 
 def _delta(moved: Sequence[tuple[Transition, int]]) -> SeatsDelta:
@@ -411,13 +432,17 @@ def take_refusal(take: Take, failures: Sequence[Failure]) -> WriteRefused:
     return WriteRefused(
         inventory_refused=first_item is not None,
         inventory=first_item.inventory if first_item is not None else None,
-        already_recorded={k: v for p in found for k, v in p.already_recorded.items()},
-        customer_seats={k: v for p in found for k, v in p.customer_seats.items()},
-        tokens_used={k: v for p in found for k, v in p.tokens_used.items()},
+        already_recorded=_merged(p.already_recorded for p in found),
+        customer_seats=_merged(p.customer_seats for p in found),
+        tokens_used=_merged(p.tokens_used for p in found),
         pools_refused=pools,
-        rows={k: v for p in found for k, v in p.rows.items()},
+        rows=_merged(p.rows for p in found),
         parts=parts,
     )
+
+
+def _merged(maps: Iterable[Mapping[str, _V]]) -> dict[str, _V]:
+    return {k: v for m in maps for k, v in m.items()}
 
 
 def _part_refusal(failures: Sequence[Failure]) -> WriteRefused | None:
@@ -479,15 +504,3 @@ def status_refusal(key: SeatKey, failures: Sequence[Failure]) -> TransitionsRefu
         counters_refused=frozenset(a.customer for a, _ in failures if isinstance(a, UncountCustomer)),
         pools_refused=frozenset(a.ref for a, _ in failures if isinstance(a, ReturnPoolSeats)),
     )
-
-
-def sold_in(actions: Sequence[Action]) -> list[str]:
-    """The reservations the actions put in the ticket issuer's index, in action order: each sale
-    (a CONFIRMED answer, or a hold confirmed)."""
-    sold = []
-    for action in actions:
-        if isinstance(action, PutRecord) and action.answer.outcome is Outcome.CONFIRMED:
-            sold.append(action.answer.reservation_id)
-        elif isinstance(action, ChangeStatus) and action.transition.to is Outcome.CONFIRMED:
-            sold.append(action.transition.record.reservation_id)
-    return sold

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 import boto3
 from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ClientError
 
 from seat_inventory.dal.inventory_table import InventoryTable
 from seat_inventory.logic.admission_tokens import KeyRing, KeyRingError, TokenVerifier, parse_key_ring
@@ -47,12 +46,14 @@ ADMISSION_KEYS_STALE_SECONDS = 900
 
 
 class SsmAdmissionKeys:
-    """The admission key ring (docs/guides/admission.md) from an SSM SecureString parameter: read on the
-    first message that carries a token (never at import or cold start), kept for
+    """The admission key ring (docs/guides/admission.md) from an SSM SecureString parameter, through
+    Powertools Parameters (`SSMProvider`, its cache on the container's monotonic clock): read on
+    the first message that carries a token (never at import or cold start), kept for
     `refresh_seconds`, then read again; one GetParameter per container per refresh.
 
-    A parameter that cannot be read, or holds no valid ring, raises `RetryableError`: the
-    messages with tokens are retried rather than refused (a refusal would be final).
+    A parameter that cannot be read, or holds no valid ring, raises `RetryableError` (the messages
+    with tokens are retried, not refused: a refusal is final), unless a ring read within
+    `ADMISSION_KEYS_STALE_SECONDS` is at hand.
     """
 
     def __init__(
@@ -66,35 +67,47 @@ class SsmAdmissionKeys:
         self._name = name
         self._refresh_seconds = refresh_seconds
         self._clock = clock
-        self._client: Any = None
+        self._parameters: Any = None
         self._ring: KeyRing | None = None
-        self._read_at = 0.0
-        self.reads = 0
+        self._read_at = 0.0  # when the ring in use was read
 
     def __call__(self) -> KeyRing | None:
-        now = self._clock()
-        if self._ring is not None and now - self._read_at < self._refresh_seconds:
+        if self._parameters is None:
+            self._parameters = _ssm_parameters(self._session, lambda: self._clock() - self._read_at)
+        parameters = self._parameters
+        parameters.fetched = False
+        try:
+            raw = parameters.get(self._name, max_age=self._refresh_seconds, decrypt=True)
+            if parameters.fetched:
+                self._ring, self._read_at = parse_key_ring(raw), self._clock()
             return self._ring
-        try:
-            ring = self._read()
-        except RetryableError:
-            if self._ring is not None and now - self._read_at < ADMISSION_KEYS_STALE_SECONDS:
+        except (parameters.errors, KeyRingError) as exc:
+            parameters.clear_cache()  # read again at the next message
+            if self._ring is not None and self._clock() - self._read_at < ADMISSION_KEYS_STALE_SECONDS:
                 return self._ring
-            raise
-        self._ring, self._read_at = ring, now
-        return ring
+            why = f": {exc}" if isinstance(exc, KeyRingError) else f" not read: {exc}"
+            raise RetryableError(f"admission keys: SSM parameter {self._name}{why}") from exc
 
-    def _read(self) -> KeyRing:
-        if self._client is None:
-            self._client = self._session.client("ssm", config=CLIENT_CONFIG)
-        self.reads += 1
-        try:
-            response = self._client.get_parameter(Name=self._name, WithDecryption=True)
-            return parse_key_ring(response["Parameter"]["Value"])
-        except (BotoCoreError, ClientError) as exc:
-            raise RetryableError(f"admission keys: SSM parameter {self._name} not read: {exc}") from exc
-        except KeyRingError as exc:
-            raise RetryableError(f"admission keys: SSM parameter {self._name}: {exc}") from exc
+
+def _ssm_parameters(session: boto3.session.Session, age: Callable[[], float]) -> Any:
+    """Powertools' SSM provider whose cached value is fresh while `age()` (seconds since the ring
+    in use was read) is under its max_age (imported on first use: it costs the cold start nothing)."""
+    from aws_lambda_powertools.utilities.parameters import SSMProvider
+    from aws_lambda_powertools.utilities.parameters.base import ExpirableValue
+    from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError
+
+    class Parameters(SSMProvider):
+        errors = GetParameterError
+        fetched = False  # the last get read SSM (the value was not cached)
+
+        def has_not_expired_in_cache(self, key: tuple[Any, ...]) -> bool:
+            return key in self.store and age() < self.store[key].ttl  # type: ignore[operator]
+
+        def add_to_cache(self, key: tuple[Any, ...], value: Any, max_age: int) -> None:
+            self.fetched = True
+            self.store[key] = ExpirableValue(value, max_age)  # type: ignore[arg-type]
+
+    return Parameters(boto3_session=session, boto_config=CLIENT_CONFIG)
 
 
 def admission_verifier(settings: Settings, session: boto3.session.Session) -> TokenVerifier:

@@ -17,7 +17,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from seat_inventory.models import OperatorOutcomeUnknown, RetryableError
+from seat_inventory.models import RetryableError
+from seat_tools.operator_errors import OperatorOutcomeUnknown
 
 # How many operation ids an item keeps: a retry is recognised as long as fewer than this many
 # other operator writes landed on the item in between (they come seconds apart at most).

@@ -44,10 +44,7 @@ from seat_inventory.dal.items import (
     reservation_key,
     timestamp,
 )
-from seat_inventory.logic.shards import check_shard_count, rebalance, removal, spread
 from seat_inventory.models import (
-    EventAlreadyExists,
-    InventoryChangeRefused,
     ReservationOutcome,
     ReservationRecord,
     RetryableError,
@@ -55,7 +52,6 @@ from seat_inventory.models import (
     SeatClassInventory,
     SeatKey,
     TransactionConflict,
-    UnknownSeatClass,
 )
 from seat_tools.exactly_once import (
     OPERATIONS_ATTRIBUTE,
@@ -65,9 +61,12 @@ from seat_tools.exactly_once import (
     send_once,
 )
 from seat_tools.exactly_once import recent_operations as _operations
+from seat_tools.operator_errors import EventAlreadyExists, InventoryChangeRefused, UnknownSeatClass
 from seat_tools.pool_commands import PoolCommands, check_pool_names
+from seat_tools.resharding import check_shard_count, rebalance, removal, spread
 from seat_tools.seat_blocks import SeatBlockCommands
 from seat_tools.seat_map_commands import SeatMapCommands
+from seat_tools.ticket_admin import TicketAdmin
 
 # Operation ids an inventory item remembers (`exactly_once.RECENT_OPERATIONS`): 8 ids of 16
 # characters add about 150 bytes to the item, well inside the 1 KB that one write unit of every
@@ -833,5 +832,5 @@ def _check_window(starts_at: int | None, ends_at: int | None) -> None:
         raise ValueError("the sale must end after it starts")
 
 
-class OperatorTable(InventoryTable, OperatorCommands, SeatBlockCommands, SeatMapCommands):
+class OperatorTable(InventoryTable, OperatorCommands, SeatBlockCommands, SeatMapCommands, TicketAdmin):
     """The service's table with the operator's commands and reads: what the `seats` tools use."""

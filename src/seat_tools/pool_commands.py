@@ -34,16 +34,12 @@ from seat_inventory.dal.items import (
     pool_view,
     timestamp,
 )
-from seat_inventory.logic.shards import check_shard_count, spread
 from seat_inventory.models import (
     MAX_POOLS_PER_CLASS,
-    EventAlreadyExists,
-    InventoryChangeRefused,
     PoolInventory,
     RetryableError,
     SaleStatus,
     TransactionConflict,
-    UnknownSeatClass,
 )
 from seat_inventory.parsing import MAX_SEAT_CLASS_LENGTH, id_problem
 from seat_tools.exactly_once import (
@@ -54,6 +50,8 @@ from seat_tools.exactly_once import (
     recent_operations,
     send_once,
 )
+from seat_tools.operator_errors import EventAlreadyExists, InventoryChangeRefused, UnknownSeatClass
+from seat_tools.resharding import check_shard_count, spread
 
 POOL_ATTEMPTS = 5
 POOL_BACKOFF_SECONDS = 0.1

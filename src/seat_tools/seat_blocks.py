@@ -36,16 +36,14 @@ from seat_inventory.dal.errors import (
 from seat_inventory.dal.items import number, row_key, seat_attribute
 from seat_inventory.dal.seat_rows import SeatRows
 from seat_inventory.models import (
-    InventoryChangeRefused,
-    OperatorOutcomeUnknown,
     RetryableError,
     SeatKey,
     SeatRow,
     SeatState,
     TransactionConflict,
-    UnknownSeatClass,
     seats_by_row,
 )
+from seat_tools.operator_errors import InventoryChangeRefused, OperatorOutcomeUnknown, UnknownSeatClass
 
 LAST_OPERATION = "last_operation"
 # TransactWriteItems takes at most 100 actions: one per row item.

@@ -20,17 +20,11 @@ from seat_inventory.dal.items import (
     seat_map_key,
 )
 from seat_inventory.dal.seat_rows import SeatRows
-from seat_inventory.logic.seat_map import SeatMap, dump_json, row_items
-from seat_inventory.models import (
-    EventAlreadyExists,
-    RetryableError,
-    SaleStatus,
-    SeatKey,
-    SeatState,
-    StoreInconsistency,
-    UnknownSeatClass,
-)
+from seat_inventory.logic.seat_map import SeatMap
+from seat_inventory.models import RetryableError, SaleStatus, SeatKey, SeatState, StoreInconsistency
+from seat_tools.operator_errors import EventAlreadyExists, UnknownSeatClass
 from seat_tools.seat_layout import layout_items
+from seat_tools.seat_map_files import dump_json, row_items
 
 BATCH_WRITE_LIMIT = 25
 ATTEMPTS = 5

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from seat_inventory.dal.inventory_table import InventoryTable
-from seat_inventory.logic.issue_tickets import audit_tickets
 from seat_inventory.models import Outcome, TicketSeries
+from seat_tools.operator_commands import OperatorTable
+from seat_tools.ticket_audit import audit_tickets
 
 # How often the audit reads again when the issuer numbered while it read.
 AUDIT_READS = 10
 
 
-def audit_event(table: InventoryTable, event_id: str, *, allow_pending: bool = False) -> list[str]:
-    """The defects of an event's ticket numbers (`logic.issue_tickets.audit_tickets`), read from
+def audit_event(table: OperatorTable, event_id: str, *, allow_pending: bool = False) -> list[str]:
+    """The defects of an event's ticket numbers (`ticket_audit.audit_tickets`), read from
     the table: its counters, its ledger and every record of it that was sold (a Scan).
 
     The three reads are not one snapshot: a batch the issuer commits between them would show as
@@ -35,7 +35,7 @@ def audit_event(table: InventoryTable, event_id: str, *, allow_pending: bool = F
 
 
 def list_tickets(
-    table: InventoryTable, event_id: str, *, from_serial: int = 1, limit: int
+    table: OperatorTable, event_id: str, *, from_serial: int = 1, limit: int
 ) -> list[dict[str, Any]]:
     """The event's tickets in order (series by series) from serial `from_serial`, with their status."""
     fmt = table.read_ticket_format(event_id)

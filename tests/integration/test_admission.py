@@ -10,8 +10,9 @@ import boto3
 import pytest
 from click.testing import CliRunner
 
-from seat_inventory.logic.admission_tokens import KeyRing, issue_token, new_key_ring_text, parse_key_ring
+from seat_inventory.logic.admission_tokens import KeyRing, parse_key_ring
 from seat_inventory.models import Outcome, ReservationOutcome, SeatKey, TokenUse
+from seat_tools.admission_keys import issue_token, new_key_ring_text
 from seat_tools.cli.main import cli
 from seat_tools.operator_commands import OperatorTable
 from tests.integration.conftest import REGION, Stack, sqs_event
@@ -166,7 +167,7 @@ def test_the_switch_is_applied_once_and_shown(stack: Stack, table: OperatorTable
 
 
 def test_the_switch_on_a_missing_class_changes_nothing(table: OperatorTable) -> None:
-    from seat_inventory.models import UnknownSeatClass
+    from seat_tools.operator_errors import UnknownSeatClass
 
     with pytest.raises(UnknownSeatClass, match="event 'e-1' has no seat class 'NOPE'"):
         table.set_admission_required(SeatKey("e-1", "NOPE"), True)

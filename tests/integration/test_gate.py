@@ -9,7 +9,6 @@ from collections.abc import Iterator
 
 import pytest
 
-from seat_inventory.dal.inventory_table import InventoryTable
 from seat_inventory.handlers import gate_api
 from seat_inventory.logic.ticket_credentials import (
     TicketKeyRing,
@@ -20,6 +19,7 @@ from seat_inventory.logic.ticket_credentials import (
     sign_ticket,
     with_key,
 )
+from seat_tools.operator_commands import OperatorTable
 from seat_tools.ticket_reports import audit_event
 from tests.integration.conftest import Stack, sqs_event
 from tests.integration.gate_support import GateStack, gate_stack, now_ms
@@ -267,7 +267,7 @@ def test_a_passed_on_ticket_keeps_its_number_and_the_audit_stays_sound(sold: Gat
     _, answer = sold.transfer(sold.secrets("r-1")[0], "c-9")
     _, back = sold.transfer(answer["secret"], "c-1", giver="c-9", transfer_id="t-2")
     assert back["result"] == "TRANSFERRED" and back["ticket"] == "1" and back["generation"] == 2
-    assert audit_event(InventoryTable(sold.stack.dynamodb, sold.stack.table_name), "gig") == []
+    assert audit_event(OperatorTable(sold.stack.dynamodb, sold.stack.table_name), "gig") == []
 
 
 def test_a_reservation_with_a_ticket_passed_on_cannot_be_cancelled_until_it_comes_back(

@@ -36,7 +36,6 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from seat_inventory.dal.inventory_table import InventoryTable
 from seat_inventory.gate_models import Direction, GateResult, TicketRef
 from seat_inventory.handlers import gate_api
 from seat_inventory.logic.checkin import Gate, ScanRequest, check_in, export_for_scanners, upload_scans
@@ -279,7 +278,7 @@ class GateMachine(RuleBasedStateMachine):
     def teardown(self) -> None:
         """Every ticket once more, and the numbers' audit, at the end of each history."""
         self._check(self.tickets)
-        table = InventoryTable(self.h.stack.dynamodb, self.h.stack.table_name)
+        table = OperatorTable(self.h.stack.dynamodb, self.h.stack.table_name)
         assert audit_event(table, self.event_id) == []
 
     def _check(self, tickets: list[Ticket]) -> None:

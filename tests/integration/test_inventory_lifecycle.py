@@ -15,7 +15,6 @@ import pytest
 
 from seat_inventory.dal.items import HOLD_SHARDS, hold_shard
 from seat_inventory.models import (
-    InventoryChangeRefused,
     Outcome,
     RequestType,
     ReservationOutcome,
@@ -24,9 +23,9 @@ from seat_inventory.models import (
     SaleStatus,
     SeatKey,
     Transition,
-    UnknownSeatClass,
 )
 from seat_tools.operator_commands import OperatorTable
+from seat_tools.operator_errors import InventoryChangeRefused, UnknownSeatClass
 from tests.integration.conftest import FakeHttpResponse, Stack
 from tests.writes import GroupWrite, commit_outcomes
 

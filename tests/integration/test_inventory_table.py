@@ -8,7 +8,6 @@ import pytest
 from botocore.exceptions import ClientError
 
 from seat_inventory.models import (
-    EventAlreadyExists,
     Outcome,
     ReservationOutcome,
     RetryableError,
@@ -17,6 +16,7 @@ from seat_inventory.models import (
     TransactionConflict,
 )
 from seat_tools.operator_commands import OperatorTable
+from seat_tools.operator_errors import EventAlreadyExists
 from tests.integration.conftest import Stack
 from tests.writes import GroupWrite, commit_outcomes
 

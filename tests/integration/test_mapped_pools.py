@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from seat_inventory.logic.seat_map import load_file
 from seat_inventory.models import (
     Outcome,
     ReservationOutcome,
@@ -24,12 +23,13 @@ from seat_inventory.models import (
     StoreInconsistency,
     TokenUse,
     Transition,
-    UnknownSeatClass,
     row_item_of,
 )
 from seat_tools.cli.main import cli
 from seat_tools.operator_commands import OperatorTable
+from seat_tools.operator_errors import UnknownSeatClass
 from seat_tools.seat_map_commands import SaleRules
+from seat_tools.seat_map_files import load_file
 from tests.integration.conftest import Stack, sqs_event
 from tests.writes import GroupWrite, commit_outcomes
 

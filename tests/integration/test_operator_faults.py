@@ -30,17 +30,11 @@ from botocore.config import Config
 from botocore.exceptions import ConnectTimeoutError, ReadTimeoutError
 from click.testing import CliRunner, Result
 
-from seat_inventory.models import (
-    EventAlreadyExists,
-    OperatorOutcomeUnknown,
-    RetryableError,
-    SaleStatus,
-    SeatClassInventory,
-    SeatKey,
-)
+from seat_inventory.models import RetryableError, SaleStatus, SeatClassInventory, SeatKey
 from seat_tools.cli import context as cli_context
 from seat_tools.cli.main import cli
 from seat_tools.operator_commands import OperatorTable
+from seat_tools.operator_errors import EventAlreadyExists, OperatorOutcomeUnknown
 from tests.integration.conftest import REGION, FakeHttpResponse, Stack
 
 GA = SeatKey("gig-1", "GA")

@@ -9,17 +9,10 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from seat_inventory.models import (
-    EventAlreadyExists,
-    InventoryChangeRefused,
-    Outcome,
-    ReservationOutcome,
-    SaleStatus,
-    SeatKey,
-    Transition,
-)
+from seat_inventory.models import Outcome, ReservationOutcome, SaleStatus, SeatKey, Transition
 from seat_tools.cli.main import cli
 from seat_tools.operator_commands import OperatorTable
+from seat_tools.operator_errors import EventAlreadyExists, InventoryChangeRefused
 from tests.integration.conftest import Stack, sqs_event
 from tests.writes import GroupWrite, commit_outcomes
 

@@ -12,14 +12,9 @@ from botocore.exceptions import ReadTimeoutError
 
 from seat_inventory.dal.items import row_key
 from seat_inventory.logic.seat_map import load_json
-from seat_inventory.models import (
-    InventoryChangeRefused,
-    Outcome,
-    ReservationOutcome,
-    SeatKey,
-    UnknownSeatClass,
-)
+from seat_inventory.models import Outcome, ReservationOutcome, SeatKey
 from seat_tools.operator_commands import OperatorTable
+from seat_tools.operator_errors import InventoryChangeRefused, UnknownSeatClass
 from seat_tools.seat_map_commands import SaleRules
 from tests.integration.conftest import Stack
 from tests.writes import GroupWrite, commit_outcomes

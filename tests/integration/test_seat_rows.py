@@ -12,9 +12,8 @@ import pytest
 
 from seat_inventory.dal.items import claim_key, row_key
 from seat_inventory.dal.seat_rows import CLAIM_KEPT_SECONDS
-from seat_inventory.logic.seat_map import load_file, load_json
+from seat_inventory.logic.seat_map import load_json
 from seat_inventory.models import (
-    EventAlreadyExists,
     Outcome,
     ReservationOutcome,
     ReservationRecord,
@@ -25,7 +24,9 @@ from seat_inventory.models import (
     Transition,
 )
 from seat_tools.operator_commands import OperatorTable
+from seat_tools.operator_errors import EventAlreadyExists
 from seat_tools.seat_map_commands import SaleRules
+from seat_tools.seat_map_files import load_file
 from tests.integration.conftest import FakeHttpResponse, Stack, sqs_event
 from tests.writes import GroupWrite, commit_outcomes
 
@@ -237,7 +238,8 @@ def test_the_handler_sells_chosen_seats_and_names_those_taken(stack: Stack) -> N
 def test_close_and_open_a_mapped_class_row_by_row(
     table: OperatorTable, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from seat_inventory.models import SaleStatus, UnknownSeatClass
+    from seat_inventory.models import SaleStatus
+    from seat_tools.operator_errors import UnknownSeatClass
 
     assert table.set_rows_sale_status(KEY, SaleStatus.CLOSED) == 1
     refused = commit_outcomes(table, take("r-1", (1,)))

@@ -18,8 +18,6 @@ from seat_inventory.logic.reserve_seats import QueueMessage, reserve_seats
 from seat_inventory.models import (
     MAX_SHARDS,
     ChangeRequest,
-    EventAlreadyExists,
-    InventoryChangeRefused,
     Outcome,
     RequestType,
     ReservationOutcome,
@@ -32,6 +30,7 @@ from seat_inventory.models import (
 )
 from seat_inventory.settings import Settings
 from seat_tools.operator_commands import OperatorTable
+from seat_tools.operator_errors import EventAlreadyExists, InventoryChangeRefused
 from tests.fakes import FakeClock, RecordingPublisher
 from tests.integration.conftest import Stack
 from tests.writes import GroupWrite, commit_outcomes

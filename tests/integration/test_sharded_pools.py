@@ -9,18 +9,16 @@ import pytest
 from click.testing import CliRunner
 
 from seat_inventory.models import (
-    EventAlreadyExists,
-    InventoryChangeRefused,
     Outcome,
     ReservationOutcome,
     SaleStatus,
     SeatKey,
     StoreInconsistency,
     Transition,
-    UnknownSeatClass,
 )
 from seat_tools.cli.main import cli
 from seat_tools.operator_commands import OperatorTable
+from seat_tools.operator_errors import EventAlreadyExists, InventoryChangeRefused, UnknownSeatClass
 from tests.integration.conftest import Stack
 from tests.writes import GroupWrite, commit_outcomes
 

@@ -15,14 +15,15 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from seat_inventory.logic.admission_tokens import TokenVerifier, fixed_keys, issue_token, parse_key_ring
-from seat_inventory.logic.admission_tokens import new_key_ring_text as ring_text
+from seat_inventory.logic.admission_tokens import TokenVerifier, parse_key_ring
 from seat_inventory.logic.inventory_hints import InventoryHints
 from seat_inventory.logic.reserve_seats import QueueMessage, reserve_seats
 from seat_inventory.logic.sweep_holds import SweepResult, release_expired_holds
 from seat_inventory.models import ReservationOutcome
 from seat_inventory.settings import Settings
 from seat_inventory.wiring import SystemClock
+from seat_tools.admission_keys import fixed_keys, issue_token
+from seat_tools.admission_keys import new_key_ring_text as ring_text
 from seat_tools.local.stack import LocalStack
 from seat_tools.operator_commands import OperatorTable
 from tests.fakes import RecordingPublisher

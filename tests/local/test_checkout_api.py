@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 import requests
 
-from seat_inventory.logic.seat_map import load_file
 from seat_inventory.models import Outcome, ReservationOutcome, SeatKey
 from seat_tools.local.runner import LocalRunner, runner_config
 from seat_tools.local.stack import LocalStack
 from seat_tools.operator_commands import OperatorTable
 from seat_tools.seat_map_commands import SaleRules
+from seat_tools.seat_map_files import load_file
 from seat_tools.traffic import OutcomeCollector
 from tests.writes import GroupWrite, commit_outcomes
 

@@ -24,12 +24,12 @@ from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.select import Select
 from selenium.webdriver.support.wait import WebDriverWait
 
-from seat_inventory.logic.seat_map import load_file
 from seat_inventory.models import SeatKey
 from seat_tools.local.runner import LocalRunner, runner_config
 from seat_tools.local.stack import LocalStack
 from seat_tools.operator_commands import OperatorTable
 from seat_tools.seat_map_commands import SaleRules
+from seat_tools.seat_map_files import load_file
 from tests.system_tools import require_tools
 
 pytestmark = pytest.mark.local_stack

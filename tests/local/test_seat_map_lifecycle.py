@@ -21,12 +21,12 @@ from typing import Any
 import pytest
 
 from seat_inventory.logic.reserve_seats import QueueMessage
-from seat_inventory.logic.seat_map import load_file
 from seat_inventory.logic.sweep_holds import SweepResult, release_expired_holds
 from seat_inventory.models import Outcome, ReservationOutcome, ReservationRecord, SeatKey, SeatState
 from seat_tools.local.stack import LocalStack
 from seat_tools.operator_commands import OperatorTable
 from seat_tools.seat_map_commands import SaleRules
+from seat_tools.seat_map_files import load_file
 from tests.fakes import RecordingPublisher
 from tests.local.crowd import Crowd, Delivery, ShiftedClock, container, sweeper
 

@@ -13,9 +13,6 @@ from seat_inventory.logic.admission_tokens import (
     KeyRing,
     KeyRingError,
     TokenVerifier,
-    fixed_keys,
-    issue_token,
-    new_key_ring_text,
     parse_key_ring,
     verify_token,
 )
@@ -23,6 +20,7 @@ from seat_inventory.logic.inventory_hints import InventoryHints
 from seat_inventory.logic.reserve_seats import QueueMessage, reserve_seats
 from seat_inventory.models import Outcome, RetryableError, SeatKey
 from seat_inventory.settings import Settings
+from seat_tools.admission_keys import fixed_keys, issue_token, new_key_ring_text
 from tests.fakes import FakeClock, InMemoryInventoryStore, RecordingPublisher
 
 NOW = 1_800_000_000
@@ -420,3 +418,18 @@ def test_a_malformed_ring_in_the_parameter_is_retried_not_refused() -> None:
 
     with pytest.raises(RetryableError, match="admission keys: SSM parameter /p: admission keys must be"):
         keys()
+
+
+def test_a_malformed_ring_is_read_again_at_the_next_message_and_a_fixed_one_is_used() -> None:
+    ssm, clock = FakeSsm('{"current": "k1", "keys": {}}'), [0.0]
+    keys = keys_at(ssm, clock)
+    with pytest.raises(RetryableError):
+        keys()
+
+    ssm.value = new_key_ring_text("k1", KEY_1)
+    clock[0] = 1  # well within the refresh: the malformed value was not kept
+
+    assert keys().current == "k1"
+    assert ssm.calls == 2
+    keys()
+    assert ssm.calls == 2  # the valid ring is kept for the refresh

@@ -17,7 +17,6 @@ import pytest
 
 from seat_inventory.logic.issue_tickets import (
     MAX_BATCH_SIZE,
-    audit_tickets,
     issue_tickets,
     plan_batch,
     run_issuer,
@@ -38,6 +37,7 @@ from seat_inventory.models import (
     UnnumberedSale,
 )
 from seat_inventory.settings import Settings
+from seat_tools.ticket_audit import audit_tickets
 from tests.fakes import FakeClock, InMemoryInventoryStore, RecordingPublisher
 
 SETTINGS = Settings(table_name="t", outcomes_topic_arn="arn:aws:sns:us-east-1:1:t", max_hold_seconds=3600)

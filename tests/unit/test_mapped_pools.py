@@ -13,12 +13,13 @@ import random
 
 import pytest
 
-from seat_inventory.logic.admission_tokens import MISSING, issue_token
+from seat_inventory.logic.admission_tokens import MISSING
 from seat_inventory.logic.inventory_hints import InventoryHints
 from seat_inventory.logic.reserve_seats import QueueMessage
 from seat_inventory.logic.seat_map import load_json
 from seat_inventory.logic.sweep_holds import release_expired_holds
 from seat_inventory.models import Outcome, ReservationOutcome, SaleStatus, SeatKey, split_pool_ref
+from seat_tools.admission_keys import issue_token
 from tests import containers
 from tests.containers import NOW, RING, TTL, message, order, take
 from tests.fakes import FakeClock, InMemoryInventoryStore, RecordingPublisher

@@ -10,21 +10,21 @@ import random
 from collections.abc import Sequence
 
 from seat_inventory.logic.inventory_hints import InventoryHints
+from seat_inventory.logic.mapped_placement import place_spread as _place_spread
+from seat_inventory.logic.mapped_placement import slice_order as _slice_order
 from seat_inventory.logic.retry_deadline import ConflictDeadline
 from seat_inventory.logic.seat_map import load_json
 from seat_inventory.logic.seat_placement import Placement, stranded_by
 from seat_inventory.logic.seat_slices import ROWS_PER_SLICE, deal
-from seat_inventory.logic.settle_mapped import (
-    BEHIND_VIEW_SECONDS,
+from seat_inventory.logic.seat_views import (
     CLAIM_SECONDS,
     REFUSED_VIEW_SECONDS,
     SLICE_IN_USE_SECONDS,
     MappedContext,
     SeatMaps,
-    _place_spread,
-    _slice_order,
     taken_seats,
 )
+from seat_inventory.logic.settle_mapped import BEHIND_VIEW_SECONDS
 from seat_inventory.models import (
     Outcome,
     SeatKey,

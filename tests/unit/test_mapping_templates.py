@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from seat_inventory.dal.items import inventory_key, seat_attribute, section_pk
-from seat_inventory.logic.seat_map import MAX_ROW_SEATS, load_csv
+from seat_inventory.logic.seat_map import MAX_ROW_SEATS
 from seat_inventory.models import (
     MAX_SHARDS,
     ChangeRequest,
@@ -34,6 +34,7 @@ from seat_tools.local.mapping_templates import InputVariable, json_path, render
 from seat_tools.local.template import PhysicalResource, default_template_path, load_template
 from seat_tools.reservation_queues import queue_index, queue_name
 from seat_tools.seat_layout import layout_items, section_layouts
+from seat_tools.seat_map_files import load_csv
 
 TABLE = "seats-test-InventoryTable"
 QUEUE = "seats-test-reservations"

@@ -14,7 +14,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from seat_inventory.logic.admission_tokens import issue_token
 from seat_inventory.logic.inventory_hints import InventoryHints
 from seat_inventory.logic.reserve_seats import QueueMessage, reserve_seats
 from seat_inventory.logic.seat_map import load_json
@@ -33,6 +32,7 @@ from seat_inventory.models import (
 )
 from seat_inventory.parsing import parse_reservation
 from seat_inventory.publishing.sns_publisher import outcome_document
+from seat_tools.admission_keys import issue_token
 from tests import containers
 from tests.containers import NOW, RING, SETTINGS, TTL, StepClock, counting_pool_refusals, order
 from tests.fakes import FakeClock, InMemoryInventoryStore, RecordingPublisher
@@ -702,7 +702,7 @@ def test_a_sharded_class_never_seen_is_first_read_as_its_shard_0_alone() -> None
 
 
 def test_order_pool_routes_puts_every_counted_line_on_one_item_and_moves_what_it_lacks() -> None:
-    from seat_inventory.logic.settle_order import PoolDemand, order_pool_routes
+    from seat_inventory.logic.order_routing import PoolDemand, order_pool_routes
     from seat_inventory.models import PoolInventory, ShardSeats
 
     items = (ShardSeats(0, 4, 4, 0, 0), ShardSeats(1, 3, 3, 0, 0), ShardSeats(2, 1, 1, 0, 0))

@@ -118,7 +118,7 @@ def test_a_class_that_names_a_missing_pool_sells_nothing_and_hands_the_messages_
 
 
 def test_the_planner_raises_a_store_inconsistency_for_a_missing_pool(store) -> None:
-    from seat_inventory.logic.settle_group import GroupKnowledge, plan_group
+    from seat_inventory.logic.group_plan import GroupKnowledge, plan_group
     from seat_inventory.models import ReservationRequest
 
     knowledge = GroupKnowledge()

@@ -11,9 +11,10 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from seat_inventory.logic.group_plan import GroupKnowledge, GroupPlan
+from seat_inventory.logic.group_plan import rests_on_observations as _rests_on_observations
 from seat_inventory.logic.inventory_hints import InventoryHints
 from seat_inventory.logic.reserve_seats import QueueMessage, reserve_seats
-from seat_inventory.logic.settle_group import GroupKnowledge, GroupPlan, _rests_on_observations
 from seat_inventory.models import Outcome, ReservationOutcome, SeatClassInventory, SeatKey, Take, WriteRefused
 from seat_inventory.settings import Settings
 from tests.fakes import FakeClock, InMemoryInventoryStore, RecordingPublisher

@@ -9,14 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from seat_inventory.logic.seat_map import (
-    OrphanPolicy,
-    SeatFlag,
-    SeatMapError,
-    load_csv,
-    load_file,
-    load_json,
-)
+from seat_inventory.logic.seat_map import OrphanPolicy, SeatFlag, SeatMapError, load_json
+from seat_tools.seat_map_files import load_csv, load_file
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "seat_maps"
@@ -144,8 +138,8 @@ def test_load_file_needs_a_known_suffix(tmp_path: Path) -> None:
 
 
 def test_dump_json_round_trips_and_row_items_split_long_rows() -> None:
-    from seat_inventory.logic.seat_map import dump_json, row_items
     from seat_inventory.models import ROW_BLOCK, row_item_of
+    from seat_tools.seat_map_files import dump_json, row_items
 
     theatre = load_file(str(EXAMPLES / "theatre.json"))
     again = load_json(dump_json(theatre))

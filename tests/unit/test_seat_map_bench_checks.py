@@ -9,10 +9,10 @@ from types import SimpleNamespace
 
 from click.testing import CliRunner
 
-from seat_inventory.logic.seat_map import load_file
 from seat_inventory.models import SeatKey, SeatRow, SeatState
 from seat_tools.bench.seat_map_bench import SeatMapWorkload, _row_problems, _sold_by, request_bodies
 from seat_tools.cli.main import cli
+from seat_tools.seat_map_files import load_file
 
 THEATRE = Path(__file__).parents[2] / "examples" / "seat_maps" / "theatre.json"
 KEY = SeatKey("e", "STALLS")

@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from seat_inventory.logic.seat_map import ClassMap, OrphanPolicy, load_file, load_json
+from seat_inventory.logic.seat_map import ClassMap, OrphanPolicy, load_json
 from seat_inventory.logic.seat_placement import (
     Placement,
     Refusal,
@@ -17,6 +17,7 @@ from seat_inventory.logic.seat_placement import (
     place_best,
     place_chosen,
 )
+from seat_tools.seat_map_files import load_file
 
 THEATRE = Path(__file__).resolve().parents[2] / "examples" / "seat_maps" / "theatre.json"
 

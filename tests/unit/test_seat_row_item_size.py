@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from seat_inventory.logic.seat_map import RowItem
 from seat_inventory.models import ROW_BLOCK, SeatKey
 from seat_tools.operator_commands import new_operation_id
 from seat_tools.seat_blocks import LAST_OPERATION
 from seat_tools.seat_map_commands import SaleRules, SeatMapCommands
+from seat_tools.seat_map_files import RowItem
 
 
 def item_bytes(item: dict[str, Any]) -> int:

@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 import random
 
+from seat_inventory.logic.group_routing import MAX_SHARD_WAITS, SHARE_AT_ONCE_TAKES
 from seat_inventory.logic.inventory_hints import InventoryHints
 from seat_inventory.logic.reserve_seats import QueueMessage, reserve_seats
-from seat_inventory.logic.settle_group import MAX_SHARD_WAITS, SHARE_AT_ONCE_TAKES
 from seat_inventory.models import Outcome, SeatKey
 from seat_inventory.settings import Settings
 from tests.fakes import FakeClock, InMemoryInventoryStore, RecordingPublisher

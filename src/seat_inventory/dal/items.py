@@ -1,65 +1,23 @@
-"""The table's item layout: keys, attribute names and the conversions between items and models.
-
-Single-table layout (table keys `pk`, `sk`; TTL attribute `expires_at`; sparse index
-`HoldsByExpiry` on `gsi1pk` (S) / `gsi1sk` (N)):
+"""The table's item layout: keys, attribute names and the conversions between items and models
+(one table, keys `pk`/`sk`, TTL `expires_at`; the attributes of each item: docs/code-tour.md).
 
 | item                 | pk                                       | sk              |
 |----------------------|------------------------------------------|-----------------|
-| seat-class inventory | `EVENT#<event_id>`                       | `CLASS#<class>` |
-| its shard n (1-63)   | `EVENT#<event_id>#SHARD#<n>`             | `CLASS#<class>` |
+| seat-class inventory | `EVENT#<event_id>` (shard n > 0: `EVENT#<event_id>#SHARD#<n>`) | `CLASS#<class>` |
+| capacity pool        | `EVENT#<event_id>` (item n > 0: `EVENT#<event_id>#SHARD#<n>`)  | `POOL#<pool>`   |
 | customer counter     | `CUSTOMER#<event_id>#<class>#<customer>` | `COUNTER`       |
 | reservation record   | `RESERVATION#<res_id>`                   | `RESERVATION`   |
-| ticket numbering     | `TICKETS#<event_id>`                     | `FORMAT`        |
-| ticket counter       | `TICKETS#<event_id>#<series>`            | `COUNTER`       |
-| ticket ledger batch  | `LEDGER#<event_id>#<series>`             | `FIRST#<first, 12 digits>` |
 | admission token use  | `ADMISSION#<token id>`                   | `TOKEN`         |
-| capacity pool        | `EVENT#<event_id>`                       | `POOL#<pool>`   |
-| pool shard n (1-63)  | `EVENT#<event_id>#SHARD#<n>`             | `POOL#<pool>`   |
 | seat map             | `SEATMAP#<event_id>`                     | `MAP`           |
 | row item             | `SEATROW#<event_id>#<class>#<section>`   | `ROW#<row_id>`  |
 | slice claim          | `SEATCLAIM#<event_id>#<class>#<part>`    | `CLAIM`         |
+| ticket numbering     | `TICKETS#<event_id>`                     | `FORMAT`        |
+| ticket counter       | `TICKETS#<event_id>#<series>`            | `COUNTER`       |
+| ticket ledger batch  | `LEDGER#<event_id>#<series>`             | `FIRST#<first, 12 digits>` |
 
-- inventory: capacity, available, held, sold; optional max_per_customer, sale_status,
-  sale_starts_at, sale_ends_at (epoch seconds); version (bumped by every operator change);
-  a sharded class (docs/explanation/sharding.md) has one such item per shard, each with its own capacity,
-  available, held, sold and the same sale rules; shard n > 0 has `shard`; shard 0 (the only item
-  of a class of one) has `shard_count` (shards groups are routed to) and `shard_items` (items
-  that exist), absent = 1;
-  `last_taken_at` (epoch seconds, fractional) is when a transaction last took seats from it;
-- inventory of a class that requires admission tokens (docs/guides/admission.md): admission_required
-  (BOOL true; absent = not required), on every shard item;
-- admission token use: reservation_id (the reservation that spent it), expires_at (TTL: a day
-  after the token's own expiry);
-- capacity pool (docs/guides/pools.md): pool, event_id, capacity, available, held, sold; optional
-  sale_status; version and recent_operations (operator changes, exactly once); a sharded pool
-  has `shard_count` on every item (absent = 1) and `shard` on items n > 0; a seat class
-  that belongs to pools has `pool_names` (S, the pool names joined by commas, sorted) on every
-  shard item, and so has every record whose seats came from them (there, an item n > 0 of a
-  sharded pool is named `<pool>#<n>`, `models.pool_ref`);
-- customer counter: seats (taken while the class had a per-customer limit);
-- row item of a mapped class (docs/guides/seat-maps.md; `row_id` = `<section>-<row>#<block>`, at most
-  `ROW_BLOCK` seats): `first`, `size`, `available`, `held`, `sold`, the class's sale rules,
-  `pool_names` and `admission_required` copied on every row item, and one attribute `p<position>`
-  per seat that is not free: `H` held, `S` sold, `B` blocked; a slice claim: `owner`, `until`,
-  TTL `expires_at` (which container places in a slice of a class's rows; no take guards on it);
-- reservation record: the answer given (outcome, reason, ...), its current status, request_type;
-  a hold's hold_expires_at; customer_counted when its seats count against a limit; `shard`
-  when its seats came from a shard item other than 0.
-
-Ticket numbers (docs/guides/tickets.md): a sold record (CONFIRMED, by a reserve or a confirm) is in the
-sparse index `TicketsToIssue` (`gsi2pk = UNNUMBERED#<bucket>`, bucket 0-127 from a CRC-32 of the
-reservation id; `gsi2sk` = when it was sold, epoch ms) until the issuer numbers it
-(`ticket_series`, `ticket_first`; its seats are `ticket_first` .. `+ quantity - 1`). The
-numbering: `series`, `prefix`, `width`; a counter: `next_number`; a ledger batch: `assignments`
-(JSON `[[reservation_id, first, quantity], ...]`), `next_number`, and while its TICKETED outcomes
-wait for publication `gsi2pk = TICKETED#<bucket 0-7>`.
-
-A record is in the index while it is a live hold (`gsi1pk = HOLDS#<shard>`, `gsi1sk =
-hold_expires_at`) and while its expiry waits to be published (`gsi1pk = EXPIRED#<shard>`, the
-sweeper's outbox). The shard (0-7, from a CRC-32 of the reservation id) spreads the index's
-partitions.
-
-What a take and a status change write, action by action, is `seat_inventory.transaction`'s to say.
+A record is in the sparse index `HoldsByExpiry` while it is a live hold (`gsi1pk = HOLDS#<0-7>`)
+or an expiry to announce (`EXPIRED#<0-7>`), and in `TicketsToIssue` while a sale waits for its
+numbers (`gsi2pk = UNNUMBERED#<0-127>`; a ledger batch to announce: `TICKETED#<0-7>`).
 """
 
 from __future__ import annotations
@@ -440,28 +398,15 @@ def record_item(
     shard: int = 0,
     pools: Sequence[str] = (),
 ) -> dict[str, Any]:
+    """A reservation's record: its answer, in the holds' index while a hold lasts and in the
+    ticket issuer's while a sale waits for numbers, and where its seats came from."""
     item: dict[str, Any] = {
         **reservation_key(outcome.reservation_id),
         "entity": {"S": "reservation"},
-        "reservation_id": {"S": outcome.reservation_id},
-        "outcome": {"S": outcome.outcome.value},
         "status": {"S": outcome.outcome.value},
-        "reason": {"S": outcome.reason},
         "recorded_at": {"S": recorded_at},
-        "request_type": {"S": (outcome.request_type or RequestType.RESERVE).value},
+        **_answer_attributes(outcome),
     }
-    for name in ("event_id", "seat_class", "customer_id", "message_id"):
-        value = getattr(outcome, name)
-        if value is not None:
-            item[name] = {"S": value}
-    for name in ("quantity", "remaining", "hold_expires_at"):
-        value = getattr(outcome, name)
-        if value is not None:
-            item[name] = number(value)
-    if outcome.seats is not None:
-        item["seats"] = {"L": [{"S": seat} for seat in outcome.seats]}
-    if outcome.lines is not None:
-        item["lines"] = {"L": [{"M": _line_item(line)} for line in outcome.lines]}
     if outcome.outcome is Outcome.HELD:
         if outcome.hold_expires_at is None:
             raise ValueError(f"hold {outcome.reservation_id!r} has no expiry")
@@ -469,12 +414,32 @@ def record_item(
         item["gsi1sk"] = number(outcome.hold_expires_at)
     if outcome.outcome is Outcome.CONFIRMED:
         item.update(awaiting_tickets_values(outcome.reservation_id, int(time.time() * 1000)))
-    if customer_counted:
-        item["customer_counted"] = {"BOOL": True}
-    if expires_at is not None:
-        item["expires_at"] = number(expires_at)
-    if shard:
-        item["shard"] = number(shard)
-    if pools:
-        item[POOL_NAMES] = pool_names_value(pools)
+    optional = {
+        "customer_counted": {"BOOL": True} if customer_counted else None,
+        "expires_at": number(expires_at) if expires_at is not None else None,
+        "shard": number(shard) if shard else None,
+        POOL_NAMES: pool_names_value(pools) if pools else None,
+    }
+    item.update((name, value) for name, value in optional.items() if value is not None)
+    return item
+
+
+def _answer_attributes(outcome: ReservationOutcome) -> dict[str, Any]:
+    """The answer as a record keeps it (`outcome_from_item` reads it back)."""
+    item: dict[str, Any] = {
+        "reservation_id": {"S": outcome.reservation_id},
+        "outcome": {"S": outcome.outcome.value},
+        "reason": {"S": outcome.reason},
+        "request_type": {"S": (outcome.request_type or RequestType.RESERVE).value},
+    }
+    for name in ("event_id", "seat_class", "customer_id", "message_id"):
+        if (text := getattr(outcome, name)) is not None:
+            item[name] = {"S": text}
+    for name in ("quantity", "remaining", "hold_expires_at"):
+        if (value := getattr(outcome, name)) is not None:
+            item[name] = number(value)
+    if outcome.seats is not None:
+        item["seats"] = {"L": [{"S": seat} for seat in outcome.seats]}
+    if outcome.lines is not None:
+        item["lines"] = {"L": [{"M": _line_item(line)} for line in outcome.lines]}
     return item

@@ -1,5 +1,5 @@
 """Ticket numbers (docs/guides/tickets.md): the issuer's index, the series' counters, the numbering
-transaction, the ledger and its publication outbox; and the reads the audit makes."""
+transaction, the ledger and its publication outbox."""
 
 from __future__ import annotations
 
@@ -24,23 +24,18 @@ from seat_inventory.dal.errors import (
 from seat_inventory.dal.items import (
     LEDGER_OUTBOX_BUCKETS,
     LEDGER_OUTBOX_PREFIX,
-    LEDGER_SK_PREFIX,
-    RESERVATION_PREFIX,
     TICKETS_INDEX,
     UNNUMBERED_BUCKETS,
     UNNUMBERED_PREFIX,
     ledger_pk,
     ledger_sk,
     number,
-    record_from_item,
     reservation_key,
     ticket_counter_key,
     ticket_format_key,
 )
 from seat_inventory.models import (
     NumbersRefused,
-    Outcome,
-    ReservationRecord,
     StoreInconsistency,
     TicketAssignment,
     TicketBatch,
@@ -60,7 +55,7 @@ CLEAR_ATTEMPTS = 4
 CLEAR_BACKOFF_SECONDS = 0.01
 
 
-def _batch_from_item(item: dict[str, Any]) -> TicketBatch:
+def batch_from_item(item: dict[str, Any]) -> TicketBatch:
     event_id = item["event_id"]["S"]
     series = TicketSeries(event_id, int(item["ticket_series"]["N"]))
     assignments = tuple(
@@ -70,7 +65,7 @@ def _batch_from_item(item: dict[str, Any]) -> TicketBatch:
 
 
 class TicketQueries(TableAccess):
-    """`TicketStore` on the table, and the reads of `seats tickets audit|list`."""
+    """`TicketStore` on the table."""
 
     _query_pool: ThreadPoolExecutor | None = None
 
@@ -147,57 +142,11 @@ class TicketQueries(TableAccess):
             return None
         if len(batch.assignments) > MAX_RESERVATIONS_PER_BATCH:
             raise ValueError(f"{len(batch.assignments)} reservations do not fit one transaction")
-        event_id, series = batch.series.event_id, batch.series.series
-        counter: dict[str, Any] = {
-            "TableName": self._table_name,
-            "Key": ticket_counter_key(event_id, series),
-            "UpdateExpression": "SET next_number = :next, event_id = :event, ticket_series = :series",
-            "ExpressionAttributeValues": {
-                ":next": number(batch.next_after),
-                ":event": {"S": event_id},
-                ":series": number(series),
-            },
-            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-        }
-        if batch.first == 1:
-            counter["ConditionExpression"] = "attribute_not_exists(next_number)"
-        else:
-            counter["ConditionExpression"] = "next_number = :first"
-            counter["ExpressionAttributeValues"][":first"] = number(batch.first)
-        pk = ledger_pk(event_id, series)
-        ledger = {
-            "TableName": self._table_name,
-            "Item": {
-                "pk": {"S": pk},
-                "sk": {"S": ledger_sk(batch.first)},
-                "entity": {"S": "ticket_batch"},
-                "event_id": {"S": event_id},
-                "ticket_series": number(series),
-                "ticket_first": number(batch.first),
-                "next_number": number(batch.next_after),
-                "assignments": {
-                    "S": json.dumps([[a.reservation_id, a.first, a.quantity] for a in batch.assignments])
-                },
-                "gsi2pk": {"S": f"{LEDGER_OUTBOX_PREFIX}{zlib.crc32(pk.encode()) % LEDGER_OUTBOX_BUCKETS}"},
-                "gsi2sk": number(int(time.time() * 1000)),
-            },
-            "ConditionExpression": "attribute_not_exists(pk)",
-        }
-        records = [
-            {
-                "Update": {
-                    "TableName": self._table_name,
-                    "Key": reservation_key(a.reservation_id),
-                    "UpdateExpression": (
-                        "SET ticket_series = :series, ticket_first = :first REMOVE gsi2pk, gsi2sk"
-                    ),
-                    "ConditionExpression": "attribute_exists(gsi2pk) AND attribute_not_exists(ticket_first)",
-                    "ExpressionAttributeValues": {":series": number(series), ":first": number(a.first)},
-                }
-            }
-            for a in batch.assignments
+        actions = [
+            {"Update": self._counter_action(batch)},
+            {"Put": self._ledger_action(batch)},
+            *({"Update": self._numbers_action(batch.series.series, a)} for a in batch.assignments),
         ]
-        actions = [{"Update": counter}, {"Put": ledger}, *records]
         cancelled = call_expecting(
             TRANSACTION_CANCELED, self._client.transact_write_items, TransactItems=actions
         )
@@ -219,6 +168,60 @@ class TicketQueries(TableAccess):
             )
         return NumbersRefused(counter_next=counter_next, not_waiting=not_waiting)
 
+    def _counter_action(self, batch: TicketBatch) -> dict[str, Any]:
+        """The series' counter moves from `first` (no counter yet when it is 1) past the batch."""
+        event_id, series = batch.series.event_id, batch.series.series
+        counter: dict[str, Any] = {
+            "TableName": self._table_name,
+            "Key": ticket_counter_key(event_id, series),
+            "UpdateExpression": "SET next_number = :next, event_id = :event, ticket_series = :series",
+            "ExpressionAttributeValues": {
+                ":next": number(batch.next_after),
+                ":event": {"S": event_id},
+                ":series": number(series),
+            },
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+        if batch.first == 1:
+            counter["ConditionExpression"] = "attribute_not_exists(next_number)"
+        else:
+            counter["ConditionExpression"] = "next_number = :first"
+            counter["ExpressionAttributeValues"][":first"] = number(batch.first)
+        return counter
+
+    def _ledger_action(self, batch: TicketBatch) -> dict[str, Any]:
+        """The batch kept in the series' ledger, in its publication outbox until announced."""
+        event_id, series = batch.series.event_id, batch.series.series
+        pk = ledger_pk(event_id, series)
+        return {
+            "TableName": self._table_name,
+            "Item": {
+                "pk": {"S": pk},
+                "sk": {"S": ledger_sk(batch.first)},
+                "entity": {"S": "ticket_batch"},
+                "event_id": {"S": event_id},
+                "ticket_series": number(series),
+                "ticket_first": number(batch.first),
+                "next_number": number(batch.next_after),
+                "assignments": {
+                    "S": json.dumps([[a.reservation_id, a.first, a.quantity] for a in batch.assignments])
+                },
+                "gsi2pk": {"S": f"{LEDGER_OUTBOX_PREFIX}{zlib.crc32(pk.encode()) % LEDGER_OUTBOX_BUCKETS}"},
+                "gsi2sk": number(int(time.time() * 1000)),
+            },
+            "ConditionExpression": "attribute_not_exists(pk)",
+        }
+
+    def _numbers_action(self, series: int, assignment: TicketAssignment) -> dict[str, Any]:
+        """A reservation's numbers, only while it waits for them; out of the issuer's index."""
+        return {
+            "TableName": self._table_name,
+            "Key": reservation_key(assignment.reservation_id),
+            "UpdateExpression": "SET ticket_series = :series, ticket_first = :first REMOVE gsi2pk, gsi2sk",
+            "ConditionExpression": "attribute_exists(gsi2pk) AND attribute_not_exists(ticket_first)",
+            "ExpressionAttributeValues": {":series": number(series), ":first": number(assignment.first)},
+        }
+
     def find_unpublished_batches(self, limit: int) -> list[TicketBatch]:
         """A Query of each `TICKETED#<bucket>`, then the batches themselves (consistent BatchGetItem)."""
         keys: list[dict[str, Any]] = []
@@ -228,7 +231,7 @@ class TicketQueries(TableAccess):
             items = self._query_partition(f"{LEDGER_OUTBOX_PREFIX}{bucket}", limit - len(keys))
             keys.extend({"pk": item["pk"], "sk": item["sk"]} for item in items)
         items, _ = self._consistent_batch_get(keys)  # what stays unprocessed waits for the next run
-        return [_batch_from_item(item) for item in items if "gsi2pk" in item]
+        return [batch_from_item(item) for item in items if "gsi2pk" in item]
 
     def mark_batches_published(self, batches: Sequence[TicketBatch]) -> int:
         """`REMOVE gsi2pk, gsi2sk` per batch, conditional on it still being in the outbox; 16 at a
@@ -265,86 +268,3 @@ class TicketQueries(TableAccess):
         if self._query_pool is None:
             self._query_pool = ThreadPoolExecutor(MAX_CONCURRENT_QUERIES, thread_name_prefix="tickets")
         return sum(self._query_pool.map(clear, batches))
-
-    # ------------------------------------------------------------------ numbering and audit reads
-
-    def write_ticket_format(self, event_id: str, fmt: TicketFormat) -> bool:
-        """Sets the event's numbering unless it numbered a ticket already with another series
-        count (a sale's series must not change); returns False when refused. Prefix and width
-        only change how numbers print, and may change at any time."""
-        current = self.read_ticket_format(event_id)
-        if fmt.series != current.series and self.read_ticket_counters(event_id, current.series):
-            return False
-        item: dict[str, Any] = {
-            **ticket_format_key(event_id),
-            "entity": {"S": "ticket_format"},
-            "event_id": {"S": event_id},
-            "series": number(fmt.series),
-            "width": number(fmt.width),
-        }
-        if fmt.prefix:
-            item["prefix"] = {"S": fmt.prefix}
-        call(self._client.put_item, TableName=self._table_name, Item=item)
-        return True
-
-    def read_ticket_counters(self, event_id: str, series_count: int) -> dict[int, int]:
-        """Series -> next serial, for the series that numbered anything (consistent BatchGetItem)."""
-        items, _ = self._consistent_batch_get([ticket_counter_key(event_id, s) for s in range(series_count)])
-        return {int(item["ticket_series"]["N"]): int(item["next_number"]["N"]) for item in items}
-
-    def read_ledger(self, series: TicketSeries, *, from_serial: int = 1) -> list[TicketBatch]:
-        """The series' batches from the one holding `from_serial` on, in order (strongly consistent)."""
-        pk = {":pk": {"S": ledger_pk(series.event_id, series.series)}}
-        start_sk: Any = {"S": LEDGER_SK_PREFIX}
-        if from_serial > 1:
-            # The batch holding `from_serial` starts at or before it: the last such.
-            before = call(
-                self._client.query,
-                TableName=self._table_name,
-                KeyConditionExpression="pk = :pk AND sk <= :sk",
-                ExpressionAttributeValues={**pk, ":sk": {"S": ledger_sk(from_serial)}},
-                ScanIndexForward=False,
-                Limit=1,
-                ConsistentRead=True,
-            ).get("Items", [])
-            start_sk = before[0]["sk"] if before else start_sk
-        batches: list[TicketBatch] = []
-        request: dict[str, Any] = {
-            "TableName": self._table_name,
-            "KeyConditionExpression": "pk = :pk AND sk >= :sk",
-            "ExpressionAttributeValues": {**pk, ":sk": start_sk},
-            "ConsistentRead": True,
-        }
-        while True:
-            page = call(self._client.query, **request)
-            batches.extend(_batch_from_item(item) for item in page.get("Items", []))
-            if "LastEvaluatedKey" not in page:
-                return batches
-            request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
-
-    def read_event_sales(self, event_id: str) -> list[ReservationRecord]:
-        """Every record of the event that was sold, numbered or waits for numbers: a consistent
-        Scan of the whole table (an operator's audit, never the service's path; it reads every
-        item once, 0.5 read units per 4 KB)."""
-        request: dict[str, Any] = {
-            "TableName": self._table_name,
-            "ConsistentRead": True,
-            "FilterExpression": "begins_with(pk, :reservation) AND event_id = :event AND ("
-            "attribute_exists(ticket_first) OR begins_with(gsi2pk, :unnumbered)"
-            " OR #status = :confirmed OR (#status = :cancelled AND outcome = :confirmed))",
-            "ExpressionAttributeNames": {"#status": "status"},
-            "ExpressionAttributeValues": {
-                ":reservation": {"S": RESERVATION_PREFIX},
-                ":event": {"S": event_id},
-                ":unnumbered": {"S": UNNUMBERED_PREFIX},
-                ":confirmed": {"S": Outcome.CONFIRMED.value},
-                ":cancelled": {"S": Outcome.CANCELLED.value},
-            },
-        }
-        records: list[ReservationRecord] = []
-        while True:
-            page = call(self._client.scan, **request)
-            records.extend(record_from_item(item) for item in page.get("Items", []))
-            if "LastEvaluatedKey" not in page:
-                return records
-            request["ExclusiveStartKey"] = page["LastEvaluatedKey"]

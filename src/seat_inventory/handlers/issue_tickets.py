@@ -1,14 +1,9 @@
 """Lambda entry point for the ticket issuer, run by an EventBridge schedule (`IssueSchedule`).
 
-Numbers sold reservations (1..N per series, no gap, no duplicate; docs/guides/tickets.md) and publishes
-their TICKETED outcomes; see `logic.issue_tickets`. A run goes on in rounds for ISSUE_SECONDS
-(60, as long as the schedule: the next run starts as this one's last round ends, so there is no
-gap between runs; capped by the invocation's remaining time), so a sale waits about a second plus
-a round, not a minute. Overlapping runs are safe: every numbering is guarded. ISSUE_SERIES_AT_ONCE
-series are numbered at once, each publishing its batches as they commit; the DynamoDB client's
-connections and the publisher's calls are sized from it. A run that left a series
-unnumbered after its retries fails the invocation once its work is done and its metrics
-recorded (the function's Errors metric, `IssueTicketsErrorsAlarm`).
+Numbers sold reservations and publishes their TICKETED outcomes (`logic.issue_tickets`), in rounds
+for ISSUE_SECONDS (as long as the schedule: no gap between runs), ISSUE_SERIES_AT_ONCE series at
+once (the client's connections and the publisher's calls are sized from it). A series left
+unnumbered fails the invocation once the run's work and metrics are done (`IssueTicketsErrorsAlarm`).
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """Lambda entry point for the hold sweeper, run by an EventBridge schedule (`SweepSchedule`).
 
-Releases the holds that ran out (seats back to `available`, outcome EXPIRED on SNS); see
-`logic.sweep_holds`. The scheduled event's content is not used: every run looks at "now".
-A release that still fails after the run's own retries (or finds the stored state inconsistent)
-fails the invocation once the rest of the run's work is done and its metrics are recorded, as an
-error the service cannot classify does: it shows in the function's Errors metric and
-`SweepHoldsErrorsAlarm`, and the holds it left in `HoldsOverdue` / `OldestOverdueHoldSeconds`.
+Releases the holds that ran out (`logic.sweep_holds`). A release that still fails after the run's
+retries fails the invocation once the rest of its work and metrics are done: it shows in the
+function's Errors metric (`SweepHoldsErrorsAlarm`) and in `HoldsOverdue`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Admission tokens (docs/guides/admission.md): issue and verify, pure (no AWS; the keys are passed in).
+"""Admission tokens (docs/guides/admission.md): verified, pure (no AWS; the keys are passed in).
 
 A token is four dot-separated parts, `v1.<key id>.<payload>.<signature>`:
 - `v1`: the format's version;
@@ -7,9 +7,10 @@ A token is four dot-separated parts, `v1.<key id>.<payload>.<signature>`:
   "exp": expiry in epoch seconds, "jti": token id}`;
 - `<signature>`: base64url (no padding) of HMAC-SHA256(key, "v1.<key id>.<payload>").
 
-HMAC-SHA256 from the standard library (`hmac`, `hashlib`): the issuer (a waiting room) and the
-service share a secret, the format is four fields, and a JWT library would add a dependency, a
-cold-start import and algorithm negotiation (`alg: none`, RS/HS confusion) to get the same check.
+HMAC-SHA256 from the standard library (`hmac`, `hashlib`): the issuer (a waiting room;
+`seat_tools.admission_keys` issues them for the tools) and the service share a secret, the format
+is four fields, and a JWT library would add a dependency, a cold-start import and algorithm
+negotiation (`alg: none`, RS/HS confusion) to get the same check.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ import hashlib
 import hmac
 import json
 import re
-import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -30,8 +30,8 @@ VERSION = "v1"
 FORMAT = f"{VERSION}.<key id>.<payload>.<signature>"
 MAX_TOKEN_LENGTH = 1024
 MIN_KEY_BYTES = 32
-_KEY_ID = re.compile(r"[A-Za-z0-9_-]{1,32}")
-_TOKEN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,63}")
+KEY_ID = re.compile(r"[A-Za-z0-9_-]{1,32}")
+TOKEN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,63}")
 _B64 = re.compile(r"[A-Za-z0-9_-]+")
 # A token used by a reservation is kept this long after its expiry (the TTL of its use item):
 # it no longer admits anyone by then, whatever the clocks of the containers say.
@@ -54,10 +54,6 @@ class KeyRing:
     current: str
     keys: Mapping[str, bytes] = field(default_factory=dict)
 
-    @property
-    def signing_key(self) -> bytes:
-        return self.keys[self.current]
-
 
 def parse_key_ring(text: str) -> KeyRing:
     """Reads `{"current": "<key id>", "keys": {"<key id>": "<base64url secret>", ...}}`."""
@@ -69,7 +65,7 @@ def parse_key_ring(text: str) -> KeyRing:
         raise KeyRingError('admission keys must be {"current": "<key id>", "keys": {"<key id>": "<secret>"}}')
     keys: dict[str, bytes] = {}
     for key_id, secret in data["keys"].items():
-        if not _KEY_ID.fullmatch(key_id):
+        if not KEY_ID.fullmatch(key_id):
             raise KeyRingError(f"admission key id {key_id!r} must be 1-32 of A-Z a-z 0-9 _ -")
         if not isinstance(secret, str) or not _B64.fullmatch(secret.rstrip("=")):
             raise KeyRingError(f"admission key {key_id!r} must be a base64url string")
@@ -81,34 +77,6 @@ def parse_key_ring(text: str) -> KeyRing:
     if current not in keys:
         raise KeyRingError(f"admission keys: current key id {current!r} is not among the keys")
     return KeyRing(current=str(current), keys=keys)
-
-
-def new_key_ring_text(key_id: str, secret: bytes, previous: KeyRing | None = None) -> str:
-    """A ring whose current key is `key_id` (-> `secret`), keeping `previous`'s keys (a rotation)."""
-    if not _KEY_ID.fullmatch(key_id):
-        raise KeyRingError(f"admission key id {key_id!r} must be 1-32 of A-Z a-z 0-9 _ -")
-    keys = {kid: _b64(raw) for kid, raw in (previous.keys.items() if previous else ())}
-    keys[key_id] = _b64(secret)
-    return json.dumps({"current": key_id, "keys": keys}, sort_keys=True)
-
-
-def ring_text(ring: KeyRing) -> str:
-    """The ring as `parse_key_ring` reads it."""
-    keys = {kid: _b64(raw) for kid, raw in ring.keys.items()}
-    return json.dumps({"current": ring.current, "keys": keys}, sort_keys=True)
-
-
-def issue_token(
-    ring: KeyRing, *, event_id: str, customer_id: str, expires_at: int, token_id: str | None = None
-) -> str:
-    """A token for `customer_id` at `event_id` until `expires_at`, signed with the ring's current key."""
-    token_id = token_id or uuid.uuid4().hex
-    if not _TOKEN_ID.fullmatch(token_id):
-        raise ValueError(f"token id {token_id!r} must be 1-64 of A-Z a-z 0-9 . _ : @ -")
-    claims = {"cid": customer_id, "eid": event_id, "exp": int(expires_at), "jti": token_id}
-    payload = _b64(json.dumps(claims, sort_keys=True, separators=(",", ":")).encode())
-    signed = f"{VERSION}.{ring.current}.{payload}"
-    return f"{signed}.{_b64(_sign(ring.signing_key, signed))}"
 
 
 def verify_token(
@@ -129,7 +97,7 @@ def verify_token(
     key = keys.get(key_id)
     if key is None:
         return AdmissionCheck(refusal=f"admission token forged: unknown key id {key_id[:32]!r}")
-    expected = _sign(key, f"{VERSION}.{key_id}.{payload}")
+    expected = sign(key, f"{VERSION}.{key_id}.{payload}")
     if not hmac.compare_digest(expected, _unb64(signature)):
         return AdmissionCheck(refusal="admission token forged: the signature does not verify")
     claims = _claims(payload)
@@ -174,17 +142,8 @@ class TokenVerifier:
         return verify_token(token, keys, event_id=event_id, customer_id=customer_id, now=now)
 
 
-def fixed_keys(ring: KeyRing | None) -> Callable[[], KeyRing | None]:
-    """A key loader that always gives `ring` (tests, the local stack, the simulation)."""
-    return lambda: ring
-
-
-def _sign(key: bytes, signed: str) -> bytes:
+def sign(key: bytes, signed: str) -> bytes:
     return hmac.new(key, signed.encode("ascii"), hashlib.sha256).digest()
-
-
-def _b64(raw: bytes) -> str:
-    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
 
 
 def _unb64(text: str) -> bytes:
@@ -203,26 +162,10 @@ def _claims(payload: str) -> tuple[str, str, str, int] | None:
     if not isinstance(data, dict):
         return None
     token_id, event_id, customer_id, expires_at = (data.get(k) for k in ("jti", "eid", "cid", "exp"))
-    if not (isinstance(token_id, str) and _TOKEN_ID.fullmatch(token_id)):
+    if not (isinstance(token_id, str) and TOKEN_ID.fullmatch(token_id)):
         return None
     if not (isinstance(event_id, str) and isinstance(customer_id, str)):
         return None
     if isinstance(expires_at, bool) or not isinstance(expires_at, int):
         return None
     return token_id, event_id, customer_id, expires_at
-
-
-__all__ = [
-    "MISSING",
-    "KeyRing",
-    "KeyRingError",
-    "TokenVerifier",
-    "fixed_keys",
-    "issue_token",
-    "new_key_ring_text",
-    "parse_key_ring",
-    "replay_refusal",
-    "ring_text",
-    "use_expires_at",
-    "verify_token",
-]

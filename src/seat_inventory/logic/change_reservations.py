@@ -19,10 +19,12 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
+from seat_inventory.logic import answers
 from seat_inventory.logic.inventory_hints import InventoryHints
 from seat_inventory.logic.limits import MAX_ACTIONS_PER_TRANSACTION, MAX_SETTLE_ROUNDS
 from seat_inventory.logic.ports import Clock, InventoryStore
 from seat_inventory.logic.retry_deadline import ConflictDeadline
+from seat_inventory.logic.rounds import run_rounds, wait_or_raise
 from seat_inventory.models import (
     ChangeRequest,
     Outcome,
@@ -30,55 +32,16 @@ from seat_inventory.models import (
     ReservationOutcome,
     ReservationRecord,
     RetryableError,
+    SeatClassInventory,
     SeatKey,
     StoreInconsistency,
     Throttled,
     TransactionConflict,
     Transition,
+    TransitionsRefused,
     iso_utc,
     row_item_of,
 )
-
-
-def _change_answer(
-    request: ChangeRequest,
-    record: ReservationRecord,
-    outcome: Outcome,
-    reason: str,
-    *,
-    duplicate: bool = False,
-) -> ReservationOutcome:
-    answer = record.answer
-    return ReservationOutcome(
-        reservation_id=answer.reservation_id,
-        outcome=outcome,
-        reason=reason,
-        event_id=answer.event_id,
-        seat_class=answer.seat_class,
-        quantity=answer.quantity,
-        customer_id=answer.customer_id,
-        duplicate=duplicate,
-        message_id=request.message_id,
-        request_type=request.request_type,
-        hold_expires_at=record.hold_expires_at,
-        seats=answer.seats,
-        lines=answer.lines,
-    )
-
-
-def _answer_without_record(request: ChangeRequest, outcome: Outcome, why: str) -> ReservationOutcome:
-    """A refusal that tells nothing of the reservation: none is recorded, or it is not the caller's."""
-    return ReservationOutcome(
-        reservation_id=request.reservation_id,
-        outcome=outcome,
-        reason=f"{why}; nothing to {request.request_type.value}",
-        event_id=None,
-        seat_class=None,
-        quantity=None,
-        customer_id=request.customer_id,
-        message_id=request.message_id,
-        request_type=request.request_type,
-    )
 
 
 def decide_change(
@@ -92,11 +55,11 @@ def decide_change(
     """
     verb = request.request_type.value
     if record is None:
-        return _answer_without_record(
+        return answers.change_without_record(
             request, Outcome.UNKNOWN_RESERVATION, f"no reservation {request.reservation_id!r} is recorded"
         )
     if request.customer_id is not None and request.customer_id != record.answer.customer_id:
-        return _answer_without_record(
+        return answers.change_without_record(
             request,
             Outcome.INVALID,
             f"customer_id {request.customer_id!r} does not match the reservation's customer",
@@ -104,7 +67,7 @@ def decide_change(
     status = record.status
     if record.hold_expired(now):
         assert record.hold_expires_at is not None
-        return _change_answer(
+        return answers.change(
             request,
             record,
             Outcome.EXPIRED,
@@ -113,7 +76,7 @@ def decide_change(
         )
     target = Outcome.CONFIRMED if request.request_type is RequestType.CONFIRM else Outcome.CANCELLED
     if target is Outcome.CANCELLED and status is Outcome.CONFIRMED and record.tickets_passed_on:
-        return _change_answer(
+        return answers.change(
             request,
             record,
             status,
@@ -122,7 +85,7 @@ def decide_change(
         )
     if status is target:
         done = "confirmed" if target is Outcome.CONFIRMED else "cancelled"
-        return _change_answer(request, record, target, f"already {done}", duplicate=True)
+        return answers.change(request, record, target, f"already {done}", duplicate=True)
     if status is Outcome.HELD or (status is Outcome.CONFIRMED and target is Outcome.CANCELLED):
         return Transition(record, target)
     if status is Outcome.EXPIRED and record.hold_expires_at is not None:
@@ -131,7 +94,7 @@ def decide_change(
         reason = f"the reservation was cancelled; nothing to {verb}"
     else:
         reason = f"the reservation was answered {status.value}; nothing to {verb}"
-    return _change_answer(request, record, status, reason)
+    return answers.change(request, record, status, reason)
 
 
 def transition_answer(request: ChangeRequest, transition: Transition) -> ReservationOutcome:
@@ -141,7 +104,7 @@ def transition_answer(request: ChangeRequest, transition: Transition) -> Reserva
         reason = f"{record.quantity} held seat(s) confirmed"
     else:
         reason = f"{record.quantity} seat(s) released"
-    return _change_answer(request, record, transition.to, reason)
+    return answers.change(request, record, transition.to, reason)
 
 
 @dataclass(slots=True)
@@ -207,8 +170,17 @@ def settle_transitions(
     result = TransitionResult()
     pending = list(transitions)
     deadline = deadline or ConflictDeadline.after(clock)
+    changes = _StatusChanges(key, pending, result, now, store, clock, hints, release_ttl_seconds, deadline)
     try:
-        _commit_transitions(key, pending, result, now, store, clock, hints, release_ttl_seconds, deadline)
+        changes.start()
+        run_rounds(
+            changes,
+            bound=MAX_SETTLE_ROUNDS,
+            exhausted=lambda: RetryableError(
+                f"status changes of {key} did not settle after {MAX_SETTLE_ROUNDS} rounds"
+            ),
+            fresh_after_commit=True,
+        )
     except RetryableError as exc:
         done = set(result.superseded) | {t.record.reservation_id for t in result.committed}
         result.failed = [t for t in transitions if t.record.reservation_id not in done]
@@ -216,84 +188,104 @@ def settle_transitions(
     return result
 
 
-def _commit_transitions(
-    key: SeatKey,
-    pending: list[Transition],
-    result: TransitionResult,
-    now: int,
-    store: InventoryStore,
-    clock: Clock,
-    hints: InventoryHints,
-    release_ttl_seconds: int,
-    deadline: ConflictDeadline,
-) -> None:
-    capacity: int | None = None
-    # A mapped class's seats go back to its row items, each guarded on the seats' states: no
-    # capacity to check (docs/guides/seat-maps.md).
-    # An order's lines (docs/guides/orders.md) are guarded on held and sold alone: its first line's class
-    # may be mapped, or sharded.
-    if any(t.releases_seats and not t.record.seats and not t.record.answer.lines for t in pending):
-        # Seats given back are guarded against the capacity; the condition checks the value
-        # assumed here, so a stale hint costs one refused round, never a wrong write.
-        item = hints.assumed(key) or deadline.patiently(
-            clock,
-            lambda: store.read_inventory(key),
+class _StatusChanges:
+    """One class's status changes in transactions of at most 100 actions (a `logic.rounds.Planner`):
+    a record changed meanwhile is set aside (`superseded`) and the rest written again."""
+
+    def __init__(
+        self,
+        key: SeatKey,
+        pending: list[Transition],
+        result: TransitionResult,
+        now: int,
+        store: InventoryStore,
+        clock: Clock,
+        hints: InventoryHints,
+        release_ttl_seconds: int,
+        deadline: ConflictDeadline,
+    ) -> None:
+        self.key, self.queue, self.result, self.now = key, pending, result, now
+        self.store, self.clock, self.hints, self.deadline = store, clock, hints, deadline
+        self.release_expires_at = now + release_ttl_seconds
+        self.capacity: int | None = None
+        self.conflicts = 0
+
+    def start(self) -> None:
+        """Seats given back to a class of one item are guarded against its capacity; the guard
+        checks the capacity assumed here, so a stale hint costs one refused round, never a wrong
+        write. A mapped class's seats go back to its row items, each guarded on the seats' states,
+        an order's lines (docs/guides/orders.md) on held and sold alone, and a sharded class has no one
+        item to check a capacity on: its guards on held and sold do."""
+        key = self.key
+        if not any(t.releases_seats and not t.record.seats and not t.record.answer.lines for t in self.queue):
+            return
+        item = self.hints.assumed(key) or self.deadline.patiently(
+            self.clock,
+            lambda: self.store.read_inventory(key),
             f"reading the inventory of {key.event_id} {key.seat_class}",
         )
         if item is None:
             raise StoreInconsistency(f"{key} has reservations but no inventory item")
-        # A sharded class has no one item to check a capacity on: its guards on held and sold do.
-        capacity = item.capacity if item.shard_items == 1 else None
-    conflicts = 0
-    rounds = 0
-    while pending:
-        if rounds >= MAX_SETTLE_ROUNDS:
-            raise RetryableError(f"status changes of {key} did not settle after {MAX_SETTLE_ROUNDS} rounds")
-        rounds += 1
-        chunk = pending[: _prefix_that_fits(pending)]
-        try:
-            refused = store.change_status(
-                key, chunk, now=now, capacity=capacity, release_expires_at=now + release_ttl_seconds
-            )
-        except (TransactionConflict, Throttled) as exc:
-            conflicts += 1
-            if not deadline.back_off(clock, conflicts):
-                raise type(exc)(
-                    f"status changes of {key}: {conflicts} transactions in a row refused by conflicts"
-                    f" or throttling until the deadline (last: {exc})"
-                ) from exc
-            rounds -= 1  # a conflict or throttling teaches nothing; the deadline bounds them instead
-            continue
-        if refused is None:
-            result.committed.extend(chunk)
-            del pending[: len(chunk)]
-            rounds = 0
-            continue
-        result.superseded.update(refused.records)
-        pending[:] = [t for t in pending if t.record.reservation_id not in refused.records]
+        self.capacity = item.capacity if item.shard_items == 1 else None
+
+    def pending(self) -> bool:
+        return bool(self.queue)
+
+    def plan(self) -> list[Transition]:
+        return self.queue[: _prefix_that_fits(self.queue)]
+
+    def write(self, chunk: list[Transition]) -> TransitionsRefused | None:
+        return self.store.change_status(
+            self.key, chunk, now=self.now, capacity=self.capacity, release_expires_at=self.release_expires_at
+        )
+
+    def contended(self, chunk: list[Transition], exc: TransactionConflict | Throttled) -> None:
+        self.conflicts += 1
+        message = (
+            f"status changes of {self.key}: {self.conflicts} transactions in a row refused by conflicts"
+            f" or throttling until the deadline (last: {exc})"
+        )
+        wait_or_raise(self.deadline, self.clock, self.conflicts, exc, message)
+
+    def committed(self, chunk: list[Transition]) -> None:
+        self.result.committed.extend(chunk)
+        del self.queue[: len(chunk)]
+
+    def learn(self, chunk: list[Transition], refused: TransitionsRefused) -> bool:
+        """Records changed meanwhile are set aside; a class item handed back is observed (a
+        capacity other than assumed: the changes are written again with it); any other refusal
+        with every record as read breaks an invariant."""
+        key = self.key
+        self.result.superseded.update(refused.records)
+        self.queue[:] = [t for t in self.queue if t.record.reservation_id not in refused.records]
+        if refused.inventory_refused and self._learn_item(refused.inventory):
+            return True
+        if refused.records:
+            return True
         if refused.inventory_refused:
-            item = refused.inventory
-            if item is None:
-                raise StoreInconsistency(f"{key} has reservations but no inventory item")
-            hints.observe(key, item)
-            if capacity is not None and (item.shard_items != 1 or item.capacity != capacity):
-                capacity = item.capacity if item.shard_items == 1 else None
-                continue
-            if not refused.records:
-                raise StoreInconsistency(f"{key}: the inventory refused a consistent status change: {item}")
-        if refused.pools_refused and not refused.records:
+            raise StoreInconsistency(
+                f"{key}: the inventory refused a consistent status change: {refused.inventory}"
+            )
+        if refused.pools_refused:
             raise StoreInconsistency(
                 f"{key}: capacity pool(s) {sorted(refused.pools_refused)} refused a consistent status"
                 " change (missing, or fewer held or sold seats than its records)"
             )
-        if refused.counters_refused and not refused.records:
+        if refused.counters_refused:
             raise StoreInconsistency(
                 f"{key}: customer counter(s) {sorted(refused.counters_refused)} are lower than their seats"
             )
-        if not (
-            refused.records or refused.inventory_refused or refused.counters_refused or refused.pools_refused
-        ):
-            raise RetryableError(f"status changes of {key} refused without a reason the planner knows")
+        raise RetryableError(f"status changes of {key} refused without a reason the planner knows")
+
+    def _learn_item(self, item: SeatClassInventory | None) -> bool:
+        """Whether the class item handed back shows a capacity other than the one assumed."""
+        if item is None:
+            raise StoreInconsistency(f"{self.key} has reservations but no inventory item")
+        self.hints.observe(self.key, item)
+        if self.capacity is not None and (item.shard_items != 1 or item.capacity != self.capacity):
+            self.capacity = item.capacity if item.shard_items == 1 else None
+            return True
+        return False
 
 
 def _waves(requests: Sequence[ChangeRequest]) -> list[list[ChangeRequest]]:
@@ -326,63 +318,86 @@ def apply_changes(
     first's result). Changes of a reservation in `in_flight` (its own reserve or hold message is
     being retried) and changes after a failed one of the same reservation are handed back too.
     """
-    answers: dict[str, ReservationOutcome] = {}
-    failed: dict[str, str] = {}
-    blocked = dict.fromkeys(in_flight, "its reserve or hold message is being retried")
-    deadline = deadline or ConflictDeadline.after(clock)
+    changes = _Changes(store, clock, hints, rejection_ttl_seconds, deadline or ConflictDeadline.after(clock))
+    changes.blocked.update(dict.fromkeys(in_flight, "its reserve or hold message is being retried"))
     for wave in _waves(requests):
-        live = [r for r in wave if r.reservation_id not in blocked]
-        failed.update((r.message_id, blocked[r.reservation_id]) for r in wave if r.reservation_id in blocked)
+        changes.apply(wave)
+    return changes.answers, changes.failed
+
+
+_BLOCKED = "an earlier change of it is being retried"
+
+
+@dataclass(slots=True)
+class _Changes:
+    """A batch's changes, wave by wave: the answers by message id, the messages handed back
+    (with why), and the reservations whose later changes wait for an earlier one's retry."""
+
+    store: InventoryStore
+    clock: Clock
+    hints: InventoryHints
+    rejection_ttl_seconds: int
+    deadline: ConflictDeadline
+    answers: dict[str, ReservationOutcome] = field(default_factory=dict)
+    failed: dict[str, str] = field(default_factory=dict)
+    blocked: dict[str, str] = field(default_factory=dict)
+
+    def apply(self, wave: Sequence[ChangeRequest]) -> None:
+        """One wave (each reservation at most once): its records read, each change decided from
+        its record, and the transitions committed per seat class."""
+        live = [r for r in wave if r.reservation_id not in self.blocked]
+        self.failed.update(
+            (r.message_id, self.blocked[r.reservation_id]) for r in wave if r.reservation_id in self.blocked
+        )
         if not live:
-            continue
-        now = int(clock.now())
+            return
+        now = int(self.clock.now())
         try:
             ids = [r.reservation_id for r in live]
-            records = deadline.patiently(
-                clock, partial(store.read_reservations, ids), "reading the reservations"
+            records = self.deadline.patiently(
+                self.clock, partial(self.store.read_reservations, ids), "reading the reservations"
             )
         except RetryableError as exc:
-            reason = f"reading the reservations failed: {type(exc).__name__}: {exc}"
-            failed.update((r.message_id, reason) for r in live)
-            blocked.update((r.reservation_id, "an earlier change of it is being retried") for r in live)
-            continue
+            self._hand_back(live, f"reading the reservations failed: {type(exc).__name__}: {exc}")
+            return
         groups: dict[SeatKey, list[tuple[ChangeRequest, Transition]]] = {}
         for request in live:
             decision = decide_change(request, records.get(request.reservation_id), now)
             if isinstance(decision, ReservationOutcome):
-                answers[request.message_id] = decision
-                continue
-            key = decision.record.seat_key
-            if key is None:
-                failed[request.message_id] = "its record names no seat class"
-                blocked[request.reservation_id] = "an earlier change of it is being retried"
-                continue
-            groups.setdefault(key, []).append((request, decision))
+                self.answers[request.message_id] = decision
+            elif decision.record.seat_key is None:
+                self._hand_back([request], "its record names no seat class")
+            else:
+                groups.setdefault(decision.record.seat_key, []).append((request, decision))
         for key, items in groups.items():
-            result = settle_transitions(
-                key,
-                [transition for _, transition in items],
-                now=now,
-                store=store,
-                clock=clock,
-                hints=hints,
-                release_ttl_seconds=rejection_ttl_seconds,
-                deadline=deadline,
-            )
-            failed_ids = {t.record.reservation_id for t in result.failed}
-            for request, transition in items:
-                reservation_id = request.reservation_id
-                if reservation_id in failed_ids:
-                    error = result.error
-                    failed[request.message_id] = f"{type(error).__name__}: {error}"
-                    blocked[reservation_id] = "an earlier change of it is being retried"
-                elif reservation_id not in result.superseded:
-                    answers[request.message_id] = transition_answer(request, transition)
-                else:
-                    current = decide_change(request, result.superseded[reservation_id], now)
-                    if isinstance(current, ReservationOutcome):
-                        answers[request.message_id] = current
-                    else:  # changed back into a state this change applies to: try again later
-                        failed[request.message_id] = "its reservation changed meanwhile; tried again later"
-                        blocked[reservation_id] = "an earlier change of it is being retried"
-    return answers, failed
+            self._settle(key, items, now)
+
+    def _settle(self, key: SeatKey, items: Sequence[tuple[ChangeRequest, Transition]], now: int) -> None:
+        """Commits one class's transitions; answers each change from what became of it."""
+        result = settle_transitions(
+            key,
+            [transition for _, transition in items],
+            now=now,
+            store=self.store,
+            clock=self.clock,
+            hints=self.hints,
+            release_ttl_seconds=self.rejection_ttl_seconds,
+            deadline=self.deadline,
+        )
+        failed_ids = {t.record.reservation_id for t in result.failed}
+        for request, transition in items:
+            reservation_id = request.reservation_id
+            if reservation_id in failed_ids:
+                self._hand_back([request], f"{type(result.error).__name__}: {result.error}")
+            elif reservation_id not in result.superseded:
+                self.answers[request.message_id] = transition_answer(request, transition)
+            elif isinstance(
+                current := decide_change(request, result.superseded[reservation_id], now), ReservationOutcome
+            ):
+                self.answers[request.message_id] = current
+            else:  # changed back into a state this change applies to: try again later
+                self._hand_back([request], "its reservation changed meanwhile; tried again later")
+
+    def _hand_back(self, requests: Sequence[ChangeRequest], reason: str) -> None:
+        self.failed.update((r.message_id, reason) for r in requests)
+        self.blocked.update((r.reservation_id, _BLOCKED) for r in requests)

@@ -7,7 +7,7 @@ import random
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from seat_inventory.logic.settle_mapped import SeatMaps
+from seat_inventory.logic.seat_views import SeatMaps
 from seat_inventory.logic.shards import Draws
 from seat_inventory.logic.write_window import AdaptiveWriteLimit
 from seat_inventory.models import PoolInventory, SeatClassInventory, SeatKey

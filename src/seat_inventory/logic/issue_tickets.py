@@ -2,30 +2,13 @@
 
 See docs/guides/tickets.md.
 
-Numbers are not given in the reservation's transaction (that would add one counter item to every
-sale and bring back the one-item ceiling the inventory's shards removed). A sale enters a sparse
-index when it is sold (its CONFIRMED record, or the confirm of a hold, in the sale's own write);
-the issuer, after the fact:
-
-1. publishes the TICKETED outcomes of ledger batches an earlier run committed but did not announce;
-2. finds sold reservations waiting for numbers (`TicketStore.find_unnumbered`), groups them by
-   event and series (`series_of`: a CRC-32 of the reservation id modulo the event's series);
-3. per series (the series at once, each series one task): reads the counter, then numbers the
-   oldest sales in batches of `BATCH_SIZE`, each ONE transaction (`commit_numbers`) that moves the
-   counter from the value read (guarded) to that value plus the batch's seats, writes every
-   reservation's numbers (each guarded: it must still wait for them) and keeps the batch in the
-   ledger; all or nothing. A guard that failed (another issuer numbered first) leaves nothing
-   written: the counter is taken as it is now, the reservations numbered meanwhile are left out,
-   and the batch is formed again. A transient fault (the transaction may or may not have
-   committed) is the same after a fresh read;
-4. as soon as a batch commits, its series' task publishes the batch's TICKETED outcomes and takes
-   it out of the ledger's outbox, then numbers its next batch (pipelined: the round does not wait
-   for every series before announcing anything, and the publications of all series overlap).
-
-So a crash between any two steps leaves either a whole batch (numbers, counter, ledger) or
-nothing, a redelivery or a second issuer can never number a reservation twice (its guard), and
-no number is skipped (the counter moves only with the numbers it hands out). Cancelled tickets
-keep their numbers (void); holds get numbers only when confirmed (only sales enter the index).
+A sale enters a sparse index in its own write (not a counter: that would bring back the one-item
+ceiling the shards removed); the issuer, after the fact, publishes what the ledger's outbox holds,
+finds the waiting sales, and numbers each series' oldest in batches, each ONE transaction: the
+counter moved from the value read (guarded), every reservation's numbers (each guarded: it still
+waits) and the batch in the ledger. A refusal (another issuer first) or a transient fault leaves
+nothing written: the batch is formed again from the counter read again. Each batch's TICKETED
+outcomes are published as soon as it commits. Cancelled tickets keep their numbers (void).
 """
 
 from __future__ import annotations
@@ -36,12 +19,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 
+from seat_inventory.logic import answers
 from seat_inventory.logic.ports import Clock, OutcomePublisher, TicketStore
 from seat_inventory.models import (
-    Outcome,
-    RequestType,
-    ReservationOutcome,
-    ReservationRecord,
+    NumbersRefused,
     RetryableError,
     StoreInconsistency,
     TicketAssignment,
@@ -88,6 +69,18 @@ class IssueResult:
     found: int = 0
     oldest_wait_ms: int = 0
 
+    def add(self, series_run: _SeriesRun) -> None:
+        """What one series' numbering did, counted into the round's."""
+        self.batches.extend(series_run.committed)
+        self.lost_races += series_run.lost_races
+        self.faults += series_run.faults
+        self.published += series_run.published
+        self.unpublished += series_run.unpublished
+        if series_run.error is not None:
+            self.failed_series.append(series_run.error)
+        self.numbered = sum(len(b.assignments) for b in self.batches)
+        self.tickets = sum(b.next_after - b.first for b in self.batches)
+
 
 def plan_batch(series: TicketSeries, first: int, sales: Sequence[UnnumberedSale]) -> TicketBatch:
     """The sales numbered in order from `first`, each getting as many serials as it has seats."""
@@ -97,24 +90,6 @@ def plan_batch(series: TicketSeries, first: int, sales: Sequence[UnnumberedSale]
         assignments.append(TicketAssignment(sale.reservation_id, serial, sale.quantity))
         serial += sale.quantity
     return TicketBatch(series, first, tuple(assignments))
-
-
-def ticketed_outcomes(batch: TicketBatch, fmt: TicketFormat) -> list[ReservationOutcome]:
-    """The TICKETED outcomes of a batch (one per reservation, its numbers formatted)."""
-    return [
-        ReservationOutcome(
-            reservation_id=a.reservation_id,
-            outcome=Outcome.TICKETED,
-            reason=f"{a.quantity} ticket(s) numbered in series {batch.series.series}",
-            event_id=batch.series.event_id,
-            seat_class=None,
-            quantity=a.quantity,
-            customer_id=None,
-            request_type=RequestType.TICKET,
-            tickets=tuple(fmt.label(batch.series.series, n) for n in a.numbers),
-        )
-        for a in batch.assignments
-    ]
 
 
 @dataclass(slots=True)
@@ -143,55 +118,87 @@ def number_series(
     that started late still makes progress): the sales left wait, untouched, for the next run."""
     if not 1 <= batch_size <= MAX_BATCH_SIZE:
         raise ValueError(f"batch_size must be 1..{MAX_BATCH_SIZE}, got {batch_size}")
-    run = _SeriesRun()
-    queue = sorted(sales, key=lambda s: (s.sold_at_ms, s.reservation_id))
+    numbering = _Numbering(
+        store, clock, series, sorted(sales, key=lambda s: (s.sold_at_ms, s.reservation_id))
+    )
     try:
-        next_serial = store.read_next_number(series)
+        numbering.next_serial = store.read_next_number(series)
     except RetryableError as exc:
-        run.faults += 1
-        run.error = f"{series.event_id} series {series.series}: {exc!r}"
-        return run
-    attempts = 0
-    while queue and (deadline is None or not run.committed or clock.now() < deadline):
-        batch = plan_batch(series, next_serial, queue[:batch_size])
+        numbering.run.faults += 1
+        return numbering.fail(repr(exc))
+    while numbering.queue and (deadline is None or not numbering.run.committed or clock.now() < deadline):
+        batch = plan_batch(series, numbering.next_serial, numbering.queue[:batch_size])
         try:
             refused = store.commit_numbers(batch)
         except RetryableError as exc:
-            # It may or may not have committed: read the counter again; if it did, the guards of
-            # its reservations refuse them now and they are left out (their TICKETED outcomes
-            # are published from the ledger's outbox).
-            run.faults += 1
-            attempts += 1
-            if attempts >= COMMIT_ATTEMPTS or isinstance(exc, StoreInconsistency):
-                run.error = f"{series.event_id} series {series.series}: {exc!r}"
-                return run
-            clock.sleep(random.uniform(0, BACKOFF_SECONDS * 2**attempts))
-            try:
-                next_serial = store.read_next_number(series)
-            except RetryableError as again:
-                run.error = f"{series.event_id} series {series.series}: {again!r}"
-                return run
+            if not numbering.faulted(exc):
+                return numbering.run
             continue
         if refused is None:
-            run.committed.append(batch)
-            if on_commit is not None:
-                on_commit(batch, run)
-            next_serial = batch.next_after
-            queue = queue[len(batch.assignments) :]
-            attempts = 0
-            continue
-        run.lost_races += 1
-        attempts += 1
+            numbering.committed(batch, on_commit)
+        elif not numbering.refused(refused):
+            return numbering.run
+    return numbering.run
+
+
+@dataclass(slots=True)
+class _Numbering:
+    """One series' numbering in progress: the sales left, the next serial, the attempts in a row."""
+
+    store: TicketStore
+    clock: Clock
+    series: TicketSeries
+    queue: list[UnnumberedSale]
+    next_serial: int = 1
+    attempts: int = 0
+    run: _SeriesRun = field(default_factory=_SeriesRun)
+
+    def fail(self, why: str) -> _SeriesRun:
+        self.run.error = f"{self.series.event_id} series {self.series.series}: {why}"
+        return self.run
+
+    def committed(
+        self, batch: TicketBatch, on_commit: Callable[[TicketBatch, _SeriesRun], None] | None
+    ) -> None:
+        self.run.committed.append(batch)
+        if on_commit is not None:
+            on_commit(batch, self.run)
+        self.next_serial = batch.next_after
+        self.queue = self.queue[len(batch.assignments) :]
+        self.attempts = 0
+
+    def faulted(self, exc: RetryableError) -> bool:
+        """A transient fault: the batch may or may not have committed. The counter is read again;
+        if it did, the guards of its reservations refuse them now and they are left out (their
+        TICKETED outcomes are published from the ledger's outbox). False once given up."""
+        self.run.faults += 1
+        self.attempts += 1
+        if self.attempts >= COMMIT_ATTEMPTS or isinstance(exc, StoreInconsistency):
+            self.fail(repr(exc))
+            return False
+        self.clock.sleep(random.uniform(0, BACKOFF_SECONDS * 2**self.attempts))
+        try:
+            self.next_serial = self.store.read_next_number(self.series)
+        except RetryableError as again:
+            self.fail(repr(again))
+            return False
+        return True
+
+    def refused(self, refused: NumbersRefused) -> bool:
+        """Another issuer was first: numbered from its counter, without the sales it numbered.
+        False once given up."""
+        self.run.lost_races += 1
+        self.attempts += 1
         if refused.counter_next is None and not refused.not_waiting:
-            run.error = f"{series.event_id} series {series.series}: refused without a reason"
-            return run
+            self.fail("refused without a reason")
+            return False
         if refused.counter_next is not None:
-            next_serial = refused.counter_next
-        queue = [s for s in queue if s.reservation_id not in refused.not_waiting]
-        if attempts >= 4 * COMMIT_ATTEMPTS:
-            run.error = f"{series.event_id} series {series.series}: kept losing races"
-            return run
-    return run
+            self.next_serial = refused.counter_next
+        self.queue = [s for s in self.queue if s.reservation_id not in refused.not_waiting]
+        if self.attempts >= 4 * COMMIT_ATTEMPTS:
+            self.fail("kept losing races")
+            return False
+        return True
 
 
 def _publish(
@@ -205,7 +212,7 @@ def _publish(
     (a batch with a refused outcome stays there: a later round publishes it again)."""
     if not batches:
         return
-    outcomes = {b: ticketed_outcomes(b, formats[b.series.event_id]) for b in batches}
+    outcomes = {b: answers.ticketed(b, formats[b.series.event_id]) for b in batches}
     refused = {o.reservation_id for o in publisher.publish([o for os in outcomes.values() for o in os])}
     done = [b for b in batches if not any(a.reservation_id in refused for a in b.assignments)]
     result.unpublished += sum(len(os) for b, os in outcomes.items() if b not in done)
@@ -269,15 +276,7 @@ def issue_tickets(
 
     mapper: Callable[..., Iterable[_SeriesRun]] = executor.map if executor is not None else map
     for series_run in mapper(run, list(groups.items())):
-        result.batches.extend(series_run.committed)
-        result.lost_races += series_run.lost_races
-        result.faults += series_run.faults
-        result.published += series_run.published
-        result.unpublished += series_run.unpublished
-        if series_run.error is not None:
-            result.failed_series.append(series_run.error)
-    result.numbered = sum(len(b.assignments) for b in result.batches)
-    result.tickets = sum(b.next_after - b.first for b in result.batches)
+        result.add(series_run)
     return result
 
 
@@ -311,123 +310,3 @@ def run_issuer(
 
 
 # ---------------------------------------------------------------------------- audit
-
-
-def _ranges(numbers: Sequence[int]) -> list[tuple[int, int]]:
-    spans: list[tuple[int, int]] = []
-    for n in sorted(numbers):
-        if spans and spans[-1][1] == n - 1:
-            spans[-1] = (spans[-1][0], n)
-        else:
-            spans.append((n, n))
-    return spans
-
-
-def _span(first: int, last: int) -> str:
-    return f"{first}" if first == last else f"{first}..{last}"
-
-
-def audit_tickets(
-    counters: Mapping[int, int],
-    records: Sequence[ReservationRecord],
-    ledger: Sequence[TicketBatch],
-    *,
-    allow_pending: bool = False,
-) -> list[str]:
-    """Every defect of an event's ticket numbers, one line each (empty: the sequence is sound).
-
-    `counters` maps each series to its next serial (N + 1); `records` are the event's sold,
-    numbered or waiting reservations; `ledger` its committed batches. Checks: each of 1..N of each
-    series is on exactly one ticket; nothing past N; every ticket numbered is live (CONFIRMED) or
-    void (CANCELLED); every sale is numbered (or, with `allow_pending`, waits for the issuer);
-    the ledger's batches follow one another from 1 to N and agree with the records.
-    """
-    owners: dict[tuple[int, int], list[str]] = {}
-    numbered: dict[str, ReservationRecord] = {}
-    defects = _record_defects(records, owners, numbered, allow_pending=allow_pending)
-    defects.extend(_sequence_defects(counters, owners))
-    defects.extend(_ledger_defects(counters, ledger, numbered))
-    return defects
-
-
-def _record_defects(
-    records: Sequence[ReservationRecord],
-    owners: dict[tuple[int, int], list[str]],
-    numbered: dict[str, ReservationRecord],
-    *,
-    allow_pending: bool,
-) -> list[str]:
-    """Each record's own defects; fills `owners` ((series, number) -> reservation ids) and `numbered`."""
-    defects: list[str] = []
-    for record in records:
-        rid = record.reservation_id
-        if record.ticket_first is not None:
-            series = record.ticket_series or 0
-            numbered[rid] = record
-            if record.status not in (Outcome.CONFIRMED, Outcome.CANCELLED):
-                defects.append(
-                    f"{rid}: numbered {_span(record.ticket_numbers[0], record.ticket_numbers[-1])}"
-                    f" in series {series} but its status is {record.status.value}"
-                )
-            if record.awaiting_tickets:
-                defects.append(f"{rid}: numbered and still waiting for numbers")
-            for n in record.ticket_numbers:
-                owners.setdefault((series, n), []).append(rid)
-        elif record.awaiting_tickets:
-            if not allow_pending:
-                defects.append(f"{rid}: sold, waiting for the issuer (not numbered yet)")
-        elif record.status is Outcome.CONFIRMED:
-            defects.append(f"{rid}: sold ({record.status.value}) but not numbered nor waiting for numbers")
-        elif record.status is Outcome.CANCELLED and record.answer.outcome is Outcome.CONFIRMED:
-            defects.append(f"{rid}: a cancelled sale without a (void) number")
-    return defects
-
-
-def _sequence_defects(counters: Mapping[int, int], owners: Mapping[tuple[int, int], list[str]]) -> list[str]:
-    """Gaps, numbers on several tickets and numbers past each series' counter."""
-    defects: list[str] = []
-    for series in sorted(set(counters) | {s for s, _ in owners}):
-        top = counters.get(series, 1) - 1
-        missing = [n for n in range(1, top + 1) if (series, n) not in owners]
-        defects.extend(f"series {series}: {_span(a, b)} on no ticket (gap)" for a, b in _ranges(missing))
-        for (s, n), rids in sorted(owners.items()):
-            if s != series:
-                continue
-            if len(rids) > 1:
-                defects.append(f"series {series}: {n} on {len(rids)} tickets ({', '.join(sorted(rids))})")
-            if n > top:
-                defects.append(f"series {series}: {n} on {rids[0]} is past the counter's last number {top}")
-    return defects
-
-
-def _ledger_defects(
-    counters: Mapping[int, int],
-    ledger: Sequence[TicketBatch],
-    numbered: Mapping[str, ReservationRecord],
-) -> list[str]:
-    """The ledger's batches must follow one another from 1 to the counter and agree with the records."""
-    defects: list[str] = []
-    by_series: dict[int, list[TicketBatch]] = {}
-    for batch in ledger:
-        by_series.setdefault(batch.series.series, []).append(batch)
-    for series in sorted(set(by_series) | set(counters)):
-        expected = 1
-        for batch in sorted(by_series.get(series, []), key=lambda b: b.first):
-            if batch.first != expected:
-                defects.append(
-                    f"series {series}: ledger batch at {batch.first} follows one ending at {expected - 1}"
-                )
-            expected = batch.next_after
-            for a in batch.assignments:
-                owner = numbered.get(a.reservation_id)
-                if owner is None or owner.ticket_series != series or owner.ticket_first != a.first:
-                    defects.append(
-                        f"series {series}: ledger gives {_span(a.first, a.numbers[-1])}"
-                        f" to {a.reservation_id},"
-                        " its record does not say so"
-                    )
-        if expected != counters.get(series, 1):
-            defects.append(
-                f"series {series}: ledger ends at {expected - 1}, counter at {counters.get(series, 1) - 1}"
-            )
-    return defects

@@ -34,56 +34,38 @@ class InventoryStore(Protocol):
     """Persistence of inventory, of each reservation's record and of per-customer counters."""
 
     def take(self, take: Take) -> WriteRefused | None:
-        """Atomically takes the seats of every part of `take` and records its answers (the class
-        items or row items, records, counters, token uses and pool items of `seat_inventory.transaction`).
-        Returns None when it committed, a `WriteRefused` when a guard failed (nothing was
-        written), and raises `RetryableError` on a transient fault (`TransactionConflict`,
-        `Throttled`)."""
+        """Takes every part's seats and records its answers in one transaction (the actions of
+        `seat_inventory.transaction`): None when it committed, what refused otherwise (nothing
+        written); `RetryableError` on a transient fault (`TransactionConflict`, `Throttled`)."""
         ...
 
     def record_rejections(
         self, outcomes: Sequence[ReservationOutcome], *, expires_at: int
     ) -> WriteRefused | None:
-        """Records answers that take no seats, each its own conditional write (exactly once: the
-        record must not exist), expiring (TTL) at `expires_at`. Records that existed come back in
-        `already_recorded` with their stored answers, and those written meanwhile in `written`;
-        records a transient fault kept out are in neither. Only when a transient fault kept every
-        record out does it raise `RetryableError`."""
+        """Records answers that take no seats, each its own conditional write (the record must not
+        exist), expiring at `expires_at`: None when all were written; else those that existed
+        (`already_recorded`, their stored answers) and those written (`written`); the rest met a
+        transient fault. `RetryableError` when a transient fault kept every record out."""
         ...
 
     def read_inventory(
         self, key: SeatKey, *, whole: bool = True, customers: Sequence[str] = ()
     ) -> SeatClassInventory | None:
-        """The inventory item read strongly consistently, or None when there is none.
-
-        A sharded class is read whole (every shard item in one snapshot) unless `whole` is False:
-        then its shard 0 alone (its sale rules and items, a view that is not `complete`).
-        `customers` (at most 99, only with `whole` False): those customers' counters are read
-        with the item, each strongly consistently (one `BatchGetItem`, not a snapshot), into
-        `SeatClassInventory.counters` (0 for a customer without a counter).
-
-        Costs a read, never a write: used instead of a doomed conditional write once a seat
-        class is known to be (nearly) sold out or closed.
-        """
+        """The class read strongly consistently (with its pools), or None when there is none: a
+        sharded class whole (one snapshot of its items), or with `whole` False its shard 0 alone
+        (its rules and items; not `complete`), then with `customers`' counters (at most 99; 0 for
+        none) in `SeatClassInventory.counters`."""
         ...
 
     def read_pools(self, event_id: str, pools: Sequence[str]) -> dict[str, PoolInventory]:
-        """The event's capacity pools by name, each read whole (docs/guides/pools.md): a pool of one
-        item strongly consistently, a sharded one in one snapshot of all its items (which a take in
-        flight on one of them refuses: read again a few times, then `TransactionConflict`); a
-        missing pool is absent. For a class without an inventory item to bring its pools along
-        (`read_inventory`): a mapped class (docs/guides/seat-maps.md), before it refuses a request because
-        of a pool."""
+        """The event's capacity pools by name, each read whole (a sharded one in one snapshot;
+        `TransactionConflict` when takes in flight keep refusing it); missing ones absent. For a
+        mapped class, which has no inventory item to bring its pools along (docs/guides/pools.md)."""
         ...
 
     def survey_shards(self, key: SeatKey, shard_items: int) -> list[ShardSurvey]:
-        """The first `shard_items` shard items of a sharded class, each read strongly consistently
-        (one `BatchGetItem`, never refused by a transaction in flight, a read unit per item), in
-        shard order; items that do not exist are absent.
-
-        Not a snapshot (seats moving between two items while they are read may be counted twice or
-        not at all): it routes groups to shards, and never decides a rejection.
-        """
+        """The first `shard_items` items of a sharded class, each read strongly consistently on its
+        own (no snapshot: it routes, never decides a rejection), in shard order."""
         ...
 
     def read_reservations(self, reservation_ids: Sequence[str]) -> dict[str, ReservationRecord]:
@@ -95,17 +77,13 @@ class InventoryStore(Protocol):
         ...
 
     def read_seat_rows(self, key: SeatKey, row_ids: Sequence[str] | None = None) -> dict[str, SeatRow]:
-        """Row items of a mapped class by row item id: those named, read strongly consistently, or
-        (None) all of them, eventually consistent (a view for placing, never a decision: each take
-        is guarded on its seats)."""
+        """A mapped class's row items by id: those named, strongly consistently, or (None) all of
+        them, eventually consistent (a view to place on: each take is guarded on its seats)."""
         ...
 
     def claim(self, key: SeatKey, part: str, owner: str, *, now: float, until: float) -> bool:
-        """Claims `part` of a mapped class (a slice of its rows, docs/guides/seat-maps.md "At scale") for
-        `owner` until `until` (epoch seconds): granted (True) when nobody holds it, `owner` already
-        does, or the claim held ran out before `now`; False while another owner's claim runs. A
-        claim only steers where containers place: every take is still guarded on its seats.
-        Raises `RetryableError` on a transient fault."""
+        """Claims `part` of a mapped class (a slice of its rows) for `owner` until `until`: True
+        unless another owner's claim runs past `now`. It only steers placing (docs/guides/seat-maps.md)."""
         ...
 
     def change_status(
@@ -117,18 +95,11 @@ class InventoryStore(Protocol):
         capacity: int | None,
         release_expires_at: int,
     ) -> TransitionsRefused | None:
-        """Atomically moves every record to its new status and the inventory (and counters) with it.
-
-        Each record's change is conditional on the status it was read with (so a change takes
-        effect once however often it is asked for). Seats given back are guarded so that the
-        class never exceeds `capacity` (the capacity the caller believes; a different one refuses).
-        Records of seats that were never sold get TTL `release_expires_at`. Seats go back to the
-        shard item each record names; an order's record (docs/guides/orders.md) names one per line
-        (`ReservationRecord.takes`), so its change moves every line's class, pools and counters in
-        the same transaction (`key` is then its first line's class); `capacity` is given only
-        for a class of one item (None leaves the guards on held and sold, which keep each item's
-        invariant on their own).
-        """
+        """Moves every record to its new status, guarded on the status it was read with, and its
+        seats with it (to the items, rows, pools and counters each line names: an order's change
+        moves every line), in one transaction; `capacity` (a class of one item's, as the caller
+        believes it) guards seats given back to `key`; records never sold expire at
+        `release_expires_at`."""
         ...
 
 
@@ -153,8 +124,7 @@ class TicketStore(Protocol):
     counters, and one guarded write that numbers a batch together with its counter."""
 
     def find_unnumbered(self, limit: int) -> list[UnnumberedSale]:
-        """At most `limit` sold reservations waiting for numbers, oldest sale first within each
-        part of the index (eventually consistent: some may have been numbered meanwhile)."""
+        """At most `limit` sold reservations waiting for numbers (eventually consistent)."""
         ...
 
     def read_ticket_format(self, event_id: str) -> TicketFormat:
@@ -166,14 +136,9 @@ class TicketStore(Protocol):
         ...
 
     def commit_numbers(self, batch: TicketBatch) -> NumbersRefused | None:
-        """Atomically: the counter moves from `batch.first` to `batch.next_after` (guarded: it
-        must say `batch.first`), each reservation gets its numbers (guarded: it must still wait
-        for them) and the batch is kept in the series' ledger, awaiting publication.
-
-        Returns None when it committed, `NumbersRefused` when a guard failed (nothing written);
-        raises `RetryableError` on a transient fault (conflict, throttle), when it may or may
-        not have committed.
-        """
+        """One transaction: the counter from `batch.first` to `batch.next_after` (guarded), each
+        reservation's numbers (guarded: it still waits) and the batch in the ledger's outbox.
+        `RetryableError` on a transient fault, when it may or may not have committed."""
         ...
 
     def find_unpublished_batches(self, limit: int) -> list[TicketBatch]:

@@ -1,20 +1,12 @@
-"""Answers one SQS batch of messages: reservations, holds, confirmations and cancellations.
+"""Answers one SQS batch of messages: reservations, holds, orders, confirmations and cancellations.
 
-The rules (docs/explanation/guarantees.md):
-- seats are taken only by one conditional transaction per (event, seat class) group, which also
-  writes one record per reservation id (reserve and hold alike); a record that already exists
-  means the request was answered before, and its stored answer is published again;
-- the same write checks the sale status and window, and the per-customer limit (with one counter
-  update per customer in the transaction); a refusal hands back the item as it was and the group
-  is planned again from it;
-- when a group does not fit in what is left, it is filled greedily in arrival order and the rest
-  is answered SOLD_OUT (or LIMIT_EXCEEDED), in the same transaction;
-- confirmations and cancellations run after the batch's reservations and holds (so a hold and its
-  confirmation can share a batch), see `logic.change_reservations`;
-- an outcome is published only after its transaction committed; a message whose write or
-  publication hit a transient fault is returned for retry, and its retry re-publishes the
-  stored answer without taking seats again (a publication refused for the topic's rate is first
-  retried in place until the invocation's deadline, as conflicts are).
+Each reservation id's first message is parsed once; reserves and holds are grouped by seat class
+and settled by its planner (counted `settle_group`, mapped `settle_mapped`), then each order
+alone (`settle_order`), then the changes (`change_reservations`: a hold and its confirmation can
+share a batch). An answer is published only after its write committed; a message whose write or
+publication met a transient fault is handed back, and its retry publishes the stored answer
+without taking seats again (docs/explanation/guarantees.md); a publication refused for the topic's
+rate is first retried in place until the invocation's deadline, as conflicts are.
 """
 
 from __future__ import annotations
@@ -24,13 +16,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from seat_inventory.logic.admission_tokens import TokenVerifier
+from seat_inventory.logic.answers import invalid
 from seat_inventory.logic.change_reservations import apply_changes
 from seat_inventory.logic.inventory_hints import InventoryHints
 from seat_inventory.logic.limits import MAX_RESERVATIONS_PER_TRANSACTION
 from seat_inventory.logic.ports import Clock, InventoryStore, OutcomePublisher
 from seat_inventory.logic.retry_deadline import ConflictDeadline
+from seat_inventory.logic.seat_views import MappedContext
 from seat_inventory.logic.settle_group import settle_group
-from seat_inventory.logic.settle_mapped import MappedContext, settle_mapped
+from seat_inventory.logic.settle_mapped import settle_mapped
 from seat_inventory.logic.settle_order import OrderContext, settle_order
 from seat_inventory.models import (
     BatchResult,
@@ -185,7 +179,7 @@ def _sort_batch(messages: Sequence[QueueMessage], settings: Settings) -> _Batch:
             max_hold_seconds=settings.max_hold_seconds,
         )
         if isinstance(parsed, InvalidMessage):
-            batch.answers[message.message_id] = _invalid_answer(parsed)
+            batch.answers[message.message_id] = invalid(parsed)
         elif isinstance(parsed, ChangeRequest):
             batch.changes.append(parsed)
         elif parsed.reservation_id in batch.first_request:
@@ -296,9 +290,9 @@ def _settle_if_mapped(
     hints: InventoryHints,
     deadline: ConflictDeadline,
 ) -> list[ReservationRequest]:
-    """Settles a mapped class's group (docs/guides/seat-maps.md, `settle_mapped`) and returns
-    nothing left to do; for a counted class, answers the requests that name seats or seat options
-    INVALID and returns the others for the counted planner, exactly as before maps existed."""
+    """Settles a mapped class's group (docs/guides/seat-maps.md, `settle_mapped`) and returns nothing
+    left to do; for a counted class, answers the requests that name seats or seat options INVALID
+    and returns the others for the counted planner."""
     class_map = None
     # A class seen as counted (its item read or handed back, as the planner does before its first
     # write to a class) is counted for good: no map to look for.
@@ -322,7 +316,7 @@ def _settle_if_mapped(
     for request in requests:
         if request.seats is not None or request.split or request.accessible:
             reason = f"{key.event_id} {key.seat_class} is not a mapped seat class: seats, split and"
-            answers[request.reservation_id] = _invalid_answer(
+            answers[request.reservation_id] = invalid(
                 InvalidMessage(
                     request.message_id,
                     reason + " accessible do not apply",
@@ -349,18 +343,3 @@ def _count_seats(result: BatchResult, outcome: ReservationOutcome) -> None:
         result.seats_held += seats
     elif outcome.outcome is Outcome.CANCELLED and outcome.request_type is RequestType.CANCEL:
         result.seats_released += seats
-
-
-def _invalid_answer(message: InvalidMessage) -> ReservationOutcome:
-    return ReservationOutcome(
-        # The SQS message id stands in when the body has no usable reservation id.
-        reservation_id=message.reservation_id or message.message_id,
-        outcome=Outcome.INVALID,
-        reason=message.reason,
-        event_id=message.event_id,
-        seat_class=message.seat_class,
-        quantity=message.quantity,
-        customer_id=message.customer_id,
-        message_id=message.message_id,
-        request_type=message.request_type,
-    )

@@ -1,12 +1,9 @@
 """How long transaction conflicts and throttling are waited out in place, and the back-off between tries.
 
-A transaction conflict is not a failure: another container's transaction held the same item for
-a few tens of milliseconds. It is retried in place with capped full-jitter exponential back-off
-until the invocation's deadline (`ConflictDeadline`); only a group that never got its turn by
-then is handed back to the queue. Throttling (`Throttled`: the hot partition's write units of
-this second are spent, cancelled attempts included) is the same kind of wait, retried under the
-same deadline with the same count of refusals in a row (docs/explanation/contention.md), but with the capped
-pause every time (`logic.write_window.back_off_step`).
+A conflict is not a failure (another transaction held the item for tens of milliseconds), nor is
+throttling (the partition's units of this second are spent): both are retried in place with
+capped full-jitter exponential back-off until the invocation's deadline (`ConflictDeadline`);
+only a write that never got its turn by then is handed back (docs/explanation/contention.md).
 """
 
 from __future__ import annotations
@@ -21,9 +18,8 @@ from seat_inventory.models import Throttled
 
 _Result = TypeVar("_Result")
 
-# The first pause is drawn from 0 to 20 ms, doubling per refusal in a row up to 0.5 s. With these,
-# on one item, `seats simulate --containers 10 --requests 100000` hands back no message and
-# `--containers 50` 693 of 100,000 (docs/explanation/simulation.md, "After (main at commit 8318e55)").
+# The first pause is drawn from 0 to 20 ms, doubling per refusal in a row up to 0.5 s
+# (docs/explanation/contention.md).
 CONFLICT_BACKOFF_SECONDS = 0.02
 CONFLICT_BACKOFF_CAP_SECONDS = 0.5
 # Past this many doublings the pause is capped anyway (and 2**n stays a small number).

@@ -1,7 +1,8 @@
 """Seat maps: the seats of an event's mapped classes, their order for "best", and the map files.
 
-Pure (no boto3): the loaders turn a JSON or CSV map into a validated `SeatMap`, or raise
-`SeatMapError` with a one-line reason. docs/guides/seat-maps.md describes the formats and the rank rule.
+Pure (no boto3): `load_json` turns a map as stored (and as written by hand, or converted from a
+CSV by `seat_tools.seat_map_files`) into a validated `SeatMap`, or raises `SeatMapError` with a
+one-line reason. docs/guides/seat-maps.md describes the formats and the rank rule.
 
 A row here is a run of physically adjacent seats (an aisle splits a physical row into two rows of
 the map); positions in a row are 1..n without gaps. A seat's id is `<section>-<row>-<position>`.
@@ -12,16 +13,12 @@ section (listed front to back), then the seat's distance from the row's centre, 
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
-
-from seat_inventory.models.views import ROW_BLOCK
 
 
 class SeatFlag(StrEnum):
@@ -44,7 +41,7 @@ class OrphanPolicy(StrEnum):
 
 # Letters, digits, `_`: ids become parts of DynamoDB keys and attribute names.
 _NAME = re.compile(r"^[A-Za-z0-9_]{1,16}$")
-_CLASS_NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+CLASS_NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 MAX_ROW_SEATS = 400
 
 
@@ -139,7 +136,7 @@ def seat_id(section: str, row: str, position: int) -> str:
     return f"{section}-{row}-{position}"
 
 
-def _flags(raw: Iterable[Any], where: str) -> frozenset[SeatFlag]:
+def read_flags(raw: Iterable[Any], where: str) -> frozenset[SeatFlag]:
     out = set()
     for flag in raw:
         try:
@@ -152,13 +149,13 @@ def _flags(raw: Iterable[Any], where: str) -> frozenset[SeatFlag]:
     return frozenset(out)
 
 
-def _name(value: Any, what: str, where: str) -> str:
+def check_name(value: Any, what: str, where: str) -> str:
     if not isinstance(value, str) or not _NAME.match(value):
         raise SeatMapError(f"{where}: {what} must be 1-16 letters, digits or '_', got {value!r}")
     return value
 
 
-def _int(value: Any, what: str, where: str, minimum: int) -> int:
+def check_int(value: Any, what: str, where: str, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise SeatMapError(f"{where}: {what} must be an integer >= {minimum}, got {value!r}")
     return value
@@ -245,7 +242,7 @@ def _policies(raw: Any, where: str) -> dict[str, OrphanPolicy]:
         raise SeatMapError(f"{where}: 'classes' must be an object of class name -> settings")
     out = {}
     for name, settings in raw.items():
-        if not _CLASS_NAME.match(name):
+        if not CLASS_NAME.match(name):
             raise SeatMapError(f"{where}: bad class name {name!r}")
         settings = settings or {}
         if not isinstance(settings, dict):
@@ -283,9 +280,9 @@ def _json_section(section: Any, index: int) -> list[SeatRecord]:
     where = f"sections[{index}]"
     if not isinstance(section, dict):
         raise SeatMapError(f"{where}: a section must be an object")
-    name = _name(section.get("id"), "id", where)
+    name = check_name(section.get("id"), "id", where)
     where = f"section {name}"
-    rank = _int(section.get("rank", index), "rank", where, 0)
+    rank = check_int(section.get("rank", index), "rank", where, 0)
     seat_class = section.get("class")
     if not isinstance(seat_class, str):
         raise SeatMapError(f"{where}: 'class' is required")
@@ -296,9 +293,9 @@ def _json_section(section: Any, index: int) -> list[SeatRecord]:
     for row in rows:
         if not isinstance(row, dict):
             raise SeatMapError(f"{where}: a row must be an object")
-        row_name = _name(row.get("id"), "row id", where)
+        row_name = check_name(row.get("id"), "row id", where)
         row_where = f"section {name} row {row_name}"
-        count = _int(row.get("seats"), "seats", row_where, 1)
+        count = check_int(row.get("seats"), "seats", row_where, 1)
         flagged = _json_row_flags(row.get("flags", {}), count, row_where)
         records.extend(
             SeatRecord(seat_class, name, rank, row_name, p, flagged.get(p, frozenset()), row_where)
@@ -316,101 +313,8 @@ def _json_row_flags(raw: Any, count: int, where: str) -> dict[int, frozenset[Sea
         if not isinstance(positions, list):
             raise SeatMapError(f"{where}: flag {flag!r}: positions must be a list")
         for p in positions:
-            _int(p, f"flag {flag!r} position", where, 1)
+            check_int(p, f"flag {flag!r} position", where, 1)
             if p > count:
                 raise SeatMapError(f"{where}: flag {flag!r} on position {p} of a row of {count} seats")
             by_position.setdefault(p, []).append(flag)
-    return {p: _flags(flags, f"{where} seat {p}") for p, flags in by_position.items()}
-
-
-CSV_COLUMNS = ("class", "section", "section_rank", "row", "position", "flags")
-
-
-def load_csv(text: str, policies: Mapping[str, OrphanPolicy] | None = None) -> SeatMap:
-    """The CSV map: one seat per line with the header `class,section,section_rank,row,position,flags`
-    (flags separated by `|`); rows in a section in order of first appearance (front first). Every
-    class named is mapped with the `refuse` orphan policy unless `policies` says otherwise."""
-    reader = csv.DictReader(io.StringIO(text))
-    if tuple(reader.fieldnames or ()) != CSV_COLUMNS:
-        raise SeatMapError(f"line 1: the header must be {','.join(CSV_COLUMNS)}")
-    records: list[SeatRecord] = []
-    for line, raw in enumerate(reader, start=2):
-        where = f"line {line}"
-        if None in raw or any(v is None for v in raw.values()):
-            raise SeatMapError(f"{where}: expected {len(CSV_COLUMNS)} columns")
-        section = _name(raw["section"], "section", where)
-        row = _name(raw["row"], "row", where)
-        rank = _int(_as_int(raw["section_rank"]), "section_rank", where, 0)
-        position = _int(_as_int(raw["position"]), "position", where, 1)
-        flags = _flags([f for f in raw["flags"].split("|") if f.strip()], where)
-        records.append(SeatRecord(raw["class"], section, rank, row, position, flags, where))
-    if policies is None:
-        policies = {r.seat_class: OrphanPolicy.REFUSE for r in records if _CLASS_NAME.match(r.seat_class)}
-    return build_seat_map(records, policies)
-
-
-def _as_int(text: str) -> Any:
-    try:
-        return int(text.strip())
-    except ValueError:
-        return text
-
-
-def load_file(path: str) -> SeatMap:
-    """A map from a `.json` or `.csv` file."""
-    with open(path, encoding="utf-8") as handle:
-        text = handle.read()
-    if path.lower().endswith(".csv"):
-        return load_csv(text)
-    if path.lower().endswith(".json"):
-        return load_json(text)
-    raise SeatMapError(f"{path}: a seat map is a .json or .csv file")
-
-
-@dataclass(frozen=True, slots=True)
-class RowItem:
-    """One row item of a mapped class: its id, its first position and size, its blocked positions."""
-
-    row_id: str
-    section: str
-    first: int
-    size: int
-    blocked: tuple[int, ...]
-
-
-def row_items(class_map: ClassMap) -> list[RowItem]:
-    """The class's row items, best row first."""
-    items = []
-    for row in class_map.rows:
-        for start in range(0, len(row.seats), ROW_BLOCK):
-            block = row.seats[start : start + ROW_BLOCK]
-            items.append(
-                RowItem(
-                    f"{row.section}-{row.name}#{start // ROW_BLOCK}",
-                    row.section,
-                    start + 1,
-                    len(block),
-                    tuple(s.position for s in block if s.blocked),
-                )
-            )
-    return items
-
-
-def dump_json(seat_map: SeatMap) -> str:
-    """The map in the JSON format `load_json` reads (compact): what the table stores."""
-    classes = {name: {"orphans": c.orphans.value} for name, c in seat_map.classes.items()}
-    sections: dict[str, dict[str, Any]] = {}
-    for name, class_map in seat_map.classes.items():
-        for row in class_map.rows:
-            section = sections.setdefault(
-                row.section, {"id": row.section, "class": name, "rank": row.section_rank, "rows": []}
-            )
-            flags: dict[str, list[int]] = {}
-            for seat in row.seats:
-                for flag in sorted(seat.flags):
-                    flags.setdefault(flag.value, []).append(seat.position)
-            entry: dict[str, Any] = {"id": row.name, "seats": len(row.seats)}
-            if flags:
-                entry["flags"] = flags
-            section["rows"].append(entry)
-    return json.dumps({"classes": classes, "sections": list(sections.values())}, separators=(",", ":"))
+    return {p: read_flags(flags, f"{where} seat {p}") for p, flags in by_position.items()}

@@ -1,21 +1,12 @@
 """Placing a request on a seat map: chosen seats, or the best block of N adjacent seats.
 
-Pure: given a mapped class and the seats already taken (held or sold), it says which seats a
-request gets, or why none. The store then takes exactly those seats under a guard on each of
-them, so a placement decided on a stale view only ever costs a retry, never a double sale.
-
-Rules (docs/guides/seat-maps.md):
-- An *orphan* is a free seat whose neighbours in its row are both not free (taken, blocked or the
-  row's end). A placement *creates* one when a seat becomes an orphan that was not one before.
-- Best available takes N adjacent seats in one row: among all blocks that fit, those creating the
-  fewest orphans (none whenever some placement avoids it), then the best ranked: section rank,
-  row order, the block's distance from its row's centre, then its first position.
-- `split` lets a request that fits no block take its seats in pieces: the largest block that
-  fits first (by the same order), then the largest for the rest, and so on.
-- Wheelchair and companion seats go only to requests that ask (`accessible`); an accessible
-  best-available request prefers a block with at least one such seat.
-- Chosen seats are taken all or none: any not free is named (SEATS_TAKEN); a choice creating an
-  orphan is refused (ORPHAN_SEAT) when the class's policy says `refuse`.
+Pure: given a mapped class and the seats already taken, which seats a request gets, or why none
+(the store then takes exactly those, each guarded). Rules (docs/guides/seat-maps.md): an orphan is a free
+seat between two that are not; best available takes N adjacent seats in one row, creating the
+fewest orphans, then best ranked (section, row, distance from the row's centre, position);
+`split` takes the largest blocks that fit when none holds all; wheelchair and companion seats go
+only to `accessible` requests; chosen seats are all free or refused (SEATS_TAKEN), and refused
+(ORPHAN_SEAT) when they strand a seat in a class whose policy refuses orphans.
 """
 
 from __future__ import annotations
@@ -115,32 +106,49 @@ def _best_in_row(
 ) -> _Key | None:
     free = free_positions(row, taken)
     usable = [f and (accessible or not s.accessible) for f, s in zip(free, row.seats, strict=True)]
-    n = len(free)
-    best: _Key | None = None
+    keys = [
+        key
+        for start, end in _runs(usable)
+        for key in _blocks(row, row_index, free, start, end, quantity, accessible)
+    ]
+    return min(keys, default=None)
+
+
+def _runs(usable: Sequence[bool]) -> list[tuple[int, int]]:
+    """The runs [start, end) of usable seats in a row."""
+    runs: list[tuple[int, int]] = []
     start = 0
-    while start < n:
+    while start < len(usable):
         if not usable[start]:
             start += 1
             continue
         end = start
-        while end < n and usable[end]:
+        while end < len(usable) and usable[end]:
             end += 1
-        # A usable run [start, end) sits inside a free run [lo, hi) (accessible seats may border it).
-        lo, hi = start, end
-        while lo > 0 and free[lo - 1]:
-            lo -= 1
-        while hi < n and free[hi]:
-            hi += 1
-        for first in range(start, end - quantity + 1):
-            last = first + quantity - 1
-            made = (first - lo == 1) + (hi - last - 1 == 1)
-            has_special = any(row.seats[i].accessible for i in range(first, last + 1))
-            centre = abs(first + last + 2 - (n + 1))
-            key = (made, int(accessible and not has_special), row_index, centre, first)
-            if best is None or key < best:
-                best = key
+        runs.append((start, end))
         start = end
-    return best
+    return runs
+
+
+def _blocks(
+    row: Row, row_index: int, free: Sequence[bool], start: int, end: int, quantity: int, accessible: bool
+) -> list[_Key]:
+    """The keys of the blocks of `quantity` seats in the usable run [start, end)."""
+    # The usable run sits inside a free run [lo, hi) (accessible seats may border it).
+    n = len(free)
+    lo, hi = start, end
+    while lo > 0 and free[lo - 1]:
+        lo -= 1
+    while hi < n and free[hi]:
+        hi += 1
+    keys: list[_Key] = []
+    for first in range(start, end - quantity + 1):
+        last = first + quantity - 1
+        made = (first - lo == 1) + (hi - last - 1 == 1)
+        has_special = any(row.seats[i].accessible for i in range(first, last + 1))
+        centre = abs(first + last + 2 - (n + 1))
+        keys.append((made, int(accessible and not has_special), row_index, centre, first))
+    return keys
 
 
 def _best_block(class_map: ClassMap, taken: Collection[str], quantity: int, accessible: bool) -> _Key | None:

@@ -1,21 +1,10 @@
-"""Spreading containers over a mapped class's rows, the way shard routing spreads them over shard
-items (docs/guides/seat-maps.md, "At scale").
+"""Spreading containers over a mapped class's rows, as shard routing spreads them over shard items
+(docs/guides/seat-maps.md, "At scale").
 
-Every container places best available on the same rule, so containers with the same view aim at
-the same best block: one commits, the others' guards fail and their transactions meet on the same
-row items. So the class's rows (best first) are dealt into *slices* like cards: row i goes to
-slice i mod n. Each slice thus holds rows from the front to the back of the class, in the same
-order. A container places in its own slice (drawn at random when it has none), best first; when
-its slice has no block for a request it moves to another slice at random among those its view
-shows with enough seats, and when a take is refused by a seat another container took there (it
-shares the slice) it moves too. Requests are answered in arrival order by containers that all go
-through their slices front to back at about the same pace, so on average earlier requests still
-get better seats (`seats simulate --seat-map` measures the mean rank by arrival decile); the
-price is that a request may get the best block of its container's slice rather than of the
-class. When no slice a container tries has a block, the whole class is placed on (so a request is
-SOLD_OUT only when no block fits anywhere on the view).
-
-Only placement uses slices: every take is still guarded on exactly the seats it takes.
+Containers with the same view would all aim at the same best block. So the class's rows (best
+first) are dealt into slices like cards (row i to slice i mod n): each slice holds rows from the
+front to the back, and each container places in its own slice first. Only placement uses slices:
+every take is guarded on exactly the seats it takes.
 """
 
 from __future__ import annotations

@@ -1,44 +1,43 @@
 """Reserve and hold on a mapped seat class (docs/guides/seat-maps.md).
 
-Each request is placed on a view of the class's row items (`seat_placement`; best available in
-the container's slice of the rows, `seat_slices`), then taken by a transaction: an update per row
-item guarded on exactly the seats taken being free (and the sale open, the limit the one assumed),
-the record (guarded: it must not exist, so a redelivery takes nothing) and the customer's counter.
-A batch's best-available requests of one kind (reserves, or holds) in a class without a
-per-customer limit are taken together: placed one after the other, their row updates merged per
-row item and their records in one transaction of at most 100 actions (`_settle_together`), in
-one slice, read and claimed just before (`_read_slice`, `_claim`); the others one transaction per
-request. The view may be stale: a refused row comes back as it is,
-the view learns it, and the request is placed again. A chosen seat not free is a final
-SEATS_TAKEN answer; no block fitting is SOLD_OUT; both are recorded like the counted classes'
-rejections. Outside the counted classes' batch planner (`settle_group`) on purpose.
+Each request is placed on the container's view of the class's row items (`mapped_placement`;
+best available in the container's slice of the rows, `seat_slices`), judged by the rule book and
+taken by a transaction: an update per row item guarded on exactly the seats taken being free (and
+the sale open, the limit, pools and admission rule the ones assumed), the record (guarded: it
+must not exist, so a redelivery takes nothing), the customer's counter, the token's use and the
+class's pools. A batch's best-available requests of one kind (reserves, or holds) in a class
+without a limit, pools or admission are taken together: placed one after the other in one slice,
+read and claimed just before (`_claim`), their row updates merged per row item and their records
+in one transaction of at most 100 actions (`_TakeTogether`); the others one transaction per
+request (`_TakeOne`). The view may be stale: a refused row comes back as it is, the view learns
+it, and the request is placed again. Both run the planners' one round loop (`logic.rounds`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import random
-from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
-from seat_inventory.logic.mapped_rules import MappedRules, admission, pool_refusal, token_refusal
-from seat_inventory.logic.ports import Clock, InventoryStore
-from seat_inventory.logic.retry_deadline import ConflictDeadline
-from seat_inventory.logic.seat_map import ClassMap, SeatMap
-from seat_inventory.logic.seat_placement import (
-    Placement,
-    Refusal,
-    Refused,
-    place_best,
-    place_chosen,
-    stranded_by,
+from seat_inventory.logic import answers
+from seat_inventory.logic.admission_tokens import use_expires_at
+from seat_inventory.logic.mapped_placement import fill, place
+from seat_inventory.logic.ports import InventoryStore
+from seat_inventory.logic.rounds import run_rounds
+from seat_inventory.logic.rules import ClassFacts, Judgement, LineAsk, admission_refusal, judge, placement
+from seat_inventory.logic.seat_map import ClassMap
+from seat_inventory.logic.seat_placement import Refusal, Refused
+from seat_inventory.logic.seat_views import (
+    CLAIM_SECONDS,
+    MappedContext,
+    MappedRules,
+    SeatMaps,
 )
-from seat_inventory.logic.seat_slices import Slice, deal
-from seat_inventory.logic.shards import Draws
 from seat_inventory.models import (
     ClassRules,
     ClassTake,
     Outcome,
+    PoolInventory,
     ReservationOutcome,
     ReservationRequest,
     RetryableError,
@@ -48,160 +47,20 @@ from seat_inventory.models import (
     StoreInconsistency,
     Take,
     Throttled,
+    TokenUse,
     TransactionConflict,
     WriteRefused,
-    iso_utc,
     row_item_of,
     seats_by_row,
 )
 
-# A view of a whole class older than this is read again before placing best available.
-VIEW_SECONDS = 2.0
-# After a refused take, the view is read again once this old.
-REFUSED_VIEW_SECONDS = 0.5
 # Placements refused by stale rows before a request settled alone is handed back (each refusal
 # refreshes the rows it touched, so this is rare); requests taken together are placed again past
-# it, with a back-off between tries, until the deadline (`_settle_together`).
+# it, with a back-off between tries, until the deadline (`_TakeTogether`).
 MAX_PLACEMENTS = 8
-# TransactWriteItems' limit: a batch's row items and records together.
-MAX_ACTIONS = 100
-# A slice where this container saw another take (a refused take, a conflict, seats taken that its
-# view did not show) within this many seconds is taken to be in use: tried only after every
-# other slice with the seats (as `logic.shards.SHARD_IN_USE_SECONDS` does for shard items).
-SLICE_IN_USE_SECONDS = 0.5
-# Before a take in a slice, a container reads the slice and claims it for this long (`_claim`),
-# unless it holds a claim on it for at least half of that still (then it is the only one taking
-# there: its view of the slice is as it is): a slice another container claimed is left (in use)
-# rather than both taking there. (0.15 s until 2026-11-26. On 20,000 stadium requests with
-# `--event-pollers 7`, seats a second: 0.15 s 17,315; 0.08 s 18,580, 1% of the takes cancelled;
-# 0.05 s 19,610, 6%; 0.3 s 12,277. docs/guides/seat-maps.md, "Shorter claims".)
-CLAIM_SECONDS = 0.08
-# A slice read this recently is placed on as read (its rows are as they were then) and claimed
-# without reading it again.
-SLICE_READ_SECONDS = 0.05
 # A slice read showing seats taken that the view did not show means the view is behind the sale:
 # it is read again once older than this.
 BEHIND_VIEW_SECONDS = 0.25
-
-
-@dataclass(slots=True)
-class SeatMaps:
-    """Lives as long as the container: each event's seat map (a map never changes once created)
-    and the last view of each mapped class's row items.
-
-    An event without a map is not remembered: the caller asks only about classes it has not seen
-    as counted (a class is one or the other, for good), so a map created after a container first
-    saw its event is found at the next request."""
-
-    maps: dict[str, SeatMap] = field(default_factory=dict)
-    views: dict[SeatKey, dict[str, SeatRow]] = field(default_factory=dict)
-    viewed_at: dict[SeatKey, float] = field(default_factory=dict)
-    # Each class's slices (`seat_slices`), the one this container places in, and the smallest
-    # quantity no block fits on the current view (forgotten whenever the view changes).
-    slices: dict[SeatKey, tuple[Slice, ...]] = field(default_factory=dict)
-    own_slice: dict[SeatKey, int] = field(default_factory=dict)
-    no_fit: dict[SeatKey, int] = field(default_factory=dict)
-    # Per class, the slices where another container was last seen taking, and when (`in_use`).
-    busy: dict[SeatKey, dict[int, float]] = field(default_factory=dict)
-    hurried: set[SeatKey] = field(default_factory=set)  # views to read again sooner (`stale_soon`)
-    # This container's name in its claims (drawn at its first claim), and per class the slice
-    # it last claimed and until when.
-    owner: str | None = None
-    claimed: dict[SeatKey, tuple[int, float]] = field(default_factory=dict)
-    slice_read: dict[SeatKey, tuple[int, float]] = field(default_factory=dict)  # the last slice read, when
-
-    def class_map(self, store: InventoryStore, key: SeatKey) -> ClassMap | None:
-        """The class's map when it is mapped; None for a counted (or unknown) class."""
-        seat_map = self.maps.get(key.event_id)
-        if seat_map is None:
-            seat_map = store.read_seat_map(key.event_id)
-            if seat_map is None:
-                return None
-            self.maps[key.event_id] = seat_map
-        return seat_map.classes.get(key.seat_class)
-
-    def view(self, store: InventoryStore, key: SeatKey, now: float) -> dict[str, SeatRow]:
-        if key not in self.views or now - self.viewed_at.get(key, 0.0) > VIEW_SECONDS:
-            rows = store.read_seat_rows(key)
-            self._forget_no_fit(key, rows)
-            self.views[key] = rows
-            self.viewed_at[key] = now
-            self.hurried.discard(key)
-        return self.views[key]
-
-    def learn(self, key: SeatKey, rows: dict[str, SeatRow]) -> None:
-        self._forget_no_fit(key, rows)
-        self.views.setdefault(key, {}).update(rows)
-
-    def _forget_no_fit(self, key: SeatKey, rows: dict[str, SeatRow]) -> None:
-        """A quantity that fit nowhere still fits nowhere while no seat the view showed taken is
-        free again (seats are only taken); a seat freed (a release) forgets it."""
-        if key not in self.no_fit:
-            return
-        old = self.views.get(key, {})
-        for row_id, row in rows.items():
-            if row_id not in old or not old[row_id].states.keys() <= row.states.keys():
-                self.no_fit.pop(key, None)
-                return
-
-    def stale_soon(self, key: SeatKey) -> None:
-        """After a refused take: the view is read again once REFUSED_VIEW_SECONDS old (others may
-        have sold elsewhere too), not at every refusal (the reads would be throttled)."""
-        if key in self.viewed_at and key not in self.hurried:
-            self.viewed_at[key] -= VIEW_SECONDS - REFUSED_VIEW_SECONDS
-            self.hurried.add(key)
-
-    def read_again_if_older(self, key: SeatKey, now: float, seconds: float) -> None:
-        """When the view is older than `seconds`, the next `view` reads it again."""
-        if now - self.viewed_at.get(key, now) > seconds:
-            self.viewed_at[key] = now - VIEW_SECONDS - 1.0
-
-    def leave(self, key: SeatKey, index: int | None, now: float) -> None:
-        """Another container takes in slice `index` (None: the container's own): this one moves
-        away from it, and keeps away while it is `in_use`."""
-        own = self.own_slice.pop(key, None)
-        index = own if index is None else index
-        if index is not None:
-            self.busy.setdefault(key, {})[index] = now
-
-    def holds(self, key: SeatKey, index: int, now: float) -> bool:
-        """Whether this container holds a claim on slice `index` for CLAIM_SECONDS / 2 more."""
-        held = self.claimed.get(key)
-        return held is not None and held[0] == index and held[1] - now >= CLAIM_SECONDS / 2
-
-    def read_lately(self, key: SeatKey, index: int, now: float) -> bool:
-        """Whether slice `index` was read within SLICE_READ_SECONDS (its rows are on the view as read)."""
-        read = self.slice_read.get(key)
-        return read is not None and read[0] == index and now - read[1] <= SLICE_READ_SECONDS
-
-    def in_use(self, key: SeatKey, now: float) -> set[int]:
-        """The slices another container was seen taking in within SLICE_IN_USE_SECONDS."""
-        return {i for i, at in self.busy.get(key, {}).items() if now - at < SLICE_IN_USE_SECONDS}
-
-    def slices_of(self, key: SeatKey, class_map: ClassMap) -> tuple[Slice, ...]:
-        if key not in self.slices:
-            self.slices[key] = deal(class_map)
-        return self.slices[key]
-
-
-def taken_seats(rows: dict[str, SeatRow]) -> set[str]:
-    """The ids of the seats the rows show not free (row item `S-R1#0`'s position 7 is `S-R1-7`)."""
-    return {
-        f"{row_id.split('#', 1)[0]}-{position}" for row_id, row in rows.items() for position in row.states
-    }
-
-
-@dataclass(frozen=True, slots=True)
-class MappedContext:
-    """What settling a mapped class needs from the batch: the store, the clock, the container's
-    maps and views, the rejections' TTL and the deadline for retrying conflicts in place."""
-
-    store: InventoryStore
-    clock: Clock
-    maps: SeatMaps
-    rejection_ttl_seconds: int
-    deadline: ConflictDeadline
-    rng: Draws = random  # draws the container's slice (the `random` module: seeded runs repeat)
 
 
 def settle_mapped(
@@ -213,20 +72,22 @@ def settle_mapped(
 ) -> tuple[dict[str, ReservationOutcome], dict[str, str]]:
     """Answers each request (by reservation id); returns the answers and the message ids to hand
     back (a transient fault or persistent contention) with why."""
-    answers: dict[str, ReservationOutcome] = {}
+    settled: dict[str, ReservationOutcome] = {}
     failed: dict[str, str] = {}
     for group, together in _runs(requests):
         alone = group
         if together:
-            settled, group_failed, alone = _settle_together(key, class_map, group, context)
-            answers.update(settled)
-            failed.update(group_failed)
+            planner = _TakeTogether(key, class_map, group, context)
+            run_rounds(planner, bound=None, exhausted=lambda: AssertionError("no bound"))  # type: ignore[misc]
+            settled.update(planner.answers)
+            failed.update(planner.failed)
+            alone = planner.alone
         for request in alone:
             try:
-                answers[request.reservation_id] = _settle_one(key, class_map, request, context)
+                settled[request.reservation_id] = _settle_one(key, class_map, request, context)
             except RetryableError as exc:
                 failed[request.message_id] = f"{key.event_id} {key.seat_class}: {type(exc).__name__}: {exc}"
-    return answers, failed
+    return settled, failed
 
 
 def _runs(requests: Sequence[ReservationRequest]) -> list[tuple[list[ReservationRequest], bool]]:
@@ -249,263 +110,466 @@ def _runs(requests: Sequence[ReservationRequest]) -> list[tuple[list[Reservation
     return runs
 
 
-def _place(
-    key: SeatKey,
-    class_map: ClassMap,
-    request: ReservationRequest,
-    rows: dict[str, SeatRow],
-    context: MappedContext,
-) -> Placement | Refusal:
-    if request.seats is not None:
-        return place_chosen(class_map, taken_seats(rows), request.seats, request.accessible)
-    if request.split or request.accessible:
-        return place_best(class_map, taken_seats(rows), request.quantity, request.split, request.accessible)
-    return _place_spread(key, class_map, request.quantity, rows, context)
-
-
-def _slice_order(
-    slices: tuple[Slice, ...],
-    available: dict[int, int],
-    quantity: int,
-    own: int | None,
-    rng: Draws,
-    in_use: Collection[int] = (),
-) -> list[int]:
-    """The slices to try: the container's own, then those the view shows with `quantity` seats,
-    those at least as full as the median first (as `logic.shards.pick_shard` picks a shard item:
-    away from where others sold), each group in ring order from the slice after the container's
-    own (from a slice drawn at random when it has none); slices `in_use` by other containers come
-    only after all the others. Containers that start apart and go round the ring at about the
-    same pace stay apart, so two rarely aim at the same slice; trying every slice before the
-    whole class spreads the last seats' buyers instead of sending every container to the same
-    best block left."""
-    fits = [index for index, seats in available.items() if seats >= quantity and index != own]
-    median = sorted(available[i] for i in fits)[len(fits) // 2] if fits else 0
-    start = own + 1 if own is not None else rng.randrange(len(slices))
-    ring = sorted(fits, key=lambda index: (index - start) % len(slices))
-    fuller = [i for i in ring if available[i] >= median]
-    rest = [i for i in ring if available[i] < median]
-    order = fuller + rest
-    if in_use:
-        order = [i for i in order if i not in in_use] + [i for i in order if i in in_use]
-    return ([own] if own is not None else []) + order
-
-
-def _place_spread(
-    key: SeatKey,
-    class_map: ClassMap,
-    quantity: int,
-    rows: dict[str, SeatRow],
-    context: MappedContext,
-    available: dict[int, int] | None = None,
-) -> Placement | Refusal:
-    """Best available in the container's slice (`seat_slices`), then in the others its view shows
-    with enough seats, then on the whole class; NO_BLOCK only when no block fits the view.
-    `available`: each slice's free seats on `rows`, when the caller keeps them (`_fill`).
-
-    A block that would strand a seat is taken only when every block does (the whole class's
-    rule: fewest orphans, then best ranked); then too it is looked for slice by slice in the
-    same order, among the blocks stranding as few seats as the class's best: at the sale's end
-    every container would otherwise aim at that one best block."""
-    maps = context.maps
-    if maps.no_fit.get(key, quantity + 1) <= quantity:
-        return Refusal(Refused.NO_BLOCK)
-    slices = maps.slices_of(key, class_map)
-    if len(slices) == 1:
-        return place_best(class_map, taken_seats(rows), quantity)
-    if available is None:
-        available = {s.index: s.available(rows) for s in slices}
-    in_use = maps.in_use(key, context.clock.now())
-    order = _slice_order(slices, available, quantity, maps.own_slice.get(key), context.rng, in_use)
-    found = _in_slices(slices, order, rows, quantity, 0)
-    if found is None:
-        taken = taken_seats(rows)
-        whole = place_best(class_map, taken, quantity)
-        if not isinstance(whole, Placement) or not (least := len(stranded_by(class_map, taken, whole.seats))):
-            return whole
-        found = _in_slices(slices, order, rows, quantity, least) or (None, whole)
-    index, placement = found
-    if index is not None:
-        maps.own_slice[key] = index
-    return placement
-
-
-def _in_slices(
-    slices: tuple[Slice, ...], order: list[int], rows: dict[str, SeatRow], quantity: int, strands: int
-) -> tuple[int | None, Placement] | None:
-    """The first slice in `order` whose best block strands exactly `strands` seats, and the block."""
-    for index in order:
-        piece = slices[index]
-        taken = taken_seats(piece.rows_of(rows))
-        placement = place_best(piece.class_map, taken, quantity)
-        if (
-            isinstance(placement, Placement)
-            and len(stranded_by(piece.class_map, taken, placement.seats)) == strands
-        ):
-            return index, placement
-    return None
+# ---------------------------------------------------------------------------- one request alone
 
 
 def _settle_one(
     key: SeatKey, class_map: ClassMap, request: ReservationRequest, context: MappedContext
 ) -> ReservationOutcome:
-    store, maps = context.store, context.maps
-    now = context.clock.now()
-    if request.seats is not None:
-        # Chosen seats: their rows read consistently (the orphan rule looks at their neighbours).
-        wanted = [row_item_of(s)[0] for s in request.seats if s in class_map.seats]
-        maps.learn(key, store.read_seat_rows(key, wanted))
-        rows = maps.views[key]
-    else:
-        rows = maps.view(store, key, now)
-    limit = next((row.max_per_customer for row in rows.values()), None)
-    rules = MappedRules.of(rows)  # pools and admission (docs/guides/pools.md, docs/guides/admission.md)
-    moves: Mapping[str, Mapping[int, int]] = {}
-    for _ in range(MAX_PLACEMENTS):
-        if limit is not None and request.quantity > limit:
-            # More than any customer may take: no counter can hold it (the DAL refuses to write it).
-            reason = (
-                f"customer {request.customer_id!r} may take at most {limit} seat(s) of"
-                f" {key.event_id} {key.seat_class}; {request.quantity} requested"
-            )
-            return _reject(request, Outcome.LIMIT_EXCEEDED, reason, None, context, now)
-        token_uses, token_refused = admission(request, rules)  # before placing, as counted classes
-        if token_refused is not None:
-            return _reject(request, Outcome.ADMISSION_REFUSED, token_refused, None, context, now)
-        placement = _place(key, class_map, request, rows, context)
-        if isinstance(placement, Refusal):
-            return _refused(request, placement, rows, context, now)
-        answer = _taken_answer(request, placement.seats, now)
+    planner = _TakeOne(key, class_map, request, context)
+    run_rounds(
+        planner,
+        bound=MAX_PLACEMENTS,
+        exhausted=lambda: TransactionConflict(
+            f"{key}: {MAX_PLACEMENTS} placements in a row refused by seats taken meanwhile"
+        ),
+    )
+    assert planner.answer is not None
+    return planner.answer
+
+
+@dataclass(frozen=True, slots=True)
+class _OneAttempt:
+    take: Take
+    part: ClassTake
+    answer: ReservationOutcome
+
+
+class _TakeOne:
+    """One mapped request's settlement (a `logic.rounds.Planner`): judged and placed on the view,
+    then taken; a refused row is learned and the request placed again, a refusal by a token, a
+    pool or the customer's counter answered."""
+
+    def __init__(
+        self, key: SeatKey, class_map: ClassMap, request: ReservationRequest, context: MappedContext
+    ) -> None:
+        self.key, self.class_map, self.request, self.context = key, class_map, request, context
+        self.now = context.clock.now()
+        self.rows = self._first_view()
+        self.limit = next((row.max_per_customer for row in self.rows.values()), None)
+        self.rules = MappedRules.of(self.rows)  # its pools and admission rule
+        self.moves: Mapping[str, Mapping[int, int]] = {}
+        self.answer: ReservationOutcome | None = None
+
+    def _first_view(self) -> dict[str, SeatRow]:
+        store, maps, key = self.context.store, self.context.maps, self.key
+        if self.request.seats is not None:
+            # Chosen seats: their rows read consistently (the orphan rule looks at their neighbours).
+            wanted = [row_item_of(s)[0] for s in self.request.seats if s in self.class_map.seats]
+            maps.learn(key, store.read_seat_rows(key, wanted))
+            return maps.views[key]
+        return maps.view(store, key, self.now)
+
+    def pending(self) -> bool:
+        return self.answer is None
+
+    def plan(self) -> _OneAttempt | bool:
+        request, rules = self.request, self.rules
+        refusal = (
+            admission_refusal(request.admission, request.reservation_id) if rules.admission_required else None
+        )
+        facts = ClassFacts(limit=self.limit, admission_required=rules.admission_required)
+        judgement = judge(LineAsk(request.quantity, None, refusal), facts)
+        if not judgement.takes:
+            self._reject(judgement)
+            return True
+        found = place(self.key, self.class_map, request, self.rows, self.context)
+        if isinstance(found, Refusal):
+            left = sum(row.available for row in self.rows.values())
+            self._reject(placement(found, request.quantity, left, split=request.split))
+            return True
+        answer = answers.taken(request, int(self.now), seats=found.seats)
         part = ClassTake(
-            key,
+            self.key,
             [answer],
             seats=request.quantity,
             held=request.quantity if request.is_hold else 0,
-            rules=ClassRules(limit, rules.admission_required, rules.pools),
+            rules=ClassRules(self.limit, rules.admission_required, rules.pools),
             counters={request.customer_id: request.quantity},
-            rows=seats_by_row(placement.seats),
-            pool_moves=moves,
-            token_uses=token_uses,
+            rows=seats_by_row(found.seats),
+            pool_moves=self.moves,
+            token_uses=self._token_uses(),
         )
-        refused = _commit(
-            store, Take([part], int(now) + context.rejection_ttl_seconds, now=int(now)), context
-        )
-        if refused is None:
-            _mark_taken(maps, key, part, answer)
-            return answer
+        take = Take([part], int(self.now) + self.context.rejection_ttl_seconds, now=int(self.now))
+        return _OneAttempt(take, part, answer)
+
+    def _token_uses(self) -> tuple[TokenUse, ...]:
+        check = self.request.admission
+        if not self.rules.admission_required or check is None or check.token_id is None:
+            return ()
+        return (TokenUse(check.token_id, self.request.reservation_id, use_expires_at(check)),)
+
+    def write(self, attempt: _OneAttempt) -> WriteRefused | None:
+        return _commit(self.context.store, attempt.take, self.context)
+
+    def contended(self, attempt: _OneAttempt, exc: TransactionConflict | Throttled) -> None:
+        raise exc  # `_commit` waited for a turn until the deadline already
+
+    def committed(self, attempt: _OneAttempt) -> None:
+        _mark_taken(self.context.maps, self.key, attempt.part, attempt.answer)
+        self.answer = attempt.answer
+
+    def learn(self, attempt: _OneAttempt, refused: WriteRefused) -> bool:
+        request = self.request
         if refused.already_recorded:
-            return refused.already_recorded[request.reservation_id].as_duplicate(request.message_id)
-        if refused.rows:
-            missing = [row_id for row_id, row in refused.rows.items() if row is None]
-            if missing:
-                raise StoreInconsistency(f"{key}: the map's row item(s) {missing} do not exist")
-            learned = {row_id: row for row_id, row in refused.rows.items() if row is not None}
-            maps.learn(key, learned)
-            maps.leave(key, None, context.clock.now())  # another container sells here too: move
-            maps.stale_soon(key)  # others may have sold elsewhere too
-            rows = maps.view(store, key, context.clock.now())
-            closed = [r.sale_closed_reason(now) for r in learned.values() if r.sale_closed_reason(now)]
-            if closed and closed[0]:
-                return _reject(request, Outcome.SALE_CLOSED, closed[0], None, context, now)
-            limit = next(iter(learned.values())).max_per_customer
-            rules = MappedRules.of(learned)
-            continue
-        if refused.tokens_used and (replayed := token_refusal(request, refused.tokens_used)):
-            return _reject(request, Outcome.ADMISSION_REFUSED, replayed, None, context, now)
-        if refused.pools_refused:
-            decided = pool_refusal(store, key, request, refused.pools_refused)
-            if decided.outcome is not None:
-                left = decided.left
-                return _reject(request, decided.outcome, decided.reason, None, context, now, remaining=left)
-            moves = decided.moves  # a sharded pool with the seats elsewhere: moved into item 0
-            continue
-        if refused.customer_seats:
-            counted = refused.customer_seats[request.customer_id]
-            reason = (
-                f"customer {request.customer_id!r} may take at most {limit} seat(s) of"
-                f" {key.event_id} {key.seat_class}; {counted} already taken, {request.quantity} requested"
+            self.answer = refused.already_recorded[request.reservation_id].as_duplicate(request.message_id)
+        elif refused.rows:
+            self._learn_rows(refused.rows)
+        elif refused.tokens_used and (replayed := self._replayed(refused.tokens_used)) is not None:
+            self._reject(replayed)
+        elif refused.pools_refused:
+            judgement, self.moves = _pools_judgement(
+                self.context.store, self.key, request.quantity, refused.pools_refused
             )
-            return _reject(request, Outcome.LIMIT_EXCEEDED, reason, None, context, now)
-        raise RetryableError(f"{key}: a take refused without a reason the planner knows")
-    raise TransactionConflict(f"{key}: {MAX_PLACEMENTS} placements in a row refused by seats taken meanwhile")
+            if not judgement.takes:
+                self._reject(judgement)
+        elif refused.customer_seats:
+            counted = refused.customer_seats[request.customer_id]
+            self._reject(judge(LineAsk(request.quantity, counted), ClassFacts(limit=self.limit)))
+        else:
+            raise RetryableError(f"{self.key}: a take refused without a reason the planner knows")
+        return True
+
+    def _learn_rows(self, rows: Mapping[str, SeatRow | None]) -> None:
+        """Refused rows, as they are: another container sells here too (the container moves to
+        another slice), and may have sold elsewhere (the view is read again soon)."""
+        maps, clock = self.context.maps, self.context.clock
+        learned = _present_rows(self.key, rows)
+        maps.learn(self.key, learned)
+        maps.leave(self.key, None, clock.now())
+        maps.stale_soon(self.key)
+        self.rows = maps.view(self.context.store, self.key, clock.now())
+        closed = next((reason for r in learned.values() if (reason := r.sale_closed_reason(self.now))), None)
+        if closed:
+            self._reject(judge(LineAsk(self.request.quantity), ClassFacts(closed=closed)))
+            return
+        self.limit = next(iter(learned.values())).max_per_customer
+        self.rules = MappedRules.of(learned)
+
+    def _replayed(self, tokens_used: Mapping[str, str]) -> Judgement | None:
+        """ADMISSION_REFUSED when another reservation used the request's token first."""
+        check = self.request.admission
+        holder = tokens_used.get(check.token_id) if check is not None and check.token_id else None
+        refusal = admission_refusal(check, self.request.reservation_id, holder)
+        if holder is None or refusal is None:
+            return None
+        return judge(LineAsk(self.request.quantity, admission=refusal), ClassFacts(admission_required=True))
+
+    def _reject(self, judgement: Judgement) -> None:
+        """The request's final refusal: recorded (INVALID is not: the map decides it the same way
+        every time)."""
+        answer = answers.refused(self.request, judgement)
+        if judgement.outcome is not Outcome.INVALID:
+            answer = _record(self.request, answer, self.context, self.now)
+        self.answer = answer
 
 
-def _settle_together(
-    key: SeatKey, class_map: ClassMap, requests: list[ReservationRequest], context: MappedContext
-) -> tuple[dict[str, ReservationOutcome], dict[str, str], list[ReservationRequest]]:
-    """Takes requests of one kind together: as many as fit in one transaction, placed in order on the
-    view, in one slice (each seeing the seats of those before it; `_fill`); a request no block fits
-    on the view (with none before it in the transaction) is SOLD_OUT, and so is every other one
-    asking at least as many seats. A refused row is learned and the requests placed again; a
-    conflict (another container's take holds the rows) is not retried in place: the slice is left
-    (in use for a while) and the requests placed again elsewhere; past MAX_PLACEMENTS refusals in a
-    row a jittered back-off comes between tries, until the deadline (then they are handed back). A
-    record that exists answers its request as a duplicate. Returns the answers, the failed message
-    ids, and the requests left to settle one by one (a class with a per-customer limit, pools or
-    admission tokens)."""
-    answers: dict[str, ReservationOutcome] = {}
-    failed: dict[str, str] = {}
-    pending = list(requests)
-    refusals = 0
-    while pending:
+def _pools_judgement(
+    store: InventoryStore, key: SeatKey, quantity: int, refused: Mapping[str, PoolInventory | None]
+) -> tuple[Judgement, dict[str, dict[int, int]]]:
+    """What a pool's refusal of a take means, by the rule book: SALE_CLOSED for a closed pool,
+    SOLD_OUT naming the pool only from a whole view of it (a pool of one item as the refusal
+    handed it back; a sharded one read whole first: one item never decides a SOLD_OUT,
+    docs/guides/pools.md); otherwise the take goes ahead, with the seats to move into item 0 of each
+    sharded pool (a mapped class's take writes item 0, as a counted class of one item does)."""
+    for name, pool in sorted(refused.items()):
+        if pool is None:
+            raise StoreInconsistency(f"{key}: capacity pool {name} of its row items does not exist")
+        if (closed := pool.closed_reason()) is not None:
+            return judge(LineAsk(quantity), ClassFacts(closed=closed)), {}
+    views = sorted(_whole_pools(store, key, refused).items())
+    facts = ClassFacts(
+        closed=next((reason for _, p in views if (reason := p.closed_reason())), None),
+        pools_left={name: pool.available for name, pool in views},
+    )
+    judgement = judge(LineAsk(quantity), facts)
+    if not judgement.takes:
+        return judgement, {}
+    moves = {name: pool.moves_into(0, quantity) for name, pool in views if pool.shards}
+    return judgement, {name: m for name, m in moves.items() if m}
+
+
+def _whole_pools(
+    store: InventoryStore, key: SeatKey, refused: Mapping[str, PoolInventory | None]
+) -> dict[str, PoolInventory]:
+    """The refused pools as a whole: one of one item as handed back, a sharded one read whole."""
+    views = {name: pool for name, pool in refused.items() if pool is not None}
+    partial = [name for name, pool in sorted(views.items()) if not pool.complete]
+    if partial:
+        whole = store.read_pools(key.event_id, partial)
+        missing = sorted(set(partial) - set(whole))
+        if missing:
+            raise StoreInconsistency(f"{key}: capacity pool(s) {missing} of its row items do not exist")
+        views.update(whole)
+    return views
+
+
+def _present_rows(key: SeatKey, rows: Mapping[str, SeatRow | None]) -> dict[str, SeatRow]:
+    missing = [row_id for row_id, row in rows.items() if row is None]
+    if missing:
+        raise StoreInconsistency(f"{key}: the map's row item(s) {missing} do not exist")
+    return {row_id: row for row_id, row in rows.items() if row is not None}
+
+
+def _record(
+    request: ReservationRequest, answer: ReservationOutcome, context: MappedContext, now: float
+) -> ReservationOutcome:
+    """A rejection, recorded exactly once (a record that exists is the answer given before)."""
+    refused = context.store.record_rejections([answer], expires_at=int(now) + context.rejection_ttl_seconds)
+    if refused is None:
+        return answer
+    if request.reservation_id in refused.already_recorded:
+        return refused.already_recorded[request.reservation_id].as_duplicate(request.message_id)
+    if request.reservation_id in refused.written:
+        return answer
+    raise RetryableError(f"the record of {request.reservation_id!r} was not written")
+
+
+def _commit(store: InventoryStore, take: Take, context: MappedContext) -> WriteRefused | None:
+    """The take, retried in place on a conflict or throttling until the deadline."""
+    conflicts = 0
+    while True:
+        try:
+            return store.take(take)
+        except (TransactionConflict, Throttled):
+            conflicts += 1
+            if not context.deadline.back_off(context.clock, conflicts):
+                raise
+
+
+def _mark_taken(maps: SeatMaps, key: SeatKey, part: ClassTake, answer: ReservationOutcome) -> None:
+    """The view learns the seats it just took (so the next request in the batch does not try them)."""
+    state = SeatState.HELD if answer.outcome is Outcome.HELD else SeatState.SOLD
+    view = maps.views.setdefault(key, {})
+    for row_id, positions in part.rows.items():
+        row = view.get(row_id)
+        if row is not None:
+            states = {**row.states, **dict.fromkeys(positions, state)}
+            view[row_id] = dataclasses.replace(row, states=states, available=row.available - len(positions))
+
+
+# ---------------------------------------------------------------------------- requests together
+
+
+@dataclass(frozen=True, slots=True)
+class _TogetherAttempt:
+    take: Take
+    part: ClassTake
+    outcomes: list[ReservationOutcome]
+    home: int | None
+    now: float
+
+
+@dataclass(frozen=True, slots=True)
+class _Fault:
+    """A take that met a transient fault (its requests are handed back)."""
+
+    error: RetryableError
+
+
+class _TakeTogether:
+    """A batch's best-available requests of one kind taken together (a `logic.rounds.Planner`):
+    as many as fit in one transaction, placed in order on the view, in one slice (each seeing the
+    seats of those before it; `mapped_placement.fill`); a request no block fits on the view (with
+    none before it in the transaction) is SOLD_OUT, and so is every other one asking at least as
+    many seats. A refused row is learned and the requests placed again; a conflict (another
+    container's take holds the rows) is not retried in place: the slice is left (in use for a
+    while) and the requests placed again elsewhere; past MAX_PLACEMENTS refusals in a row a
+    jittered back-off comes between tries, until the deadline (then they are handed back). A
+    record that exists answers its request as a duplicate. `alone` are the requests left to settle
+    one by one (a class with a per-customer limit, pools or admission tokens)."""
+
+    def __init__(
+        self, key: SeatKey, class_map: ClassMap, requests: list[ReservationRequest], context: MappedContext
+    ) -> None:
+        self.key, self.class_map, self.context = key, class_map, context
+        self.queue = list(requests)
+        self.answers: dict[str, ReservationOutcome] = {}
+        self.failed: dict[str, str] = {}
+        self.alone: list[ReservationRequest] = []
+        self.refusals = 0
+
+    def pending(self) -> bool:
+        return bool(self.queue)
+
+    def plan(self) -> _TogetherAttempt | bool:
+        key, context = self.key, self.context
         now = context.clock.now()
         try:
             rows = _read_view(key, context, now)
         except RetryableError as exc:
-            reason = f"{key.event_id} {key.seat_class}: {type(exc).__name__}: {exc}"
-            failed.update((r.message_id, reason) for r in pending)
-            return answers, failed, []
-        if any(r.max_per_customer is not None or r.pools or r.admission_required for r in rows.values()):
-            break  # the counters', pools' and tokens' guards and answers are the one-by-one path's
-        outcomes, merged, home = _fill(key, class_map, pending, rows, context, now)
-        if outcomes and home is not None and not context.maps.holds(key, home, context.clock.now()):
-            if not context.maps.read_lately(key, home, context.clock.now()) and _read_slice(
-                key, class_map, home, context
-            ):
-                continue  # placed again on the slice as it is now
-            if not _claim(key, home, context):
-                continue  # another container claimed the slice: placed again elsewhere
+            self._fail(self.queue, f"{key.event_id} {key.seat_class}: {type(exc).__name__}: {exc}")
+            return False
+        if any(_has_rules(row) for row in rows.values()):
+            # The counters', pools' and tokens' guards and answers are the one-by-one path's.
+            self.alone, self.queue = self.queue, []
+            return False
+        outcomes, merged, home = fill(key, self.class_map, self.queue, rows, context, now)
+        if outcomes and home is not None and not self._may_take_in(home):
+            return False
         if not outcomes:
-            context.maps.no_fit[key] = pending[0].quantity
-            sold_out = [r for r in pending if r.quantity >= pending[0].quantity]
-            done, not_written = _sold_out_together(sold_out, rows, context, now)
-            answers.update(done)
-            failed.update(not_written)
-            pending = [r for r in pending if r.quantity < pending[0].quantity]
-            continue
+            self._sold_out(rows, now)
+            return False
         held = sum(o.quantity or 0 for o in outcomes if o.outcome is Outcome.HELD)
         taken = {row_id: tuple(positions) for row_id, positions in merged.items()}
         part = ClassTake(key, outcomes, seats=sum(o.quantity or 0 for o in outcomes), held=held, rows=taken)
         take = Take([part], int(now) + context.rejection_ttl_seconds, now=int(now))
-        taking = {o.reservation_id for o in outcomes}
+        return _TogetherAttempt(take, part, outcomes, home, now)
+
+    def _may_take_in(self, home: int) -> bool:
+        """Before a take in a slice this container holds no claim on: the slice read, unless read
+        just now (changed: the requests are placed again, on the slice as it is now), and claimed
+        (another container claimed it: they are placed again elsewhere)."""
+        key, context, maps = self.key, self.context, self.context.maps
+        if maps.holds(key, home, context.clock.now()):
+            return True
+        if not maps.read_lately(key, home, context.clock.now()) and _read_slice(
+            key, self.class_map, home, context
+        ):
+            return False
+        return _claim(key, home, context)
+
+    def _sold_out(self, rows: dict[str, SeatRow], now: float) -> None:
+        """No block fits the first request on the view: it is SOLD_OUT, and so is every other one
+        asking at least as many seats (this container remembers none fits)."""
+        first = self.queue[0].quantity
+        self.context.maps.no_fit[self.key] = first
+        sold_out = [r for r in self.queue if r.quantity >= first]
+        done, not_written = _sold_out_together(sold_out, rows, self.context, now)
+        self.answers.update(done)
+        self.failed.update(not_written)
+        self.queue = [r for r in self.queue if r.quantity < first]
+
+    def write(self, attempt: _TogetherAttempt) -> WriteRefused | TransactionConflict | _Fault | None:
         try:
-            refused = _take(context.store, take, context)
+            return _take(self.context.store, attempt.take, self.context)
         except RetryableError as exc:
-            reason = f"{key.event_id} {key.seat_class}: {type(exc).__name__}: {exc}"
-            failed.update((r.message_id, reason) for r in pending if r.reservation_id in taking)
-            pending = [r for r in pending if r.reservation_id not in taking]
-            continue
-        if refused is None:
-            _mark_taken(context.maps, key, part, outcomes[0])
-            answers.update((o.reservation_id, o) for o in outcomes)
-            pending = [r for r in pending if r.reservation_id not in taking]
-            refusals = 0
-            continue
-        refusals += 1
+            return _Fault(exc)
+
+    def contended(self, attempt: _TogetherAttempt, exc: TransactionConflict | Throttled) -> None:
+        raise exc  # `_take` returns a conflict and waits throttling out itself
+
+    def committed(self, attempt: _TogetherAttempt) -> None:
+        _mark_taken(self.context.maps, self.key, attempt.part, attempt.outcomes[0])
+        self.answers.update((o.reservation_id, o) for o in attempt.outcomes)
+        taking = {o.reservation_id for o in attempt.outcomes}
+        self.queue = [r for r in self.queue if r.reservation_id not in taking]
+        self.refusals = 0
+
+    def learn(self, attempt: _TogetherAttempt, refused: WriteRefused | TransactionConflict | _Fault) -> bool:
+        key, context = self.key, self.context
+        taking = {o.reservation_id for o in attempt.outcomes}
+        if isinstance(refused, _Fault):
+            error = refused.error
+            self._fail(
+                [r for r in self.queue if r.reservation_id in taking],
+                f"{key.event_id} {key.seat_class}: {type(error).__name__}: {error}",
+            )
+            return False
+        self.refusals += 1
         context.maps.claimed.pop(key, None)  # a slice refusing a take is read again before a take there
         if isinstance(refused, TransactionConflict):
-            context.maps.leave(key, home, context.clock.now())  # another container's take is there
+            context.maps.leave(key, attempt.home, context.clock.now())  # another container's take is there
         else:
-            pending = _learn_refusal(key, refused, pending, answers, context, now)
+            self.queue = _learn_refusal(key, refused, self.queue, self.answers, context, attempt.now)
         if (
-            pending
-            and refusals > MAX_PLACEMENTS
-            and not context.deadline.back_off(context.clock, refusals - MAX_PLACEMENTS)
+            self.queue
+            and self.refusals > MAX_PLACEMENTS
+            and not context.deadline.back_off(context.clock, self.refusals - MAX_PLACEMENTS)
         ):
-            reason = f"{key.event_id} {key.seat_class}: {refusals} takes refused in a row until the deadline"
-            failed.update((r.message_id, reason) for r in pending)
-            return answers, failed, []
-    return answers, failed, pending
+            self._fail(
+                self.queue,
+                f"{key.event_id} {key.seat_class}: {self.refusals} takes refused in a row until the deadline",
+            )
+        return False
+
+    def _fail(self, requests: Sequence[ReservationRequest], reason: str) -> None:
+        """Hands the requests back (their messages are retried) with why."""
+        self.failed.update((r.message_id, reason) for r in requests)
+        failed = {r.reservation_id for r in requests}
+        self.queue = [r for r in self.queue if r.reservation_id not in failed]
+
+
+def _has_rules(row: SeatRow) -> bool:
+    """Whether the class has a per-customer limit, pools or an admission rule."""
+    return row.max_per_customer is not None or bool(row.pools) or row.admission_required
+
+
+def _learn_refusal(
+    key: SeatKey,
+    refused: WriteRefused,
+    pending: list[ReservationRequest],
+    settled: dict[str, ReservationOutcome],
+    context: MappedContext,
+    now: float,
+) -> list[ReservationRequest]:
+    """What a refused take taught: duplicates answered, rows learned (the container moves to
+    another slice), a closed sale answered SALE_CLOSED. Returns the requests still to place."""
+    for request in pending:
+        if request.reservation_id in refused.already_recorded:
+            recorded = refused.already_recorded[request.reservation_id]
+            settled[request.reservation_id] = recorded.as_duplicate(request.message_id)
+    pending = [r for r in pending if r.reservation_id not in settled]
+    if not refused.rows:
+        if not refused.already_recorded:
+            raise RetryableError(f"{key}: a take refused without a reason the planner knows")
+        return pending
+    learned = _present_rows(key, refused.rows)
+    context.maps.learn(key, learned)
+    context.maps.leave(key, None, context.clock.now())
+    context.maps.stale_soon(key)
+    closed = next((reason for r in learned.values() if (reason := r.sale_closed_reason(now))), None)
+    if not closed:
+        return pending
+    for request in pending:
+        judgement = judge(LineAsk(request.quantity), ClassFacts(closed=closed))
+        settled[request.reservation_id] = _record(request, answers.refused(request, judgement), context, now)
+    return []
+
+
+def _sold_out_together(
+    requests: list[ReservationRequest], rows: dict[str, SeatRow], context: MappedContext, now: float
+) -> tuple[dict[str, ReservationOutcome], dict[str, str]]:
+    """SOLD_OUT for requests no block fits, their records written as the counted path writes
+    rejections (each its own conditional write); a record that exists is the answer given before."""
+    left = sum(row.available for row in rows.values())
+    refusals = {
+        r.reservation_id: answers.refused(r, placement(Refusal(Refused.NO_BLOCK), r.quantity, left))
+        for r in requests
+    }
+    expires_at = int(now) + context.rejection_ttl_seconds
+    refused = context.store.record_rejections(list(refusals.values()), expires_at=expires_at)
+    if refused is None:
+        return refusals, {}
+    done: dict[str, ReservationOutcome] = {}
+    failed: dict[str, str] = {}
+    for request in requests:
+        rid = request.reservation_id
+        if rid in refused.already_recorded:
+            done[rid] = refused.already_recorded[rid].as_duplicate(request.message_id)
+        elif rid in refused.written:
+            done[rid] = refusals[rid]
+        else:
+            failed[request.message_id] = f"the record of {rid!r} was not written"
+    return done, failed
+
+
+def _take(
+    store: InventoryStore, take: Take, context: MappedContext
+) -> WriteRefused | TransactionConflict | None:
+    """A batch's take, retried in place while throttled until the deadline; a conflict is returned,
+    not retried: another container's take holds the same row items, so the requests are placed
+    again away from its slice (`_TakeTogether`)."""
+    throttled = 0
+    while True:
+        try:
+            return store.take(take)
+        except TransactionConflict as exc:
+            return exc
+        except Throttled:
+            throttled += 1
+            if not context.deadline.back_off(context.clock, throttled):
+                raise
 
 
 def _claim(key: SeatKey, index: int, context: MappedContext) -> bool:
@@ -567,255 +631,3 @@ def _read_view(key: SeatKey, context: MappedContext, now: float) -> dict[str, Se
     return context.deadline.patiently(
         context.clock, lambda: context.maps.view(context.store, key, now), "reading the seat rows"
     )
-
-
-def _fill(
-    key: SeatKey,
-    class_map: ClassMap,
-    pending: list[ReservationRequest],
-    rows: dict[str, SeatRow],
-    context: MappedContext,
-    now: float,
-) -> tuple[list[ReservationOutcome], dict[str, list[int]], int | None]:
-    """The answers of the requests that fit in one transaction, in order, their seats merged per
-    row item, and the slice they are in (None: placed on the whole class). The first request is
-    placed as `_place_spread` places (none fitting: no answers); the slice it lands in is the
-    transaction's, and each later request goes in only with a block in that slice stranding no
-    seat (the others are placed again after the commit, first the earliest): a transaction stays
-    in one slice, so a container that meets another in a slice loses only that slice's takes, and
-    at the sale's end one take fills a slice's gaps with the batch's requests that fit them.
-    Placed on the whole class, it stops at the first request placed in another slice."""
-    local = dict(rows)
-    outcomes: list[ReservationOutcome] = []
-    merged: dict[str, list[int]] = {}
-    home = context.maps.own_slice.get(key)
-    slices = context.maps.slices_of(key, class_map)
-    available = {s.index: s.available(local) for s in slices}
-    for request in pending:
-        if outcomes and home is not None:
-            found = _in_slices(slices, [home], local, request.quantity, 0)
-            if found is None:
-                continue  # no block without a single in the slice: the next transaction places it
-            placement = found[1]
-        else:
-            placed = _place_spread(key, class_map, request.quantity, local, context, available)
-            if isinstance(placed, Refusal):
-                break
-            placement = placed
-            where = context.maps.own_slice.get(key)
-            if outcomes and where != home:
-                break
-            home = where
-        by_row = seats_by_row(placement.seats)
-        if len(merged.keys() | by_row.keys()) + len(outcomes) + 1 > MAX_ACTIONS:
-            break
-        outcomes.append(_taken_answer(request, placement.seats, now))
-        for row_id, positions in by_row.items():
-            merged.setdefault(row_id, []).extend(positions)
-            row = local[row_id]
-            states = {**row.states, **dict.fromkeys(positions, SeatState.SOLD)}
-            local[row_id] = dataclasses.replace(row, states=states, available=row.available - len(positions))
-        _count_taken(slices, available, by_row, home)
-    return outcomes, merged, home
-
-
-def _count_taken(
-    slices: tuple[Slice, ...], available: dict[int, int], by_row: dict[str, tuple[int, ...]], home: int | None
-) -> None:
-    """Each slice's free seats after a placement: in `home` (its slice), or where its rows are (a
-    placement on the whole class)."""
-    for row_id, positions in by_row.items():
-        if home is not None and row_id in slices[home].items:
-            available[home] -= len(positions)
-            continue
-        for piece in slices:
-            if row_id in piece.items:
-                available[piece.index] -= len(positions)
-                break
-
-
-def _learn_refusal(
-    key: SeatKey,
-    refused: WriteRefused,
-    pending: list[ReservationRequest],
-    answers: dict[str, ReservationOutcome],
-    context: MappedContext,
-    now: float,
-) -> list[ReservationRequest]:
-    """What a refused transaction taught: duplicates answered, rows learned (the container moves
-    to another slice), a closed sale answered SALE_CLOSED. Returns the requests still to place."""
-    for request in pending:
-        if request.reservation_id in refused.already_recorded:
-            recorded = refused.already_recorded[request.reservation_id]
-            answers[request.reservation_id] = recorded.as_duplicate(request.message_id)
-    pending = [r for r in pending if r.reservation_id not in answers]
-    if refused.rows:
-        missing = [row_id for row_id, row in refused.rows.items() if row is None]
-        if missing:
-            raise StoreInconsistency(f"{key}: the map's row item(s) {missing} do not exist")
-        learned = {row_id: row for row_id, row in refused.rows.items() if row is not None}
-        context.maps.learn(key, learned)
-        context.maps.leave(key, None, context.clock.now())
-        context.maps.stale_soon(key)
-        closed = [reason for r in learned.values() if (reason := r.sale_closed_reason(now))]
-        if closed:
-            for request in pending:
-                answer = _reject(request, Outcome.SALE_CLOSED, closed[0], None, context, now)
-                answers[request.reservation_id] = answer
-            return []
-    elif not refused.already_recorded:
-        raise RetryableError(f"{key}: a take refused without a reason the planner knows")
-    return pending
-
-
-def _sold_out_together(
-    requests: list[ReservationRequest], rows: dict[str, SeatRow], context: MappedContext, now: float
-) -> tuple[dict[str, ReservationOutcome], dict[str, str]]:
-    """SOLD_OUT for requests no block fits, their records written as the counted path writes
-    rejections (each its own conditional write); a record that exists is the answer given before."""
-    left = sum(row.available for row in rows.values())
-    answers = {
-        r.reservation_id: _answer(
-            r,
-            Outcome.SOLD_OUT,
-            f"requested {r.quantity} seat(s) together; no placement fits ({left} left)",
-            None,
-            remaining=left,
-        )
-        for r in requests
-    }
-    expires_at = int(now) + context.rejection_ttl_seconds
-    refused = context.store.record_rejections(list(answers.values()), expires_at=expires_at)
-    if refused is None:
-        return answers, {}
-    done: dict[str, ReservationOutcome] = {}
-    failed: dict[str, str] = {}
-    for request in requests:
-        rid = request.reservation_id
-        if rid in refused.already_recorded:
-            done[rid] = refused.already_recorded[rid].as_duplicate(request.message_id)
-        elif rid in refused.written:
-            done[rid] = answers[rid]
-        else:
-            failed[request.message_id] = f"the record of {rid!r} was not written"
-    return done, failed
-
-
-def _take(
-    store: InventoryStore, take: Take, context: MappedContext
-) -> WriteRefused | TransactionConflict | None:
-    """A batch's take, retried in place while throttled until the deadline; a conflict is returned,
-    not retried: another container's take holds the same row items, so the requests are placed
-    again away from its slice (`_settle_together`)."""
-    throttled = 0
-    while True:
-        try:
-            return store.take(take)
-        except TransactionConflict as exc:
-            return exc
-        except Throttled:
-            throttled += 1
-            if not context.deadline.back_off(context.clock, throttled):
-                raise
-
-
-def _commit(store: InventoryStore, take: Take, context: MappedContext) -> WriteRefused | None:
-    """The take, retried in place on a conflict or throttling until the deadline."""
-    conflicts = 0
-    while True:
-        try:
-            return store.take(take)
-        except (TransactionConflict, Throttled):
-            conflicts += 1
-            if not context.deadline.back_off(context.clock, conflicts):
-                raise
-
-
-def _mark_taken(maps: SeatMaps, key: SeatKey, part: ClassTake, answer: ReservationOutcome) -> None:
-    """The view learns the seats it just took (so the next request in the batch does not try them)."""
-    state = SeatState.HELD if answer.outcome is Outcome.HELD else SeatState.SOLD
-    view = maps.views.setdefault(key, {})
-    for row_id, positions in part.rows.items():
-        row = view.get(row_id)
-        if row is not None:
-            states = dict(row.states)
-            states.update(dict.fromkeys(positions, state))
-            view[row_id] = dataclasses.replace(row, states=states, available=row.available - len(positions))
-
-
-def _taken_answer(request: ReservationRequest, seats: tuple[str, ...], now: float) -> ReservationOutcome:
-    names = ", ".join(seats)
-    if not request.is_hold:
-        return _answer(request, Outcome.CONFIRMED, f"{request.quantity} seat(s) confirmed: {names}", seats)
-    expires_at = int(now) + (request.hold_seconds or 0)
-    reason = f"{request.quantity} seat(s) held until {iso_utc(expires_at)}: {names}"
-    return _answer(request, Outcome.HELD, reason, seats, hold_expires_at=expires_at)
-
-
-def _answer(
-    request: ReservationRequest,
-    outcome: Outcome,
-    reason: str,
-    seats: tuple[str, ...] | None,
-    *,
-    remaining: int | None = None,
-    hold_expires_at: int | None = None,
-) -> ReservationOutcome:
-    return ReservationOutcome(
-        reservation_id=request.reservation_id,
-        outcome=outcome,
-        reason=reason,
-        event_id=request.event_id,
-        seat_class=request.seat_class,
-        quantity=request.quantity,
-        customer_id=request.customer_id,
-        remaining=remaining,
-        message_id=request.message_id,
-        request_type=request.request_type,
-        hold_expires_at=hold_expires_at,
-        seats=seats,
-    )
-
-
-def _refused(
-    request: ReservationRequest,
-    refusal: Refusal,
-    rows: dict[str, SeatRow],
-    context: MappedContext,
-    now: float,
-) -> ReservationOutcome:
-    """The answer to a request no placement fits: INVALID (not recorded: the map decides it the
-    same way every time), or a recorded rejection."""
-    if refusal.why in (Refused.NOT_IN_CLASS, Refused.NOT_ACCESSIBLE):
-        return _answer(request, Outcome.INVALID, refusal.reason, refusal.seats)
-    if refusal.why is Refused.SEATS_TAKEN:
-        return _reject(request, Outcome.SEATS_TAKEN, refusal.reason, refusal.seats, context, now)
-    if refusal.why is Refused.ORPHAN_SEAT:
-        return _reject(request, Outcome.ORPHAN_SEAT, refusal.reason, refusal.seats, context, now)
-    left = sum(row.available for row in rows.values())
-    together = "" if request.split else " together"
-    reason = f"requested {request.quantity} seat(s){together}; no placement fits ({left} left)"
-    return _reject(request, Outcome.SOLD_OUT, reason, None, context, now, remaining=left)
-
-
-def _reject(
-    request: ReservationRequest,
-    outcome: Outcome,
-    reason: str,
-    seats: tuple[str, ...] | None,
-    context: MappedContext,
-    now: float,
-    *,
-    remaining: int | None = None,
-) -> ReservationOutcome:
-    """A rejection, recorded exactly once (a record that exists is the answer given before)."""
-    answer = _answer(request, outcome, reason, seats, remaining=remaining)
-    expires_at = int(now) + context.rejection_ttl_seconds
-    refused = context.store.record_rejections([answer], expires_at=expires_at)
-    if refused is None:
-        return answer
-    if request.reservation_id in refused.already_recorded:
-        return refused.already_recorded[request.reservation_id].as_duplicate(request.message_id)
-    if request.reservation_id in refused.written:
-        return answer
-    raise RetryableError(f"the record of {request.reservation_id!r} was not written")

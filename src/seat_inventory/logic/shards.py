@@ -1,23 +1,23 @@
 """How a sharded seat class's seats are spread over its shard items (docs/explanation/sharding.md).
 
-Pure arithmetic on a consistent view of the class (`SeatClassInventory` with every shard): where
-a group takes its seats, which seats move when a shard alone is short, how capacity is added or
-removed, and how a reshard spreads the available seats. The data access executes these plans in
-transactions whose conditions re-check every number they rest on.
+Pure arithmetic on what a container has seen of a class's shard items (a survey, or a consistent
+view of the class): which item a container takes from, and which seats move into it when it
+alone is short. The data access executes these plans in transactions whose conditions re-check
+every number they rest on.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Protocol
 
-from seat_inventory.models import MAX_SHARDS, SeatClassInventory, ShardSurvey
+from seat_inventory.models import SeatClassInventory, ShardSeats, ShardSurvey
 
 # A shard item that seats were taken from within this many seconds is taken to be in use by
 # another container. One container commits a transaction every 0.1-0.2 s on its shard, so a shard
 # left alone this long has no owner any more (its container moved on, or ended). With 0.5 s,
 # `seats simulate --requests 1000000 --containers 64 --shards 64` cancels 1.4% of transactions
-# (docs/explanation/sharding.md, "How to size K": main at the end of issue 13).
+# (docs/explanation/sharding.md, "How to size K").
 SHARD_IN_USE_SECONDS = 0.5
 
 
@@ -104,17 +104,6 @@ def gather_moves(
     return moves
 
 
-def check_shard_count(shards: int) -> None:
-    if not 1 <= shards <= MAX_SHARDS:
-        raise ValueError(f"the number of shards must be 1 to {MAX_SHARDS}, not {shards}")
-
-
-def spread(total: int, shards: int) -> list[int]:
-    """`total` split as evenly as possible over `shards` parts, the larger ones first."""
-    base, extra = divmod(total, shards)
-    return [base + (1 if index < extra else 0) for index in range(shards)]
-
-
 def routed_shards(view: SeatClassInventory | None) -> int:
     """How many shards groups are routed to (the first ones; 1 for a class never seen)."""
     if view is None:
@@ -148,40 +137,16 @@ def route(
     if enough:
         return enough[rng.randrange(len(enough))], {}
     by_seats = sorted(shards, key=lambda s: (-s.available, s.shard))
-    target = by_seats[0]
-    short = seats - target.available
+    return by_seats[0].shard, _fill_from(by_seats[1:], seats - by_seats[0].available)
+
+
+def _fill_from(donors: Sequence[ShardSeats], short: int) -> dict[int, int]:
+    """The seats each donor gives, in order, until `short` are given (as far as they have them)."""
     moves: dict[int, int] = {}
-    for donor in by_seats[1:]:
+    for donor in donors:
         if short <= 0:
             break
         if donor.available > 0:
             moves[donor.shard] = min(donor.available, short)
             short -= moves[donor.shard]
-    return target.shard, moves
-
-
-def removal(view: SeatClassInventory, seats: int) -> dict[int, int]:
-    """Which shards give up `seats` available seats (and as much capacity): the fullest first."""
-    plan: dict[int, int] = {}
-    left = seats
-    for shard in sorted(view.shard_seats(), key=lambda s: (-s.available, s.shard)):
-        if left <= 0:
-            break
-        take = min(shard.available, left)
-        if take:
-            plan[shard.shard] = take
-            left -= take
-    if left > 0:
-        raise ValueError(f"only {view.available} seat(s) available, {seats} to remove")
-    return plan
-
-
-def rebalance(view: SeatClassInventory, shards: int) -> dict[int, int]:
-    """The change of available seats (and capacity) per shard item that spreads the class's
-    available seats evenly over the first `shards` items and empties the others (retired ones
-    keep only their held and sold seats). The changes sum to 0: a reshard conserves the class."""
-    check_shard_count(shards)
-    items = max(shards, view.shard_items)
-    current: Mapping[int, int] = {s.shard: s.available for s in view.shard_seats()}
-    target = spread(view.available, shards) + [0] * (items - shards)
-    return {shard: target[shard] - current.get(shard, 0) for shard in range(items)}
+    return moves

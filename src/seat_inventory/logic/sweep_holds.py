@@ -1,46 +1,34 @@
 """Releases holds that ran out: seats go back to `available`, each hold exactly once, and every
-expiry is announced (EXPIRED on SNS) at least once.
+expiry is announced (EXPIRED on SNS) at least once (DynamoDB TTL deletes items only "within a few
+days": not a release).
 
-DynamoDB TTL is not used for the release: AWS deletes expired items only "within a few days".
-The sweeper runs on a schedule (template parameter `SweepSchedule`) and:
-1. flushes the outbox: expired holds whose EXPIRED outcome was not published yet (a previous
-   run's publication failed, or it stopped in between) are published and taken out;
-2. finds live holds due by now through the sparse index `HoldsByExpiry` (8 shards);
-3. releases them per seat class in one transaction per 100 actions (`settle_transitions`): each
-   record moves HELD -> EXPIRED only if it is still HELD and due, so a hold confirmed or cancelled
-   meanwhile is skipped, and two sweepers running at once release it once; released records
-   enter the outbox in the same transaction. A seat class whose release hits a transient fault
-   is tried again within the run, after a jittered back-off and in smaller transactions
-   (`RELEASE_RETRY_ROUNDS`): the release writes the inventory item that every reservation of an
-   on-sale writes, so conflicts and throttling are likeliest exactly when seats are scarce;
-4. publishes their EXPIRED outcomes and takes the published ones out of the outbox.
-
-A run that still could not release every due hold it found reports them (`failed_groups`,
-`holds_overdue`) and the handler fails the invocation (`SweepIncomplete`), so the function's
-Errors metric and `SweepHoldsErrorsAlarm` see it; every run also reports how late the oldest due
-hold it found was (`oldest_overdue_seconds`, the metric of `HoldsOverdueAlarm`).
+Each run publishes the outbox (expiries a previous run did not announce), finds the holds due
+through the `HoldsByExpiry` index, and releases them per seat class (`settle_transitions`: each
+record HELD -> EXPIRED only if still HELD and due, entering the outbox in the same transaction),
+trying a class whose release met a transient fault again after a back-off, in smaller
+transactions. What still failed is reported (`failed_groups`, `holds_overdue`); the handler then
+fails the invocation (`SweepHoldsErrorsAlarm`).
 """
 
 from __future__ import annotations
 
 import random
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from seat_inventory.logic import answers
 from seat_inventory.logic.change_reservations import TransitionResult, settle_transitions
 from seat_inventory.logic.inventory_hints import InventoryHints
 from seat_inventory.logic.ports import Clock, HoldStore, OutcomePublisher
 from seat_inventory.models import (
     Outcome,
-    RequestType,
     ReservationOutcome,
     ReservationRecord,
     RetryableError,
     SeatKey,
     StoreInconsistency,
     Transition,
-    iso_utc,
 )
 from seat_inventory.settings import DEFAULT_REJECTION_RECORD_TTL_DAYS, SECONDS_PER_DAY
 
@@ -83,25 +71,6 @@ class SweepResult:
     oldest_overdue_seconds: int = 0
 
 
-def expiry_outcome(record: ReservationRecord) -> ReservationOutcome:
-    """The EXPIRED outcome published for a released hold (no message asked for it: `message_id` is None)."""
-    answer = record.answer
-    expired_at = iso_utc(record.hold_expires_at) if record.hold_expires_at is not None else "its expiry"
-    return ReservationOutcome(
-        reservation_id=answer.reservation_id,
-        outcome=Outcome.EXPIRED,
-        reason=f"the hold expired at {expired_at}; {record.quantity} seat(s) released",
-        event_id=answer.event_id,
-        seat_class=answer.seat_class,
-        quantity=answer.quantity,
-        customer_id=answer.customer_id,
-        request_type=RequestType.EXPIRE,
-        hold_expires_at=record.hold_expires_at,
-        seats=answer.seats,
-        lines=answer.lines,
-    )
-
-
 def _publish_and_clear(
     records: Sequence[ReservationRecord],
     *,
@@ -115,7 +84,7 @@ def _publish_and_clear(
     """
     if not records:
         return 0
-    outcomes = {record.reservation_id: expiry_outcome(record) for record in records}
+    outcomes = {record.reservation_id: answers.expired(record) for record in records}
     not_published = {o.reservation_id for o in publisher.publish(list(outcomes.values()))}
     store.mark_expiries_published(
         [r for r in records if r.reservation_id not in not_published], expires_at=expires_at
@@ -138,10 +107,8 @@ def release_expired_holds(
     smaller transactions); what still failed is reported (`failed_groups`, `holds_overdue`) after
     the other classes were released and announced. Errors the service cannot classify propagate.
     """
-    hints = hints if hints is not None else InventoryHints()
     result = SweepResult()
     now = int(clock.now())
-    run_id = uuid.uuid4().hex  # stamped on this run's releases (Transition.change_id)
     record_ttl = now + rejection_ttl_seconds
 
     outbox = store.find_unpublished_expiries(limit)
@@ -154,66 +121,98 @@ def release_expired_holds(
         for r in store.find_expired_holds(now, limit)
         if r.hold_expired(now) and r.reservation_id not in flushed
     ]
-    groups: dict[SeatKey, list[Transition]] = {}
-    for record in due:
-        if record.seat_key is not None:
-            groups.setdefault(record.seat_key, []).append(Transition(record, Outcome.EXPIRED, run_id))
-
     result.oldest_overdue_seconds = max((now - (r.hold_expires_at or now) for r in due), default=0)
-
-    def settle(key: SeatKey, transitions: Sequence[Transition]) -> TransitionResult:
-        return settle_transitions(
-            key,
-            transitions,
-            now=now,
-            store=store,
-            clock=clock,
-            hints=hints,
-            release_ttl_seconds=rejection_ttl_seconds,
-        )
-
-    released: list[ReservationRecord] = []
-    recovered: list[ReservationRecord] = []  # found in the outbox by a retry
-    errors: dict[SeatKey, RetryableError] = {}
-    failed: dict[SeatKey, list[Transition]] = {}
-    size = max((len(t) for t in groups.values()), default=0)
-    for attempt in range(1 + RELEASE_RETRY_ROUNDS):
-        if attempt:
-            if not groups:
-                break
-            clock.sleep(random.uniform(0, RELEASE_BACKOFF_SECONDS * 2**attempt))
-            size = max(1, -(-size // 2))
-        left: dict[SeatKey, list[Transition]] = {}
-        for key, transitions in groups.items():
-            for start in range(0, len(transitions), size):
-                settled = settle(key, transitions[start : start + size])
-                released.extend(t.record for t in settled.committed)
-                for now_stored in settled.superseded.values():
-                    # A hold found EXPIRED by this run's own id is its release whose reply was
-                    # lost: announce it now, not a run later. Another sweeper's release is not ours
-                    # to count (it announces it, or its outbox entry is published by a later run).
-                    if (
-                        now_stored is not None
-                        and now_stored.awaiting_publication
-                        and now_stored.last_change_id == run_id
-                    ):
-                        recovered.append(now_stored)
-                    else:
-                        result.skipped += 1
-                if settled.error is not None:
-                    errors[key] = settled.error
-                    left[key] = settled.failed + transitions[start + size :]
-                    break
-        # A StoreInconsistency is not cured by waiting: it is reported at once.
-        groups = {k: t for k, t in left.items() if not isinstance(errors[k], StoreInconsistency)}
-        failed.update((k, t) for k, t in left.items() if k not in groups)
-    failed.update(groups)
-    result.failed_groups = [f"{k.event_id} {k.seat_class}: {errors[k]}" for k in failed]
-    result.holds_overdue = sum(len(t) for t in failed.values())
-    released += recovered  # released by this run as far as it can tell (its reply was lost)
+    release = _Release(
+        store, clock, hints if hints is not None else InventoryHints(), now, rejection_ttl_seconds
+    )
+    release.run(due)
+    result.skipped = release.skipped
+    result.failed_groups = [f"{k.event_id} {k.seat_class}: {release.errors[k]}" for k in release.failed]
+    result.holds_overdue = sum(len(t) for t in release.failed.values())
+    released = release.released + release.recovered  # released by this run as far as it can tell
     result.seats_released = sum(r.quantity for r in released)
-    result.released = [expiry_outcome(r) for r in released]
+    result.released = [answers.expired(r) for r in released]
     result.unpublished += _publish_and_clear(
         released, store=store, publisher=publisher, expires_at=record_ttl
     )
     return result
+
+
+@dataclass(slots=True)
+class _Release:
+    """One run's releases, per seat class: what was released, what a retry found released by this
+    run already (its reply was lost), what was skipped (changed by someone else first), and the
+    classes that still failed, with their errors."""
+
+    store: HoldStore
+    clock: Clock
+    hints: InventoryHints
+    now: int
+    rejection_ttl_seconds: int
+    run_id: str = field(default_factory=lambda: uuid.uuid4().hex)  # this run's `Transition.change_id`
+    released: list[ReservationRecord] = field(default_factory=list)
+    recovered: list[ReservationRecord] = field(default_factory=list)
+    skipped: int = 0
+    errors: dict[SeatKey, RetryableError] = field(default_factory=dict)
+    failed: dict[SeatKey, list[Transition]] = field(default_factory=dict)
+
+    def run(self, due: Sequence[ReservationRecord]) -> None:
+        """Releases the due holds per class; a class that met a transient fault is tried again
+        after a back-off, in transactions half as large, `RELEASE_RETRY_ROUNDS` times."""
+        groups: dict[SeatKey, list[Transition]] = {}
+        for record in due:
+            if record.seat_key is not None:
+                groups.setdefault(record.seat_key, []).append(
+                    Transition(record, Outcome.EXPIRED, self.run_id)
+                )
+        size = max((len(t) for t in groups.values()), default=0)
+        for attempt in range(1 + RELEASE_RETRY_ROUNDS):
+            if attempt:
+                if not groups:
+                    break
+                self.clock.sleep(random.uniform(0, RELEASE_BACKOFF_SECONDS * 2**attempt))
+                size = max(1, -(-size // 2))
+            left = self._round(groups, size)
+            # A StoreInconsistency is not cured by waiting: it is reported at once.
+            groups = {k: t for k, t in left.items() if not isinstance(self.errors[k], StoreInconsistency)}
+            self.failed.update((k, t) for k, t in left.items() if k not in groups)
+        self.failed.update(groups)
+
+    def _round(
+        self, groups: Mapping[SeatKey, list[Transition]], size: int
+    ) -> dict[SeatKey, list[Transition]]:
+        """Each class's releases in transactions of `size`; the transitions left of each class
+        whose release failed."""
+        left: dict[SeatKey, list[Transition]] = {}
+        for key, transitions in groups.items():
+            for start in range(0, len(transitions), size):
+                settled = settle_transitions(
+                    key,
+                    transitions[start : start + size],
+                    now=self.now,
+                    store=self.store,
+                    clock=self.clock,
+                    hints=self.hints,
+                    release_ttl_seconds=self.rejection_ttl_seconds,
+                )
+                self._take_in(settled)
+                if settled.error is not None:
+                    self.errors[key] = settled.error
+                    left[key] = settled.failed + transitions[start + size :]
+                    break
+        return left
+
+    def _take_in(self, settled: TransitionResult) -> None:
+        self.released.extend(t.record for t in settled.committed)
+        for now_stored in settled.superseded.values():
+            # A hold found EXPIRED by this run's own id is its release whose reply was lost:
+            # announce it now, not a run later. Another sweeper's release is not ours to count
+            # (it announces it, or its outbox entry is published by a later run).
+            if (
+                now_stored is not None
+                and now_stored.awaiting_publication
+                and now_stored.last_change_id == self.run_id
+            ):
+                self.recovered.append(now_stored)
+            else:
+                self.skipped += 1

@@ -1,33 +1,12 @@
-"""How much one container writes to the table at once: an adaptive window (AIMD).
+"""How much one container writes to the table at once: an adaptive window (AIMD, as TCP's
+congestion window, RFC 5681), and the back-off a throttled write waits (docs/explanation/contention.md).
 
-DynamoDB throttles a request when its partition (or the table) has not the write units it needs
-at that moment; a throttled request consumes nothing (docs/explanation/contention.md). Under a table that
-admits fewer transactions than the containers send, who gets in is whoever asks when the
-partitions' units have refilled enough, and a 100-action transaction needs about 200 of them at
-once. Each container retrying on its own, with an exponential back-off that grows with its own
-refusals, lets the unlucky ones ask ever less often: their groups reach the invocation's
-deadline uncommitted and are handed back to the queue (180 s there), which is what made a sale on
-a new table (4,000 write units per second) slower than on one item (docs/explanation/simulation.md).
-
-So each container keeps a congestion window, as TCP does (additive increase, multiplicative
-decrease, RFC 5681): the most reservations it puts in one transaction (its only write in flight).
-It starts at the most a transaction holds; a throttled transaction halves it, down to
-`MIN_RECORDS`; each admitted one widens it by `INCREASE_RECORDS`, up to `MAX_RECORDS`. A container
-that meets throttling thus asks for fewer units at a time, which the partitions (refilling at
-1,000 units per second each) have sooner: a container refused again and again gets in with a
-smaller transaction instead of waiting for its deadline, every container's window tends to the
-same size (a larger transaction is throttled more often, as a larger TCP window loses more), and
-the table's units are still all used (throttled requests take none). And a throttled write waits
-the capped back-off every time (`back_off_step`), not one that grows with its own refusals.
-Smaller transactions cost a little more per reservation (the inventory item's 2 units are shared
-by fewer records: 2.25 units at `MIN_RECORDS` instead of 2.02 at 99); docs/explanation/simulation.md has the
-figures before and after.
-
-The AWS SDKs' "adaptive" retry mode limits a client's request rate in the same spirit
-(https://docs.aws.amazon.com/sdkref/latest/guide/feature-retry-behavior.html), but botocore
-applies it only to the errors it retries itself, and it retries no cancelled transaction: the
-service sees those (`Throttled`) and adapts here. No I/O, no clock: the same code runs in the
-Lambda and in `seats simulate`.
+A throttled request consumes nothing, and a 100-action transaction needs about 200 units at
+once: containers that back off on their own refusals ask ever less often and reach their deadline
+uncommitted. So each container puts at most `records` reservations in one transaction: a
+throttled transaction halves it (down to `MIN_RECORDS`), an admitted one widens it by
+`INCREASE_RECORDS` (up to `MAX_RECORDS`). botocore's adaptive mode does not see cancelled
+transactions; the service does (`Throttled`). No I/O, no clock.
 """
 
 from __future__ import annotations

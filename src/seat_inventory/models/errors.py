@@ -1,4 +1,4 @@
-"""The errors the layers share: transient faults to retry, a broken invariant, operator refusals."""
+"""The errors the layers share: transient faults to retry, and a broken invariant."""
 
 from __future__ import annotations
 
@@ -18,28 +18,5 @@ class Throttled(RetryableError):
 
 
 class StoreInconsistency(RetryableError):
-    """The stored state breaks an invariant (a guard that cannot fail on consistent data failed).
-
-    In the reservations handler only the affected messages are handed back; after
-    MaxReceiveCount receives they reach the dead-letter queue, whose alarm calls an operator. In
-    the hold sweeper the seat class is not retried, and the run fails after the rest of its work
-    (`SweepHoldsErrorsAlarm`, `HoldsOverdueAlarm`). Nothing is written meanwhile.
-    """
-
-
-class OperatorOutcomeUnknown(Exception):
-    """An operator change got no answer from DynamoDB, and neither did the reads that would tell
-    whether it was applied: it may or may not have been. Not a retryable error: sending the change
-    again under a new operation id could apply it twice."""
-
-
-class EventAlreadyExists(Exception):
-    """`create_event` was asked to create a seat class that already exists."""
-
-
-class UnknownSeatClass(Exception):
-    """An operator change named a seat class that has no inventory item."""
-
-
-class InventoryChangeRefused(Exception):
-    """An operator change would break the inventory's invariant (e.g. capacity below sold + held)."""
+    """The stored state breaks an invariant (a guard that cannot fail on consistent data failed):
+    nothing is written; the messages go on to the dead-letter queue, the sweeper reports the class."""

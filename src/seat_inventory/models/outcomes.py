@@ -26,15 +26,11 @@ class Outcome(StrEnum):
     LIMIT_EXCEEDED = "LIMIT_EXCEEDED"
     SALE_CLOSED = "SALE_CLOSED"
     UNKNOWN_RESERVATION = "UNKNOWN_RESERVATION"
-    # A reserve or hold on a class that requires an admission token, without a valid one
-    # (missing, forged, expired, for another event or customer, or used by another reservation):
-    # docs/guides/admission.md.
+    # No token that admits the request to a class that requires one (docs/guides/admission.md).
     ADMISSION_REFUSED = "ADMISSION_REFUSED"
-    # Published by the ticket issuer when a sold reservation got its ticket numbers (never a
-    # record's status: docs/guides/tickets.md).
+    # A sale's ticket numbers, published by the issuer (never a record's status).
     TICKETED = "TICKETED"
-    # Mapped seat classes (docs/guides/seat-maps.md): chosen seats not free (the reason names them), or
-    # chosen seats that would leave a single empty seat in a class that refuses orphans.
+    # Chosen seats not free, or stranding a single seat (docs/guides/seat-maps.md).
     SEATS_TAKEN = "SEATS_TAKEN"
     ORPHAN_SEAT = "ORPHAN_SEAT"
     # At the gate (docs/guides/checkin.md), never a record's status: a ticket passed on to another
@@ -50,14 +46,9 @@ TAKES_SEATS = frozenset({Outcome.CONFIRMED, Outcome.HELD})
 
 @dataclass(frozen=True, slots=True)
 class ReservationOutcome:
-    """The final answer for one message, as stored (for a reserve or hold) and as published.
-
-    `remaining` is the number of seats left in the class when the service knows it (it is
-    always known for SOLD_OUT, which is decided from the inventory item itself).
-    `duplicate` is True when this is a re-publication of an answer recorded earlier, or, for a
-    confirm or cancel, when the reservation was already in the state asked for.
-    `hold_expires_at` (epoch seconds) is set for answers about a hold.
-    """
+    """The final answer to one message, as recorded (a reserve or hold) and published: `remaining` the
+    seats left when known (always for SOLD_OUT), `duplicate` for an answer given before (or a change
+    already made), `hold_expires_at` for a hold."""
 
     reservation_id: str
     outcome: Outcome
@@ -72,10 +63,8 @@ class ReservationOutcome:
     request_type: RequestType | None = RequestType.RESERVE
     hold_expires_at: int | None = None
     tickets: tuple[str, ...] | None = None  # a TICKETED outcome's ticket numbers, formatted
-    # A mapped class's seat ids: those taken (HELD, CONFIRMED and the changes of such a
-    # reservation), or those not free (SEATS_TAKEN) or stranded (ORPHAN_SEAT).
+    # A mapped class's seat ids: taken, or not free (SEATS_TAKEN), or stranded (ORPHAN_SEAT).
     seats: tuple[str, ...] | None = None
-    # A multi-line order's lines (docs/guides/orders.md); None for a single-line reservation.
     lines: tuple[OrderLine, ...] | None = None
 
     def as_duplicate(self, message_id: str) -> ReservationOutcome:

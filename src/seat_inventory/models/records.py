@@ -19,9 +19,6 @@ class TokenUse:
     expires_at: int
 
 
-# An order (docs/guides/orders.md) has 1 to this many lines: each is one more inventory item, counter
-
-
 @dataclass(frozen=True, slots=True)
 class LineTake:
     """Where one line of a record (a single-line record is its own only line) took its seats:
@@ -49,20 +46,13 @@ class ClassRules:
 
 @dataclass(frozen=True, slots=True)
 class ClassTake:
-    """What a take does to one seat class: the answers recorded with it (each record says where
-    its seats came from, to give them back there) and the seats they take.
+    """What a take does to one seat class: the answers recorded with it and the seats they take.
 
-    A counted class's `seats` (`held` of them held, the rest sold) come off its shard item
-    `shard` (0 for a class of one item), after `moves` (shard -> seats) moved available seats (and
-    as much capacity) into it from other shard items, each guarded by the donor's `available`;
-    `taken_at` (the taker's clock) is stored on the item, for `survey_shards`. A mapped class
-    (docs/guides/seat-maps.md) takes them off its row items instead (`rows`: row item -> positions), each
-    guarded on exactly those seats being free. Either guard checks the sale status and window
-    and the `rules` assumed. With a per-customer limit, `counters` (customer -> seats taken here)
-    are added to the customers' counters, guarded by the limit. `token_uses` are written only if
-    no other reservation used the token first. Each pool of `rules.pools` gives the seats too:
-    its item `pool_shards[pool]` (absent: 0), after `pool_moves` (pool -> donor item -> seats).
-    """
+    A counted class's `seats` (`held` of them held) come off shard item `shard` after `moves`
+    (donor -> seats) moved seats into it; a mapped class's off its row items (`rows`: row item ->
+    positions). The guards check the seats, the sale at the take's `now` and the `rules` assumed;
+    `counters` (customer -> seats) count against the limit, `token_uses` spend tokens, and each pool
+    of the rules gives the seats too, from item `pool_shards[pool]` after `pool_moves[pool]`."""
 
     key: SeatKey
     outcomes: Sequence[ReservationOutcome] = ()
@@ -98,11 +88,9 @@ class ClassTake:
 
 @dataclass(frozen=True, slots=True)
 class Take:
-    """One transaction that takes seats (`InventoryStore.take`): a part per seat class (one for a
-    group of requests or a mapped take; an order's lines, all of one event), and each capacity
-    pool item they share written once, guarded on their sum. All of it or nothing. Rejections
-    recorded with the take expire (TTL) at `rejection_expires_at`; the guards judge the sale
-    window at `now` (None: the store's clock)."""
+    """One transaction that takes seats (`InventoryStore.take`), all or nothing: a part per seat class
+    (an order's lines are several, of one event), each pool item they share written once. Rejections
+    recorded with it expire at `rejection_expires_at`; the guards judge the sale at `now`."""
 
     parts: Sequence[ClassTake]
     rejection_expires_at: int
@@ -114,20 +102,13 @@ class Take:
 
 @dataclass(frozen=True, slots=True)
 class WriteRefused:
-    """What stopped a take (a failed guard: nothing was written), or the records of
-    `InventoryStore.record_rejections` that were not written.
+    """What stopped a take (nothing was written), or the records of `record_rejections` not written.
 
-    `inventory_refused`: a class's guard failed (its item or a row item); `inventory` is then the
-    first refusing class item as it was (for a sharded class only that item: not `complete`), or
-    None when there is no such item (unknown event). `already_recorded`: reservation id -> the
-    answer stored before (those requests were answered and take nothing). `customer_seats`:
-    customer -> the seats their counter held (taking more passes the limit). `tokens_used`: token
-    -> the reservation that used it first (a replay). `pools_refused`: pool -> the first refusing
-    item as it was (None: missing). `rows`: a mapped class's refusing row items (None: missing).
-    `parts`: per part of the take, what of it refused, or None. `written`: the records of
-    `record_rejections` written all the same (each is its own write); records in neither
-    `written` nor `already_recorded` met a transient fault.
-    """
+    `inventory`: the first refusing class item as it was (a shard item alone is not `complete`; None:
+    no such class); `already_recorded`: the answers stored before; `customer_seats`: the counters
+    that refused; `tokens_used`: each token's first user; `pools_refused`/`rows`: the refusing pool
+    items and row items as they were (None: missing); `parts`: each part's own refusal (or None);
+    `written`: the rejections written all the same (the rest met a transient fault)."""
 
     inventory_refused: bool
     inventory: SeatClassInventory | None
@@ -142,14 +123,9 @@ class WriteRefused:
 
 @dataclass(frozen=True, slots=True)
 class TransitionsRefused:
-    """A status-change transaction that a failed guard cancelled (nothing was written).
-
-    `records`: reservation id -> the record as it is now (None when it no longer exists), for
-    each record someone else changed first. `inventory_refused`/`inventory`: a class item's guard
-    failed, and that item as it was (None when missing); `counters_refused` the customers whose
-    counter could not be decremented; `pools_refused` the pool items whose guard failed (or that
-    do not exist): on consistent data that cannot happen.
-    """
+    """What stopped a status change (nothing was written): `records` changed by someone else first (as
+    they are now; None: gone), and the class item, counters and pool items whose guard failed (on
+    consistent data these cannot)."""
 
     inventory_refused: bool
     inventory: SeatClassInventory | None
@@ -160,16 +136,10 @@ class TransitionsRefused:
 
 @dataclass(frozen=True, slots=True)
 class ReservationRecord:
-    """One reservation as stored: the original answer, and where the reservation stands now.
-
-    `answer` is what the reserve or hold message was told (republished verbatim to duplicates);
-    `status` moves on with confirm, cancel and expiry (HELD -> CONFIRMED -> CANCELLED, ...).
-    `customer_counted` says the seats were added to the customer's per-class counter, so
-    releasing them must take them off again. `awaiting_publication` marks an expired hold whose
-    EXPIRED outcome the sweeper has not yet published (its outbox). `shard` is the shard item of
-    the seat class its seats were taken from, and go back to. `last_change_id` names the attempt
-    that made the last status change, when it gave one (`Transition.change_id`).
-    """
+    """One reservation as stored: the answer it was given (republished verbatim to duplicates), its
+    status now, and where its seats came from (`takes`: the shard item, pools and counting of the
+    record, or of each line of an order), to go back there. `awaiting_publication`: an expiry in the
+    sweeper's outbox; `last_change_id`: the attempt that made the last status change."""
 
     answer: ReservationOutcome
     status: Outcome
@@ -179,12 +149,10 @@ class ReservationRecord:
     status_changed_at: str | None = None
     shard: int = 0  # the shard item its seats came from
     last_change_id: str | None = None  # the change_id of the last Transition that gave one
-    # Ticket numbers (docs/guides/tickets.md): sold and waiting for the issuer, or numbered
-    # `ticket_first` .. `ticket_first + quantity - 1` in series `ticket_series`.
+    # Ticket numbers (docs/guides/tickets.md): waiting for the issuer, or numbered from `ticket_first`.
     awaiting_tickets: bool = False
     ticket_series: int | None = None
     ticket_first: int | None = None
-    # The capacity pools its seats were taken from, and go back to (docs/guides/pools.md).
     pools: tuple[str, ...] = ()
     # How many of its tickets another customer holds now (passed on, docs/guides/checkin.md): while
     # any is, the reservation cannot be cancelled (its seats are no longer all the buyer's).
@@ -247,16 +215,12 @@ class ReservationRecord:
 
 @dataclass(frozen=True, slots=True)
 class Transition:
-    """One status change to commit: `record` as read, moving to `to` (CONFIRMED, CANCELLED or EXPIRED).
-
-    The inventory moves with it: HELD -> CONFIRMED turns held seats into sold ones;
-    HELD -> CANCELLED/EXPIRED and CONFIRMED -> CANCELLED give the seats back to `available`.
-    """
+    """One status change to commit: `record` as read, moving to `to` (CONFIRMED, CANCELLED, EXPIRED); its
+    seats move with it (held to sold, or back to available)."""
 
     record: ReservationRecord
     to: Outcome
-    # Stored with the record (`last_change_id`) when given: a retry of the same attempt can tell
-    # its own committed change (whose reply was lost) from a change someone else made.
+    # Stored as `last_change_id`: a retry can tell its own change (reply lost) from another's.
     change_id: str | None = None
 
     @property

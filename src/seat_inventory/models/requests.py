@@ -41,8 +41,7 @@ class AdmissionCheck:
         return self.refusal is None and self.token_id is not None
 
 
-# An order (docs/guides/orders.md) has 1 to this many lines: each is one more inventory item, counter
-# and up to MAX_POOLS_PER_CLASS pools in its one transaction.
+# An order (docs/guides/orders.md) has 1 to this many lines, all in one transaction.
 MAX_ORDER_LINES = 4
 
 
@@ -60,8 +59,7 @@ class OrderLine:
     shard: int = 0
     pools: tuple[str, ...] = ()
     customer_counted: bool = False
-    # A mapped class's line (docs/guides/seat-maps.md): the chosen seat ids as asked, or once taken the
-    # seats it took (best available included); None for a counted class, or best available as asked.
+    # A mapped class's line: the chosen seats as asked, or once taken the seats it took.
     seats: tuple[str, ...] | None = None
 
 
@@ -80,18 +78,14 @@ class ReservationRequest:
     customer_id: str
     request_type: RequestType = RequestType.RESERVE
     hold_seconds: int | None = None
-    # The message's `admission_token` as sent, and what its verification found (filled in by
-    # `logic.reserve_seats` before the groups are planned; None: no token was sent).
+    # The `admission_token` as sent, and what its verification found (`logic.reserve_seats`).
     admission_token: str | None = None
     admission: AdmissionCheck | None = None
-    # A mapped class (docs/guides/seat-maps.md): the chosen seats (`quantity` is their number), or None for
-    # best available, which may `split` the seats when no block fits and takes wheelchair and
-    # companion seats only when `accessible`.
+    # A mapped class: the chosen seats, or None for best available (`split`, `accessible`).
     seats: tuple[str, ...] | None = None
     split: bool = False
     accessible: bool = False
-    # A multi-line order (docs/guides/orders.md): its lines, all taken or none; `seat_class` is then
-    # the first line's and `quantity` the seats of all lines. None: a single-line request.
+    # An order's lines (then `seat_class` is the first line's, `quantity` all lines' seats).
     lines: tuple[OrderLine, ...] | None = None
 
     @property

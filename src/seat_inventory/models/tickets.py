@@ -20,12 +20,9 @@ MAX_TICKET_PREFIX = 16
 
 @dataclass(frozen=True, slots=True)
 class TicketFormat:
-    """How an event numbers its tickets (`seats tickets configure`; docs/guides/tickets.md).
-
-    `series` sequences (1 to MAX_TICKET_SERIES), each 1, 2, 3, ... without gap; a sale belongs
-    to series `crc32(reservation_id) % series`. A number prints as `prefix`, then the series
-    and a dash when there is more than one, then the serial zero-padded to `width` digits.
-    """
+    """How an event numbers its tickets (docs/guides/tickets.md): `series` gapless sequences (a sale's is
+    `crc32(reservation_id) % series`), printed `prefix`, the series and a dash when several, then
+    the serial padded to `width` digits."""
 
     series: int = 1
     prefix: str = ""
@@ -62,12 +59,8 @@ class TicketAssignment:
 
 @dataclass(frozen=True, slots=True)
 class TicketBatch:
-    """Serials `first` .. `next_after - 1` of `series`, given in one transaction, in order.
-
-    Committed only if the series' counter still says `first` (nobody numbered since it was
-    read) and every reservation still waits for its numbers; the counter then says `next_after`.
-    The batch is kept as the series' ledger entry.
-    """
+    """Serials `first` .. `next_after - 1` of `series`, given in one transaction, only if the counter
+    still says `first` and every reservation still waits; kept as the series' ledger entry."""
 
     series: TicketSeries
     first: int
@@ -80,12 +73,8 @@ class TicketBatch:
 
 @dataclass(frozen=True, slots=True)
 class NumbersRefused:
-    """A numbering transaction a failed condition cancelled (nothing was written).
-
-    `counter_next` is the counter's value when its guard failed (another issuer numbered since
-    it was read), None when the counter's guard held; `not_waiting` names the reservations that
-    no longer wait for numbers (numbered by another issuer, or not found): leave them out.
-    """
+    """A numbering refused: the counter as it was when its guard failed (None: it held), and the
+    reservations that no longer wait for numbers (leave them out)."""
 
     counter_next: int | None
     not_waiting: frozenset[str] = frozenset()

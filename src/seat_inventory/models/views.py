@@ -43,25 +43,17 @@ class SeatKey:
     seat_class: str
 
 
-# A seat class belongs to at most this many capacity pools (docs/guides/pools.md): each is one more
-# action in every transaction that takes or gives back its seats.
+# A seat class belongs to at most this many capacity pools (docs/guides/pools.md).
 MAX_POOLS_PER_CLASS = 4
-# A seat class's inventory is split over at most this many shard items (docs/explanation/sharding.md). The
-# bound comes from DynamoDB's 100 items per transaction and per `TransactGetItems`/`BatchGetItem`:
-# a consistent read of the class reads every item in one `TransactGetItems`, operator changes
-# write every item in one transaction, and a take that moves seats from every other item still
-# leaves room for 100 - 64 = 36 reservation records.
+# A seat class has at most this many shard items (docs/explanation/sharding.md): one `TransactGetItems` reads
+# them all, and a take moving seats from every other one leaves room for 36 records.
 MAX_SHARDS = 64
 
 
 @dataclass(frozen=True, slots=True)
 class ShardSurvey:
-    """One shard item of a sharded class as a strongly consistent read of that item alone showed it.
-
-    `taken_at` is when a transaction last took seats from it (the clock of the taking container,
-    seconds; None when never): a shard taken from within the last moment is another container's
-    (`logic.shards.pick_shard`). Only for routing: a survey of several items is no snapshot.
-    """
+    """One shard item as a read of that item alone showed it, and when a take last wrote it (`taken_at`,
+    the taker's clock): for routing only (no snapshot: it never decides a refusal)."""
 
     shard: int
     available: int
@@ -81,12 +73,8 @@ class ShardSeats:
 
 @dataclass(frozen=True, slots=True)
 class PoolInventory:
-    """A capacity pool of an event (docs/guides/pools.md): seats several classes share.
-
-    Every class that belongs to it takes its seats from it as well as from its own capacity, in
-    the same transaction; `available + held + sold == capacity`, none negative, like a class.
-    A CLOSED pool sells no seat of any of its classes (confirm, cancel and expiry go on).
-    """
+    """A capacity pool of an event (docs/guides/pools.md): seats several classes share, each of their takes
+    taking from it too; `available + held + sold == capacity`. A CLOSED pool sells none."""
 
     event_id: str
     pool: str
@@ -96,9 +84,7 @@ class PoolInventory:
     sold: int = 0
     sale_status: SaleStatus = SaleStatus.OPEN
     version: int = 0
-    # Sharding (docs/guides/pools.md, "Sharded pools"): the pool is split over `shard_count` items
-    # (every item stores it). A view of one item has `shard` its index and no `shards`; a whole
-    # read (one snapshot of every item) has `shards`, its totals are the pool's (`complete`).
+    # A sharded pool (docs/guides/pools.md): one item's view (`shard`), or every item's (`shards`).
     shard: int = 0
     shard_count: int = 1
     shards: tuple[ShardSeats, ...] = ()
@@ -134,8 +120,7 @@ class PoolInventory:
         return moves
 
 
-# A record names each pool item its seats came from: the pool's name, and `#<n>` after it for
-# item n > 0 of a sharded pool (pool names are identifiers, which cannot contain `#`).
+# A record names each pool item its seats came from: the pool, `#<n>` after it for item n > 0.
 POOL_SHARD_MARK = "#"
 
 
@@ -152,20 +137,12 @@ def split_pool_ref(ref: str) -> tuple[str, int]:
 
 @dataclass(frozen=True, slots=True)
 class SeatClassInventory:
-    """The state of one seat class: its totals over its shard items, and the sale rules.
+    """One seat class: its totals over its shard items (`available + held + sold == capacity` on each),
+    and the sale rules every item carries and every take is guarded on.
 
-    Invariant: `available + held + sold == capacity`, none negative, on the class and on each
-    shard. The optional sale rules (`max_per_customer`, `sale_status`, `sale_starts_at`/
-    `sale_ends_at` in epoch seconds) are the same on every shard and are enforced by the same
-    conditional write that takes the seats. `version` counts operator changes (capacity, status,
-    window, limit).
-
-    Sharding (docs/explanation/sharding.md): `shard_items` items exist; groups are routed to the first
-    `shard_count` of them (the others were retired by a reshard and still hold seats). `shards`
-    holds the items this view was built from: all of them (`complete`, the totals are the
-    class's) or only one (the item a refused write handed back: its own numbers, not the
-    class's). An empty `shards` is a class of one item whose totals are its own.
-    """
+    Sharding (docs/explanation/sharding.md): `shard_items` items exist, groups go to the first `shard_count`;
+    `shards` holds the items this view was built from: all of them (`complete`) or the one a refused
+    write handed back. An empty `shards` is a class of one item."""
 
     event_id: str
     seat_class: str
@@ -181,16 +158,11 @@ class SeatClassInventory:
     shards: tuple[ShardSeats, ...] = ()
     shard_count: int = 1
     shard_items: int = 1
-    # Reserve and hold need an admission token (docs/guides/admission.md); same on every shard item.
     admission_required: bool = False
-    # The capacity pools the class takes its seats from as well (docs/guides/pools.md); every shard item.
     pools: tuple[str, ...] = ()
-    # Those pools' items as a whole read of the class found them (a missing one is absent); None
-    # when they were not read with it (a write's ALL_OLD, a read of shard 0 alone).
+    # Its pools as a read of the class found them; None when not read with it.
     pool_items: tuple[PoolInventory, ...] | None = None
-    # Customers' counters read with the item (`InventoryStore.read_inventory(customers=...)`):
-    # (customer, seats) for each customer asked for, 0 for one without a counter; None when
-    # none were asked for.
+    # (customer, seats) for the customers whose counters were read with it.
     counters: tuple[tuple[str, int], ...] | None = None
 
     @property
@@ -258,9 +230,6 @@ class SeatRow:
     sale_status: SaleStatus = SaleStatus.OPEN
     sale_starts_at: int | None = None
     sale_ends_at: int | None = None
-    # The class's capacity pools and whether it requires admission tokens (docs/guides/pools.md,
-    # docs/guides/admission.md), copied on every row item like the sale rules: each take is guarded on
-    # them, as a counted class's take is on its inventory item.
     pools: tuple[str, ...] = ()
     admission_required: bool = False
 
@@ -269,7 +238,7 @@ class SeatRow:
         return sale_closed_reason(name, self.sale_status, self.sale_starts_at, self.sale_ends_at, now)
 
 
-# A row's seats are stored on row items of at most this many seats (docs/seating.md): an item
+# A row's seats are stored on row items of at most this many seats (docs/guides/seat-maps.md): an item
 # stays under 1 KB, so a transaction writes it for 2 write units.
 ROW_BLOCK = 40
 

@@ -351,10 +351,10 @@ class _Workload:
         self._set_up(stack)
 
     def _set_up(self, stack: _Stack) -> None:
-        from seat_inventory.logic.seat_map import load_file
         from seat_inventory.models import SeatKey
         from seat_tools.operator_commands import OperatorTable
         from seat_tools.seat_map_commands import SaleRules
+        from seat_tools.seat_map_files import load_file
 
         client = stack.client()
         if self.kind == "mapped":
@@ -430,14 +430,13 @@ def _check_answered(answer: Mapping[str, Any]) -> None:
 def _sale_items(stack: _Stack, sales: int, series: int, rng: random.Random) -> list[dict[str, Any]]:
     """`sales` confirmed one-seat reservations as the reserve handler records them (written by it,
     on the canned table), waiting for numbers, and the event's ticket format with `series`."""
-    from seat_inventory.dal.inventory_table import InventoryTable
     from seat_inventory.handlers import reserve_seats
     from seat_inventory.models import SeatKey, TicketFormat
     from seat_tools.operator_commands import OperatorTable
 
     client = stack.client()
     OperatorTable(client, TABLE_NAME).create_seat_class(SeatKey(EVENT_ID, "GA"), 1_000_000_000)
-    InventoryTable(client, TABLE_NAME).write_ticket_format(EVENT_ID, TicketFormat(series=series))
+    OperatorTable(client, TABLE_NAME).write_ticket_format(EVENT_ID, TicketFormat(series=series))
     with _handler_on(reserve_seats, stack) as invoke:
         for start in range(0, sales, 99):
             count = min(99, sales - start)

@@ -24,12 +24,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from seat_inventory.logic.seat_map import SeatMap, load_file
+from seat_inventory.logic.seat_map import SeatMap
 from seat_inventory.models import SeatKey, SeatRow, SeatState, row_item_of
 from seat_tools.bench.counting import add_snapshots, subtract_snapshots
 from seat_tools.bench.run import SERVICE, Bench, DesignResult
 from seat_tools.local.engines import LocalStackError
 from seat_tools.seat_map_commands import SaleRules
+from seat_tools.seat_map_files import load_file
 
 # A chosen-seat request takes a run of 1 to CHOSEN_MOST adjacent seats.
 CHOSEN_MOST = 4

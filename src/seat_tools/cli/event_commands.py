@@ -15,12 +15,8 @@ from typing import Any
 import click
 
 from seat_inventory.logic.seat_map import Row, SeatFlag, SeatMap, SeatMapError
-from seat_inventory.logic.seat_map import load_file as load_seat_map
 from seat_inventory.models import (
     MAX_SHARDS,
-    EventAlreadyExists,
-    InventoryChangeRefused,
-    OperatorOutcomeUnknown,
     PoolInventory,
     RetryableError,
     SaleStatus,
@@ -28,7 +24,6 @@ from seat_inventory.models import (
     SeatKey,
     SeatRow,
     SeatState,
-    UnknownSeatClass,
     iso_utc,
     row_item_of,
 )
@@ -39,7 +34,14 @@ from seat_tools.cli.errors import CommandError, ExitCode, explain
 from seat_tools.cli.output import OutputFormat, output_option, print_json, print_text
 from seat_tools.cli.pool_commands import pool, pool_document
 from seat_tools.operator_commands import OperatorTable
+from seat_tools.operator_errors import (
+    EventAlreadyExists,
+    InventoryChangeRefused,
+    OperatorOutcomeUnknown,
+    UnknownSeatClass,
+)
 from seat_tools.seat_map_commands import SaleRules
+from seat_tools.seat_map_files import load_file as load_seat_map
 
 pass_cli = click.make_pass_decorator(CliContext)
 

@@ -13,7 +13,6 @@ from typing import Any
 
 import click
 
-from seat_inventory.logic.seat_map import load_file as load_seat_map
 from seat_inventory.parsing import MAX_ID_LENGTH, MAX_SEAT_CLASS_LENGTH, id_problem
 from seat_tools.cli.context import CliContext
 from seat_tools.cli.errors import CommandError, ExitCode
@@ -29,6 +28,7 @@ from seat_tools.onsale.plan import (
     plan_sale,
 )
 from seat_tools.onsale.stack_reader import StackReader, StackResources
+from seat_tools.seat_map_files import load_file as load_seat_map
 
 pass_cli = click.make_pass_decorator(CliContext)
 

@@ -8,21 +8,18 @@ from typing import Any
 
 import click
 
-from seat_inventory.models import (
-    MAX_SHARDS,
-    EventAlreadyExists,
-    InventoryChangeRefused,
-    OperatorOutcomeUnknown,
-    PoolInventory,
-    RetryableError,
-    SaleStatus,
-    UnknownSeatClass,
-)
+from seat_inventory.models import MAX_SHARDS, PoolInventory, RetryableError, SaleStatus
 from seat_inventory.parsing import MAX_ID_LENGTH, MAX_SEAT_CLASS_LENGTH, id_problem
 from seat_tools.cli.context import CliContext
 from seat_tools.cli.errors import CommandError, ExitCode, explain
 from seat_tools.cli.output import OutputFormat, output_option, print_json, print_text
 from seat_tools.operator_commands import OperatorTable
+from seat_tools.operator_errors import (
+    EventAlreadyExists,
+    InventoryChangeRefused,
+    OperatorOutcomeUnknown,
+    UnknownSeatClass,
+)
 
 pass_cli = click.make_pass_decorator(CliContext)
 

@@ -5,19 +5,13 @@ from __future__ import annotations
 
 import click
 
-from seat_inventory.models import (
-    InventoryChangeRefused,
-    OperatorOutcomeUnknown,
-    RetryableError,
-    SeatKey,
-    SeatRow,
-    UnknownSeatClass,
-)
+from seat_inventory.models import RetryableError, SeatKey, SeatRow
 from seat_inventory.parsing import MAX_ID_LENGTH, MAX_SEAT_CLASS_LENGTH
 from seat_tools.cli.context import CliContext
 from seat_tools.cli.errors import CommandError, ExitCode, explain
 from seat_tools.cli.event_commands import _checked_id, event, pass_cli
 from seat_tools.cli.output import OutputFormat, output_option, print_json, print_text
+from seat_tools.operator_errors import InventoryChangeRefused, OperatorOutcomeUnknown, UnknownSeatClass
 
 
 def _seat_command(name: str, verb: str, help_text: str) -> None:

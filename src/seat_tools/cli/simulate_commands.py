@@ -8,7 +8,6 @@ from typing import Any
 
 import click
 
-from seat_inventory.logic.seat_map import load_file as load_seat_map
 from seat_inventory.models import MAX_ORDER_LINES, MAX_SHARDS, MAX_TICKET_SERIES
 from seat_inventory.settings import DEFAULT_ISSUE_LIMIT, Settings
 from seat_tools.cli.output import OutputFormat, output_option, print_json, print_text
@@ -34,6 +33,7 @@ from seat_tools.local.stack import table_contention
 from seat_tools.local.template import load_template
 from seat_tools.onsale.plan import SalePlan
 from seat_tools.reservation_queues import MAX_RESERVATION_QUEUES
+from seat_tools.seat_map_files import load_file as load_seat_map
 from seat_tools.simulation.api import (
     ACCOUNT_BURST_LIMIT,
     ACCOUNT_RATE_LIMIT,

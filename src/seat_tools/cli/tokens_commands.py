@@ -12,15 +12,9 @@ from pathlib import Path
 
 import click
 
-from seat_inventory.logic.admission_tokens import (
-    KeyRing,
-    KeyRingError,
-    issue_token,
-    new_key_ring_text,
-    parse_key_ring,
-    ring_text,
-)
+from seat_inventory.logic.admission_tokens import KeyRing, KeyRingError, parse_key_ring
 from seat_inventory.parsing import MAX_ID_LENGTH, id_problem
+from seat_tools.admission_keys import issue_token, new_key_ring_text, ring_text
 from seat_tools.cli.context import CliContext
 from seat_tools.cli.output import OutputFormat, output_option, print_json, print_text
 

@@ -28,7 +28,6 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from seat_inventory.logic.shards import check_shard_count
 from seat_inventory.models import MAX_SHARDS, SeatClassInventory, SeatKey
 from seat_inventory.settings import DEFAULT_SEAT_CLASS
 from seat_tools.contention.model import ContentionSettings
@@ -36,6 +35,7 @@ from seat_tools.local.engines import LocalStackError
 from seat_tools.local.runner import LocalRunner, default_workers, runner_config
 from seat_tools.local.stack import DEFAULT_CONTENTION, LocalStack
 from seat_tools.operator_commands import OperatorTable
+from seat_tools.resharding import check_shard_count
 from seat_tools.ticket_reports import audit_event
 from seat_tools.traffic import OutcomeCollector, plan_burst, send_messages
 

@@ -83,7 +83,6 @@ from seat_inventory.transaction import (
     ChangeStatus,
     PutRecord,
     Role,
-    sold_in,
     status_actions,
     take_actions,
 )
@@ -162,6 +161,18 @@ def record_item_bytes(outcome: ReservationOutcome) -> int:
         + len(outcome.message_id or "")
         + sum(len(seat) + 1 for seat in outcome.seats or ())  # a mapped class's seat ids
     )
+
+
+def _sold_in(actions: Sequence[Action]) -> list[str]:
+    """The reservations the actions put in the ticket issuer's index, in action order: each sale
+    (a CONFIRMED answer, or a hold confirmed)."""
+    sold = []
+    for action in actions:
+        if isinstance(action, PutRecord) and action.answer.outcome is Outcome.CONFIRMED:
+            sold.append(action.answer.reservation_id)
+        elif isinstance(action, ChangeStatus) and action.transition.to is Outcome.CONFIRMED:
+            sold.append(action.transition.record.reservation_id)
+    return sold
 
 
 def _item_bytes(action: Action) -> int:
@@ -493,7 +504,7 @@ class SimulatedDynamoStore:
         """The transaction of `actions` on the model; the sales among them put entries in the
         ticket issuer's index, billed if it commits."""
         items = [_write(item_key(action), _item_bytes(action)) for action in actions]
-        index_writes = ticket_index_writes(items, sold_in(actions))
+        index_writes = ticket_index_writes(items, _sold_in(actions))
         table = self._table
         table.count("TransactWriteItems")
         decision = table.model.transact_write(items, now=self._clock.now(), index_writes=index_writes)

@@ -15,8 +15,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from seat_inventory.logic.seat_map import SeatMap, row_items
-from seat_inventory.logic.shards import check_shard_count, rebalance, spread
+from seat_inventory.logic.seat_map import SeatMap
 from seat_inventory.models import (
     NumbersRefused,
     Outcome,
@@ -62,6 +61,8 @@ from seat_inventory.transaction import (
     take_actions,
     take_refusal,
 )
+from seat_tools.resharding import check_shard_count, rebalance, spread
+from seat_tools.seat_map_files import row_items
 
 __all__ = ["InMemoryInventoryStore"]
 

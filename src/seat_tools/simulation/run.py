@@ -10,7 +10,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from seat_inventory.logic.seat_map import SeatMap, load_file
+from seat_inventory.logic.seat_map import SeatMap
 from seat_inventory.models import MAX_ORDER_LINES, Outcome, ReservationOutcome, SeatKey
 from seat_inventory.settings import Settings
 from seat_tools.bench.pricing import PRICES, cost_per_million, pre_warming_usd
@@ -29,6 +29,7 @@ from seat_tools.event_source_scaling import (
     provisioned_concurrency_billed_s,
 )
 from seat_tools.reservation_queues import MAX_RESERVATION_QUEUES, queue_index
+from seat_tools.seat_map_files import load_file
 from seat_tools.simulation import binding
 from seat_tools.simulation.api import ApiSettings, ApiTally, through_api
 from seat_tools.simulation.dynamodb import SimulatedTable
