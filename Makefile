@@ -46,10 +46,12 @@ test-local: install system-packages ## Concurrency and end-to-end on DynamoDB Lo
 soak: install ## The full soak on the local stack: 50,000 requests (or SEATS_SOAK_REQUESTS), figures printed
 	SEATS_SOAK_REQUESTS=$${SEATS_SOAK_REQUESTS:-50000} $(BIN)/pytest tests/local/test_soak.py -s $(PYTEST_ARGS)
 
-lint: install ## ruff, ruff format --check, mypy, cfn-lint and sam validate --lint on template.yaml; the generated reference pages current
+lint: install ## ruff, ruff format --check, mypy, the service's code shape (xenon; radon cc <= 15, functions <= 60 lines, classes <= 300), cfn-lint and sam validate --lint on template.yaml; the generated reference pages current
 	$(BIN)/ruff check src tests scripts
 	$(BIN)/ruff format --check src tests scripts
 	$(BIN)/mypy
+	$(BIN)/xenon --max-absolute C src/seat_inventory
+	$(BIN)/python scripts/check_code_shape.py
 	$(BIN)/cfn-lint template.yaml
 	$(BIN)/sam validate --lint --region us-east-1 >/dev/null
 	$(BIN)/python scripts/gen_reference.py --check

@@ -184,49 +184,6 @@ class Checkins(TableAccess):
 
     # ------------------------------------------------------------------ scans
 
-    def _checkin_update(
-        self, ticket: TicketRef, checkin_list: CheckinList, record: ScanRecord, *, entry: bool
-    ) -> dict[str, Any]:
-        names = {"#scan": scan_attribute(record.scan.nonce)}
-        values: dict[str, Any] = {
-            ":answer": scan_record_value(record),
-            ":scan": scan_value(record.scan),
-            ":zero": number(0),
-            ":one": number(1),
-            ":event": {"S": ticket.event_id},
-            ":list": {"S": checkin_list.name},
-        }
-        sets = [
-            "#scan = :answer",
-            "version = if_not_exists(version, :zero) + :one",
-            "entity = if_not_exists(entity, :entity)",
-            "event_id = :event",
-            "checkin_list = :list",
-        ]
-        values[":entity"] = {"S": "checkin"}
-        if entry:
-            values[":true"] = {"BOOL": True}
-            sets += ["inside = :true", "last_in = :scan", "entered = if_not_exists(entered, :scan)"]
-            if checkin_list.allow_reentry:
-                rule = "(attribute_not_exists(inside) OR inside = :false)"
-                values[":false"] = {"BOOL": False}
-            else:
-                rule = "attribute_not_exists(entered)"
-        else:
-            values[":false"] = {"BOOL": False}
-            values[":true"] = {"BOOL": True}
-            sets += ["inside = :false", "last_out = :scan"]
-            rule = "inside = :true"
-        return {
-            "TableName": self._table_name,
-            "Key": checkin_key(ticket, checkin_list.name),
-            "UpdateExpression": "SET " + ", ".join(sets),
-            "ConditionExpression": f"attribute_not_exists(#scan) AND {rule}",
-            "ExpressionAttributeNames": names,
-            "ExpressionAttributeValues": values,
-            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-        }
-
     def admit(
         self, ticket: TicketRef, place: TicketPlace, checkin_list: CheckinList, record: ScanRecord
     ) -> AdmitRefused | None:
@@ -271,7 +228,7 @@ class Checkins(TableAccess):
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
         actions = [
-            {"Update": self._checkin_update(ticket, checkin_list, record, entry=entry)},
+            {"Update": checkin_update(self._table_name, ticket, checkin_list, record, entry=entry)},
             {"ConditionCheck": check},
         ]
         cancelled = call_expecting(
@@ -390,6 +347,51 @@ class Checkins(TableAccess):
                     found, key=lambda c: (c.list_name, c.ticket.series, c.ticket.serial, c.first.at_ms)
                 )
             request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+def checkin_update(
+    table_name: str, ticket: TicketRef, checkin_list: CheckinList, record: ScanRecord, *, entry: bool
+) -> dict[str, Any]:
+    """The check-in item's update for an online scan in (`entry`) or out, guarded by the list's rule."""
+    names = {"#scan": scan_attribute(record.scan.nonce)}
+    values: dict[str, Any] = {
+        ":answer": scan_record_value(record),
+        ":scan": scan_value(record.scan),
+        ":zero": number(0),
+        ":one": number(1),
+        ":event": {"S": ticket.event_id},
+        ":list": {"S": checkin_list.name},
+    }
+    sets = [
+        "#scan = :answer",
+        "version = if_not_exists(version, :zero) + :one",
+        "entity = if_not_exists(entity, :entity)",
+        "event_id = :event",
+        "checkin_list = :list",
+    ]
+    values[":entity"] = {"S": "checkin"}
+    if entry:
+        values[":true"] = {"BOOL": True}
+        sets += ["inside = :true", "last_in = :scan", "entered = if_not_exists(entered, :scan)"]
+        if checkin_list.allow_reentry:
+            rule = "(attribute_not_exists(inside) OR inside = :false)"
+            values[":false"] = {"BOOL": False}
+        else:
+            rule = "attribute_not_exists(entered)"
+    else:
+        values[":false"] = {"BOOL": False}
+        values[":true"] = {"BOOL": True}
+        sets += ["inside = :false", "last_out = :scan"]
+        rule = "inside = :true"
+    return {
+        "TableName": table_name,
+        "Key": checkin_key(ticket, checkin_list.name),
+        "UpdateExpression": "SET " + ", ".join(sets),
+        "ConditionExpression": f"attribute_not_exists(#scan) AND {rule}",
+        "ExpressionAttributeNames": names,
+        "ExpressionAttributeValues": values,
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+    }
 
 
 __all__ = ["HOLDER_PREFIX", "Checkins", "held_ticket"]

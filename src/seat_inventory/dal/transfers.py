@@ -3,6 +3,7 @@ transaction, the transfers kept, and the export's read of the tickets a scanner 
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -63,39 +64,8 @@ class Transfers(TableAccess):
         counters when they move, the limit's guard when the receiver is counted, and the
         transfer's item (`attribute_not_exists`: a transfer id is used once)."""
         held, before, after = write.held, write.before, write.after
-        ticket = held.ticket
-        names = {"#status": "status", "#holder": holder_attribute(ticket.serial)}
-        values: dict[str, Any] = {
-            ":confirmed": {"S": Outcome.CONFIRMED.value},
-            ":series": number(ticket.series),
-            ":first": number(held.record.ticket_first or 0),
-            ":holder": holder_value(after),
-            ":delta": number(write.passed_on_delta),
-            ":zero": number(0),
-            ":one": number(1),
-        }
-        condition = "#status = :confirmed AND ticket_series = :series AND ticket_first = :first AND "
-        if before.generation == 0:
-            condition += "attribute_not_exists(#holder)"
-        else:
-            condition += "#holder.g = :generation"
-            values[":generation"] = number(before.generation)
         actions: list[dict[str, Any]] = [
-            {
-                "Update": {
-                    "TableName": self._table_name,
-                    "Key": reservation_key(held.reservation_id),
-                    "UpdateExpression": (
-                        "SET #holder = :holder,"
-                        " tickets_passed_on = if_not_exists(tickets_passed_on, :zero) + :delta,"
-                        " tickets_transferred = if_not_exists(tickets_transferred, :zero) + :one"
-                    ),
-                    "ConditionExpression": condition,
-                    "ExpressionAttributeNames": names,
-                    "ExpressionAttributeValues": values,
-                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-                }
-            },
+            self._pass_holder(write),
             {
                 "Put": {
                     "TableName": self._table_name,
@@ -115,27 +85,50 @@ class Transfers(TableAccess):
         if receiver:
             assert after.customer_id is not None
             actions.append(self._count(held, after.customer_id, write.limit))
-        guard_at = len(actions)
-        if receiver:
             actions.append(self._limit_guard(held, write.limit))
         cancelled = call_expecting(
             TRANSACTION_CANCELED, self._client.transact_write_items, TransactItems=actions
         )
         if not isinstance(cancelled, ClientError):
             return None
-        reasons = cancellation_reasons(cancelled, len(actions))
-        if failed_condition(reasons[1]) and "Item" in reasons[1]:
-            return TransferRefused(existing=transfer_from_item(reasons[1]["Item"]))
-        if giver and failed_condition(reasons[2]) and not failed_condition(reasons[0]):
-            raise StoreInconsistency(
-                f"{held.reservation_id}: ticket {ticket.serial} counts for {before.customer_id},"
-                " whose counter is 0"
-            )
-        return TransferRefused(
-            record_changed=failed_condition(reasons[0]),
-            limit_reached=receiver and failed_condition(reasons[receiver_at]),
-            limit_changed=receiver and failed_condition(reasons[guard_at]),
+        return _refusal(
+            write, cancellation_reasons(cancelled, len(actions)), giver, receiver_at if receiver else None
         )
+
+    def _pass_holder(self, write: TransferWrite) -> dict[str, Any]:
+        """The record's update: the serial's new holder, guarded on the generation read."""
+        held, before = write.held, write.before
+        names = {"#status": "status", "#holder": holder_attribute(held.ticket.serial)}
+        values: dict[str, Any] = {
+            ":confirmed": {"S": Outcome.CONFIRMED.value},
+            ":series": number(held.ticket.series),
+            ":first": number(held.record.ticket_first or 0),
+            ":holder": holder_value(write.after),
+            ":delta": number(write.passed_on_delta),
+            ":zero": number(0),
+            ":one": number(1),
+        }
+        condition = "#status = :confirmed AND ticket_series = :series AND ticket_first = :first AND "
+        if before.generation == 0:
+            condition += "attribute_not_exists(#holder)"
+        else:
+            condition += "#holder.g = :generation"
+            values[":generation"] = number(before.generation)
+        return {
+            "Update": {
+                "TableName": self._table_name,
+                "Key": reservation_key(held.reservation_id),
+                "UpdateExpression": (
+                    "SET #holder = :holder,"
+                    " tickets_passed_on = if_not_exists(tickets_passed_on, :zero) + :delta,"
+                    " tickets_transferred = if_not_exists(tickets_transferred, :zero) + :one"
+                ),
+                "ConditionExpression": condition,
+                "ExpressionAttributeNames": names,
+                "ExpressionAttributeValues": values,
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            }
+        }
 
     def _uncount(self, held: HeldTicket, customer_id: str) -> dict[str, Any]:
         return {
@@ -217,3 +210,22 @@ class Transfers(TableAccess):
             if "LastEvaluatedKey" not in page:
                 return tickets
             request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+def _refusal(
+    write: TransferWrite, reasons: Sequence[Mapping[str, Any]], giver: bool, receiver_at: int | None
+) -> TransferRefused:
+    """What refused a transfer, from its transaction's cancellation reasons (`commit_transfer`'s
+    action order: the record, the transfer, the giver's counter, the receiver's, the limit)."""
+    if failed_condition(reasons[1]) and "Item" in reasons[1]:
+        return TransferRefused(existing=transfer_from_item(reasons[1]["Item"]))
+    if giver and failed_condition(reasons[2]) and not failed_condition(reasons[0]):
+        raise StoreInconsistency(
+            f"{write.held.reservation_id}: ticket {write.held.ticket.serial} counts for"
+            f" {write.before.customer_id}, whose counter is 0"
+        )
+    return TransferRefused(
+        record_changed=failed_condition(reasons[0]),
+        limit_reached=receiver_at is not None and failed_condition(reasons[receiver_at]),
+        limit_changed=receiver_at is not None and failed_condition(reasons[receiver_at + 1]),
+    )

@@ -53,7 +53,6 @@ def decide_change(
     Everything else is answered with where the reservation stands (duplicate when it already is
     in the state asked for), and nothing is written for it.
     """
-    verb = request.request_type.value
     if record is None:
         return answers.change_without_record(
             request, Outcome.UNKNOWN_RESERVATION, f"no reservation {request.reservation_id!r} is recorded"
@@ -64,7 +63,7 @@ def decide_change(
             Outcome.INVALID,
             f"customer_id {request.customer_id!r} does not match the reservation's customer",
         )
-    status = record.status
+    verb, status = request.request_type.value, record.status
     if record.hold_expired(now):
         assert record.hold_expires_at is not None
         return answers.change(
@@ -75,26 +74,26 @@ def decide_change(
             f" nothing to {verb}",
         )
     target = Outcome.CONFIRMED if request.request_type is RequestType.CONFIRM else Outcome.CANCELLED
-    if target is Outcome.CANCELLED and status is Outcome.CONFIRMED and record.tickets_passed_on:
-        return answers.change(
-            request,
-            record,
-            status,
-            f"{record.tickets_passed_on} of its tickets are held by other customers (passed on);"
-            f" nothing to {verb}",
-        )
     if status is target:
         done = "confirmed" if target is Outcome.CONFIRMED else "cancelled"
         return answers.change(request, record, target, f"already {done}", duplicate=True)
-    if status is Outcome.HELD or (status is Outcome.CONFIRMED and target is Outcome.CANCELLED):
+    cancel_sold = status is Outcome.CONFIRMED and target is Outcome.CANCELLED
+    if status is Outcome.HELD or (cancel_sold and not record.tickets_passed_on):
         return Transition(record, target)
+    return answers.change(request, record, status, _why_unchanged(record, verb))
+
+
+def _why_unchanged(record: ReservationRecord, verb: str) -> str:
+    """Why a reservation in its status cannot be confirmed or cancelled (`verb`)."""
+    status = record.status
+    if status is Outcome.CONFIRMED:  # a cancel of a sale whose tickets others hold
+        passed_on = f"{record.tickets_passed_on} of its tickets are held by other customers (passed on)"
+        return f"{passed_on}; nothing to {verb}"
     if status is Outcome.EXPIRED and record.hold_expires_at is not None:
-        reason = f"the hold expired at {iso_utc(record.hold_expires_at)}; nothing to {verb}"
-    elif status is Outcome.CANCELLED:
-        reason = f"the reservation was cancelled; nothing to {verb}"
-    else:
-        reason = f"the reservation was answered {status.value}; nothing to {verb}"
-    return answers.change(request, record, status, reason)
+        return f"the hold expired at {iso_utc(record.hold_expires_at)}; nothing to {verb}"
+    if status is Outcome.CANCELLED:
+        return f"the reservation was cancelled; nothing to {verb}"
+    return f"the reservation was answered {status.value}; nothing to {verb}"
 
 
 def transition_answer(request: ChangeRequest, transition: Transition) -> ReservationOutcome:

@@ -309,6 +309,13 @@ def _upload_one(gate: Gate, body: Mapping[str, Any]) -> ScanAnswer:
             GateResult.UNKNOWN_TICKET, f"no ticket {gate.label(claim.ticket)}", nonce=request.nonce
         )
     scan = Scan(request.nonce, request.gate, request.at_ms, request.direction, offline=True)
+    return _keep_offline_scan(gate, held, claim, checkin_list, scan)
+
+
+def _keep_offline_scan(
+    gate: Gate, held: HeldTicket, claim: TicketClaim, checkin_list: CheckinList, scan: Scan
+) -> ScanAnswer:
+    """Adds an uploaded scan to its ticket's check-in item (or finds it there already)."""
     revoked = revoked_before(held, claim, scan.at_ms) if scan.direction is Direction.IN else None
     for _ in range(UPLOAD_ATTEMPTS):
         state = gate.store.read_checkin(claim.ticket, checkin_list.name)
