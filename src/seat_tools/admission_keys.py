@@ -1,4 +1,4 @@
-"""Admission keys and tokens on the issuer's side (docs/admission.md): a key ring written for the
+"""Admission keys and tokens on the issuer's side (docs/guides/admission.md): a key ring written for the
 SSM parameter (a new key, a rotation), tokens signed with its current key (`seats tokens`, the
 local crowd, the tests), and a fixed key loader for the local stack and the simulation."""
 

@@ -1,4 +1,4 @@
-"""Shard arithmetic for the operator's commands and the simulation (docs/sharding.md): how many
+"""Shard arithmetic for the operator's commands and the simulation (docs/explanation/sharding.md): how many
 shard items a class may have, how capacity is spread over them, added or removed, and how a
 reshard spreads the available seats. The service only routes over the items that exist."""
 

@@ -57,7 +57,7 @@ class SeatMapCommands(SeatRows):
 
     def set_rows_admission(self, key: SeatKey, required: bool) -> int:
         """Makes reserve and hold of a mapped class need an admission token, or no longer
-        (docs/admission.md): `admission_required` on each row item, as `set_rows_sale_status` sets
+        (docs/guides/admission.md): `admission_required` on each row item, as `set_rows_sale_status` sets
         the status (row by row; a take is guarded on it, so a planner that assumed the other rule
         is refused and plans again). Returns the rows updated."""
         return self._set_on_rows(key, ADMISSION_REQUIRED, {"BOOL": required})

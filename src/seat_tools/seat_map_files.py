@@ -1,4 +1,4 @@
-"""Seat map files for the tools (docs/seating.md): a map read from a `.json` or `.csv` file, the
+"""Seat map files for the tools (docs/guides/seat-maps.md): a map read from a `.json` or `.csv` file, the
 JSON the table stores (`dump_json`), and a map's row items (`row_items`: what `seats event
 create --seat-map` writes, and the in-memory store builds)."""
 

@@ -1,5 +1,5 @@
 """The table's item layout: keys, attribute names and the conversions between items and models
-(one table, keys `pk`/`sk`, TTL `expires_at`; the attributes of each item: docs/code-tour.md).
+(one table, keys `pk`/`sk`, TTL `expires_at`; the attributes of each item: docs/contributing/code-tour.md).
 
 | item                 | pk                                       | sk              |
 |----------------------|------------------------------------------|-----------------|

@@ -93,7 +93,7 @@ class GroupKnowledge:
 
     @property
     def class_pools(self) -> tuple[str, ...]:
-        """The capacity pools the class takes its seats from as well (docs/pools.md)."""
+        """The capacity pools the class takes its seats from as well (docs/guides/pools.md)."""
         if self.verified:
             return self.inventory.pools if self.inventory else ()
         return self.assumed_pools
@@ -193,7 +193,7 @@ def _answers(
 
 @dataclass(slots=True)
 class _PoolRoom:
-    """The capacity pools side of one plan (docs/pools.md): the seats left in each pool a refused
+    """The capacity pools side of one plan (docs/guides/pools.md): the seats left in each pool a refused
     write handed back, as the plan takes them. Pools not seen yet are not bounded here: the
     write's guard on each pool item decides."""
 
@@ -327,7 +327,7 @@ def refusals_to_set_aside(plan: GroupPlan, knowledge: GroupKnowledge) -> set[str
 
 def after_commit(inventory: SeatClassInventory, plan: GroupPlan) -> SeatClassInventory:
     """The class as a committed plan left it, as far as this container can tell: its seats taken
-    (held or sold), and off the pools read with it (docs/pools.md)."""
+    (held or sold), and off the pools read with it (docs/guides/pools.md)."""
     held = sum(o.quantity or 0 for o in plan.outcomes if o.outcome is Outcome.HELD)
     pool_items = inventory.pool_items
     if pool_items is not None and plan.seats_taken:

@@ -34,21 +34,21 @@ if TYPE_CHECKING:
 # How many times a container that needs a shard waits for one that no other container uses
 # before it shares one in use (there are more containers than items with seats left). With 3,
 # `seats simulate --requests 1000000 --containers 100 --shards 64` cancels 9.8% of transactions
-# and hands back no message (docs/sharding.md, "How to size K").
+# and hands back no message (docs/explanation/sharding.md, "How to size K").
 MAX_SHARD_WAITS = 3
 # A group taking seats for at most this many reservations does not wait: it shares an item in
 # use at once. Waiting spares a conflict that would cancel a transaction of up to 100 actions,
 # charged its write units; a small one risks little, and waiting only delays it while the items
 # with seats are all in use (a repeated-customer sale's drain, where most customers of a group
 # are at their limit and the few left take a few seats each). 24 is about half the reservations
-# a transaction holds with a per-customer limit (49, each with its counter); docs/simulation.md,
+# a transaction holds with a per-customer limit (49, each with its counter); docs/explanation/simulation.md,
 # "Repeated customers on a pre-warmed table", has the runs.
 SHARE_AT_ONCE_TAKES = 24
 
 
 @dataclass(frozen=True, slots=True)
 class PoolRoute:
-    """Where a take's seats come off its sharded pools (docs/pools.md): a take from shard s of
+    """Where a take's seats come off its sharded pools (docs/guides/pools.md): a take from shard s of
     a class writes item `s mod K` of a pool of K items (so a container that owns class shard s
     owns that pool item as far as the class's shards spread over containers), and when a view of
     the whole pool shows that item short, seats (and as much capacity) move into it from the
@@ -177,7 +177,7 @@ class GroupRouter:
 
     def _pool_route(self, shard: int, seats: int) -> PoolRoute:
         """Where a take from class shard `shard` takes its seats off each sharded pool of the
-        class (docs/pools.md): the pool's item `shard mod K`, the seats moved into it as the
+        class (docs/guides/pools.md): the pool's item `shard mod K`, the seats moved into it as the
         pools' views in hand show them (the guards decide)."""
         s = self.s
         views: dict[str, PoolInventory] = {}

@@ -1,4 +1,4 @@
-"""Where a mapped request's seats are on the container's view of its class (docs/seating.md):
+"""Where a mapped request's seats are on the container's view of its class (docs/guides/seat-maps.md):
 chosen seats as asked, best available in the container's slice of the rows first (`seat_slices`),
 and a batch's best-available requests filling one slice for one take (`fill`). Pure but for the
 container's views (`SeatMaps`); every take is still guarded on its seats."""

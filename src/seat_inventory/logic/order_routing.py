@@ -1,4 +1,4 @@
-"""Where a multi-line order's lines take their seats (docs/orders.md, "Scale"): each counted
+"""Where a multi-line order's lines take their seats (docs/guides/orders.md, "Scale"): each counted
 line's shard item (the container's own, as single lines route: `logic.shards`), and the one item
 of each sharded pool every counted line of the order takes from, with the seats moved into it."""
 
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 class LineTake:
     """Where one line takes its seats: shard item `shard`, after `moves` from other items; and
     off each sharded pool of its class, item `pool_shards[pool]` (class shard mod K), after
-    `pool_moves[pool]` (donor item -> seats) moved into it (docs/pools.md)."""
+    `pool_moves[pool]` (donor item -> seats) moved into it (docs/guides/pools.md)."""
 
     shard: int
     moves: dict[int, int] = field(default_factory=dict)
@@ -133,7 +133,7 @@ def order_pool_routes(
     the item the container's orders take from, when it is one of the pool's items; else the
     first counted line's class shard mod K (as a single line's). So an order writes one item of
     each pool, and one its container keeps using, not one item per line that the other classes'
-    containers write too (docs/orders.md, "Scale"). Two containers may still meet on an item: the
+    containers write too (docs/guides/orders.md, "Scale"). Two containers may still meet on an item: the
     conflict makes both route afresh. A mapped line (not `routed`, shard 0) takes from item 0, as
     a single mapped take.
 

@@ -1,4 +1,4 @@
-"""What a container keeps of mapped seat classes (docs/seating.md): each event's seat map and the
+"""What a container keeps of mapped seat classes (docs/guides/seat-maps.md): each event's seat map and the
 last view of each class's row items (`SeatMaps`), and what settling a mapped class needs from the
 batch (`MappedContext`). A view is only for placing: every take is guarded on its seats."""
 
@@ -28,7 +28,7 @@ SLICE_IN_USE_SECONDS = 0.5
 # only one taking there: its view of the slice is as it is): a slice another container claimed is
 # left (in use) rather than both taking there. On 20,000 stadium requests with `--event-pollers 7`,
 # seats a second: 0.15 s 17,315; 0.08 s 18,580, 1% of the takes cancelled; 0.05 s 19,610, 6%;
-# 0.3 s 12,277 (docs/seating.md, "Shorter claims").
+# 0.3 s 12,277 (docs/guides/seat-maps.md, "Shorter claims").
 CLAIM_SECONDS = 0.08
 # A slice read this recently is placed on as read (its rows are as they were then) and claimed
 # without reading it again.
