@@ -14,17 +14,30 @@ from typing import Any
 
 from seat_inventory.dal.items import (
     ADMISSION_REQUIRED,
+    HOLDS_PREFIX,
+    OFFERS_PREFIX,
     OUTBOX_PREFIX,
     POOL_NAMES,
     SALE_OPEN_CONDITION,
     TAKEN_AT,
+    WAITLIST_LANE,
+    WAITLIST_PLACE,
+    WAITLIST_RULE,
     admission_key,
+    answer_attributes,
     awaiting_tickets_values,
     customer_key,
+    entry_item,
+    entry_key,
     hold_shard,
     inventory_from_item,
     inventory_key,
+    lane_from_item,
+    lane_key,
     number,
+    offer_bucket,
+    place_item,
+    place_key,
     pool_from_item,
     pool_key,
     pool_names_value,
@@ -39,10 +52,18 @@ from seat_inventory.dal.items import (
 from seat_inventory.models import ClassRules, Outcome, SaleStatus, SeatState
 from seat_inventory.transaction import (
     Action,
+    ChangeLane,
     ChangeStatus,
+    ClaimEntry,
     CountCustomer,
+    DropPlace,
+    EndEntry,
+    JoinRecord,
+    MoveHeld,
     MovePoolSeats,
     MoveSeats,
+    OfferRecord,
+    PutPlace,
     PutRecord,
     ReleaseRow,
     ReturnPoolSeats,
@@ -59,6 +80,10 @@ from seat_inventory.transaction import (
 
 def item_key(action: Action) -> dict[str, Any]:
     """The key of the item an action writes."""
+    if isinstance(action, _LIST_ACTIONS):
+        return _list_item_key(action)
+    if isinstance(action, MoveHeld):
+        return inventory_key(action.key, action.shard)
     if isinstance(action, TakeSeats | ReturnSeats):
         return inventory_key(action.key, action.shard)
     if isinstance(action, MoveSeats):
@@ -80,6 +105,29 @@ def item_key(action: Action) -> dict[str, Any]:
     return pool_ref_key(action.event_id, action.ref)
 
 
+# A put that writes only a new item, and hands back the one there (ALL_OLD).
+_NEW_ITEM = {
+    "ConditionExpression": "attribute_not_exists(pk)",
+    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+}
+_LIST_ACTIONS = (ChangeLane, PutPlace, DropPlace, ClaimEntry, JoinRecord, OfferRecord, EndEntry)
+
+
+def _list_item_key(
+    action: ChangeLane | PutPlace | DropPlace | ClaimEntry | JoinRecord | OfferRecord | EndEntry,
+) -> dict[str, Any]:
+    if isinstance(action, ChangeLane):
+        return lane_key(action.key, action.lane)
+    if isinstance(action, PutPlace | DropPlace):
+        place = action.place
+        return place_key(place.key, place.lane, place.order)
+    if isinstance(action, ClaimEntry):
+        return entry_key(action.place.key, action.place.customer_id)
+    if isinstance(action, EndEntry):
+        return reservation_key(action.reservation_id)
+    return reservation_key(action.answer.reservation_id)
+
+
 def decode(action: Action, item: Mapping[str, Any] | None) -> Any:
     """A refused action's item as it was (ALL_OLD), by role; None when there is none."""
     if not item:
@@ -93,8 +141,12 @@ def decode(action: Action, item: Mapping[str, Any] | None) -> Any:
         return record_from_item(item)
     if role is Role.COUNTER:
         return int(item["seats"]["N"]) if "seats" in item else None
-    if role is Role.TOKEN:
+    if role is Role.TOKEN or role is Role.ENTRY:
         return item["reservation_id"]["S"]
+    if role is Role.LANE:
+        return lane_from_item(item)
+    if role is Role.PLACE:
+        return item["sk"]["S"]
     return pool_from_item(item)
 
 
@@ -105,7 +157,18 @@ def render(action: Action, table: str, stamp: str) -> dict[str, Any]:
         return {"Put": _put_record(action, table, stamp)}
     if isinstance(action, UseToken):
         return {"Put": _use_token(action, table)}
+    if isinstance(action, PutPlace | ClaimEntry):
+        written = place_item if isinstance(action, PutPlace) else entry_item
+        put = {"TableName": table, "Item": written(action.place, stamp), **_NEW_ITEM}
+        return {"Put": put}
+    if isinstance(action, DropPlace):
+        key = {"TableName": table, "Key": item_key(action), "ConditionExpression": "attribute_exists(pk)"}
+        return {"Delete": key}
     update = _UPDATES[type(action)](action, stamp)
+    if isinstance(action, ChangeLane) and not action.changes:
+        del update["UpdateExpression"]
+        update.update(TableName=table, Key=item_key(action), ReturnValuesOnConditionCheckFailure="ALL_OLD")
+        return {"ConditionCheck": update}
     update.update(TableName=table, Key=item_key(action), ReturnValuesOnConditionCheckFailure="ALL_OLD")
     return {"Update": update}
 
@@ -291,66 +354,92 @@ def _take_from_pool(action: TakeFromPool, _: str) -> dict[str, Any]:
 
 def _return_seats(action: ReturnSeats | ReturnPoolSeats, _: str) -> dict[str, Any]:
     """`held -=` confirmed and released holds, `sold +=` confirmed less released sales,
-    `available +=` released, guarded by `held >=` and `sold >=` what it takes off and, with a
-    capacity, by `capacity = :capacity AND available <= :capacity - released` (conditions have
-    no arithmetic, so the caller's capacity is checked too)."""
+    `available +=` released, `held +=` what the class's waiting list takes, guarded by `held >=`
+    and `sold >=` what it takes off and, with a capacity, by `capacity = :capacity AND available
+    <= :capacity - released` (conditions have no arithmetic, so the caller's capacity is checked
+    too); and by the class's waiting list rule as assumed (`ReturnSeats.waitlist`)."""
     delta: SeatsDelta = action.delta
     capacity = action.capacity if isinstance(action, ReturnSeats) else None
     updates: list[str] = []
     conditions = ["attribute_exists(pk)"]
     values: dict[str, Any] = {}
-    update: dict[str, Any] = {}
+    names: dict[str, str] = {}
     if delta.released:
         updates.append("available = available + :released")
         values[":released"] = number(delta.released)
         if capacity is not None:
             conditions.append("#capacity = :capacity AND available <= :available_max")
-            update["ExpressionAttributeNames"] = {"#capacity": "capacity"}
+            names["#capacity"] = "capacity"
             values[":capacity"] = number(capacity)
             values[":available_max"] = number(capacity - delta.released)
     if delta.unheld:
-        updates.append("held = held - :unheld")
         conditions.append("held >= :unheld")
         values[":unheld"] = number(delta.unheld)
+    if delta.listed != delta.unheld:
+        updates.append("held = held + :held_delta")
+        values[":held_delta"] = number(delta.listed - delta.unheld)
     if delta.unsold:
         conditions.append("sold >= :unsold")
         values[":unsold"] = number(delta.unsold)
     if delta.sold != delta.unsold:
         updates.append("sold = sold + :sold_delta")
         values[":sold_delta"] = number(delta.sold - delta.unsold)
-    update.update(
-        UpdateExpression="SET " + ", ".join(updates),
-        ConditionExpression=" AND ".join(conditions),
-        ExpressionAttributeValues=values,
-    )
+    if isinstance(action, ReturnSeats) and action.waitlist is not None:
+        conditions.append(_rule_condition(action.waitlist, names, values))
+    update: dict[str, Any] = {
+        "UpdateExpression": "SET " + ", ".join(updates) if updates else "SET held = held",
+        "ConditionExpression": " AND ".join(conditions),
+        "ExpressionAttributeValues": values,
+    }
+    if names:
+        update["ExpressionAttributeNames"] = names
     return update
 
 
+def _rule_condition(waitlist: bool, names: dict[str, str], values: dict[str, Any]) -> str:
+    """The guard that the class's seats given back go to its waiting list (True) or on sale."""
+    names["#waitlist"] = WAITLIST_RULE
+    if waitlist:
+        values[":listing"] = {"BOOL": True}
+        return "#waitlist = :listing"
+    return "attribute_not_exists(#waitlist)"
+
+
+# How each state of a seat counts on its row item (a seat the list holds is held).
+_COUNTS = {SeatState.HELD: "held", SeatState.LISTED: "held", SeatState.SOLD: "sold", None: "available"}
+
+
 def _release_row(action: ReleaseRow, stamp: str) -> dict[str, Any]:
-    """Each seat guarded on the state its record says, then sold (confirm) or freed."""
+    """Each seat guarded on the state it must be in, then set to its state after (or freed); the
+    class's waiting list rule as assumed, and with `now` the sale open then."""
     names = {f"#p{i}": seat_attribute(position) for i, (position, *_) in enumerate(action.seats)}
     values: dict[str, Any] = {}
     conditions = ["attribute_exists(pk)"]
     sets: list[str] = []
     removes: list[str] = []
     moves = {"available": 0, "held": 0, "sold": 0}
-    for i, (_position, was, sells) in enumerate(action.seats):
+    for i, (_position, was, after) in enumerate(action.seats):
         values[f":was{i}"] = {"S": was.value}
         conditions.append(f"#p{i} = :was{i}")
-        moves["held" if was is SeatState.HELD else "sold"] -= 1
-        if sells:
-            sets.append(f"#p{i} = :sold")
-            values[":sold"] = {"S": SeatState.SOLD.value}
-            moves["sold"] += 1
-        else:
+        moves[_COUNTS[was]] -= 1
+        moves[_COUNTS[after]] += 1
+        if after is None:
             removes.append(f"#p{i}")
-            moves["available"] += 1
+        else:
+            sets.append(f"#p{i} = :{after.name.lower()}")
+            values[f":{after.name.lower()}"] = {"S": after.value}
     for counter, delta in moves.items():
         if delta:
             sets.append(f"{counter} = {counter} + :d_{counter}")
             values[f":d_{counter}"] = number(delta)
+    if action.waitlist is not None:
+        conditions.append(_rule_condition(action.waitlist, names, values))
+    if action.now is not None:
+        conditions.append(SALE_OPEN_CONDITION)
+        values.update({":open": {"S": SaleStatus.OPEN.value}, ":now": number(action.now)})
     return {
-        "UpdateExpression": "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else ""),
+        "UpdateExpression": ("SET " + ", ".join(sets) if sets else "")
+        + (" REMOVE " + ", ".join(removes) if removes else ""),
         "ConditionExpression": " AND ".join(conditions),
         "ExpressionAttributeNames": names,
         "ExpressionAttributeValues": values,
@@ -409,6 +498,181 @@ def _uncount_customer(action: UncountCustomer, _: str) -> dict[str, Any]:
     }
 
 
+def _change_lane(action: ChangeLane, _: str) -> dict[str, Any]:
+    """A lane's entries and ledger seats (docs/guides/waiting-list.md), guarded on the lane having
+    what it gives; a join on the list being open and the frontier below its first key (then its
+    last); an offer on the list offering at its time; `empty` on no entry waiting."""
+    names = {f"#{name}": name for name in ("waiting", "seats", "open", "until", "frontier")}
+    values: dict[str, Any] = {}
+    sets: list[str] = []
+    conditions = ["attribute_exists(pk)"]
+    if action.waiting:
+        sets.append("#waiting = #waiting + :waiting")
+        values[":waiting"] = number(action.waiting)
+        if action.waiting < 0:
+            conditions.append("#waiting >= :leaving")
+            values[":leaving"] = number(-action.waiting)
+    _ledger_clauses(action, names, values, sets, conditions)
+    _lane_guards(action, values, sets, conditions)
+    used = " ".join([*sets, *conditions])
+    update: dict[str, Any] = {
+        "UpdateExpression": "SET " + ", ".join(sets),
+        "ConditionExpression": " AND ".join(conditions),
+        "ExpressionAttributeNames": {k: v for k, v in names.items() if k in used},
+    }
+    if values:
+        update["ExpressionAttributeValues"] = values
+    if not update["ExpressionAttributeNames"]:
+        del update["ExpressionAttributeNames"]
+    return update
+
+
+def _ledger_clauses(
+    action: ChangeLane, names: dict[str, str], values: dict[str, Any], sets: list[str], conditions: list[str]
+) -> None:
+    """A lane's ledger seats by ledger key: added (from 0 when absent), or taken off guarded on the
+    lane holding them."""
+    for i, (place, seats) in enumerate(sorted(action.ledger.items())):
+        names[f"#k{i}"] = place
+        values[f":k{i}"] = number(abs(seats))
+        if seats > 0:
+            values[":none"] = number(0)
+            sets.append(f"#seats.#k{i} = if_not_exists(#seats.#k{i}, :none) + :k{i}")
+        elif seats < 0:
+            sets.append(f"#seats.#k{i} = #seats.#k{i} - :k{i}")
+            conditions.append(f"#seats.#k{i} >= :k{i}")
+
+
+def _lane_guards(action: ChangeLane, values: dict[str, Any], sets: list[str], conditions: list[str]) -> None:
+    """A join's guards (the list open, the frontier below its first key, which its last becomes),
+    an offer's (the list open and offering at its time), and `empty`'s (no entry waiting)."""
+    if action.join is not None or action.offer_at is not None:
+        conditions.append("#open = :open")
+        values[":open"] = {"BOOL": True}
+    if action.join is not None:
+        conditions.append("#frontier < :first")
+        sets.append("#frontier = :last")
+        values[":first"], values[":last"] = {"S": action.join[0]}, {"S": action.join[1]}
+    if action.offer_at is not None:
+        conditions.append("(attribute_not_exists(#until) OR #until > :now)")
+        values[":now"] = number(action.offer_at)
+    if action.empty:
+        conditions.append("#waiting = :zero")
+        values[":zero"] = number(0)
+
+
+def _record_answer(answer: Any, values: dict[str, Any], names: dict[str, str]) -> list[str]:
+    """SET clauses writing `answer` onto a record, as `dal.items.record_item` writes it."""
+    sets = []
+    for i, (name, value) in enumerate(answer_attributes(answer).items()):
+        names[f"#a{i}"] = name
+        values[f":a{i}"] = value
+        sets.append(f"#a{i} = :a{i}")
+    return sets
+
+
+def _join_record(action: JoinRecord, stamp: str) -> dict[str, Any]:
+    """The refused request's record takes its WAITLISTED answer and place, guarded on still being
+    that refusal; it no longer expires (it waits)."""
+    names = {"#status": "status"}
+    values: dict[str, Any] = {
+        ":refused": {"S": Outcome.SOLD_OUT.value},
+        ":to": {"S": Outcome.WAITLISTED.value},
+        ":changed_at": {"S": stamp},
+        ":lane": number(action.place.lane),
+        ":place": {"S": action.place.order},
+    }
+    sets = _record_answer(action.answer, values, names)
+    sets += ["#status = :to", "status_changed_at = :changed_at", f"{WAITLIST_LANE} = :lane"]
+    sets.append(f"{WAITLIST_PLACE} = :place")
+    return {
+        "UpdateExpression": "SET " + ", ".join(sets) + " REMOVE expires_at",
+        "ConditionExpression": "#status = :refused",
+        "ExpressionAttributeNames": names,
+        "ExpressionAttributeValues": values,
+    }
+
+
+def _offer_record(action: OfferRecord, stamp: str) -> dict[str, Any]:
+    """The waiting entry's record becomes a hold of its seats (the OFFERED answer, its shard item
+    and pool items), in the holds' index until it expires and in the offers' outbox until its
+    outcome is published; guarded on WAITLISTED."""
+    answer = action.answer
+    if answer.hold_expires_at is None:
+        raise ValueError(f"the offer to {answer.reservation_id!r} has no expiry")
+    rid = answer.reservation_id
+    names = {"#status": "status"}
+    values: dict[str, Any] = {
+        ":waiting": {"S": Outcome.WAITLISTED.value},
+        ":to": {"S": Outcome.HELD.value},
+        ":changed_at": {"S": stamp},
+        ":holds": {"S": f"{HOLDS_PREFIX}{hold_shard(rid)}"},
+        ":expires": number(answer.hold_expires_at),
+        ":offers": {"S": f"{OFFERS_PREFIX}{offer_bucket(rid)}"},
+        ":offered_at": number(int(time.time() * 1000)),
+    }
+    sets = _record_answer(answer, values, names)
+    sets += ["#status = :to", "status_changed_at = :changed_at", "gsi1pk = :holds", "gsi1sk = :expires"]
+    sets += ["gsi2pk = :offers", "gsi2sk = :offered_at"]
+    removes = [WAITLIST_LANE, WAITLIST_PLACE, "#position", "#remaining"]
+    names.update({"#position": "position", "#remaining": "remaining"})
+    if action.shard:
+        sets.append("#shard = :shard")
+        names["#shard"] = "shard"
+        values[":shard"] = number(action.shard)
+    if action.pools:
+        sets.append(f"{POOL_NAMES} = :pools")
+        values[":pools"] = pool_names_value(action.pools)
+    if action.counted:
+        sets.append("customer_counted = :counted")
+        values[":counted"] = {"BOOL": True}
+    return {
+        "UpdateExpression": "SET " + ", ".join(sets) + " REMOVE " + ", ".join(removes),
+        "ConditionExpression": "#status = :waiting",
+        "ExpressionAttributeNames": names,
+        "ExpressionAttributeValues": values,
+    }
+
+
+def _end_entry(action: EndEntry, stamp: str) -> dict[str, Any]:
+    """A waiting entry's record moves on without an offer (left, or refused), guarded on
+    WAITLISTED, and expires at `expires_at`."""
+    names = {"#status": "status"}
+    values: dict[str, Any] = {
+        ":waiting": {"S": Outcome.WAITLISTED.value},
+        ":to": {"S": action.to.value},
+        ":changed_at": {"S": stamp},
+        ":expires_at": number(action.expires_at),
+    }
+    sets = _record_answer(action.answer, values, names) if action.answer is not None else []
+    sets += ["#status = :to", "status_changed_at = :changed_at", "expires_at = :expires_at"]
+    removes = [WAITLIST_LANE, WAITLIST_PLACE]
+    if action.answer is not None:
+        removes.append("#position")
+        names["#position"] = "position"
+    return {
+        "UpdateExpression": "SET " + ", ".join(sets) + " REMOVE " + ", ".join(removes),
+        "ConditionExpression": "#status = :waiting",
+        "ExpressionAttributeNames": names,
+        "ExpressionAttributeValues": values,
+    }
+
+
+def _move_held(action: MoveHeld, _: str) -> dict[str, Any]:
+    """Held seats of the list (and as much capacity) onto or off a shard item; off it guarded on
+    it holding them."""
+    update: dict[str, Any] = {
+        "UpdateExpression": "SET #capacity = #capacity + :seats, held = held + :seats",
+        "ConditionExpression": "attribute_exists(pk)",
+        "ExpressionAttributeNames": {"#capacity": "capacity"},
+        "ExpressionAttributeValues": {":seats": number(action.seats)},
+    }
+    if action.seats < 0:
+        update["ConditionExpression"] += " AND held >= :off"
+        update["ExpressionAttributeValues"][":off"] = number(-action.seats)
+    return update
+
+
 _UPDATES: dict[type, Any] = {
     TakeSeats: _take_seats,
     MoveSeats: _move_seats,
@@ -421,4 +685,9 @@ _UPDATES: dict[type, Any] = {
     ReleaseRow: _release_row,
     ChangeStatus: _change_status,
     UncountCustomer: _uncount_customer,
+    ChangeLane: _change_lane,
+    JoinRecord: _join_record,
+    OfferRecord: _offer_record,
+    EndEntry: _end_entry,
+    MoveHeld: _move_held,
 }

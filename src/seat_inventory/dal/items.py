@@ -14,10 +14,16 @@
 | ticket numbering     | `TICKETS#<event_id>`                     | `FORMAT`        |
 | ticket counter       | `TICKETS#<event_id>#<series>`            | `COUNTER`       |
 | ticket ledger batch  | `LEDGER#<event_id>#<series>`             | `FIRST#<first, 12 digits>` |
+| waiting list         | `WAITLIST#<event_id>#<class>`            | `LIST`          |
+| waiting list lane    | `WAITLIST#<event_id>#<class>#<lane>`     | `LANE`          |
+| place on a lane      | `WAITLIST#<event_id>#<class>#<lane>`     | `P#<join ms>#<n>#<res_id>` |
+| customer's entry     | `WAITER#<event_id>#<class>#<customer>`   | `ENTRY`         |
 
 A record is in the sparse index `HoldsByExpiry` while it is a live hold (`gsi1pk = HOLDS#<0-7>`)
 or an expiry to announce (`EXPIRED#<0-7>`), and in `TicketsToIssue` while a sale waits for its
-numbers (`gsi2pk = UNNUMBERED#<0-127>`; a ledger batch to announce: `TICKETED#<0-7>`).
+numbers (`gsi2pk = UNNUMBERED#<0-127>`; a ledger batch to announce: `TICKETED#<0-7>`; an offer of
+the waiting list to announce: `OFFERED#<0-7>`). An open waiting list is in `HoldsByExpiry` under
+`WAITLISTS#<0-7>`, for the sweeper's rounds.
 """
 
 from __future__ import annotations
@@ -29,8 +35,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from seat_inventory.models import (
+    DEFAULT_OFFER_SECONDS,
+    Lane,
     OrderLine,
     Outcome,
+    Place,
     PoolInventory,
     RequestType,
     ReservationOutcome,
@@ -42,6 +51,7 @@ from seat_inventory.models import (
     SeatState,
     ShardSeats,
     ShardSurvey,
+    WaitingList,
     split_pool_ref,
 )
 
@@ -68,6 +78,8 @@ LEDGER_SK_PREFIX = "FIRST#"
 ADMISSION_PREFIX = "ADMISSION#"
 ADMISSION_SK = "TOKEN"
 ADMISSION_REQUIRED = "admission_required"
+# Seats given back to a class (its shard items, its row items) go to its waiting list.
+WAITLIST_RULE = "waitlist"
 POOL_PREFIX = "POOL#"
 # A class's pools, and a record's: the names joined by commas (no name contains one).
 POOL_NAMES = "pool_names"
@@ -255,6 +267,7 @@ def row_from_item(item: Mapping[str, Any]) -> SeatRow:
         sale_ends_at=_optional_int(item, "sale_ends_at"),
         pools=pool_names(item),
         admission_required=bool(item.get(ADMISSION_REQUIRED, {}).get("BOOL", False)),
+        waitlist=bool(item.get(WAITLIST_RULE, {}).get("BOOL", False)),
     )
 
 
@@ -305,6 +318,7 @@ def inventory_from_item(item: Mapping[str, Any]) -> SeatClassInventory:
         shard_items=shard_items,
         admission_required=bool(item.get(ADMISSION_REQUIRED, {}).get("BOOL", False)),
         pools=pool_names(item),
+        waitlist=bool(item.get(WAITLIST_RULE, {}).get("BOOL", False)),
     )
 
 
@@ -340,6 +354,7 @@ def outcome_from_item(item: Mapping[str, Any]) -> ReservationOutcome:
         hold_expires_at=_optional_int(item, "hold_expires_at"),
         seats=tuple(v["S"] for v in item["seats"]["L"]) if "seats" in item else None,
         lines=tuple(_line_from_item(v["M"]) for v in item["lines"]["L"]) if "lines" in item else None,
+        position=_optional_int(item, "position"),
     )
 
 
@@ -386,7 +401,13 @@ def record_from_item(item: Mapping[str, Any]) -> ReservationRecord:
         ticket_first=_optional_int(item, "ticket_first"),
         pools=pool_names(item),
         tickets_passed_on=_optional_int(item, "tickets_passed_on") or 0,
+        waitlist_place=_waitlist_place(item),
     )
+
+
+def _waitlist_place(item: Mapping[str, Any]) -> tuple[int, str] | None:
+    lane, order = _optional_int(item, WAITLIST_LANE), _optional_text(item, WAITLIST_PLACE)
+    return (lane, order) if lane is not None and order is not None else None
 
 
 def record_item(
@@ -405,7 +426,7 @@ def record_item(
         "entity": {"S": "reservation"},
         "status": {"S": outcome.outcome.value},
         "recorded_at": {"S": recorded_at},
-        **_answer_attributes(outcome),
+        **answer_attributes(outcome),
     }
     if outcome.outcome is Outcome.HELD:
         if outcome.hold_expires_at is None:
@@ -424,7 +445,7 @@ def record_item(
     return item
 
 
-def _answer_attributes(outcome: ReservationOutcome) -> dict[str, Any]:
+def answer_attributes(outcome: ReservationOutcome) -> dict[str, Any]:
     """The answer as a record keeps it (`outcome_from_item` reads it back)."""
     item: dict[str, Any] = {
         "reservation_id": {"S": outcome.reservation_id},
@@ -435,7 +456,7 @@ def _answer_attributes(outcome: ReservationOutcome) -> dict[str, Any]:
     for name in ("event_id", "seat_class", "customer_id", "message_id"):
         if (text := getattr(outcome, name)) is not None:
             item[name] = {"S": text}
-    for name in ("quantity", "remaining", "hold_expires_at"):
+    for name in ("quantity", "remaining", "hold_expires_at", "position"):
         if (value := getattr(outcome, name)) is not None:
             item[name] = number(value)
     if outcome.seats is not None:
@@ -443,3 +464,129 @@ def _answer_attributes(outcome: ReservationOutcome) -> dict[str, Any]:
     if outcome.lines is not None:
         item["lines"] = {"L": [{"M": _line_item(line)} for line in outcome.lines]}
     return item
+
+
+# ---------------------------------------------------------------------------- the waiting list
+
+WAITLIST_PREFIX = "WAITLIST#"
+WAITER_PREFIX = "WAITER#"
+LIST_SK = "LIST"
+LANE_SK = "LANE"
+ENTRY_SK = "ENTRY"
+# Open lists, in the `HoldsByExpiry` index for the sweeper's rounds (`gsi1pk`).
+LISTS_PREFIX = "WAITLISTS#"
+LIST_BUCKETS = 8
+# Offers whose OFFERED outcome awaits publication, in the `TicketsToIssue` index (`gsi2pk`).
+OFFERS_PREFIX = "OFFERED#"
+OFFER_BUCKETS = 8
+# A waiting record's place (its lane and order key), for leaving.
+WAITLIST_LANE = "waitlist_lane"
+WAITLIST_PLACE = "waitlist_place"
+
+
+def _list_pk(key: SeatKey) -> str:
+    return f"{WAITLIST_PREFIX}{key.event_id}#{key.seat_class}"
+
+
+def list_key(key: SeatKey) -> dict[str, Any]:
+    return {"pk": {"S": _list_pk(key)}, "sk": {"S": LIST_SK}}
+
+
+def lane_pk(key: SeatKey, lane: int) -> str:
+    return f"{_list_pk(key)}#{lane}"
+
+
+def lane_key(key: SeatKey, lane: int) -> dict[str, Any]:
+    return {"pk": {"S": lane_pk(key, lane)}, "sk": {"S": LANE_SK}}
+
+
+def place_key(key: SeatKey, lane: int, order: str) -> dict[str, Any]:
+    return {"pk": {"S": lane_pk(key, lane)}, "sk": {"S": order}}
+
+
+def entry_key(key: SeatKey, customer_id: str) -> dict[str, Any]:
+    """A customer's entry on a class's list: one partition key per customer and class."""
+    pk = f"{WAITER_PREFIX}{key.event_id}#{key.seat_class}#{customer_id}"
+    return {"pk": {"S": pk}, "sk": {"S": ENTRY_SK}}
+
+
+def list_bucket(key: SeatKey) -> int:
+    return zlib.crc32(f"{key.event_id}#{key.seat_class}".encode()) % LIST_BUCKETS
+
+
+def offer_bucket(reservation_id: str) -> int:
+    return zlib.crc32(reservation_id.encode()) % OFFER_BUCKETS
+
+
+def lane_from_item(item: Mapping[str, Any]) -> Lane:
+    seats = item.get("seats", {}).get("M", {})
+    return Lane(
+        lane=int(item["lane"]["N"]),
+        waiting=_optional_int(item, "waiting") or 0,
+        frontier=_optional_text(item, "frontier") or "",
+        open=bool(item.get("open", {}).get("BOOL", False)),
+        until=_optional_int(item, "until"),
+        offer_seconds=_optional_int(item, "offer_seconds") or DEFAULT_OFFER_SECONDS,
+        seats={name: int(value["N"]) for name, value in seats.items() if int(value["N"])},
+    )
+
+
+def place_item(place: Place, joined_at: str) -> dict[str, Any]:
+    """A place on a lane: its entry's reservation, customer and what it waits for."""
+    item: dict[str, Any] = {
+        **place_key(place.key, place.lane, place.order),
+        "entity": {"S": "waitlist_place"},
+        "event_id": {"S": place.key.event_id},
+        "seat_class": {"S": place.key.seat_class},
+        "lane": number(place.lane),
+        "reservation_id": {"S": place.reservation_id},
+        "customer_id": {"S": place.customer_id},
+        "quantity": number(place.quantity),
+        "joined_at": {"S": joined_at},
+    }
+    if place.split:
+        item["split"] = {"BOOL": True}
+    if place.accessible:
+        item["accessible"] = {"BOOL": True}
+    return item
+
+
+def place_from_item(item: Mapping[str, Any]) -> Place:
+    return Place(
+        key=SeatKey(item["event_id"]["S"], item["seat_class"]["S"]),
+        lane=int(item["lane"]["N"]),
+        order=item["sk"]["S"],
+        reservation_id=item["reservation_id"]["S"],
+        customer_id=item["customer_id"]["S"],
+        quantity=int(item["quantity"]["N"]),
+        split=bool(item.get("split", {}).get("BOOL", False)),
+        accessible=bool(item.get("accessible", {}).get("BOOL", False)),
+    )
+
+
+def entry_item(place: Place, joined_at: str) -> dict[str, Any]:
+    """A customer's entry on a class's list: the reservation that joined (for good)."""
+    return {
+        **entry_key(place.key, place.customer_id),
+        "entity": {"S": "waitlist_entry"},
+        "event_id": {"S": place.key.event_id},
+        "seat_class": {"S": place.key.seat_class},
+        "customer_id": {"S": place.customer_id},
+        "reservation_id": {"S": place.reservation_id},
+        "joined_at": {"S": joined_at},
+    }
+
+
+def waiting_list(key: SeatKey, items: Sequence[Mapping[str, Any]]) -> WaitingList | None:
+    """A class's list from its list item and lane items (None: no list item)."""
+    head = next((i for i in items if i["sk"]["S"] == LIST_SK), None)
+    if head is None:
+        return None
+    lanes = sorted((lane_from_item(i) for i in items if i["sk"]["S"] == LANE_SK), key=lambda lane: lane.lane)
+    return WaitingList(
+        key=key,
+        open=bool(head.get("open", {}).get("BOOL", False)),
+        until=_optional_int(head, "until"),
+        offer_seconds=_optional_int(head, "offer_seconds") or DEFAULT_OFFER_SECONDS,
+        lanes=tuple(lanes),
+    )

@@ -9,7 +9,7 @@ conditional PutItem (1 write unit per KB instead of 2 in a transaction).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
@@ -76,13 +76,15 @@ class Writes(TableAccess):
         now: int,
         capacity: int | None,
         release_expires_at: int,
+        lists: Mapping[SeatKey, int] | None = None,
     ) -> TransitionsRefused | None:
         """One transaction: each record's new status (guarded on the one it was read with), the
-        seats back to (or sold on) the items they came from, the customers' counters and pools."""
+        seats back to (or sold on) the items they came from, the customers' counters and pools
+        (seats given back to a class in `lists` to its waiting list)."""
         if not transitions:
             return None
         actions = status_actions(
-            key, transitions, now=now, capacity=capacity, release_expires_at=release_expires_at
+            key, transitions, now=now, capacity=capacity, release_expires_at=release_expires_at, lists=lists
         )
         return self._transact(actions, lambda failures: status_refusal(key, failures))
 

@@ -6,13 +6,19 @@ tests use in-memory fakes of the same shape.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 from seat_inventory.logic.seat_map import SeatMap
 from seat_inventory.models import (
+    Join,
+    LaneWrite,
+    ListedReturn,
+    ListRefused,
     NumbersRefused,
+    Place,
     PoolInventory,
+    Rebalance,
     ReservationOutcome,
     ReservationRecord,
     SeatClassInventory,
@@ -26,6 +32,7 @@ from seat_inventory.models import (
     Transition,
     TransitionsRefused,
     UnnumberedSale,
+    WaitingList,
     WriteRefused,
 )
 
@@ -94,12 +101,52 @@ class InventoryStore(Protocol):
         now: int,
         capacity: int | None,
         release_expires_at: int,
+        lists: Mapping[SeatKey, int] | None = None,
     ) -> TransitionsRefused | None:
         """Moves every record to its new status, guarded on the status it was read with, and its
         seats with it (to the items, rows, pools and counters each line names: an order's change
         moves every line), in one transaction; `capacity` (a class of one item's, as the caller
         believes it) guards seats given back to `key`; records never sold expire at
-        `release_expires_at`."""
+        `release_expires_at`. Seats given back to a class in `lists` go to its waiting list (a
+        counted class's into the lane it names), each item guarded on the rule assumed."""
+        ...
+
+
+class WaitlistStore(Protocol):
+    """A class's waiting list (docs/guides/waiting-list.md): its lanes and places, and the writes
+    that join it, offer its seats, move them, end entries and put its seats back on sale."""
+
+    def read_waitlist(self, key: SeatKey) -> WaitingList | None:
+        """The class's list and its lanes, read strongly consistently (None: it never had one)."""
+        ...
+
+    def read_places(self, key: SeatKey, lane: int, *, after: str, before: str, limit: int) -> list[Place]:
+        """At most `limit` places of a lane with an order key after `after` and before `before`,
+        in join order, read strongly consistently."""
+        ...
+
+    def fence_lanes(self, key: SeatKey, lanes: Sequence[int], frontier: str) -> None:
+        """Moves each lane's frontier up to `frontier` (where it is below): no place with a smaller
+        key is written there any more."""
+        ...
+
+    def join_waitlist(self, join: Join) -> ListRefused | None:
+        """One transaction: each record (still SOLD_OUT) waits, each customer's entry and place
+        are written, the lane counts them (`transaction.join_actions`); None when it committed."""
+        ...
+
+    def write_lanes(self, writes: Sequence[LaneWrite]) -> list[ListRefused | None]:
+        """Each lane's offers and ends, a transaction each (`transaction.lane_actions`), the lanes
+        at once: per write, None when it committed, what refused otherwise. `RetryableError` (a
+        conflict or throttling) when one met a transient fault; the others stand."""
+        ...
+
+    def rebalance(self, rebalance: Rebalance) -> ListRefused | None:
+        """One transaction moving a counted class's list seats between shard items and lanes."""
+        ...
+
+    def return_listed(self, back: ListedReturn) -> ListRefused | None:
+        """One transaction putting the list's seats back on sale (`transaction.return_actions`)."""
         ...
 
 
@@ -116,6 +163,23 @@ class HoldStore(InventoryStore, Protocol):
 
     def mark_expiries_published(self, records: Sequence[ReservationRecord], *, expires_at: int) -> int:
         """Takes the records out of the outbox (and gives them their TTL); returns how many it took out."""
+        ...
+
+
+class ListStore(HoldStore, WaitlistStore, Protocol):
+    """What the sweeper's offer rounds need on top (docs/guides/waiting-list.md): the open lists,
+    and the outbox of offers whose OFFERED outcome is not published yet."""
+
+    def find_open_lists(self) -> list[SeatKey]:
+        """The classes whose waiting list is open (eventually consistent)."""
+        ...
+
+    def find_unpublished_offers(self, limit: int) -> list[ReservationRecord]:
+        """At most `limit` records offered whose OFFERED outcome awaits publication."""
+        ...
+
+    def mark_offers_published(self, records: Sequence[ReservationRecord]) -> int:
+        """Takes the records out of the offers' outbox; returns how many it took out."""
         ...
 
 

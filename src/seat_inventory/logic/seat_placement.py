@@ -102,10 +102,18 @@ _Key = tuple[int, int, int, int, int]
 
 
 def _best_in_row(
-    row: Row, row_index: int, taken: Collection[str], quantity: int, accessible: bool
+    row: Row,
+    row_index: int,
+    taken: Collection[str],
+    quantity: int,
+    accessible: bool,
+    within: Collection[str] | None = None,
 ) -> _Key | None:
     free = free_positions(row, taken)
-    usable = [f and (accessible or not s.accessible) for f, s in zip(free, row.seats, strict=True)]
+    usable = [
+        f and (accessible or not s.accessible) and (within is None or s.seat_id in within)
+        for f, s in zip(free, row.seats, strict=True)
+    ]
     keys = [
         key
         for start, end in _runs(usable)
@@ -151,12 +159,18 @@ def _blocks(
     return keys
 
 
-def _best_block(class_map: ClassMap, taken: Collection[str], quantity: int, accessible: bool) -> _Key | None:
+def _best_block(
+    class_map: ClassMap,
+    taken: Collection[str],
+    quantity: int,
+    accessible: bool,
+    within: Collection[str] | None = None,
+) -> _Key | None:
     best: _Key | None = None
     for index, row in enumerate(class_map.rows):
         if len(row.seats) < quantity:
             continue
-        key = _best_in_row(row, index, taken, quantity, accessible)
+        key = _best_in_row(row, index, taken, quantity, accessible, within)
         if key is not None and (best is None or key < best):
             best = key
             if key[0] == 0 and key[1] == 0:
@@ -175,9 +189,12 @@ def place_best(
     quantity: int,
     split: bool = False,
     accessible: bool = False,
+    within: Collection[str] | None = None,
 ) -> Placement | Refusal:
-    """The best block of `quantity` adjacent seats; with `split`, pieces when no block fits."""
-    key = _best_block(class_map, taken, quantity, accessible)
+    """The best block of `quantity` adjacent seats; with `split`, pieces when no block fits.
+    With `within`, only those seats are placed on (the waiting list's), every seat not `taken`
+    counting as free for the orphan rule."""
+    key = _best_block(class_map, taken, quantity, accessible, within)
     if key is not None:
         return Placement(_block_ids(class_map, key, quantity))
     if not split or quantity == 1:
@@ -187,7 +204,7 @@ def place_best(
     remaining = quantity
     while remaining:
         for size in range(remaining, 0, -1):
-            key = _best_block(class_map, now_taken, size, accessible)
+            key = _best_block(class_map, now_taken, size, accessible, within)
             if key is not None:
                 piece = _block_ids(class_map, key, size)
                 seats.extend(piece)

@@ -4,7 +4,8 @@
 - `outcomes`: the answer to each message, as recorded and published;
 - `views`: the inventory as a read shows it (seat classes, shard items, pools, row items);
 - `records`: what the store keeps and writes (a reservation's record, status changes, takes);
-- `tickets`: ticket numbering; `errors`: the faults and refusals the layers share.
+- `tickets`: ticket numbering; `errors`: the faults and refusals the layers share;
+- `waitlist`: a class's waiting list, its lanes and places, and what an offer round plans.
 
 Nothing here knows about boto3, SQS or SNS wire formats.
 """
@@ -15,3 +16,4 @@ from seat_inventory.models.records import *  # noqa: F403
 from seat_inventory.models.requests import *  # noqa: F403
 from seat_inventory.models.tickets import *  # noqa: F403
 from seat_inventory.models.views import *  # noqa: F403
+from seat_inventory.models.waitlist import *  # noqa: F403

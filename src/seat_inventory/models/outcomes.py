@@ -38,6 +38,12 @@ class Outcome(StrEnum):
     # scanners that were offline (both scans named).
     TRANSFERRED = "TRANSFERRED"
     CHECKIN_CONFLICT = "CHECKIN_CONFLICT"
+    # The waiting list (docs/guides/waiting-list.md): a request refused for lack of seats that
+    # joined the list (its position in `position`), the list's offer of seats to it (a hold: its
+    # record HELD), and its leaving the list.
+    WAITLISTED = "WAITLISTED"
+    OFFERED = "OFFERED"
+    LEFT = "LEFT"
 
 
 # Answers to a reserve or hold that took seats.
@@ -66,6 +72,7 @@ class ReservationOutcome:
     # A mapped class's seat ids: taken, or not free (SEATS_TAKEN), or stranded (ORPHAN_SEAT).
     seats: tuple[str, ...] | None = None
     lines: tuple[OrderLine, ...] | None = None
+    position: int | None = None  # WAITLISTED: the entry's place on the list (1: the head)
 
     def as_duplicate(self, message_id: str) -> ReservationOutcome:
         """The same recorded answer, marked as a re-publication for a redelivered message."""

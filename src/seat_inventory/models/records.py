@@ -124,14 +124,16 @@ class WriteRefused:
 @dataclass(frozen=True, slots=True)
 class TransitionsRefused:
     """What stopped a status change (nothing was written): `records` changed by someone else first (as
-    they are now; None: gone), and the class item, counters and pool items whose guard failed (on
-    consistent data these cannot)."""
+    they are now; None: gone), the classes whose waiting list rule changed, and the class item,
+    counters and pool items whose guard failed (on consistent data these cannot)."""
 
     inventory_refused: bool
     inventory: SeatClassInventory | None
     records: Mapping[str, ReservationRecord | None] = field(default_factory=dict)
     counters_refused: frozenset[str] = frozenset()
     pools_refused: frozenset[str] = frozenset()
+    # Classes whose waiting list rule was not the one the change assumed (docs/guides/waiting-list.md).
+    lists_changed: frozenset[SeatKey] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +159,8 @@ class ReservationRecord:
     # How many of its tickets another customer holds now (passed on, docs/guides/checkin.md): while
     # any is, the reservation cannot be cancelled (its seats are no longer all the buyer's).
     tickets_passed_on: int = 0
+    # WAITLISTED: its place on the class's waiting list (lane, order key; docs/guides/waiting-list.md).
+    waitlist_place: tuple[int, str] | None = None
 
     @property
     def ticket_numbers(self) -> range:

@@ -19,6 +19,9 @@ class RequestType(StrEnum):
     TICKET = "ticket"
     TRANSFER = "transfer"
     CHECKIN = "checkin"
+    # The waiting list (docs/guides/waiting-list.md): leaving it (a message), and the list's offer.
+    LEAVE = "leave"
+    OFFER = "offer"
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +90,8 @@ class ReservationRequest:
     accessible: bool = False
     # An order's lines (then `seat_class` is the first line's, `quantity` all lines' seats).
     lines: tuple[OrderLine, ...] | None = None
+    # Refused for lack of seats, the request joins the class's waiting list if it has one open.
+    waitlist: bool = False
 
     @property
     def seat_key(self) -> SeatKey:

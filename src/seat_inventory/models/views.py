@@ -164,6 +164,8 @@ class SeatClassInventory:
     pool_items: tuple[PoolInventory, ...] | None = None
     # (customer, seats) for the customers whose counters were read with it.
     counters: tuple[tuple[str, int], ...] | None = None
+    # Seats given back go to the class's waiting list (docs/guides/waiting-list.md).
+    waitlist: bool = False
 
     @property
     def seats_to_sell(self) -> int:
@@ -210,6 +212,8 @@ class SeatState(StrEnum):
     HELD = "H"
     SOLD = "S"
     BLOCKED = "B"
+    # Set aside for the class's waiting list (docs/guides/waiting-list.md): counted as held.
+    LISTED = "L"
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,6 +236,7 @@ class SeatRow:
     sale_ends_at: int | None = None
     pools: tuple[str, ...] = ()
     admission_required: bool = False
+    waitlist: bool = False  # seats given back go to the class's waiting list
 
     def sale_closed_reason(self, now: float) -> str | None:
         name = f"{self.key.event_id} {self.key.seat_class}"

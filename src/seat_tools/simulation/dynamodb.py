@@ -418,14 +418,20 @@ class SimulatedDynamoStore:
         now: int,
         capacity: int | None,
         release_expires_at: int,
+        lists: Mapping[SeatKey, int] | None = None,
     ) -> TransitionsRefused | None:
         actions = status_actions(
-            key, transitions, now=now, capacity=capacity, release_expires_at=release_expires_at
+            key, transitions, now=now, capacity=capacity, release_expires_at=release_expires_at, lists=lists
         )
 
         def apply() -> TransitionsRefused | None:
             return self._table.data.change_status(
-                key, transitions, now=now, capacity=capacity, release_expires_at=release_expires_at
+                key,
+                transitions,
+                now=now,
+                capacity=capacity,
+                release_expires_at=release_expires_at,
+                lists=lists,
             )
 
         return self._transact(actions, apply)

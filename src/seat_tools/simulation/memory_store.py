@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from seat_inventory.logic.seat_map import SeatMap
@@ -63,12 +63,19 @@ from seat_inventory.transaction import (
 )
 from seat_tools.resharding import check_shard_count, rebalance, spread
 from seat_tools.seat_map_files import row_items
+from seat_tools.simulation.memory_waitlist import (
+    HOLDS,
+    WAITLIST_APPLY,
+    WAITLIST_CHECKS,
+    MemoryLists,
+    WaitlistMemory,
+)
 
 __all__ = ["InMemoryInventoryStore"]
 
 
 @dataclass
-class InMemoryInventoryStore:
+class InMemoryInventoryStore(WaitlistMemory):
     """Behaves like the DynamoDB transactions: guards on the inventory, records and counters."""
 
     inventory: dict[SeatKey, SeatClassInventory] = field(default_factory=dict)
@@ -120,6 +127,8 @@ class InMemoryInventoryStore:
     # Claims on parts of mapped classes (`claim`): (class, part) -> (owner, until).
     claims: dict[tuple[SeatKey, str], tuple[str, float]] = field(default_factory=dict)
     clock_ms: Callable[[], int] = field(default=lambda: int(time.time() * 1000))
+    # The waiting lists (docs/guides/waiting-list.md, `memory_waitlist`).
+    waitlists: MemoryLists = field(default_factory=MemoryLists)
 
     def add_event(
         self,
@@ -372,10 +381,11 @@ class InMemoryInventoryStore:
         now: int,
         capacity: int | None,
         release_expires_at: int,
+        lists: Mapping[SeatKey, int] | None = None,
     ) -> TransitionsRefused | None:
         self._begin_commit()
         actions = status_actions(
-            key, transitions, now=now, capacity=capacity, release_expires_at=release_expires_at
+            key, transitions, now=now, capacity=capacity, release_expires_at=release_expires_at, lists=lists
         )
         failures = self._failures(actions)
         if failures:
@@ -554,18 +564,27 @@ class InMemoryInventoryStore:
             and capacity is not None
             and (seats.capacity != capacity or seats.available > capacity - delta.released)
         )
-        if seats.held < delta.unheld or seats.sold < delta.unsold or capacity_refuses:
+        rule_refuses = action.waitlist is not None and item.waitlist != action.waitlist
+        if seats.held < delta.unheld or seats.sold < delta.unsold or capacity_refuses or rule_refuses:
             return _shard_view(item, seats)
         return _HOLDS
 
     def _apply_return_seats(self, action: ReturnSeats) -> None:
         delta = action.delta
-        change = {"available": delta.released, "held": -delta.unheld, "sold": delta.sold - delta.unsold}
+        change = {
+            "available": delta.released,
+            "held": delta.listed - delta.unheld,
+            "sold": delta.sold - delta.unsold,
+        }
         self._set_shard(action.key, action.shard, **change)
 
     def _check_release_row(self, action: ReleaseRow) -> object:
         row = self.seat_rows.get(action.key, {}).get(action.row_id)
         if row is None or any(row.states.get(p) is not was for p, was, _ in action.seats):
+            return row
+        if action.waitlist is not None and row.waitlist != action.waitlist:
+            return row
+        if action.now is not None and row.sale_closed_reason(action.now) is not None:
             return row
         return _HOLDS
 
@@ -573,20 +592,16 @@ class InMemoryInventoryStore:
         rows = self.seat_rows[action.key]
         row = rows[action.row_id]
         states = dict(row.states)
-        available, held, sold = row.available, row.held, row.sold
-        for p, was, sells in action.seats:
-            if was is SeatState.HELD:
-                held -= 1
-            else:
-                sold -= 1
-            if sells:
-                states[p] = SeatState.SOLD
-                sold += 1
-            else:
+        counts = {"available": row.available, "held": row.held, "sold": row.sold}
+        for p, was, after in action.seats:
+            counts[_COUNTS[was]] -= 1
+            counts[_COUNTS[after]] += 1
+            if after is None:
                 del states[p]
-                available += 1
+            else:
+                states[p] = after
         rows[action.row_id] = dataclasses.replace(
-            row, states=states, available=available, held=held, sold=sold
+            row, states=states, available=counts["available"], held=counts["held"], sold=counts["sold"]
         )
 
     def _check_change_status(self, action: ChangeStatus) -> object:
@@ -672,6 +687,7 @@ class InMemoryInventoryStore:
             ticket_series=self.tickets[reservation_id][0] if reservation_id in self.tickets else None,
             ticket_first=self.tickets[reservation_id][1] if reservation_id in self.tickets else None,
             pools=self.pools_of.get(reservation_id, ()),
+            waitlist_place=self.waitlists.record_places.get(reservation_id),
         )
 
     def read_reservations(self, reservation_ids: Sequence[str]) -> dict[str, ReservationRecord]:
@@ -772,8 +788,11 @@ class InMemoryInventoryStore:
         return cleared
 
 
-_HOLDS = object()  # a guard that held (any other check result is the refused item as it was)
+# How each state of a seat counts on its row item (a seat the waiting list holds is held).
+_COUNTS = {SeatState.HELD: "held", SeatState.LISTED: "held", SeatState.SOLD: "sold", None: "available"}
+_HOLDS = HOLDS  # a guard that held (any other check result is the refused item as it was)
 _CHECKS: dict[type, Callable[..., object]] = {
+    **WAITLIST_CHECKS,
     TakeSeats: InMemoryInventoryStore._check_take_seats,
     MoveSeats: InMemoryInventoryStore._check_move_seats,
     TakeRow: InMemoryInventoryStore._check_take_row,
@@ -789,6 +808,7 @@ _CHECKS: dict[type, Callable[..., object]] = {
     ReturnPoolSeats: InMemoryInventoryStore._check_return_pool_seats,
 }
 _APPLY: dict[type, Callable[..., None]] = {
+    **WAITLIST_APPLY,
     TakeSeats: InMemoryInventoryStore._apply_take_seats,
     MoveSeats: InMemoryInventoryStore._apply_move_seats,
     TakeRow: InMemoryInventoryStore._apply_take_row,
