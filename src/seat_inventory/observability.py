@@ -24,6 +24,7 @@ from seat_inventory.models import BatchResult, Outcome
 
 if TYPE_CHECKING:
     from seat_inventory.logic.issue_tickets import IssueResult
+    from seat_inventory.logic.offer_rounds import RoundsResult
     from seat_inventory.logic.sweep_holds import SweepResult
 
 Handler = TypeVar("Handler", bound=Callable[..., Any])
@@ -119,6 +120,16 @@ def record_batch(result: BatchResult) -> None:
         reasons.setdefault(result.handed_back.get(message_id, "not recorded"), []).append(message_id)
     for reason, message_ids in reasons.items():
         logger.warning("messages handed back to the queue", reason=reason, message_ids=message_ids)
+
+
+def record_offer_rounds(result: RoundsResult) -> None:
+    """Counts the waiting lists' offers (`SeatsOffered` and friends); logs lists not served."""
+    metrics.add_metric(name="WaitlistOffers", unit=MetricUnit.Count, value=result.offered)
+    metrics.add_metric(name="SeatsOffered", unit=MetricUnit.Count, value=result.seats_offered)
+    metrics.add_metric(name="SeatsReturnedFromLists", unit=MetricUnit.Count, value=result.seats_returned)
+    metrics.add_metric(name="OffersUnpublished", unit=MetricUnit.Count, value=result.unpublished)
+    if result.failed:
+        logger.error("waiting lists not served", lists=result.failed)
 
 
 def record_sweep(result: SweepResult) -> None:

@@ -39,6 +39,8 @@ RESERVE_FIELDS = frozenset(
     | {"seats", "split", "accessible"}
     # A multi-line order (docs/guides/orders.md) instead of seat_class and quantity.
     | {"lines"}
+    # Refused for lack of seats, join the class's waiting list (docs/guides/waiting-list.md).
+    | {"waitlist"}
 )
 # The fields of one order line, and the top-level fields an order's lines replace.
 LINE_FIELDS = frozenset({"seat_class", "quantity", "seats"})
@@ -48,12 +50,21 @@ CHANGE_FIELDS = frozenset({"type", "reservation_id", "customer_id"})
 ALLOWED_FIELDS = HOLD_FIELDS | CHANGE_FIELDS
 REQUIRED_FIELDS = ("reservation_id", "event_id", "quantity", "customer_id")
 RESERVE_TYPE = "reserve"
-MESSAGE_TYPES = (RequestType.RESERVE, RequestType.HOLD, RequestType.CONFIRM, RequestType.CANCEL)
+MESSAGE_TYPES = (
+    RequestType.RESERVE,
+    RequestType.HOLD,
+    RequestType.CONFIRM,
+    RequestType.CANCEL,
+    RequestType.LEAVE,
+)
+# Messages that name only a recorded reservation.
+CHANGE_TYPES = (RequestType.CONFIRM, RequestType.CANCEL, RequestType.LEAVE)
 FIELDS_BY_TYPE = {
     RequestType.RESERVE: RESERVE_FIELDS,
     RequestType.HOLD: HOLD_FIELDS,
     RequestType.CONFIRM: CHANGE_FIELDS,
     RequestType.CANCEL: CHANGE_FIELDS,
+    RequestType.LEAVE: CHANGE_FIELDS,
 }
 
 # A hold lasts `hold_seconds`: 600 unless the message says otherwise, from 60 up to the
@@ -260,7 +271,7 @@ def parse_reservation(
     """Validates one message body against the message contract (docs/reference/contract.md).
 
     A body without `type` (or `"type": "reserve"`) is a reservation; `hold` adds `hold_seconds`;
-    `confirm` and `cancel` name only the reservation. Returns an `InvalidMessage` (never raises)
+    `confirm`, `cancel` and `leave` name only the reservation. Returns an `InvalidMessage` (never raises)
     so that a bad message is answered once and removed from the queue instead of being retried
     until it reaches the dead-letter queue.
     """
@@ -271,7 +282,7 @@ def parse_reservation(
         misplaced = sorted(set(parsed) - FIELDS_BY_TYPE[message_type])
         if misplaced:
             raise _Invalid(f"field(s) not allowed with type {message_type.value!r}: " + _names(misplaced))
-        if message_type in (RequestType.CONFIRM, RequestType.CANCEL):
+        if message_type in CHANGE_TYPES:
             return _change_request(message_id, parsed, message_type)
         return _reservation(
             message_id, parsed, message_type, default_seat_class, max_quantity, max_hold_seconds
@@ -348,6 +359,7 @@ def _reservation(
             seat_class = _identifier(parsed, "seat_class", MAX_SEAT_CLASS_LENGTH)
         quantity, seats, split, accessible = _seat_choice(parsed, max_quantity)
     hold_seconds = _hold_seconds(parsed, max_hold_seconds) if message_type is RequestType.HOLD else None
+    waitlist = _waitlist(parsed, lines)
     return ReservationRequest(
         message_id=message_id,
         reservation_id=reservation_id,
@@ -362,7 +374,20 @@ def _reservation(
         accessible=accessible,
         admission_token=_admission_token(parsed),
         lines=lines,
+        waitlist=waitlist,
     )
+
+
+def _waitlist(body: dict[str, Any], lines: tuple[OrderLine, ...] | None) -> bool:
+    """Whether a refusal for lack of seats joins the class's waiting list (one class: not an order)."""
+    value = body.get("waitlist")
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise _Invalid(f"waitlist must be true or false, got {_describe(value)}")
+    if value and lines is not None:
+        raise _Invalid("waitlist applies to a request for one seat class, not to an order's lines")
+    return value
 
 
 def _order_lines(body: dict[str, Any], max_quantity: int) -> tuple[OrderLine, ...] | None:
@@ -441,7 +466,8 @@ def _admission_token(body: dict[str, Any]) -> str | None:
 
 
 def _change_request(message_id: str, body: dict[str, Any], message_type: RequestType) -> ChangeRequest:
-    """A confirm or cancel: only `reservation_id` is required; `customer_id` is an optional cross-check."""
+    """A confirm, cancel or leave: only `reservation_id` is required; `customer_id` is an optional
+    cross-check."""
     if body.get("reservation_id") is None:
         raise _Invalid("missing required field(s): reservation_id")
     reservation_id = _identifier(body, "reservation_id", MAX_ID_LENGTH)

@@ -67,6 +67,7 @@ from seat_tools.resharding import check_shard_count, rebalance, removal, spread
 from seat_tools.seat_blocks import SeatBlockCommands
 from seat_tools.seat_map_commands import SeatMapCommands
 from seat_tools.ticket_admin import TicketAdmin
+from seat_tools.waitlist_admin import WaitlistAdmin
 
 # Operation ids an inventory item remembers (`exactly_once.RECENT_OPERATIONS`): 8 ids of 16
 # characters add about 150 bytes to the item, well inside the 1 KB that one write unit of every
@@ -832,5 +833,7 @@ def _check_window(starts_at: int | None, ends_at: int | None) -> None:
         raise ValueError("the sale must end after it starts")
 
 
-class OperatorTable(InventoryTable, OperatorCommands, SeatBlockCommands, SeatMapCommands, TicketAdmin):
+class OperatorTable(
+    InventoryTable, OperatorCommands, SeatBlockCommands, SeatMapCommands, TicketAdmin, WaitlistAdmin
+):
     """The service's table with the operator's commands and reads: what the `seats` tools use."""

@@ -72,7 +72,7 @@ def test_explicit_reserve_type_is_accepted() -> None:
         ({**GOOD, "price": 10}, 'unexpected field(s): "price"'),
         (
             {**GOOD, "type": "refund"},
-            "type must be one of 'reserve', 'hold', 'confirm', 'cancel', got \"refund\"",
+            "type must be one of 'reserve', 'hold', 'confirm', 'cancel', 'leave', got \"refund\"",
         ),
         (
             '{"reservation_id": "r-1", "reservation_id": "r-2"}',
@@ -186,14 +186,17 @@ def test_confirm_and_cancel_name_only_the_reservation(kind: str) -> None:
             {"type": "confirm", "reservation_id": "r-1", "customer_id": 9},
             "customer_id must be a string, got int 9",
         ),
-        ({**GOOD, "type": None}, "type must be one of 'reserve', 'hold', 'confirm', 'cancel', got null"),
+        (
+            {**GOOD, "type": None},
+            "type must be one of 'reserve', 'hold', 'confirm', 'cancel', 'leave', got null",
+        ),
         (
             {**GOOD, "type": "HOLD"},
-            "type must be one of 'reserve', 'hold', 'confirm', 'cancel', got \"HOLD\"",
+            "type must be one of 'reserve', 'hold', 'confirm', 'cancel', 'leave', got \"HOLD\"",
         ),
         (
             {"type": "expire", "reservation_id": "r-1"},
-            "type must be one of 'reserve', 'hold', 'confirm', 'cancel', got \"expire\"",
+            "type must be one of 'reserve', 'hold', 'confirm', 'cancel', 'leave', got \"expire\"",
         ),
     ],
 )

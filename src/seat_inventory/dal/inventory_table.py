@@ -10,6 +10,7 @@ The data access is a package (every DynamoDB key, expression and error code live
 - `writes`: take, record rejections, change status;
 - `seat_rows`: mapped seat classes: the seat map, row items, slice claims;
 - `sweeper_queries`: the hold sweeper's index queries and the expiry outbox;
+- `waitlist`: the waiting lists: their reads, writes, open lists and the offers' outbox;
 - `tickets`: ticket numbers: the issuer's index, counters, numbering transaction and ledger.
 
 The operator's commands (`seats event ...`) are not part of the service: `seat_tools.operator_commands`
@@ -21,8 +22,9 @@ from __future__ import annotations
 from seat_inventory.dal.seat_rows import SeatRows
 from seat_inventory.dal.sweeper_queries import SweeperQueries
 from seat_inventory.dal.tickets import TicketQueries
-from seat_inventory.dal.writes import Writes
+from seat_inventory.dal.waitlist import WaitlistQueries
 
 
-class InventoryTable(Writes, SweeperQueries, TicketQueries, SeatRows):
-    """DynamoDB implementation of the `InventoryStore`, `HoldStore` and `TicketStore` ports."""
+class InventoryTable(WaitlistQueries, SweeperQueries, TicketQueries, SeatRows):
+    """DynamoDB implementation of the `InventoryStore`, `HoldStore`, `ListStore` and `TicketStore`
+    ports."""

@@ -39,6 +39,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         hints=adapters.hints,
         deadline=conflict_deadline(adapters.clock.now(), context.get_remaining_time_in_millis()),
         admission=adapters.admission,
+        waitlist=adapters.store,
     )
     record_batch(result)
     return {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in result.failed_message_ids]}

@@ -15,6 +15,7 @@ from seat_inventory.models import (
     InvalidMessage,
     OrderLine,
     Outcome,
+    Place,
     RequestType,
     ReservationOutcome,
     ReservationRecord,
@@ -229,3 +230,58 @@ def ticketed(batch: TicketBatch, fmt: TicketFormat) -> list[ReservationOutcome]:
         )
         for a in batch.assignments
     ]
+
+
+# ---------------------------------------------------------------------------- the waiting list
+
+
+def waitlisted(refusal: ReservationOutcome, position: int) -> ReservationOutcome:
+    """WAITLISTED: a request refused for lack of seats joined its class's waiting list at
+    `position` (1: the head), the refusal's reason kept before it."""
+    reason = f"{refusal.reason}; on the waiting list at position {position}"
+    return replace(refusal, outcome=Outcome.WAITLISTED, reason=reason, position=position, remaining=None)
+
+
+def not_waitlisted(refusal: ReservationOutcome, why: str) -> ReservationOutcome:
+    """The refusal of a request that asked to join the waiting list and could not, saying why."""
+    return replace(refusal, reason=f"{refusal.reason}; not on the waiting list: {why}")
+
+
+def offered(place: Place, expires_at: int) -> ReservationOutcome:
+    """OFFERED: seats freed for the waiting list held for the entry's customer until `expires_at`
+    (no message asked for it; a `confirm` of the reservation takes them)."""
+    key = place.key
+    return ReservationOutcome(
+        place.reservation_id,
+        Outcome.OFFERED,
+        f"{place.quantity} seat(s) offered from the waiting list, held until {iso_utc(expires_at)};"
+        " confirm the reservation to take them",
+        key.event_id,
+        key.seat_class,
+        place.quantity,
+        place.customer_id,
+        request_type=RequestType.OFFER,
+        hold_expires_at=expires_at,
+    )
+
+
+def left(request: ChangeRequest, record: ReservationRecord) -> ReservationOutcome:
+    """LEFT: the reservation's entry is off the waiting list (it will not be offered seats)."""
+    return change(request, record, Outcome.LEFT, "left the waiting list")
+
+
+def not_waiting(request: ChangeRequest, record: ReservationRecord) -> ReservationOutcome:
+    """A leave of a reservation not on the waiting list: where it stands (LEFT again: a duplicate)."""
+    status = record.status
+    if status is Outcome.LEFT:
+        return change(request, record, Outcome.LEFT, "already left the waiting list", duplicate=True)
+    if status is Outcome.HELD and record.answer.outcome is Outcome.OFFERED:
+        why = "its entry was offered seats, held for it; cancel the reservation to give them back"
+    else:
+        why = f"the reservation was answered {status.value}, it is not on the waiting list"
+    return change(request, record, status, f"{why}; nothing to leave")
+
+
+def offer_announced(record: ReservationRecord) -> ReservationOutcome:
+    """The OFFERED outcome published for an offer in the outbox, as its record keeps it."""
+    return replace(record.answer, outcome=Outcome.OFFERED, message_id=None, duplicate=False)

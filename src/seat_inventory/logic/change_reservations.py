@@ -40,8 +40,14 @@ from seat_inventory.models import (
     Transition,
     TransitionsRefused,
     iso_utc,
+    lane_for,
     row_item_of,
 )
+
+
+def pending_releases(transitions: Sequence[Transition]) -> bool:
+    """Whether any of the transitions gives seats back."""
+    return any(t.releases_seats for t in transitions)
 
 
 def decide_change(
@@ -208,6 +214,8 @@ class _StatusChanges:
         self.release_expires_at = now + release_ttl_seconds
         self.capacity: int | None = None
         self.conflicts = 0
+        # Classes whose seats given back go to their waiting list, and the lane they go to.
+        self.lists: dict[SeatKey, int] = {}
 
     def start(self) -> None:
         """Seats given back to a class of one item are guarded against its capacity; the guard
@@ -216,6 +224,9 @@ class _StatusChanges:
         an order's lines (docs/guides/orders.md) on held and sold alone, and a sharded class has no one
         item to check a capacity on: its guards on held and sold do."""
         key = self.key
+        assumed = self.hints.assumed(key)
+        if assumed is not None and assumed.waitlist and pending_releases(self.queue):
+            self.lists[key] = lane_for(self.queue[0].record.reservation_id)
         if not any(t.releases_seats and not t.record.seats and not t.record.answer.lines for t in self.queue):
             return
         item = self.hints.assumed(key) or self.deadline.patiently(
@@ -235,7 +246,12 @@ class _StatusChanges:
 
     def write(self, chunk: list[Transition]) -> TransitionsRefused | None:
         return self.store.change_status(
-            self.key, chunk, now=self.now, capacity=self.capacity, release_expires_at=self.release_expires_at
+            self.key,
+            chunk,
+            now=self.now,
+            capacity=self.capacity,
+            release_expires_at=self.release_expires_at,
+            lists=self.lists,
         )
 
     def contended(self, chunk: list[Transition], exc: TransactionConflict | Throttled) -> None:
@@ -257,6 +273,9 @@ class _StatusChanges:
         key = self.key
         self.result.superseded.update(refused.records)
         self.queue[:] = [t for t in self.queue if t.record.reservation_id not in refused.records]
+        if refused.lists_changed:
+            self._learn_lists(refused.lists_changed)
+            return True
         if refused.inventory_refused and self._learn_item(refused.inventory):
             return True
         if refused.records:
@@ -275,6 +294,14 @@ class _StatusChanges:
                 f"{key}: customer counter(s) {sorted(refused.counters_refused)} are lower than their seats"
             )
         raise RetryableError(f"status changes of {key} refused without a reason the planner knows")
+
+    def _learn_lists(self, changed: Collection[SeatKey]) -> None:
+        """A class whose waiting list rule was not the one assumed: its seats given back go the
+        other way (to its list, or on sale) when written again."""
+        lane = lane_for(self.queue[0].record.reservation_id) if self.queue else 0
+        for key in changed:
+            if self.lists.pop(key, None) is None:
+                self.lists[key] = lane
 
     def _learn_item(self, item: SeatClassInventory | None) -> bool:
         """Whether the class item handed back shows a capacity other than the one assumed."""

@@ -16,16 +16,17 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from seat_inventory.logic.admission_tokens import TokenVerifier
-from seat_inventory.logic.answers import invalid
+from seat_inventory.logic.answers import invalid, not_waitlisted
 from seat_inventory.logic.change_reservations import apply_changes
 from seat_inventory.logic.inventory_hints import InventoryHints
 from seat_inventory.logic.limits import MAX_RESERVATIONS_PER_TRANSACTION
-from seat_inventory.logic.ports import Clock, InventoryStore, OutcomePublisher
+from seat_inventory.logic.ports import Clock, InventoryStore, OutcomePublisher, WaitlistStore
 from seat_inventory.logic.retry_deadline import ConflictDeadline
 from seat_inventory.logic.seat_views import MappedContext
 from seat_inventory.logic.settle_group import settle_group
 from seat_inventory.logic.settle_mapped import settle_mapped
 from seat_inventory.logic.settle_order import OrderContext, settle_order
+from seat_inventory.logic.waitlist_entries import join_waitlist, joins_wanted, leave_waitlist
 from seat_inventory.models import (
     BatchResult,
     ChangeRequest,
@@ -59,6 +60,7 @@ def reserve_seats(
     hints: InventoryHints | None = None,
     deadline: float | None = None,
     admission: TokenVerifier | None = None,
+    waitlist: WaitlistStore | None = None,
 ) -> BatchResult:
     """Answers every message of one SQS batch; returns what was published and what to retry.
 
@@ -70,6 +72,7 @@ def reserve_seats(
     handed back for one would count towards the dead-letter queue.
     `admission` verifies the messages' admission tokens (docs/guides/admission.md); without it no key is
     known and every token is refused as forged.
+    `waitlist` holds the waiting lists (docs/guides/waiting-list.md): joined and left by messages.
     """
     hints = hints if hints is not None else InventoryHints()
     conflicts_until = (
@@ -85,6 +88,7 @@ def reserve_seats(
         context = OrderContext(store, clock, hints, settings.rejection_record_ttl_seconds, conflicts_until)
         _settle_orders(batch.orders, context, group_answers, failed)
     failed.update(batch.keys_unavailable)
+    _join_waitlists(batch, group_answers, failed, waitlist, clock)
     answers = batch.answer_requests(group_answers, failed)
     if batch.changes:
         # A confirmation or cancellation of a reservation whose own message must be retried
@@ -101,6 +105,8 @@ def reserve_seats(
         )
         answers.update(change_answers)
         failed.update(change_failed)
+    if batch.leaves:
+        _leave_waitlists(batch.leaves, answers, failed, waitlist, store, clock, settings)
     return _publish(
         messages, answers, failed, publisher, lambda refusals: conflicts_until.back_off(clock, refusals)
     )
@@ -117,6 +123,7 @@ class _Batch:
     groups: dict[SeatKey, list[ReservationRequest]] = field(default_factory=dict)
     orders: list[ReservationRequest] = field(default_factory=list)  # multi-line (docs/guides/orders.md)
     changes: list[ChangeRequest] = field(default_factory=list)
+    leaves: list[ChangeRequest] = field(default_factory=list)  # docs/guides/waiting-list.md
     keys_unavailable: dict[str, str] = field(default_factory=dict)  # message id -> why retried
 
     def check_tokens(self, verifier: TokenVerifier, *, now: float) -> None:
@@ -181,7 +188,7 @@ def _sort_batch(messages: Sequence[QueueMessage], settings: Settings) -> _Batch:
         if isinstance(parsed, InvalidMessage):
             batch.answers[message.message_id] = invalid(parsed)
         elif isinstance(parsed, ChangeRequest):
-            batch.changes.append(parsed)
+            (batch.leaves if parsed.request_type is RequestType.LEAVE else batch.changes).append(parsed)
         elif parsed.reservation_id in batch.first_request:
             batch.repeats.append(parsed)
         elif parsed.lines is not None:
@@ -191,6 +198,61 @@ def _sort_batch(messages: Sequence[QueueMessage], settings: Settings) -> _Batch:
             batch.first_request[parsed.reservation_id] = parsed
             batch.groups.setdefault(parsed.seat_key, []).append(parsed)
     return batch
+
+
+def _join_waitlists(
+    batch: _Batch,
+    group_answers: dict[str, ReservationOutcome],
+    failed: dict[str, str],
+    waitlist: WaitlistStore | None,
+    clock: Clock,
+) -> None:
+    """Requests refused SOLD_OUT that asked to join their class's waiting list join it; a class
+    whose join met a transient fault hands its messages back (their records stay the refusal, and
+    a retry joins them)."""
+    wanted = joins_wanted(list(batch.first_request.values()), group_answers)
+    for key, refused in wanted.items():
+        if waitlist is None:
+            why = "the service runs without waiting lists"
+            group_answers.update((o.reservation_id, not_waitlisted(o, why)) for _, o in refused)
+            continue
+        try:
+            group_answers.update(join_waitlist(key, refused, store=waitlist, clock=clock))
+        except RetryableError as exc:
+            reason = (
+                f"joining the waiting list of {key.event_id} {key.seat_class}: {type(exc).__name__}: {exc}"
+            )
+            for request, _ in refused:
+                group_answers.pop(request.reservation_id, None)
+                failed[request.message_id] = reason
+
+
+def _leave_waitlists(
+    leaves: Sequence[ChangeRequest],
+    answers: dict[str, ReservationOutcome],
+    failed: dict[str, str],
+    waitlist: WaitlistStore | None,
+    store: InventoryStore,
+    clock: Clock,
+    settings: Settings,
+) -> None:
+    """`leave` messages, after the batch's other changes: their records read, each waiting entry
+    taken off its list; a transient fault hands them back."""
+    try:
+        records = store.read_reservations([r.reservation_id for r in leaves])
+        answers.update(
+            leave_waitlist(
+                leaves,
+                store=waitlist,
+                records=records,
+                clock=clock,
+                record_ttl_seconds=settings.rejection_record_ttl_seconds,
+            )
+        )
+    except RetryableError as exc:
+        failed.update(
+            (r.message_id, f"leaving the waiting list: {type(exc).__name__}: {exc}") for r in leaves
+        )
 
 
 def _settle_orders(

@@ -61,6 +61,9 @@ def outcome_document(outcome: ReservationOutcome) -> dict[str, Any]:
     if outcome.seats is not None:
         # A mapped class's seats (docs/guides/seat-maps.md): taken, or not free (SEATS_TAKEN), or stranded.
         document["seats"] = list(outcome.seats)
+    if outcome.position is not None:
+        # WAITLISTED (docs/guides/waiting-list.md): the entry's position on the list when it joined.
+        document["position"] = outcome.position
     if outcome.lines is not None:
         # A multi-line order (docs/guides/orders.md): its lines as asked, in order (where their seats
         # came from is the record's, not the subscriber's).

@@ -116,3 +116,6 @@ from seat_tools.cli.tokens_commands import tokens  # noqa: E402
 
 cli.add_command(tokens)
 cli.add_command(checkin)
+from seat_tools.cli.waitlist_commands import waitlist  # noqa: E402
+
+cli.add_command(waitlist)

@@ -1,0 +1,203 @@
+"""The waiting list's offer rounds, run by the sweeper after it releases the holds that ran out
+(docs/guides/waiting-list.md).
+
+A round of a counted class's open list fences its lanes (no join can take a place before the
+fence any more), reads the places at the head of each lane, and merges them into join order.
+`offer_plan.plan_counted` decides the offers: the first entries the list's seats fit, each on one
+shard item. The seats are moved where the offers need them (`rebalance`), then each lane's offers
+are written (`write_lanes`): each entry's record, still WAITLISTED, becomes a hold of its seats
+with the OFFERED answer, its place is dropped, and the lane's seats and count go down, in one
+transaction per lane. An offer is published from the offers' outbox (at least once); taking it is
+a `confirm`, and an offer that runs out is released by the sweeper like any hold, its seats going
+back to the list for the next entry. A list with no entry waiting puts its seats back on sale
+(guarded on every lane still being empty); so does a list that no longer offers (closed, or past
+its `until`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from seat_inventory.logic import answers
+from seat_inventory.logic.offer_plan import lane_changes, offer_expiry, plan_counted
+from seat_inventory.logic.ports import Clock, ListStore, OutcomePublisher
+from seat_inventory.models import (
+    EntryOffer,
+    LaneWrite,
+    ListedReturn,
+    Place,
+    Rebalance,
+    RetryableError,
+    SeatKey,
+    WaitingList,
+    fence_key,
+)
+
+# Places a round reads from each lane's head, and offers one lane's transaction writes (2 actions
+# each and the lane, under DynamoDB's 100).
+PLACES_PER_LANE = 250
+OFFERS_PER_TRANSACTION = 45
+
+
+@dataclass(slots=True)
+class RoundResult:
+    """What one round of one list did: the entries offered seats, the seats put back on sale, and
+    why it stopped short when it did (`stalled`: tried again by the next run)."""
+
+    offered: list[EntryOffer] = field(default_factory=list)
+    seats_returned: int = 0
+    stalled: str | None = None
+
+    @property
+    def seats_offered(self) -> int:
+        return sum(o.place.quantity for o in self.offered)
+
+
+@dataclass(slots=True)
+class RoundsResult:
+    """What the sweeper's rounds did over every open list: offers made, seats put back on sale,
+    OFFERED outcomes published (and left unpublished in the outbox), lists that failed."""
+
+    offered: int = 0
+    seats_offered: int = 0
+    seats_returned: int = 0
+    published: int = 0
+    unpublished: int = 0
+    failed: list[str] = field(default_factory=list)
+
+
+def run_offer_rounds(
+    store: ListStore, publisher: OutcomePublisher, clock: Clock, *, limit: int
+) -> RoundsResult:
+    """One round for each open list, then the offers' outbox published (at most `limit`). A list
+    whose round met a transient fault is reported in `failed`; the others go on."""
+    result = RoundsResult()
+    for key in store.find_open_lists():
+        try:
+            done = offer_round(key, store=store, clock=clock)
+        except RetryableError as exc:
+            result.failed.append(f"{key.event_id} {key.seat_class}: {type(exc).__name__}: {exc}")
+            continue
+        result.offered += len(done.offered)
+        result.seats_offered += done.seats_offered
+        result.seats_returned += done.seats_returned
+    published, unpublished = publish_offers(store, publisher, limit=limit)
+    result.published, result.unpublished = published, unpublished
+    return result
+
+
+def publish_offers(store: ListStore, publisher: OutcomePublisher, *, limit: int) -> tuple[int, int]:
+    """Publishes the OFFERED outcomes of the outbox and takes the published ones out; returns how
+    many were published and how many SNS did not take (they stay for the next run)."""
+    records = store.find_unpublished_offers(limit)
+    if not records:
+        return 0, 0
+    outcomes = [answers.offer_announced(record) for record in records]
+    not_published = {o.reservation_id for o in publisher.publish(outcomes)}
+    store.mark_offers_published([r for r in records if r.reservation_id not in not_published])
+    return len(records) - len(not_published), len(not_published)
+
+
+def offer_round(
+    key: SeatKey, *, store: ListStore, clock: Clock, places_per_lane: int = PLACES_PER_LANE
+) -> RoundResult:
+    """One round of `key`'s list: its seats offered to the head of the list in join order, or
+    put back on sale when no entry waits or the list no longer offers."""
+    now = int(clock.now())
+    waiting = store.read_waitlist(key)
+    if waiting is None or not waiting.seats_held:
+        return RoundResult()
+    if not waiting.offers_at(now) or not waiting.waiting:
+        return _return_seats(store, waiting, empty=waiting.offers_at(now))
+    item = store.read_inventory(key)
+    if item is None or item.sale_closed_reason(now) is not None:
+        return RoundResult(stalled=f"the sale of {key.event_id} {key.seat_class} is not open")
+    fence = fence_key(int(clock.now() * 1000) + 1)  # every join up to now is before it
+    store.fence_lanes(key, [lane.lane for lane in waiting.lanes], fence)
+    fenced = store.read_waitlist(key)
+    if fenced is None:
+        return RoundResult(stalled="the list is gone")
+    head = _head(store, fenced, fence, places_per_lane)
+    return _offer(
+        store, fenced, head, now, offer_expiry(now, fenced.offer_seconds, fenced.until, item.sale_ends_at)
+    )
+
+
+def _offer(
+    store: ListStore, fenced: WaitingList, head: Sequence[Place], now: int, expires_at: int
+) -> RoundResult:
+    """The round's offers to the head of the list, their seats moved where they go first; then the
+    seats left back on sale when nobody waits any more."""
+    key = fenced.key
+    plan = plan_counted(head, fenced.lanes, expires_at=expires_at)
+    if not plan.offers:
+        return RoundResult()
+    rebalance = Rebalance(key, lane_changes(plan.ledger_moves), plan.shard_moves)
+    if rebalance and store.rebalance(rebalance) is not None:
+        return RoundResult(stalled="the list's seats changed while the round moved them")
+    offers = [replace(o, answer=answers.offered(o.place, o.expires_at)) for o in plan.offers]
+    result = RoundResult(offered=_write_offers(store, key, now, offers))
+    after = store.read_waitlist(key)
+    if after is not None and not after.waiting and after.seats_held:
+        result.seats_returned = _return_seats(store, after, empty=True).seats_returned
+    return result
+
+
+def _head(store: ListStore, waiting: WaitingList, fence: str, per_lane: int) -> list[Place]:
+    """The places before `fence` in join order, as far as every lane's read covers: a lane read
+    in full up to `per_lane` bounds the merge at its last key."""
+    merged: list[Place] = []
+    bound: str | None = None
+    for lane in waiting.lanes:
+        if not lane.waiting:
+            continue
+        places = store.read_places(waiting.key, lane.lane, after="", before=fence, limit=per_lane)
+        merged.extend(places)
+        if len(places) == per_lane and (bound is None or places[-1].order < bound):
+            bound = places[-1].order
+    merged.sort(key=lambda p: p.order)
+    return [p for p in merged if bound is None or p.order <= bound]
+
+
+def _write_offers(store: ListStore, key: SeatKey, now: int, offers: Sequence[EntryOffer]) -> list[EntryOffer]:
+    """Each lane's offers in transactions of `OFFERS_PER_TRANSACTION`; a write refused for entries
+    that changed meanwhile (left, or offered by another round) is written again without them.
+    Returns the offers made."""
+    by_lane: dict[int, list[EntryOffer]] = {}
+    for offer in offers:
+        by_lane.setdefault(offer.place.lane, []).append(offer)
+    writes = [
+        LaneWrite(key, lane, now, offers=tuple(mine[i : i + OFFERS_PER_TRANSACTION]))
+        for lane, mine in sorted(by_lane.items())
+        for i in range(0, len(mine), OFFERS_PER_TRANSACTION)
+    ]
+    made: list[EntryOffer] = []
+    for _ in range(3):
+        refused = store.write_lanes(writes)
+        again: list[LaneWrite] = []
+        for write, refusal in zip(writes, refused, strict=True):
+            if refusal is None:
+                made.extend(write.offers)
+                continue
+            changed = set(refusal.records) | {p for p in refusal.places_gone}
+            kept = tuple(
+                o
+                for o in write.offers
+                if o.place.reservation_id not in changed and o.place.order not in changed
+            )
+            if kept and len(kept) < len(write.offers):
+                again.append(replace(write, offers=kept))
+        if not again:
+            break
+        writes = again
+    return made
+
+
+def _return_seats(store: ListStore, waiting: WaitingList, *, empty: bool) -> RoundResult:
+    """The list's seats back on public sale (guarded, when `empty`, on no entry waiting)."""
+    ledgers = {lane.lane: dict(lane.seats) for lane in waiting.lanes if lane.seats_held}
+    back = ListedReturn(waiting.key, ledgers=ledgers, empty=empty, lanes=len(waiting.lanes))
+    if store.return_listed(back) is not None:
+        return RoundResult(stalled="an entry joined while the seats went back on sale")
+    return RoundResult(seats_returned=back.seats)
