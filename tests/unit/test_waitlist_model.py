@@ -61,6 +61,7 @@ class WaitingListMachine(RuleBasedStateMachine):
     )
     def request(self, quantity: int, waits: bool, hold: bool, returning: bool) -> None:
         self.n += 1
+        self.sale.clock.time += 0.001  # requests a millisecond apart: join order is the join's time
         rid = f"r-{self.n}"
         customer = (
             next(iter(self.customers), f"c-{self.n}") if returning and self.customers else f"c-{self.n}"

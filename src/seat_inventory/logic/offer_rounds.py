@@ -16,6 +16,7 @@ its `until`).
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
@@ -30,6 +31,8 @@ from seat_inventory.models import (
     Rebalance,
     RetryableError,
     SeatKey,
+    Throttled,
+    TransactionConflict,
     WaitingList,
     fence_key,
 )
@@ -38,6 +41,13 @@ from seat_inventory.models import (
 # each and the lane, under DynamoDB's 100).
 PLACES_PER_LANE = 250
 OFFERS_PER_TRANSACTION = 45
+# Rounds of one list started again after a transaction conflict or throttling, and the back-off's
+# base (full jitter, doubling).
+CONFLICT_RETRIES = 6
+CONFLICT_BACKOFF_SECONDS = 0.05
+# Rounds of one list a sweeper run makes while they offer seats (a release of thousands of seats
+# is served in one run).
+ROUNDS_PER_RUN = 20
 
 
 @dataclass(slots=True)
@@ -70,21 +80,43 @@ class RoundsResult:
 def run_offer_rounds(
     store: ListStore, publisher: OutcomePublisher, clock: Clock, *, limit: int
 ) -> RoundsResult:
-    """One round for each open list, then the offers' outbox published (at most `limit`). A list
+    """Rounds of each open list, then the offers' outbox published (pages of `limit`). A list
     whose round met a transient fault is reported in `failed`; the others go on."""
     result = RoundsResult()
     for key in store.find_open_lists():
         try:
-            done = offer_round(key, store=store, clock=clock)
+            _serve(key, store, clock, result)
         except RetryableError as exc:
             result.failed.append(f"{key.event_id} {key.seat_class}: {type(exc).__name__}: {exc}")
+    for _ in range(ROUNDS_PER_RUN):  # pages of `limit` while the outbox fills them
+        published, unpublished = publish_offers(store, publisher, limit=limit)
+        result.published += published
+        result.unpublished += unpublished
+        if published + unpublished < limit or unpublished:
+            break
+    return result
+
+
+def _serve(key: SeatKey, store: ListStore, clock: Clock, result: RoundsResult) -> None:
+    """Rounds of one list while they offer seats (a round reads a bounded head of the list),
+    `ROUNDS_PER_RUN` at most."""
+    conflicts = 0
+    for _ in range(ROUNDS_PER_RUN):
+        try:
+            done = offer_round(key, store=store, clock=clock)
+        except (TransactionConflict, Throttled):
+            # Another sweeper's round, a join or a release wrote the same item: the round, whose
+            # writes are each guarded, starts again from fresh reads after a back-off.
+            conflicts += 1
+            if conflicts > CONFLICT_RETRIES:
+                raise
+            clock.sleep(random.uniform(0, CONFLICT_BACKOFF_SECONDS * 2**conflicts))
             continue
         result.offered += len(done.offered)
         result.seats_offered += done.seats_offered
         result.seats_returned += done.seats_returned
-    published, unpublished = publish_offers(store, publisher, limit=limit)
-    result.published, result.unpublished = published, unpublished
-    return result
+        if not done.offered or done.stalled:
+            return
 
 
 def publish_offers(store: ListStore, publisher: OutcomePublisher, *, limit: int) -> tuple[int, int]:

@@ -11,6 +11,7 @@ redelivery is answered from the record.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -29,6 +30,8 @@ from seat_inventory.models import (
     ReservationRequest,
     RetryableError,
     SeatKey,
+    Throttled,
+    TransactionConflict,
     WaitingList,
     key_ms,
     lane_for,
@@ -39,8 +42,9 @@ from seat_inventory.models import (
 # 2 each and its lane), under DynamoDB's 100 actions.
 JOINS_PER_TRANSACTION = 33
 LEAVES_PER_TRANSACTION = 49
-# Attempts of one join or leave (a round fenced the lane meanwhile, or an entry changed).
-ENTRY_ATTEMPTS = 4
+# Attempts of one join or leave (a round fenced the lane meanwhile, an entry changed, or a
+# transaction conflict).
+ENTRY_ATTEMPTS = 8
 
 
 def joins_wanted(
@@ -97,7 +101,7 @@ class _Joining:
     floor_ms: int = 0
 
     def run(self) -> dict[str, ReservationOutcome]:
-        for _ in range(ENTRY_ATTEMPTS):
+        for attempt in range(ENTRY_ATTEMPTS):
             if not self.pending:
                 break
             waiting = self.store.read_waitlist(self.key)
@@ -106,13 +110,18 @@ class _Joining:
                 self._give_up(why or "")
                 break
             join = self._join(waiting.waiting)
-            refused = self.store.join_waitlist(join)
+            try:
+                refused = self.store.join_waitlist(join)
+            except (TransactionConflict, Throttled):  # a round or another join wrote the lane
+                self.clock.sleep(random.uniform(0, 0.05 * 2**attempt))
+                continue
             if refused is None:
                 self.answered.update((o.reservation_id, o) for o, _ in join.entries)
                 self.pending = []
             else:
                 self._learn(join, refused)
-        self._give_up("the list kept changing; try again")
+        if self.pending:  # handed back: the records are still the refusal, and a retry joins them
+            raise RetryableError(f"joining the waiting list of {self.key}: the lane kept changing")
         return self.answered
 
     def _join(self, waiting: int) -> Join:
