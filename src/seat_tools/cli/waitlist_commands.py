@@ -15,6 +15,7 @@ from seat_tools.cli.event_commands import _epoch
 from seat_tools.cli.output import OutputFormat, output_option, print_json, print_text
 from seat_tools.operator_errors import InventoryChangeRefused, UnknownSeatClass
 from seat_tools.waitlist_admin import WaitlistView
+from seat_tools.waitlist_simulation import describe, simulate_waitlist
 
 pass_cli = click.make_pass_decorator(CliContext)
 
@@ -159,3 +160,35 @@ def show(obj: CliContext, event_id: str, head: int, output: OutputFormat) -> Non
     if not views and output is OutputFormat.TABLE:
         raise click.ClickException(f"event {event_id!r} has no waiting list")
     _print(views, output)
+
+
+@waitlist.command("simulate")
+@click.option(
+    "--entries",
+    type=click.IntRange(1, 1_000_000),
+    default=100_000,
+    show_default=True,
+    help="Entries waiting (1 or 2 seats each).",
+)
+@click.option(
+    "--released",
+    type=click.IntRange(1, 100_000),
+    default=5_000,
+    show_default=True,
+    help="Seats given back at once.",
+)
+@click.option(
+    "--shards", type=click.IntRange(1, 64), default=1, show_default=True, help="Shard items of the class."
+)
+@click.option("--seed", type=int, default=1, show_default=True, help="Seed of the entries' quantities.")
+@output_option
+def simulate(entries: int, released: int, shards: int, seed: int, output: OutputFormat) -> None:
+    """Serve a waiting list of ENTRIES after a release of RELEASED seats, in process: the service's
+    own code on the in-memory store, the sweeper's DynamoDB calls metered. Prints the time to offer
+    every seat and the cost per offer, both modelled (seat_tools/waitlist_simulation.py)."""
+    run = simulate_waitlist(entries, released, shards=shards, seed=seed)
+    if output is OutputFormat.JSON:
+        click.echo(run.as_json())
+    else:
+        for line in describe(run):
+            click.echo(line)
