@@ -335,12 +335,16 @@ class EndEntry:
 @dataclass(frozen=True, slots=True)
 class MoveHeld:
     """`seats` of the held seats a counted class sets aside for its list (and as much capacity)
-    onto its shard item `shard` (negative: off it, guarded on it holding them)."""
+    onto its shard item `shard` (negative: off it, guarded on it holding them); with `capacity`,
+    guarded on the item's capacity being that, and with `waitlist`, on the class's list rule (seats
+    the operator adds for the list)."""
 
     role: ClassVar[Role] = Role.SEATS
     key: SeatKey
     shard: int
     seats: int
+    capacity: int | None = None
+    waitlist: bool | None = None
 
 
 Action = (
@@ -642,6 +646,15 @@ def rebalance_actions(rebalance: Rebalance) -> list[Action]:
     ]
     changes = sorted(rebalance.lanes.items())
     return actions + [ChangeLane(key, lane, ledger=dict(change)) for lane, change in changes if change]
+
+
+def added_seats_actions(key: SeatKey, seats: int, *, capacity: int, lane: int) -> list[Action]:
+    """Seats the operator adds to a class for its waiting list: capacity and held up on its shard
+    item 0 (guarded on the capacity read, `capacity`, and on the list rule), counted in `lane`."""
+    return [
+        MoveHeld(key, 0, seats, capacity=capacity, waitlist=True),
+        ChangeLane(key, lane, ledger={ledger_key(0): seats}),
+    ]
 
 
 def return_actions(back: ListedReturn) -> list[Action]:

@@ -34,6 +34,7 @@ from seat_inventory.models import (
     WaitingList,
     fence_key,
 )
+from seat_inventory.transaction import added_seats_actions, list_refusal
 from seat_tools.operator_errors import InventoryChangeRefused, UnknownSeatClass
 
 
@@ -72,6 +73,32 @@ class WaitlistAdmin(WaitlistQueries, SeatRows):
         opened = self.read_waitlist(key)
         assert opened is not None
         return opened
+
+    def add_waitlist_seats(self, key: SeatKey, seats: int) -> WaitingList:
+        """Adds `seats` to a class with an open list, set aside for it (offered by the sweeper's next
+        run): one transaction guarded on the capacity read, so a retry after a lost reply is refused
+        rather than adding twice."""
+        if seats < 1:
+            raise ValueError(f"seats to add must be at least 1, got {seats}")
+        item = self.read_inventory(key)
+        if item is None:
+            raise UnknownSeatClass(f"event {key.event_id!r} has no seat class {key.seat_class!r}")
+        if not item.waitlist:
+            raise InventoryChangeRefused(f"{key.event_id} {key.seat_class} has no open waiting list")
+        if item.pools:
+            raise InventoryChangeRefused(
+                f"{key.event_id} {key.seat_class} is in capacity pools: add seats with `seats event capacity`"
+            )
+        capacity = item.shard_seats()[0].capacity
+        refused = self._transact(added_seats_actions(key, seats, capacity=capacity, lane=0), list_refusal)
+        if refused is not None:
+            raise InventoryChangeRefused(
+                f"the capacity or the waiting list of {key.event_id} {key.seat_class} changed meanwhile"
+                " (see `seats waitlist show`); nothing was added"
+            )
+        added = self.read_waitlist(key)
+        assert added is not None
+        return added
 
     def close_waitlist(self, key: SeatKey) -> int:
         """Closes a class's list: seats given back go on sale again, the list offers no more, and

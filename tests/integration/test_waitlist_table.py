@@ -22,7 +22,7 @@ from seat_inventory.models import (
     order_key,
 )
 from seat_tools.operator_commands import OperatorTable
-from seat_tools.operator_errors import UnknownSeatClass
+from seat_tools.operator_errors import InventoryChangeRefused, UnknownSeatClass
 from tests.integration.conftest import Stack, sqs_event
 from tests.unit.test_waitlist import (  # noqa: F401  (the scenarios, run here on the table)
     GA,
@@ -37,6 +37,7 @@ from tests.unit.test_waitlist import (  # noqa: F401  (the scenarios, run here o
     test_leaving_takes_the_entry_off_and_its_turn_passes,
     test_no_list_open_means_the_refusal_says_so,
     test_one_entry_per_customer_per_class_and_a_redelivery_is_the_same_answer,
+    test_seats_added_for_the_list_are_offered_to_its_head_and_the_rest_go_on_sale,
     test_the_head_waits_for_its_seats_and_nobody_behind_it_is_served_first,
 )
 
@@ -129,6 +130,21 @@ def test_a_lane_write_is_refused_for_a_place_gone_and_a_lane_short_of_seats(
     assert short is not None and place.lane in refused.lanes | short.lanes
     not_empty = table.return_listed(ListedReturn(GA, empty=True))
     assert not_empty is not None and not_empty.lanes[place.lane] is not None
+
+
+def test_seats_are_added_for_a_list_once_and_only_to_a_class_with_one_open(table: OperatorTable) -> None:
+    from seat_inventory.transaction import added_seats_actions, list_refusal
+
+    table.create_seat_class(GA, 4)
+    with pytest.raises(InventoryChangeRefused, match="has no open waiting list"):
+        table.add_waitlist_seats(GA, 2)
+    table.open_waitlist(GA, offer_seconds=600)
+    assert table.add_waitlist_seats(GA, 2).seats_held == 2
+    # The same change sent again with the capacity it read first (a lost reply): refused, not added.
+    stale = table._transact(added_seats_actions(GA, 2, capacity=4, lane=0), list_refusal)
+    assert stale is not None and stale.shards == frozenset({0})
+    item = table.read_inventory(GA)
+    assert item is not None and (item.capacity, item.held) == (6, 2)
 
 
 def test_the_sweepers_handler_offers_and_publishes_once(

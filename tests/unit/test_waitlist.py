@@ -235,3 +235,16 @@ def test_waitlist_must_be_a_boolean(make_sale: MakeSale, value: object) -> None:
     sale = make_sale()
     answer = sale.send({"reservation_id": "w-1", "customer_id": "c", "quantity": 1, "waitlist": value})["w-1"]
     assert answer.outcome is Outcome.INVALID and "waitlist must be true or false" in answer.reason
+
+
+def test_seats_added_for_the_list_are_offered_to_its_head_and_the_rest_go_on_sale(
+    make_sale: MakeSale,
+) -> None:
+    sale = make_sale()
+    sold_out_with_three_waiting(sale)
+    sale.store.add_waitlist_seats(GA, 3)
+    assert sale.seats() == (0, 3, 4)  # capacity 7: the three new seats set aside
+    assert [(o.reservation_id, o.quantity) for o in sale.sweep()] == [("w-1", 2), ("w-2", 1)]
+    sale.store.add_waitlist_seats(GA, 2)
+    assert [o.reservation_id for o in sale.sweep()] == ["w-3"]
+    assert sale.seats() == (1, 4, 4) and sale.set_aside() == 0

@@ -1,5 +1,5 @@
-"""Model-based test of the waiting list on the in-memory store: random joins, leaves, releases (cancels
-and holds running out), offer rounds (one sweeper or two), acceptances, offers running out and
+"""Model-based test of the waiting list on the in-memory store: random joins, leaves, releases (cancels,
+holds running out, seats the operator adds), offer rounds (one sweeper or two), acceptances, offers running out and
 redelivered messages, through the service's entry points. After every step:
 
 - offers in join order: an entry is offered only when every entry that joined before it was offered
@@ -44,6 +44,7 @@ class WaitingListMachine(RuleBasedStateMachine):
         self.offered: list[str] = []
         self.customers: dict[str, str] = {}  # customer -> their entry
         self.sent: list[dict[str, Any]] = []
+        self.capacity = CAPACITY
 
     def _send(self, body: dict[str, Any]) -> dict[str, Any]:
         self.sent.append(body)
@@ -97,6 +98,12 @@ class WaitingListMachine(RuleBasedStateMachine):
         body = data.draw(st.sampled_from(self.sent))
         self.sale.send(body)
 
+    @rule(seats=st.integers(1, 3))
+    def add_seats(self, seats: int) -> None:
+        """The operator adds seats for the list (a capacity raise)."""
+        assert self.sale.store.add_waitlist_seats(GA, seats) is None
+        self.capacity += seats
+
     @rule(seconds=st.sampled_from([30, 61, 121]))
     def time_passes(self, seconds: int) -> None:
         self.sale.clock.time += seconds
@@ -123,7 +130,7 @@ class WaitingListMachine(RuleBasedStateMachine):
         item = self.sale.store.read_inventory(GA)
         waiting = self.sale.store.read_waitlist(GA)
         assert item is not None and waiting is not None
-        assert item.available + item.held + item.sold == CAPACITY
+        assert item.available + item.held + item.sold == item.capacity == self.capacity
         assert all(n >= 0 for lane in waiting.lanes for n in lane.seats.values())
         live = sum(
             r.quantity

@@ -667,9 +667,15 @@ def _move_held(action: MoveHeld, _: str) -> dict[str, Any]:
         "ExpressionAttributeNames": {"#capacity": "capacity"},
         "ExpressionAttributeValues": {":seats": number(action.seats)},
     }
+    values, names = update["ExpressionAttributeValues"], update["ExpressionAttributeNames"]
     if action.seats < 0:
         update["ConditionExpression"] += " AND held >= :off"
-        update["ExpressionAttributeValues"][":off"] = number(-action.seats)
+        values[":off"] = number(-action.seats)
+    if action.capacity is not None:
+        update["ConditionExpression"] += " AND #capacity = :was"
+        values[":was"] = number(action.capacity)
+    if action.waitlist is not None:
+        update["ConditionExpression"] += " AND " + _rule_condition(action.waitlist, names, values)
     return update
 
 

@@ -192,3 +192,24 @@ def simulate(entries: int, released: int, shards: int, seed: int, output: Output
     else:
         for line in describe(run):
             click.echo(line)
+
+
+@waitlist.command("add-seats")
+@click.argument("event_id")
+@click.argument("seat_class")
+@click.option("--seats", type=click.IntRange(1, 1_000_000), required=True, help="Seats to add.")
+@output_option
+@pass_cli
+def add_seats(obj: CliContext, event_id: str, seat_class: str, seats: int, output: OutputFormat) -> None:
+    """Add SEATS to a class with an open waiting list, set aside for the list: the sweeper's next
+    run offers them to its head, and what nobody waits for goes on sale. Refused, never applied
+    twice, when the class's capacity changed since it was read (a retry after a lost reply)."""
+    key = _key(event_id, seat_class)
+    table = obj.inventory_table()
+    try:
+        table.add_waitlist_seats(key, seats)
+        view = table.waitlist_view(key)
+    except (UnknownSeatClass, InventoryChangeRefused, ValueError, RetryableError) as exc:
+        raise _refused(exc, "no seat was added") from exc
+    assert view is not None
+    _print([view], output)

@@ -41,6 +41,7 @@ from seat_inventory.transaction import (
     MoveHeld,
     OfferRecord,
     PutPlace,
+    added_seats_actions,
     join_actions,
     lane_actions,
     list_refusal,
@@ -112,6 +113,12 @@ class WaitlistMemory:
                 old, open=True, until=until, offer_seconds=offer_seconds
             )
         self._set_rule(key, True)
+
+    def add_waitlist_seats(self, key: SeatKey, seats: int) -> ListRefused | None:
+        """`seats waitlist add-seats`: `seats` more seats for the class, set aside for its list."""
+        item = self.inventory[key]
+        capacity = item.shard_seats()[0].capacity
+        return self._transact(added_seats_actions(key, seats, capacity=capacity, lane=0))
 
     def close_waitlist(self, key: SeatKey) -> None:
         """`seats waitlist close`: seats given back go on sale again; the list offers no more."""
@@ -295,6 +302,10 @@ class WaitlistMemory:
         shards = {s.shard: s for s in item.shard_seats()} if item is not None else {}
         seats = shards.get(action.shard)
         if item is None or seats is None or seats.held < -action.seats:
+            return item
+        if action.capacity is not None and seats.capacity != action.capacity:
+            return item
+        if action.waitlist is not None and item.waitlist != action.waitlist:
             return item
         return HOLDS
 
