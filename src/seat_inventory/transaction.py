@@ -323,13 +323,15 @@ class OfferRecord:
 @dataclass(frozen=True, slots=True)
 class EndEntry:
     """An entry off the list without an offer: its record, guarded on WAITLISTED, moves to `to`
-    (taking `answer` when given) and expires at `expires_at`."""
+    (taking `answer` when given) and expires at `expires_at`; with `announce`, it enters the
+    offers' outbox (its answer is published by the sweeper: no message asked for it)."""
 
     role: ClassVar[Role] = Role.RECORD
     reservation_id: str
     to: Outcome
     answer: ReservationOutcome | None
     expires_at: int
+    announce: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -603,7 +605,8 @@ def lane_actions(write: LaneWrite) -> list[Action]:
         for row_id, positions in seats_by_row(offer.seats).items():
             rows.setdefault(row_id, []).extend((p, SeatState.LISTED, SeatState.HELD) for p in positions)
     for end in write.ends:
-        record = EndEntry(end.place.reservation_id, end.to, end.answer, end.expires_at)
+        announce = end.to is not Outcome.LEFT  # a leave is answered to its own message
+        record = EndEntry(end.place.reservation_id, end.to, end.answer, end.expires_at, announce)
         actions += [record, DropPlace(end.place)]
     actions += [
         ReleaseRow(write.key, row_id, tuple(seats), now=write.now) for row_id, seats in sorted(rows.items())

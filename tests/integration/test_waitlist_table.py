@@ -31,6 +31,7 @@ from tests.unit.test_waitlist import (  # noqa: F401  (the scenarios, run here o
     Sale,
     test_a_refused_request_that_asks_joins_with_its_position_and_others_are_refused_as_before,
     test_an_expired_hold_goes_to_the_list_and_a_sharded_class_offers_from_one_item,
+    test_an_offer_counts_against_the_limit_and_one_past_it_ends_the_entry,
     test_an_offer_taken_with_a_confirm_is_sold_and_its_customer_is_never_offered_again,
     test_an_offer_that_runs_out_passes_its_seats_to_the_next_entry,
     test_freed_seats_are_set_aside_then_offered_to_the_head_in_join_order,
@@ -51,8 +52,10 @@ def table(stack: Stack) -> OperatorTable:
 def make_sale(table: OperatorTable) -> MakeSale:
     """A sale of `capacity` seats (`shards` items) on the table."""
 
-    def make(capacity: int = 4, *, shards: int = 1, offer_seconds: int = 600) -> Sale:
-        table.create_seat_class(GA, capacity, shards=shards)
+    def make(
+        capacity: int = 4, *, shards: int = 1, offer_seconds: int = 600, max_per_customer: int | None = None
+    ) -> Sale:
+        table.create_seat_class(GA, capacity, shards=shards, max_per_customer=max_per_customer)
         return Sale(table, offer_seconds=offer_seconds)
 
     return make

@@ -89,9 +89,11 @@ MakeSale = Callable[..., Sale]
 def make_sale() -> MakeSale:
     """A sale of `capacity` seats (`shards` items) on the in-memory store."""
 
-    def make(capacity: int = 4, *, shards: int = 1, offer_seconds: int = 600) -> Sale:
+    def make(
+        capacity: int = 4, *, shards: int = 1, offer_seconds: int = 600, max_per_customer: int | None = None
+    ) -> Sale:
         store = InMemoryInventoryStore()
-        store.add_event("e-1", capacity=capacity, shards=shards)
+        store.add_event("e-1", capacity=capacity, shards=shards, max_per_customer=max_per_customer)
         return Sale(store, offer_seconds=offer_seconds)
 
     return make
@@ -248,3 +250,22 @@ def test_seats_added_for_the_list_are_offered_to_its_head_and_the_rest_go_on_sal
     sale.store.add_waitlist_seats(GA, 2)
     assert [o.reservation_id for o in sale.sweep()] == ["w-3"]
     assert sale.seats() == (1, 4, 4) and sale.set_aside() == 0
+
+
+def test_an_offer_counts_against_the_limit_and_one_past_it_ends_the_entry(make_sale: MakeSale) -> None:
+    sale = make_sale(3, max_per_customer=2)
+    assert sale.reserve("r-x", "x", 2).outcome is Outcome.CONFIRMED
+    assert sale.reserve("w-1", "c-1", 2, waitlist=True).outcome is Outcome.WAITLISTED  # 1 left
+    assert sale.reserve("r-c1", "c-1", 1).outcome is Outcome.CONFIRMED  # c-1 bought the last one
+    assert sale.reserve("w-2", "c-2", 1, waitlist=True).position == 2
+    sale.send({"type": "cancel", "reservation_id": "r-x"})
+    # w-1's customer bought a seat meanwhile: an offer of 2 would pass the limit. Both announced.
+    announced = [(o.reservation_id, o.outcome) for o in sale.sweep()]
+    assert announced == [("w-1", Outcome.LIMIT_EXCEEDED), ("w-2", Outcome.OFFERED)]
+    ended = sale.store.read_reservations(["w-1"])["w-1"]
+    assert ended.status is Outcome.LIMIT_EXCEEDED and "off the list" in ended.answer.reason
+    assert sale.seats() == (1, 1, 1)  # w-2's offer held; the seat nobody waits for on sale
+    # The offer counts against c-2's limit, and its cancel gives the count back.
+    assert sale.store.read_inventory(GA, whole=False, customers=["c-2"]).customer_seats == {"c-2": 1}
+    assert sale.send({"type": "cancel", "reservation_id": "w-2"})["w-2"].outcome is Outcome.CANCELLED
+    assert sale.store.read_inventory(GA, whole=False, customers=["c-2"]).customer_seats == {"c-2": 0}

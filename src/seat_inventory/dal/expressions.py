@@ -650,6 +650,11 @@ def _end_entry(action: EndEntry, stamp: str) -> dict[str, Any]:
     if action.answer is not None:
         removes.append("#position")
         names["#position"] = "position"
+    if action.announce:
+        rid = action.reservation_id
+        sets += ["gsi2pk = :offers", "gsi2sk = :announced_at"]
+        values[":offers"] = {"S": f"{OFFERS_PREFIX}{offer_bucket(rid)}"}
+        values[":announced_at"] = number(int(time.time() * 1000))
     return {
         "UpdateExpression": "SET " + ", ".join(sets) + " REMOVE " + ", ".join(removes),
         "ConditionExpression": "#status = :waiting",

@@ -283,5 +283,24 @@ def not_waiting(request: ChangeRequest, record: ReservationRecord) -> Reservatio
 
 
 def offer_announced(record: ReservationRecord) -> ReservationOutcome:
-    """The OFFERED outcome published for an offer in the outbox, as its record keeps it."""
-    return replace(record.answer, outcome=Outcome.OFFERED, message_id=None, duplicate=False)
+    """The answer published for a record in the offers' outbox, as the record keeps it: OFFERED, or
+    LIMIT_EXCEEDED for an entry an offer would have taken past its customer's limit."""
+    return replace(record.answer, message_id=None, duplicate=False)
+
+
+def offer_over_limit(place: Place, limit: int, counted: int | None) -> ReservationOutcome:
+    """LIMIT_EXCEEDED for a waiting entry whose offer would take its customer past the class's
+    limit (it bought seats of the class meanwhile): off the list, offered nothing."""
+    key = place.key
+    has = f"{counted} already taken, " if counted is not None else ""
+    return ReservationOutcome(
+        place.reservation_id,
+        Outcome.LIMIT_EXCEEDED,
+        f"customer {place.customer_id!r} may take at most {limit} seat(s) of {key.event_id} {key.seat_class};"
+        f" {has}{place.quantity} offered from the waiting list; off the list",
+        key.event_id,
+        key.seat_class,
+        place.quantity,
+        place.customer_id,
+        request_type=RequestType.OFFER,
+    )

@@ -24,9 +24,12 @@ from seat_inventory.logic import answers
 from seat_inventory.logic.offer_plan import lane_changes, offer_expiry, plan_counted
 from seat_inventory.logic.ports import Clock, ListStore, OutcomePublisher
 from seat_inventory.models import (
+    EntryEnd,
     EntryOffer,
     LaneWrite,
     ListedReturn,
+    ListRefused,
+    Outcome,
     Place,
     Rebalance,
     RetryableError,
@@ -45,6 +48,8 @@ OFFERS_PER_TRANSACTION = 45
 # base (full jitter, doubling).
 CONFLICT_RETRIES = 6
 CONFLICT_BACKOFF_SECONDS = 0.05
+# How long the record of an entry that ended LIMIT_EXCEEDED is kept (as a refusal's).
+OVER_LIMIT_RECORD_SECONDS = 15 * 86_400
 # Rounds of one list a sweeper run makes while they offer seats (a release of thousands of seats
 # is served in one run).
 ROUNDS_PER_RUN = 20
@@ -58,6 +63,7 @@ class RoundResult:
     offered: list[EntryOffer] = field(default_factory=list)
     seats_returned: int = 0
     stalled: str | None = None
+    ended: int = 0  # entries that ended without an offer (LIMIT_EXCEEDED)
 
     @property
     def seats_offered(self) -> int:
@@ -115,7 +121,7 @@ def _serve(key: SeatKey, store: ListStore, clock: Clock, result: RoundsResult) -
         result.offered += len(done.offered)
         result.seats_offered += done.seats_offered
         result.seats_returned += done.seats_returned
-        if not done.offered or done.stalled:
+        if not (done.offered or done.ended) or done.stalled:
             return
 
 
@@ -151,25 +157,24 @@ def offer_round(
     if fenced is None:
         return RoundResult(stalled="the list is gone")
     head = _head(store, fenced, fence, places_per_lane)
-    return _offer(
-        store, fenced, head, now, offer_expiry(now, fenced.offer_seconds, fenced.until, item.sale_ends_at)
-    )
+    expires_at = offer_expiry(now, fenced.offer_seconds, fenced.until, item.sale_ends_at)
+    return _offer(store, fenced, head, _Writing(store, key, now, item.max_per_customer), expires_at)
 
 
 def _offer(
-    store: ListStore, fenced: WaitingList, head: Sequence[Place], now: int, expires_at: int
+    store: ListStore, fenced: WaitingList, head: Sequence[Place], writing: _Writing, expires_at: int
 ) -> RoundResult:
     """The round's offers to the head of the list, their seats moved where they go first; then the
     seats left back on sale when nobody waits any more."""
     key = fenced.key
-    plan = plan_counted(head, fenced.lanes, expires_at=expires_at)
+    plan = plan_counted(head, fenced.lanes, expires_at=expires_at, counted=writing.limit is not None)
     if not plan.offers:
         return RoundResult()
     rebalance = Rebalance(key, lane_changes(plan.ledger_moves), plan.shard_moves)
     if rebalance and store.rebalance(rebalance) is not None:
         return RoundResult(stalled="the list's seats changed while the round moved them")
     offers = [replace(o, answer=answers.offered(o.place, o.expires_at)) for o in plan.offers]
-    result = RoundResult(offered=_write_offers(store, key, now, offers))
+    result = RoundResult(offered=writing.run(offers), ended=writing.ended)
     after = store.read_waitlist(key)
     if after is not None and not after.waiting and after.seats_held:
         result.seats_returned = _return_seats(store, after, empty=True).seats_returned
@@ -192,38 +197,58 @@ def _head(store: ListStore, waiting: WaitingList, fence: str, per_lane: int) -> 
     return [p for p in merged if bound is None or p.order <= bound]
 
 
-def _write_offers(store: ListStore, key: SeatKey, now: int, offers: Sequence[EntryOffer]) -> list[EntryOffer]:
-    """Each lane's offers in transactions of `OFFERS_PER_TRANSACTION`; a write refused for entries
-    that changed meanwhile (left, or offered by another round) is written again without them.
-    Returns the offers made."""
-    by_lane: dict[int, list[EntryOffer]] = {}
-    for offer in offers:
-        by_lane.setdefault(offer.place.lane, []).append(offer)
-    writes = [
-        LaneWrite(key, lane, now, offers=tuple(mine[i : i + OFFERS_PER_TRANSACTION]))
-        for lane, mine in sorted(by_lane.items())
-        for i in range(0, len(mine), OFFERS_PER_TRANSACTION)
-    ]
-    made: list[EntryOffer] = []
-    for _ in range(3):
-        refused = store.write_lanes(writes)
-        again: list[LaneWrite] = []
-        for write, refusal in zip(writes, refused, strict=True):
-            if refusal is None:
-                made.extend(write.offers)
-                continue
-            changed = set(refusal.records) | {p for p in refusal.places_gone}
-            kept = tuple(
-                o
-                for o in write.offers
-                if o.place.reservation_id not in changed and o.place.order not in changed
+@dataclass(slots=True)
+class _Writing:
+    """A round's offers written lane by lane, `OFFERS_PER_TRANSACTION` to a transaction, each
+    counted against the class's per-customer `limit` (when it has one). A write refused for entries
+    that changed meanwhile (left, or offered by another round) is written again without them; an
+    entry whose customer the offer would take past the limit ends LIMIT_EXCEEDED instead, and its
+    seats stay with the list for the next entry."""
+
+    store: ListStore
+    key: SeatKey
+    now: int
+    limit: int | None
+    made: list[EntryOffer] = field(default_factory=list)
+    ended: int = 0
+
+    def run(self, offers: Sequence[EntryOffer]) -> list[EntryOffer]:
+        by_lane: dict[int, list[EntryOffer]] = {}
+        for offer in offers:
+            by_lane.setdefault(offer.place.lane, []).append(offer)
+        writes = [
+            LaneWrite(
+                self.key, lane, self.now, offers=tuple(mine[i : i + OFFERS_PER_TRANSACTION]), limit=self.limit
             )
-            if kept and len(kept) < len(write.offers):
-                again.append(replace(write, offers=kept))
-        if not again:
-            break
-        writes = again
-    return made
+            for lane, mine in sorted(by_lane.items())
+            for i in range(0, len(mine), OFFERS_PER_TRANSACTION)
+        ]
+        for _ in range(3):
+            refused = self.store.write_lanes(writes)
+            writes = [again for w, r in zip(writes, refused, strict=True) if (again := self._again(w, r))]
+            if not writes:
+                break
+        return self.made
+
+    def _again(self, write: LaneWrite, refusal: ListRefused | None) -> LaneWrite | None:
+        """What of a lane's write is to be written again (None: nothing)."""
+        if refusal is None:
+            self.made.extend(write.offers)
+            self.ended += len(write.ends)
+            return None
+        changed = set(refusal.records) | set(refusal.places_gone)
+        kept = tuple(o for o in write.offers if not {o.place.reservation_id, o.place.order} & changed)
+        over = tuple(o for o in kept if o.place.customer_id in refusal.counters)
+        if not over and len(kept) == len(write.offers):
+            return None  # refused for the lane itself: the next round reads it again
+        ends = tuple(self._over_limit(o, refusal.counters[o.place.customer_id]) for o in over)
+        again = replace(write, offers=tuple(o for o in kept if o not in over), ends=write.ends + ends)
+        return again if again.offers or again.ends else None
+
+    def _over_limit(self, offer: EntryOffer, counted: int | None) -> EntryEnd:
+        assert self.limit is not None
+        answer = answers.offer_over_limit(offer.place, self.limit, counted)
+        return EntryEnd(offer.place, Outcome.LIMIT_EXCEEDED, self.now + OVER_LIMIT_RECORD_SECONDS, answer)
 
 
 def _return_seats(store: ListStore, waiting: WaitingList, *, empty: bool) -> RoundResult:

@@ -296,6 +296,8 @@ class WaitlistMemory:
         self.status[rid] = action.to
         self.expiry[rid] = action.expires_at
         self.waitlists.record_places.pop(rid, None)
+        if action.announce:
+            self.waitlists.outbox.add(rid)
 
     def _check_move_held(self, action: MoveHeld) -> object:
         item = self.inventory.get(action.key)
