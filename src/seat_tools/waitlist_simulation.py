@@ -256,7 +256,7 @@ def _join(store: MeteredStore, clock: _Clock, entries: int, rng: random.Random) 
             )
             refused.append((request, refusal))
         store.record_rejections([o for _, o in refused], expires_at=int(clock.now()) + 86_400)
-        answers = join_waitlist(KEY, refused, store=store, clock=clock)
+        answers, _ = join_waitlist(KEY, refused, store=store, clock=clock)
         order += [rid for rid, a in answers.items() if a.outcome is Outcome.WAITLISTED]
         clock.time += 0.001
     return order

@@ -111,13 +111,16 @@ class WaitingListMachine(RuleBasedStateMachine):
     @rule(twice=st.booleans())
     def sweep(self, twice: bool) -> None:
         offers = self.sale.sweep() + (self.sale.sweep() if twice else [])
+        this_run = {o.reservation_id for o in offers}
         for offer in offers:
             rid = offer.reservation_id
             assert offer.outcome is Outcome.OFFERED
             assert rid not in self.offered, f"{rid} offered twice"
             assert rid not in self.left, f"{rid} offered after it left"
             ahead = self.joined[: self.joined.index(rid)]
-            waiting_ahead = [r for r in ahead if r not in self.offered and r not in self.left]
+            waiting_ahead = [
+                r for r in ahead if r not in self.offered and r not in self.left and r not in this_run
+            ]
             assert not waiting_ahead, f"{rid} offered before {waiting_ahead}"
             self.offered.append(rid)
         waiting = self.sale.store.read_waitlist(GA)

@@ -216,15 +216,15 @@ def _join_waitlists(
             why = "the service runs without waiting lists"
             group_answers.update((o.reservation_id, not_waitlisted(o, why)) for _, o in refused)
             continue
-        try:
-            group_answers.update(join_waitlist(key, refused, store=waitlist, clock=clock))
-        except RetryableError as exc:
-            reason = (
-                f"joining the waiting list of {key.event_id} {key.seat_class}: {type(exc).__name__}: {exc}"
-            )
-            for request, _ in refused:
+        joined, not_joined = join_waitlist(key, refused, store=waitlist, clock=clock)
+        group_answers.update(joined)
+        for request, _ in refused:
+            if request.reservation_id in not_joined:
                 group_answers.pop(request.reservation_id, None)
-                failed[request.message_id] = reason
+                why = not_joined[request.reservation_id]
+                failed[request.message_id] = (
+                    f"joining the waiting list of {key.event_id} {key.seat_class}: {why}"
+                )
 
 
 def _leave_waitlists(

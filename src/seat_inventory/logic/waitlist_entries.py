@@ -65,19 +65,25 @@ def join_waitlist(
     *,
     store: WaitlistStore,
     clock: Clock,
-) -> dict[str, ReservationOutcome]:
+) -> tuple[dict[str, ReservationOutcome], dict[str, str]]:
     """The answers of requests refused SOLD_OUT that join `key`'s list, by reservation id: WAITLISTED
-    with a position, or the refusal saying why it is not on the list. `RetryableError` propagates
-    (the messages are retried; their records are still the refusal)."""
+    with a position, or the refusal saying why it is not on the list; and those whose join met a
+    transient fault, with why (to be retried: their records are still the refusal)."""
     result: dict[str, ReservationOutcome] = {}
-    waiting = store.read_waitlist(key)
-    why = _closed(waiting, clock.now())
+    failed: dict[str, str] = {}
+    try:
+        why = _closed(store.read_waitlist(key), clock.now())
+    except RetryableError as exc:
+        return {}, {o.reservation_id: f"{type(exc).__name__}: {exc}" for _, o in refused}
     if why is not None:
-        return {o.reservation_id: answers.not_waitlisted(o, why) for _, o in refused}
+        return {o.reservation_id: answers.not_waitlisted(o, why) for _, o in refused}, {}
     for start in range(0, len(refused), JOINS_PER_TRANSACTION):
         chunk = [o for _, o in refused[start : start + JOINS_PER_TRANSACTION]]
-        result.update(_Joining(key, store, clock, chunk).run())
-    return result
+        try:
+            result.update(_Joining(key, store, clock, chunk).run())
+        except RetryableError as exc:
+            failed.update((o.reservation_id, f"{type(exc).__name__}: {exc}") for o in chunk)
+    return result, failed
 
 
 def _closed(waiting: WaitingList | None, now: float) -> str | None:
