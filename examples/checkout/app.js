@@ -240,6 +240,7 @@ function drawTickets(tickets) {
 // with its split and accessible options).
 function request() {
   const body = { event_id: $("event").value.trim(), seat_class: $("seat-class").value, customer_id: $("customer").value.trim() };
+  if ($("waitlist").checked) body.waitlist = true; // refused for lack of seats: join the waiting list
   if (!isMapped(body.seat_class)) return { ...body, quantity: Number($("quantity").value) };
   if ($("accessible").checked) body.accessible = true;
   if (chosen.size) return { ...body, seats: [...chosen] };
@@ -300,6 +301,7 @@ async function send(body, buttons) {
     chosen.clear();
     await showSeats();
     if (answer.status === "CONFIRMED") showTickets(answer.reservation_id).catch(ticketsFailed);
+    if (answer.status === "WAITLISTED") watchWaiting(answer.reservation_id, answer.answer.position);
     return answer.status;
   } catch (error) {
     say(String(error), "error");
@@ -307,6 +309,59 @@ async function send(body, buttons) {
   } finally {
     for (const button of buttons) button.disabled = false;
     showBasket();
+  }
+}
+
+// The waiting list (docs/guides/waiting-list.md): the entry's position, then its offer (a hold the
+// sweeper makes: status HELD, answer OFFERED) to take with POST .../confirmation before it runs out,
+// or leave with POST .../waitlist-exit.
+let waiting = null; // the reservation id on the list, or null
+
+async function watchWaiting(reservationId, position) {
+  waiting = reservationId;
+  $("waitlist-box").hidden = false;
+  $("take-offer").hidden = true;
+  $("leave-list").hidden = false;
+  $("waitlist-status").textContent = `Reservation ${reservationId} is on the waiting list at position ${position}.`;
+  while (waiting === reservationId) {
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    const now = await call("GET", `/reservations/${encodeURIComponent(reservationId)}`);
+    if (now.status !== 200 || now.body.status === "WAITLISTED") continue;
+    if (now.body.status === "HELD" && now.body.answer.outcome === "OFFERED") {
+      const until = new Date(now.body.hold_expires_at * 1000).toLocaleTimeString();
+      $("waitlist-status").textContent = `OFFERED: ${now.body.quantity} seat(s) held for you until ${until}.`;
+      $("take-offer").hidden = false;
+      $("leave-list").hidden = true;
+    } else {
+      $("waitlist-status").textContent = `${now.body.status}: ${now.body.answer.reason}`;
+      $("take-offer").hidden = true;
+      $("leave-list").hidden = true;
+    }
+    return;
+  }
+}
+
+async function changeEntry(route) {
+  const reservationId = waiting;
+  if (!reservationId) return;
+  const sent = await call("POST", `/reservations/${encodeURIComponent(reservationId)}/${route}`, {});
+  if (sent.status !== 202) {
+    say(sent.body?.message || `HTTP ${sent.status}`, "error");
+    return;
+  }
+  waiting = null;
+  $("take-offer").hidden = true;
+  $("leave-list").hidden = true;
+  const before = route === "confirmation" ? "HELD" : "WAITLISTED"; // the status the message moves on
+  for (let tries = 0; tries < 30; tries++) {
+    const now = await call("GET", `/reservations/${encodeURIComponent(reservationId)}`);
+    if (now.status === 200 && now.body.status !== before) {
+      $("waitlist-status").textContent = `${now.body.status} (reservation ${reservationId})`;
+      if (now.body.status === "CONFIRMED") showTickets(reservationId).catch(ticketsFailed);
+      await showSeats();
+      return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 1000));
   }
 }
 
@@ -331,6 +386,8 @@ $("show-seats").addEventListener("click", showSeats);
 $("checkout").addEventListener("submit", reserve);
 $("add-line").addEventListener("click", addLine);
 $("buy-basket").addEventListener("click", buyBasket);
+$("take-offer").addEventListener("click", () => changeEntry("confirmation"));
+$("leave-list").addEventListener("click", () => changeEntry("waitlist-exit"));
 $("seat-class").addEventListener("change", drawMap);
 $("accessible").addEventListener("change", drawMap);
 if ($("event").value) showSeats();

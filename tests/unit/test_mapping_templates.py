@@ -168,6 +168,16 @@ def test_an_admission_token_is_passed_on_as_sent(api: ApiDefinition, path: str) 
     assert isinstance(without, ReservationRequest) and without.admission_token is None
 
 
+@pytest.mark.parametrize("path", ["/reservations", "/holds"])
+def test_a_request_to_wait_is_passed_on(api: ApiDefinition, path: str) -> None:
+    body = {"event_id": "e-1", "quantity": 2, "customer_id": "c-1", "waitlist": True}
+    parsed = message(render_request(api, "POST", path, body, headers={"Idempotency-Key": "r-1"}))
+    without = message(render_request(api, "POST", path, {**body, "waitlist": None}))
+
+    assert isinstance(parsed, ReservationRequest) and parsed.waitlist
+    assert isinstance(without, ReservationRequest) and not without.waitlist
+
+
 @pytest.mark.parametrize("token", ["", "has space", "x" * 1025, "a\n", 5])
 def test_the_model_refuses_an_admission_token_the_service_would_not_take(
     api: ApiDefinition, token: Any
@@ -280,7 +290,12 @@ def test_the_400_answer_says_why(api: ApiDefinition) -> None:
 
 
 @pytest.mark.parametrize(
-    ("path", "kind"), [("confirmation", RequestType.CONFIRM), ("cancellation", RequestType.CANCEL)]
+    ("path", "kind"),
+    [
+        ("confirmation", RequestType.CONFIRM),
+        ("cancellation", RequestType.CANCEL),
+        ("waitlist-exit", RequestType.LEAVE),
+    ],
 )
 def test_a_change_names_the_reservation_of_the_path(api: ApiDefinition, path: str, kind: RequestType) -> None:
     resource = f"/reservations/{{id}}/{path}"
@@ -336,6 +351,7 @@ def test_a_recorded_reservation_is_answered_with_its_status_and_answer(api: ApiD
             "outcome": "HELD",
             "reason": '2 seat(s) held until 2026-05-01T10:10:00Z; it\'s "yours"',
             "remaining": None,
+            "position": None,
         },
         "hold_expires_at": 1777630200,
         "tickets": None,
