@@ -42,6 +42,7 @@ LOCAL_COMMANDS = {
     ("onsale", "plan"),
     ("checkin", "demo"),
     ("checkin", "offline-scan"),  # a scanner offline: the export file alone
+    ("waitlist", "simulate"),  # the in-memory store
 }
 # Options that keep a command from waiting or prompting (everything else is made up from its params).
 EXTRA_ARGS: dict[tuple[str, ...], list[str]] = {
