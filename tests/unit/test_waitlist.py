@@ -269,3 +269,14 @@ def test_an_offer_counts_against_the_limit_and_one_past_it_ends_the_entry(make_s
     assert sale.store.read_inventory(GA, whole=False, customers=["c-2"]).customer_seats == {"c-2": 1}
     assert sale.send({"type": "cancel", "reservation_id": "w-2"})["w-2"].outcome is Outcome.CANCELLED
     assert sale.store.read_inventory(GA, whole=False, customers=["c-2"]).customer_seats == {"c-2": 0}
+
+
+def test_a_run_past_its_time_budget_starts_no_round_and_the_next_run_serves_the_list(
+    make_sale: MakeSale,
+) -> None:
+    sale = make_sale()
+    sold_out_with_three_waiting(sale)
+    sale.send({"type": "cancel", "reservation_id": "r-a"})
+    spent = run_offer_rounds(sale.store, RecordingPublisher(), sale.clock, limit=100, budget_seconds=0)
+    assert spent.offered == 0 and sale.set_aside() == 4
+    assert [o.reservation_id for o in sale.sweep()] == ["w-1", "w-2", "w-3"]

@@ -51,8 +51,10 @@ CONFLICT_BACKOFF_SECONDS = 0.05
 # How long the record of an entry that ended LIMIT_EXCEEDED is kept (as a refusal's).
 OVER_LIMIT_RECORD_SECONDS = 15 * 86_400
 # Rounds of one list a sweeper run makes while they offer seats (a release of thousands of seats
-# is served in one run).
+# is served in one run), and the time after which a run starts no more rounds: well inside the
+# sweeper's 30 s timeout with its releases before and the publication after.
 ROUNDS_PER_RUN = 20
+ROUNDS_BUDGET_SECONDS = 12.0
 
 
 @dataclass(slots=True)
@@ -84,14 +86,21 @@ class RoundsResult:
 
 
 def run_offer_rounds(
-    store: ListStore, publisher: OutcomePublisher, clock: Clock, *, limit: int
+    store: ListStore,
+    publisher: OutcomePublisher,
+    clock: Clock,
+    *,
+    limit: int,
+    budget_seconds: float = ROUNDS_BUDGET_SECONDS,
 ) -> RoundsResult:
-    """Rounds of each open list, then the offers' outbox published (pages of `limit`). A list
+    """Rounds of each open list, then the offers' outbox published (pages of `limit`). No round
+    starts `budget_seconds` after the first (the next run goes on where this one stopped). A list
     whose round met a transient fault is reported in `failed`; the others go on."""
     result = RoundsResult()
+    until = clock.now() + budget_seconds
     for key in store.find_open_lists():
         try:
-            _serve(key, store, clock, result)
+            _serve(key, store, clock, result, until)
         except RetryableError as exc:
             result.failed.append(f"{key.event_id} {key.seat_class}: {type(exc).__name__}: {exc}")
     for _ in range(ROUNDS_PER_RUN):  # pages of `limit` while the outbox fills them
@@ -103,11 +112,13 @@ def run_offer_rounds(
     return result
 
 
-def _serve(key: SeatKey, store: ListStore, clock: Clock, result: RoundsResult) -> None:
+def _serve(key: SeatKey, store: ListStore, clock: Clock, result: RoundsResult, until: float) -> None:
     """Rounds of one list while they offer seats (a round reads a bounded head of the list),
-    `ROUNDS_PER_RUN` at most."""
+    `ROUNDS_PER_RUN` at most, none started after `until`."""
     conflicts = 0
     for _ in range(ROUNDS_PER_RUN):
+        if clock.now() >= until:
+            return
         try:
             done = offer_round(key, store=store, clock=clock)
         except (TransactionConflict, Throttled):
