@@ -6,6 +6,12 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 CONSTRAINTS := requirements/constraints.txt
 PYTEST_ARGS ?=
+# `make test` and `make test-deep` run the suite in PYTEST_WORKERS processes (pytest-xdist): each
+# test goes to whichever process is free, but a module with a module-scoped fixture (sam build, the
+# stack on moto, a bench run) runs whole in one, so the fixture is set up once (tests/conftest.py);
+# each process starts its own local stack for the local tier. PYTEST_WORKERS=0: one process.
+PYTEST_WORKERS ?= 2
+PARALLEL := -n $(PYTEST_WORKERS) --dist loadgroup
 
 .DEFAULT_GOAL := help
 .PHONY: help install system-packages test test-deep test-unit test-integration test-local test-e2e soak lint format docs reference demo bench figures build validate requirements lock clean security
@@ -26,10 +32,10 @@ system-packages: ## Install the tools the tests drive (Chromium and its driver, 
 	@bash scripts/install_system_packages.sh
 
 test: install system-packages lint docs ## Lint and build the docs, then run the unit, integration (moto) and local (DynamoDB Local) tiers; tests/e2e needs a deployed stack: make test-e2e; the long-running ones bounded (docs/contributing/testing.md)
-	$(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/pytest $(PARALLEL) $(PYTEST_ARGS)
 
 test-deep: install system-packages ## The tiers of `make test` with the long-running tests at full size (SEATS_TEST_DEPTH=deep: the model-based search, the soak, ...)
-	SEATS_TEST_DEPTH=deep $(BIN)/pytest $(PYTEST_ARGS)
+	SEATS_TEST_DEPTH=deep $(BIN)/pytest $(PARALLEL) $(PYTEST_ARGS)
 
 test-unit: install ## Pure logic, no network
 	$(BIN)/pytest tests/unit $(PYTEST_ARGS)

@@ -295,8 +295,10 @@ def test_keys_on_one_partition_share_it_and_the_table_quota_throttles_with_its_o
 def test_a_transactional_read_of_an_item_a_transaction_writes_is_cancelled_which_the_dal_maps(
     local_stack: LocalStack, layer_factory: Any
 ) -> None:
-    # x20: a 2-action transaction holds its items for about 0.5 s of wall time.
-    layer = layer_factory(time_scale=20)
+    # x40: a 2-action transaction holds its items for about 1 s of wall time, long enough for the
+    # read that follows it to arrive while it holds them on a loaded machine (at x20, 0.5 s, a
+    # read arrived after the hold had ended when another test process kept both cores busy).
+    layer = layer_factory(time_scale=40)
     client = layer.client()
     table = local_stack.table_name
     key = SeatKey(f"read-{uuid.uuid4().hex[:8]}", "GA")
