@@ -264,7 +264,7 @@ def test_seats_demo_json_prints_a_clean_summary_on_its_last_line() -> None:
     # Given a fresh clone's `seats` command
     # When the demo runs with a small on-sale, in its default configuration
     completed = subprocess.run(
-        [str(SEATS), "demo", "--json", "--capacity", "200", "--requests", "1000"],
+        [str(SEATS), "demo", "--json", "--capacity", "600", "--requests", "1000"],
         capture_output=True,
         text=True,
         timeout=170,
@@ -276,13 +276,16 @@ def test_seats_demo_json_prints_a_clean_summary_on_its_last_line() -> None:
     summary = json.loads(completed.stdout.strip().splitlines()[-1])
     assert summary["oversold"] == 0
     assert summary["outcomes_missing"] == 0
-    assert summary["capacity"] == 200
+    assert summary["capacity"] == 600
     assert summary["requests"] == 1000
-    assert summary["confirmed_seats"] == 200
-    # in the recommended configuration: the class kept in one item per worker
+    assert summary["confirmed_seats"] == 600
+    # in the recommended configuration: one item per worker, but no more items than the capacity
+    # fills with a full batch each (99 messages of 1.4 seats on average, a tenth re-sends: about
+    # 125 seats; 600 seats make 4 items of a batch or more)
     assert summary["workers"] == 8
-    assert summary["shards"] == 8
-    assert summary["sold"] == 200 and summary["available"] == 0
+    assert 110 < summary["seats_per_batch"] < 140
+    assert summary["shards"] == int(600 // summary["seats_per_batch"])
+    assert summary["sold"] == 600 and summary["available"] == 0
     for key in ("sold_out", "duplicates", "invalid", "elapsed_s", "reservations_per_s"):
         assert key in summary
 

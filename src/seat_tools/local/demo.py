@@ -72,16 +72,32 @@ class DemoOptions:
     aws_contention: ContentionSettings | None = DEFAULT_CONTENTION  # None: DynamoDB Local alone
 
 
-def recommended_shards(workers: int) -> int:
-    """The items a seat class is kept in for `workers` concurrent containers: one each.
-
-    See docs/explanation/sharding.md.
+def recommended_shards(workers: int, *, capacity: int | None = None, seats_per_batch: float = 0.0) -> int:
+    """The items a seat class is kept in for `workers` concurrent containers: one each, but no more
+    than the capacity fills with a full batch each (`seats onsale plan`'s rule,
+    docs/explanation/sharding.md).
 
     With fewer items than containers, containers meet on an item and their transactions cancel each
-    other (AWS's TransactionConflict); with one each, far less often (docs/explanation/contention.md, "Figures
-    from the demo": about a quarter of the conflicts of one shared item).
+    other (AWS's TransactionConflict). An item that holds less than a batch takes is drained by the
+    first transaction on it, and its container then moves seats from other containers' items,
+    meeting them there: items of a full batch or more keep each container on its own.
     """
-    return max(1, min(workers, MAX_SHARDS))
+    shards = max(1, min(workers, MAX_SHARDS))
+    if capacity is not None and seats_per_batch > 0:
+        shards = min(shards, max(1, int(capacity // seats_per_batch)))
+    return shards
+
+
+def seats_a_batch_takes(bodies: Sequence[Mapping[str, Any]], batch_size: int) -> float:
+    """The seats a full batch of the burst asks for: `batch_size` messages of its mean quantity,
+    re-sends left out (they are answered from their records and take nothing)."""
+    distinct: dict[str, int] = {}
+    for body in bodies:
+        distinct.setdefault(str(body["reservation_id"]), int(body["quantity"]))
+    if not distinct:
+        return 0.0
+    mean = sum(distinct.values()) / len(distinct)
+    return batch_size * mean * len(distinct) / len(bodies)
 
 
 def summarize(
@@ -265,13 +281,9 @@ def run_onsale(
     workers = options.workers or default_workers(
         stack.template.function.event_source.concurrency, DEFAULT_MAX_WORKERS
     )
-    shards = options.shards or recommended_shards(workers)
     environment = stack.environment()
     seat_class = environment.get("DEFAULT_SEAT_CLASS") or DEFAULT_SEAT_CLASS
     event_id = options.event_id or f"onsale-{uuid.uuid4().hex[:8]}"
-    OperatorTable(stack.client("dynamodb"), stack.table_name).create_seat_class(
-        SeatKey(event_id, seat_class), options.capacity, shards=shards
-    )
     bodies = plan_burst(
         event_id,
         options.requests,
@@ -279,6 +291,12 @@ def run_onsale(
         max_quantity=options.max_quantity,
         multi_seat_share=options.multi_seat_share,
         seed=options.seed,
+    )
+    seats_per_batch = seats_a_batch_takes(bodies, stack.template.function.event_source.batch_size)
+    recommended = recommended_shards(workers, capacity=options.capacity, seats_per_batch=seats_per_batch)
+    shards = options.shards or recommended
+    OperatorTable(stack.client("dynamodb"), stack.table_name).create_seat_class(
+        SeatKey(event_id, seat_class), options.capacity, shards=shards
     )
     config = runner_config(stack, workers=workers, handler=options.handler, issuer=True)
     items = f"{shards} items" if shards > 1 else "one item"
@@ -352,6 +370,9 @@ def run_onsale(
     summary.update(
         {
             "event_id": event_id,
+            "seats_per_batch": round(seats_per_batch, 1),
+            "recommended_shards": recommended,
+            "duplicates_pct": options.duplicates_pct,
             "send_failed": report.failed,
             "invocations": stats.invocations,
             "messages_delivered": stats.messages,
