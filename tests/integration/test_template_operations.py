@@ -271,7 +271,20 @@ def test_the_producer_policy_may_send_to_the_reservations_queue_only(template: T
     assert statement["Effect"] == "Allow"
     assert "sqs:SendMessage" in statement["Action"]
     assert not {"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:PurgeQueue"} & set(statement["Action"])
-    assert statement["Resource"] == {"Fn::GetAtt": ["ReservationsQueue", "Arn"]}
+    # the first reservation queue, and each further one (ReservationQueues) when the stack has it
+    assert statement["Resource"] == [
+        {"Fn::GetAtt": ["ReservationsQueue", "Arn"]},
+        *(
+            {
+                "Fn::If": [
+                    f"HasReservationQueue{n}",
+                    {"Fn::GetAtt": [f"ReservationsQueue{n}", "Arn"]},
+                    {"Ref": "AWS::NoValue"},
+                ]
+            }
+            for n in (1, 2, 3)
+        ),
+    ]
     assert template.document["Outputs"]["ReservationsProducerPolicyArn"]["Value"] == {
         "Ref": "ReservationsProducerPolicy"
     }
