@@ -1,6 +1,7 @@
 """Run the published figures over several seeds; write the figures file and every page's tables.
 
     python scripts/make_figures.py [--only NAME,...] [--seeds 5] [--jobs 2]   # `make figures [ONLY=...]`
+    python scripts/make_figures.py --only NAME --seeds 3 --add-seeds   # seeds after the recorded ones
     python scripts/make_figures.py --render    # only rewrite the pages from docs/reference/figures.json
     python scripts/make_figures.py --check     # exit 1 when a page disagrees with the file
 
@@ -10,7 +11,8 @@ low priority (`nice`). The runs of the figures asked for replace theirs in
 docs/reference/figures.json (the others are kept as they are); then docs/reference/figures.md and
 every generated block of README.md and the docs (`<!-- figures:NAME,... -->`) are rewritten from
 the file. The date and commit recorded are the run's (a commit with uncommitted changes in the
-tree is marked `+changes`).
+tree is marked `+changes`); with `--add-seeds` a figure keeps its recorded runs, runs the next
+seeds, and names every commit its runs came from.
 """
 
 from __future__ import annotations
@@ -79,8 +81,9 @@ def run_figure(
     *,
     progress: Callable[[str], None] = lambda _line: None,
     nice: bool = True,
+    first_seed: int = 1,
 ) -> list[dict[str, Any]]:
-    """Every seed's run of `figure`, `jobs` at a time, in seed order."""
+    """Seeds `first_seed` to `first_seed + seeds - 1` of `figure`, `jobs` at a time, in seed order."""
 
     def one(seed: int) -> dict[str, Any]:
         run = run_seed(figure, seed, nice=nice)
@@ -88,7 +91,7 @@ def run_figure(
         return run
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        return list(pool.map(one, range(1, seeds + 1)))
+        return list(pool.map(one, range(first_seed, first_seed + seeds)))
 
 
 def commit() -> str:
@@ -105,6 +108,12 @@ def commit() -> str:
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return head + ("+changes" if changed else "")
+
+
+def seen_commits(recorded: Mapping[str, Any] | None, at: str) -> str:
+    """The commit(s) a figure's runs come from: the recorded runs' and this run's, when they differ."""
+    earlier = [c for c in str((recorded or {}).get("commit", "")).split(", ") if c]
+    return ", ".join(dict.fromkeys([*earlier, at]))
 
 
 def load_results(path: Path = RESULTS) -> dict[str, dict[str, Any]]:
@@ -151,6 +160,11 @@ def main(argv: Sequence[str]) -> int:
         "--seeds", type=int, default=DEFAULT_SEEDS, help="seeds per figure (at least 5 to publish)"
     )
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="seeds run at once")
+    parser.add_argument(
+        "--add-seeds",
+        action="store_true",
+        help="keep each figure's recorded runs and run --seeds more after its last seed",
+    )
     parser.add_argument("--render", action="store_true", help="only rewrite the pages from the file")
     parser.add_argument("--check", action="store_true", help="exit 1 when a page disagrees with the file")
     args = parser.parse_args(argv)
@@ -170,11 +184,23 @@ def main(argv: Sequence[str]) -> int:
         at = commit()
         for name in names:
             figure = BY_NAME[name]
-            print(f"{name}: {figure.command}, seeds 1-{args.seeds}, {args.jobs} at a time", file=sys.stderr)
+            kept = results.get(name, {}).get("runs", []) if args.add_seeds else []
+            first = max((r["seed"] for r in kept), default=0) + 1
+            last = first + args.seeds - 1
+            print(f"{name}: {figure.command}, seeds {first}-{last}, {args.jobs} at a time", file=sys.stderr)
             runs = run_figure(
-                figure, args.seeds, args.jobs, progress=lambda line: print(line, file=sys.stderr)
+                figure,
+                args.seeds,
+                args.jobs,
+                progress=lambda line: print(line, file=sys.stderr),
+                first_seed=first,
             )
-            results[name] = summary(figure, runs, date=date, commit=at)
+            results[name] = summary(
+                figure,
+                [*kept, *runs],
+                date=date,
+                commit=seen_commits(results.get(name) if kept else None, at),
+            )
             write_results(results)  # each figure kept as soon as it is done
     for path, text in rendered_pages(results).items():
         if not path.exists() or path.read_text() != text:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from scripts.make_figures import load_results, problems, run_figure
+from scripts.make_figures import load_results, problems, run_figure, seen_commits
 
 from seat_tools.published_figures import (
     BY_NAME,
@@ -132,3 +132,12 @@ def test_the_runner_runs_each_seed_of_a_figure_in_its_own_process() -> None:
     record = summary(TINY, runs, date="d", commit="c")
     assert record["rate"]["min"] <= record["rate"]["mean"] <= record["rate"]["max"]
     assert record["command"] == "seats simulate --requests 300 --containers 2 --shards 2"
+
+
+def test_more_seeds_run_after_the_recorded_ones_and_name_every_commit_they_ran_on() -> None:
+    runs = run_figure(TINY, 1, 1, nice=False, first_seed=3)
+    assert [r["seed"] for r in runs] == [3]
+    assert run_figure(TINY, 1, 1, nice=False, first_seed=3)[0]["rate"] == runs[0]["rate"]  # seeded
+    assert seen_commits({"commit": "abc1234"}, "def5678") == "abc1234, def5678"
+    assert seen_commits({"commit": "abc1234, def5678"}, "def5678") == "abc1234, def5678"
+    assert seen_commits(None, "def5678") == "def5678"
