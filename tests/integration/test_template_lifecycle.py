@@ -53,10 +53,17 @@ def test_the_sweeper_runs_on_the_schedule_parameter(template: Template) -> None:
     assert props["CodeUri"].rstrip("/") == "src"
 
 
-def test_the_sweeper_may_query_only_the_index_and_write_only_the_table(template: Template) -> None:
+def test_the_sweeper_may_query_only_its_indexes_and_the_table_and_write_only_the_table(
+    template: Template,
+) -> None:
+    """Holds by expiry, the offers outbox (TicketsToIssue) and the waiting lists' lanes (the table)."""
     statements = _statements(template, "SweepHoldsFunction")
     query = [s for s in statements if "dynamodb:Query" in _actions(s)]
-    assert [s["Resource"] for s in query] == [{"Fn::Sub": "${InventoryTable.Arn}/index/HoldsByExpiry"}]
+    assert [s["Resource"] for s in query] == [
+        {"Fn::Sub": "${InventoryTable.Arn}/index/HoldsByExpiry"},
+        {"Fn::Sub": "${InventoryTable.Arn}/index/TicketsToIssue"},
+        {"Fn::GetAtt": ["InventoryTable", "Arn"]},
+    ]
     writes = {
         a
         for s in statements
