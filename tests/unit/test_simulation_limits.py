@@ -159,6 +159,22 @@ def test_cpu_grows_with_the_batch_and_shrinks_with_memory() -> None:
     assert large["confirmed_per_s"] > 2 * small["confirmed_per_s"]
 
 
+def test_the_reserved_concurrency_not_the_pollers_slots_is_what_a_busy_function_may_run() -> None:
+    # 4 event pollers could run 40 invocations; the function may run 4: its 4 containers' CPU
+    # (128 MB) holds the sale, not the pollers' reading of the queue
+    capped = simulate(
+        event_pollers=4,
+        containers=40,
+        shards=4,
+        requests=4_000,
+        contention=WARM,
+        memory_mb=128,
+        reserved_concurrency=4,
+    )
+    assert capped["binding_limit"] == "cpu", capped["bound_by"]
+    assert capped["bound_by"].get("intake", 0) < 0.2
+
+
 def test_a_new_tables_partitions_hold_a_sale_that_needs_more() -> None:
     # 32 containers of a full vCPU on a new table (4 partitions of 1,000 write units a second)
     figures = simulate(containers=32, shards=32, requests=12_000, containers_at_once=True, memory_mb=1769)

@@ -478,7 +478,8 @@ class EventSource:
             now,
             visible=visible,
             gathering=self.holding > 0,
-            slots=self.slots,
+            # The function runs at most its reserved concurrency at once, whatever the pollers could.
+            slots=min(self.slots, self.settings.reserved_concurrency or self.slots),
             activities=self._context.activities,
             arrivals_pending=any(m.queue.arrivals_pending for m in self.mappings),
             returning=any(m.queue.returning for m in self.mappings),
