@@ -1,13 +1,14 @@
 """What held a simulated sale: the share of its time each limit was the one holding it.
 
 The sale is a pipeline: requests arrive (through the API, or straight onto the queue), the event
-source mapping reads them from the queue and invokes the function (at most as many invocations at
-once as its concurrency in force allows: MaximumConcurrency as far as the scale-up has gone, or
-10 per event poller, and never more than the function's reserved concurrency), and each invocation's container works (its CPU), then waits for DynamoDB
-and SNS, which answer, refuse or make it wait. At every moment the sale is held by the stage that
-has work waiting while the stage after it is starved, or by the stage that refuses the work.
-Sampled every `TICK_S` of virtual time, each moment is shared among the invocation slots the
-mapping may run, each slot counted by what holds it:
+source mapping reads them from the queue and invokes the function (at most as many invocations
+at once as its concurrency in force allows: MaximumConcurrency as far as the scale-up has gone,
+or 10 per event poller, and never more than the function's reserved concurrency), and each
+invocation's container works (its CPU), then waits for DynamoDB and SNS, which answer, refuse or
+make it wait. At every moment the sale is held by the stage that has work waiting while the
+stage after it is starved, or by the stage that refuses the work. Sampled every `TICK_S` of
+virtual time, each moment is shared among the invocation slots the mapping may run, each slot
+counted by what holds it:
 
 - a free slot while messages wait in the queue: `intake`, the mapping's reading of the queue
   (its receive calls: their rate and latency);
