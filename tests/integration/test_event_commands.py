@@ -174,3 +174,33 @@ def test_event_list_shows_every_event_and_class(run, stack: Stack) -> None:
         ["gig-1", "VIP"],
         ["gig-2", "GA"],
     ]
+
+
+def test_capacity_added_to_a_class_with_an_open_waiting_list_is_set_aside_for_it(run) -> None:
+    def show() -> tuple[dict, dict]:
+        [seat_class] = json.loads(run("event", "show", "gig-1", "--output", "json").output)["seat_classes"]
+        [waitlist] = json.loads(run("waitlist", "show", "gig-1", "--output", "json").output)["waitlists"]
+        return seat_class, waitlist
+
+    run("event", "create", "gig-1", "--capacity", "2")
+    assert run("waitlist", "open", "gig-1", "GA", "--offer-seconds", "600").exit_code == 0
+
+    added = run("event", "capacity", "gig-1", "--add", "3")
+    assert added.exit_code == 0, added.output
+    seat_class, waitlist = show()
+    # the 3 new seats are the list's (offered by the sweeper's next run), not on sale
+    assert (seat_class["capacity"], seat_class["available"], seat_class["held"]) == (5, 2, 3)
+    assert waitlist["seats_set_aside"] == 3
+
+    raised = run("event", "capacity", "gig-1", "--set", "9")
+    assert raised.exit_code == 1
+    assert "has an open waiting list: add seats with --add N" in raised.output
+    assert show()[0]["capacity"] == 5  # nothing changed
+    assert run("event", "capacity", "gig-1", "--set", "4").exit_code == 0  # lowering is as always
+
+    # closed, the list's seats go back on sale and new ones with them
+    assert run("waitlist", "close", "gig-1", "GA").exit_code == 0
+    assert run("event", "capacity", "gig-1", "--add", "1").exit_code == 0
+    seat_class, waitlist = show()
+    assert (seat_class["capacity"], seat_class["available"], seat_class["held"]) == (5, 5, 0)
+    assert waitlist["seats_set_aside"] == 0

@@ -718,7 +718,11 @@ def capacity(
     set_to: int | None,
     output: OutputFormat,
 ) -> None:
-    """Change the capacity of one seat class of EVENT_ID, safely under concurrent sales and changes."""
+    """Change the capacity of one seat class of EVENT_ID, safely under concurrent sales and changes.
+
+    On a class with an open waiting list (not in capacity pools), --add sets the new seats aside
+    for the list, as `seats waitlist add-seats` does, so that the people waiting are offered them
+    before they go on sale; --set cannot raise such a class's capacity."""
     if sum(v is not None for v in (add, remove, set_to)) != 1:
         raise click.UsageError("give exactly one of --add N, --remove N, --set N")
     table = obj.inventory_table()
@@ -731,11 +735,28 @@ def capacity(
     [key] = keys
 
     def change(t: OperatorTable, k: SeatKey) -> SeatClassInventory:
+        if add is not None or set_to is not None:
+            listed = _with_open_waitlist(t, k)
+            if listed is not None and add is not None:
+                t.add_waitlist_seats(k, add)
+                return t.read_inventory(k) or listed
+            if listed is not None and set_to is not None and set_to > listed.capacity:
+                raise InventoryChangeRefused(
+                    f"{k.event_id} {k.seat_class} has an open waiting list: add seats with --add N"
+                    " (they are offered to the list first)"
+                )
         if set_to is not None:
             return t.set_capacity(k, set_to)
         return t.change_capacity(k, add if add is not None else -(remove or 0))
 
     _apply(obj, event_id, key.seat_class, change, output)
+
+
+def _with_open_waitlist(table: OperatorTable, key: SeatKey) -> SeatClassInventory | None:
+    """The class when seats added to it go to its waiting list: open, and not in capacity pools
+    (a pooled class takes new seats on sale: docs/guides/waiting-list.md)."""
+    current = table.read_inventory(key)
+    return current if current is not None and current.waitlist and not current.pools else None
 
 
 event.add_command(pool)
