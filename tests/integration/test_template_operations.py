@@ -141,10 +141,27 @@ def test_the_checkout_api_alarm_and_widget_name_the_api_and_its_stage(template: 
     assert ("5XXError", name, api["StageName"]) in shown and ("Count", name, api["StageName"]) in shown
 
 
-def test_the_queue_age_alarm_threshold_is_the_parameter(template: Template) -> None:
+def test_the_queue_age_alarm_watches_every_reservation_queue_against_the_parameter(
+    template: Template,
+) -> None:
     alarm = template.properties("QueueAgeAlarm")
     assert alarm["Threshold"] == {"Ref": "QueueAgeAlarmSeconds"}
-    assert alarm["Statistic"] == "Maximum"
+    watched = [
+        (q["MetricStat"]["Stat"], dimensions["QueueName"])
+        for q, (_, metric, dimensions) in zip(
+            [q for q in alarm["Metrics"] if "MetricStat" in q], metrics_of(alarm), strict=True
+        )
+        if metric == "ApproximateAgeOfOldestMessage"
+    ]
+    # the first queue by its resource, the others (ReservationQueues 2-4) by the names they get
+    later = [template.properties(f"ReservationsQueue{i}")["QueueName"] for i in (1, 2, 3)]
+    assert watched == [("Maximum", {"Fn::GetAtt": ["ReservationsQueue", "QueueName"]})] + [
+        ("Maximum", name) for name in later
+    ]
+    shown = {m[3] for m in dashboard_metrics(template) if m[1] == "ApproximateAgeOfOldestMessage"}
+    assert shown == {"<ReservationsQueue.QueueName>"} | {
+        name["Fn::Sub"].replace("${AWS::StackName}", "<AWS::StackName>") for name in later
+    }
 
 
 def test_metric_math_alarms_return_exactly_one_series(template: Template) -> None:
@@ -194,9 +211,11 @@ def test_the_dashboard_shows(template: Template, namespace: str, metric: str) ->
     assert (namespace, metric) in {(m[0], m[1]) for m in dashboard_metrics(template)}
 
 
-def test_the_dashboard_shows_both_queues_depth(template: Template) -> None:
+def test_the_dashboard_shows_every_queues_depth(template: Template) -> None:
     depth = {m[3] for m in dashboard_metrics(template) if m[1] == "ApproximateNumberOfMessagesVisible"}
-    assert depth == {"<ReservationsQueue.QueueName>", "<ReservationsDeadLetterQueue.QueueName>"}
+    assert depth == {"<ReservationsQueue.QueueName>", "<ReservationsDeadLetterQueue.QueueName>"} | {
+        f"<AWS::StackName>-reservations-{i}" for i in (1, 2, 3)
+    }
 
 
 def test_the_dashboard_shows_every_alarm(template: Template) -> None:
