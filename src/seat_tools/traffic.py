@@ -21,6 +21,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError, ConnectionClosedError, ReadTimeoutError
 
 from seat_inventory.parsing import MAX_ID_LENGTH, id_problem
+from seat_tools.reservation_queues import MAX_RESERVATION_QUEUES, queue_index, queue_name
 
 SQS_BATCH_LIMIT = 10
 # Entries that SQS refused for a reason of its own (throttling, an internal error) are sent
@@ -227,15 +228,36 @@ def _send_batch(sqs_client: Any, queue_url: str, bodies: Sequence[str]) -> _Batc
     return _BatchResult(sent=sent, failed=failed, error=error)
 
 
+def reservation_queue_urls(sqs_client: Any, first_queue_url: str) -> list[str]:
+    """The URLs of a stack's reservation queues, the first one's first: the queues named as the
+    template's `ReservationQueues` names them (`<first>-1`, `-2`, `-3`) that exist."""
+    name = first_queue_url.rpartition("/")[2]
+    urls = [first_queue_url]
+    for index in range(1, MAX_RESERVATION_QUEUES):
+        try:
+            urls.append(sqs_client.get_queue_url(QueueName=queue_name(name, index))["QueueUrl"])
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") not in _NO_SUCH_QUEUE:
+                raise
+            break
+    return urls
+
+
+_NO_SUCH_QUEUE = frozenset({"AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist"})
+
+
 def send_messages(
     sqs_client: Any,
-    queue_url: str,
+    queue_url: str | Sequence[str],
     bodies: Sequence[Mapping[str, Any]],
     *,
     concurrency: int = 8,
     on_sent: Callable[[int], None] | None = None,
 ) -> SendReport:
     """Sends every body to the queue with SendMessageBatch (ten per call) from `concurrency` threads.
+    Given several queues (a stack's reservation queues, `reservation_queue_urls`), each body goes
+    to the one its reservation id picks (`reservation_queues.queue_index`), as the checkout API
+    sends it.
 
     Nothing is dropped silently: entries SQS refuses are retried with back-off, and what still
     could not be sent is counted in `failed`. `on_sent(n)` is called from the calling thread
@@ -244,8 +266,17 @@ def send_messages(
     """
     if concurrency < 1:
         raise ValueError(f"concurrency must be at least 1, got {concurrency}")
-    encoded = [json.dumps(body, separators=(",", ":")) for body in bodies]
-    batches = [encoded[start : start + SQS_BATCH_LIMIT] for start in range(0, len(encoded), SQS_BATCH_LIMIT)]
+    urls = [queue_url] if isinstance(queue_url, str) else list(queue_url)
+    encoded: list[list[str]] = [[] for _ in urls]
+    for body in bodies:
+        reservation_id = body.get("reservation_id")
+        index = queue_index(reservation_id, len(urls)) if isinstance(reservation_id, str) else 0
+        encoded[index].append(json.dumps(body, separators=(",", ":")))
+    batches = [
+        (url, texts[start : start + SQS_BATCH_LIMIT])
+        for url, texts in zip(urls, encoded, strict=True)
+        for start in range(0, len(texts), SQS_BATCH_LIMIT)
+    ]
     sent = 0
     failed = 0
     first_error: str | None = None
@@ -254,14 +285,14 @@ def send_messages(
     try:
         # Submitting lazily keeps at most 2 x concurrency batches queued: an interrupted
         # burst of a million messages does not leave 100,000 futures to cancel.
-        remaining: Iterator[list[str]] = iter(batches)
+        remaining: Iterator[tuple[str, list[str]]] = iter(batches)
         in_flight: set[Future[_BatchResult]] = set()
         while True:
             while len(in_flight) < 2 * concurrency:
                 batch = next(remaining, None)
                 if batch is None:
                     break
-                in_flight.add(executor.submit(_send_batch, sqs_client, queue_url, batch))
+                in_flight.add(executor.submit(_send_batch, sqs_client, *batch))
             if not in_flight:
                 break
             done, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)

@@ -25,6 +25,7 @@ from seat_inventory.publishing.sns_publisher import SnsOutcomePublisher
 from seat_tools import traffic
 from seat_tools.cli.main import cli
 from seat_tools.operator_commands import OperatorTable
+from seat_tools.reservation_queues import queue_index, queue_name
 from seat_tools.traffic import OutcomeCollector, reservation_body
 from tests.integration.conftest import FakeHttpResponse
 from tests.template_support import load_template
@@ -203,6 +204,24 @@ def test_load_sends_the_burst_and_summarises(aws: Aws) -> None:
     bodies = [json.loads(m["Body"]) for m in aws.drain(aws.queue_url)]
     assert len(bodies) == 60
     assert len({b["reservation_id"] for b in bodies}) == 54
+
+
+def test_load_spreads_the_burst_over_the_stacks_reservation_queues_by_reservation_id(aws: Aws) -> None:
+    # Given a stack with 3 reservation queues (ReservationQueues 3: the first, -1 and -2)
+    name = aws.queue_url.rpartition("/")[2]
+    later = [aws.sqs.create_queue(QueueName=queue_name(name, i))["QueueUrl"] for i in (1, 2)]
+
+    # When a burst is sent
+    result = run("load", "concert-2026", "--requests", "90", "--seed", "7")
+
+    # Then every request is on the queue its reservation id picks, each queue has some
+    assert result.exit_code == 0, result.output
+    received = 0
+    for index, url in enumerate([aws.queue_url, *later]):
+        ids = [json.loads(m["Body"])["reservation_id"] for m in aws.drain(url)]
+        assert ids and all(queue_index(rid, 3) == index for rid in ids), index
+        received += len(ids)
+    assert received == 90
 
 
 def test_load_says_in_one_line_that_the_queue_is_missing(aws: Aws) -> None:

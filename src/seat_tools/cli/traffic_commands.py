@@ -33,6 +33,7 @@ from seat_tools.traffic import (
     peek_dead_letters,
     plan_burst,
     redrive_dead_letters,
+    reservation_queue_urls,
     send_messages,
 )
 
@@ -105,8 +106,9 @@ def load(
 ) -> None:
     """Send a burst of reservation requests for EVENT_ID, with some duplicates, and report the rate.
 
-    Reservation ids get a fresh random prefix on every run, so runs never collide. Exits with
-    status 1 if any message could not be sent.
+    Reservation ids get a fresh random prefix on every run, so runs never collide. A stack with
+    several reservation queues (ReservationQueues) gets each request on the queue its reservation
+    id picks, as the checkout API sends it. Exits with status 1 if any message could not be sent.
     """
     resources = obj.resources()
     resources.require("reservations_queue_url")
@@ -129,11 +131,15 @@ def load(
         sqs.get_queue_attributes(QueueUrl=resources.reservations_queue_url, AttributeNames=["QueueArn"])
     except (ClientError, BotoCoreError) as exc:
         raise _aws_call_failed("reading the reservations queue", exc) from exc
+    try:
+        queue_urls = reservation_queue_urls(sqs, resources.reservations_queue_url)
+    except (ClientError, BotoCoreError) as exc:
+        raise _aws_call_failed("finding the reservation queues", exc) from exc
     bar: ProgressBar[int]
     with click.progressbar(length=len(bodies), label="sending", file=sys.stderr) as bar:
         report = send_messages(
             sqs,
-            resources.reservations_queue_url,
+            queue_urls,
             bodies,
             concurrency=concurrency,
             on_sent=bar.update,
