@@ -33,8 +33,14 @@ from seat_tools.local.runner import LocalRunner, runner_config
 from seat_tools.local.stack import LocalStack
 from seat_tools.operator_commands import OperatorTable
 from seat_tools.traffic import OutcomeCollector, reservation_body, send_messages
+from tests.depth import sized
 
 pytestmark = pytest.mark.local_stack
+
+# The concurrent on-sale (bounded, tests/depth.py): ONSALE_REQUESTS messages for a fifth as many
+# seats, as `seats demo --single-item` sends them (10% re-sends, some for several seats).
+ONSALE_REQUESTS = sized("SEATS_ONSALE_REQUESTS", ci=2000, deep=5000)
+ONSALE_CAPACITY = ONSALE_REQUESTS // 5
 
 SEATS = Path(sys.executable).parent / "seats"
 POISON_HANDLER = f"{__name__}.poison_handler"
@@ -140,31 +146,35 @@ def test_the_demo_verdict_catches_oversold_missing_and_contradictory_answers() -
     assert not any(checks_passed(v) for v in (oversold, missing, inconsistent))
 
 
+@pytest.mark.bounded
 @pytest.mark.timeout(300)
 def test_concurrent_onsale_sells_exactly_the_capacity_and_answers_every_reservation_once(
     local_stack: LocalStack,
 ) -> None:
-    # Given an event with 1,000 seats in one item that 8 function instances share (the hardest case:
-    # `seats demo --single-item`; the demo's default keeps one item per worker)
-    options = DemoOptions(capacity=1000, requests=5000, duplicates_pct=10, workers=8, shards=1, seed=20240601)
+    # Given an event with a fifth as many seats as requests, in one item that 8 function instances
+    # share (the hardest case: `seats demo --single-item`; the demo's default keeps one item per worker)
+    capacity, requests = ONSALE_CAPACITY, ONSALE_REQUESTS
+    options = DemoOptions(
+        capacity=capacity, requests=requests, duplicates_pct=10, workers=8, shards=1, seed=20240601
+    )
 
-    # When 5,000 reservation messages arrive at once, 10% of them re-sends, some for several seats
+    # When the reservation messages arrive at once, 10% of them re-sends, some for several seats
     run = run_onsale(options, local_stack)
 
     # Then exactly the capacity is sold, and the table agrees with itself and with the answers
     inventory = run.inventory
     assert inventory is not None
-    assert inventory.sold == 1000
+    assert inventory.sold == capacity
     assert inventory.available == 0
-    assert inventory.available + inventory.sold == inventory.capacity == 1000
+    assert inventory.available + inventory.sold == inventory.capacity == capacity
     summary = run.summary
     assert (summary["workers"], summary["shards"]) == (8, 1)
     assert summary["oversold"] == 0
-    assert summary["confirmed_seats"] == 1000
+    assert summary["confirmed_seats"] == capacity
 
     # And the burst really had duplicates and multi-seat requests
-    assert summary["requests"] == 5000
-    assert summary["distinct_reservations"] == 4500
+    assert summary["requests"] == requests
+    assert summary["distinct_reservations"] == requests * 9 // 10
     assert any(body["quantity"] > 1 for body in run.bodies)
 
     # And every distinct reservation id has exactly one first answer; re-sends got the same outcome
@@ -177,7 +187,7 @@ def test_concurrent_onsale_sells_exactly_the_capacity_and_answers_every_reservat
     for reservation_id, documents in answers.items():
         assert len({d["outcome"] for d in documents}) == 1, (reservation_id, documents)
         assert sum(1 for d in documents if not d["duplicate"]) == 1, (reservation_id, documents)
-    assert summary["duplicates"] >= 500
+    assert summary["duplicates"] >= requests // 10
     assert summary["outcomes_missing"] == 0
     assert summary["inconsistent"] == 0
     # And the ticket issuer, running beside the workers, numbered every sale soundly
@@ -186,7 +196,7 @@ def test_concurrent_onsale_sells_exactly_the_capacity_and_answers_every_reservat
     # And the seats of the CONFIRMED reservation ids add up to what was sold
     quantity = {body["reservation_id"]: body["quantity"] for body in run.bodies}
     confirmed = {rid for rid, documents in answers.items() if documents[0]["outcome"] == "CONFIRMED"}
-    assert sum(quantity[rid] for rid in confirmed) == 1000
+    assert sum(quantity[rid] for rid in confirmed) == capacity
     assert any(quantity[rid] > 1 for rid in confirmed)
 
     # And "remaining" was never negative in any answer, and nothing reached the dead-letter queue
