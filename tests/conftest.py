@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from botocore.loaders import Loader
 from xdist.scheduler import LoadScopeScheduling
 
 from tests.depth import DEPTH_ENV, depth
@@ -25,6 +26,23 @@ ROOT = Path(__file__).resolve().parents[1]
 # The order the tiers are handed out in under xdist: the longest tests first.
 TIER_ORDER = ("tests/local/", "tests/integration/", "tests/unit/")
 MODULE_FIXTURE = re.compile(r"""@pytest\.fixture\([^)]*\bscope\s*=\s*["'](?:module|class|package)["']""")
+
+
+# botocore reads its JSON models (each service's API, endpoints, partitions) once per Loader, and
+# each new boto3 Session has a Loader of its own: tests that build sessions and clients afresh
+# would parse the same files again every time. The test processes' Loaders share one cache of the
+# parsed files (botocore treats them as read-only: a session's clients already share them). The
+# processes the tests start (the local runner's workers, `seats` commands) load theirs as usual.
+_PARSED_MODELS: dict[Any, Any] = {}
+_loader_init = Loader.__init__
+
+
+def _loader_with_shared_cache(self: Loader, *args: Any, **kwargs: Any) -> None:
+    _loader_init(self, *args, **kwargs)
+    self._cache = _PARSED_MODELS
+
+
+Loader.__init__ = _loader_with_shared_cache  # type: ignore[method-assign]
 
 
 def pytest_configure(config: pytest.Config) -> None:
