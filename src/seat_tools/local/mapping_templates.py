@@ -23,6 +23,7 @@ What is supported (docs/reference/http-api.md lists the same):
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import re
 import urllib.parse
@@ -159,6 +160,15 @@ class Rendered:
     path_overrides: dict[str, str] = field(default_factory=dict)
 
 
+@functools.lru_cache(maxsize=256)
+def compiled_template(template: str) -> airspeed.Template:
+    """The template parsed once: parsing is most of a render's time, and a parsed template merges
+    any number of namespaces (its evaluation keeps no state)."""
+    parsed = airspeed.Template(template)
+    parsed.ensure_compiled()
+    return parsed
+
+
 def render(
     template: str,
     *,
@@ -179,7 +189,7 @@ def render(
         "stageVariables": dict(stage_variables or {}),
     }
     try:
-        body = airspeed.Template(template).merge(namespace)
+        body = compiled_template(template).merge(namespace)
     except MappingTemplateError:
         raise
     except Exception as exc:  # airspeed raises its own and Python errors from the template's calls

@@ -74,6 +74,14 @@ def default_template_path() -> Path:
     return Path(configured) if configured else repository_root() / "template.yaml"
 
 
+def _safe_loader() -> type:
+    """PyYAML's SafeLoader, parsed by libyaml when PyYAML was built with it (ten times faster on the
+    template; the same documents and the same constructors)."""
+    import yaml
+
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def _yaml_loader() -> type:
     """A SafeLoader that reads CloudFormation's short-form tags (`!Ref`, `!GetAtt`, `!Sub`, ...)
     into their long JSON form ({"Ref": ...}, {"Fn::GetAtt": [...]}, ...)."""
@@ -82,7 +90,7 @@ def _yaml_loader() -> type:
     except ImportError as exc:  # PyYAML comes with cfn-lint and the SAM CLI (dev extras)
         raise TemplateError("reading template.yaml needs PyYAML: pip install pyyaml") from exc
 
-    class CloudFormationLoader(yaml.SafeLoader):
+    class CloudFormationLoader(_safe_loader()):  # type: ignore[misc]
         pass
 
     def construct(node: Any, loader: Any) -> Any:
@@ -232,7 +240,7 @@ def read_included_snippet(path: Path) -> Any:
     except OSError as exc:
         raise TemplateError(f"cannot read {path}, brought in with {INCLUDE_TRANSFORM}: {exc}") from exc
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=_safe_loader())  # a SafeLoader (libyaml's when built with it)
     except yaml.constructor.ConstructorError as exc:
         tag = re.search(r"'(![^']*)'", str(exc))
         raise TemplateError(
