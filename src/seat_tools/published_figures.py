@@ -202,7 +202,8 @@ def _kind(record: Mapping[str, Any]) -> str:
 def table(records: Iterable[Mapping[str, Any]]) -> str:
     """The table a generated block holds: each figure's mean and spread over its seeds."""
     lines = [
-        "| figure (modelled) | rate: mean (lowest-highest) | $ per million requests, all in (with the pre-warming) | p99 answer, s"
+        "| figure (modelled) | rate: mean (lowest-highest)"
+        " | $ per million requests, all in (with the pre-warming) | p99 answer, s"
         " | what held it | seeds | command |",
         "|---|---:|---:|---:|---|---:|---|",
     ]
