@@ -61,7 +61,12 @@ from seat_tools.exactly_once import (
     send_once,
 )
 from seat_tools.exactly_once import recent_operations as _operations
-from seat_tools.operator_errors import EventAlreadyExists, InventoryChangeRefused, UnknownSeatClass
+from seat_tools.operator_errors import (
+    EventAlreadyExists,
+    InventoryChangeRefused,
+    UnknownSeatClass,
+    WaitlistTakesNewSeats,
+)
 from seat_tools.pool_commands import PoolCommands, check_pool_names
 from seat_tools.resharding import check_shard_count, rebalance, removal, spread
 from seat_tools.seat_blocks import SeatBlockCommands
@@ -427,6 +432,8 @@ class OperatorCommands(PoolCommands):
         def plan(current: SeatClassInventory) -> _Change:
             if delta < 0 and current.available < -delta:
                 raise _too_few(key, -delta, current)
+            if delta > 0:
+                _refuse_if_listed(key, current)
             return _Change(
                 "SET #capacity = :capacity, available = available + :delta",
                 {":capacity": number(current.capacity + delta), ":delta": number(delta)},
@@ -461,6 +468,8 @@ class OperatorCommands(PoolCommands):
 
             if delta < 0 and current.available < -delta:
                 raise refused(current)
+            if delta > 0:
+                _refuse_if_listed(key, current)
             return _Change(
                 "SET #capacity = :capacity, available = available + :delta",
                 {":capacity": number(capacity), ":delta": number(delta)},
@@ -758,6 +767,16 @@ class OperatorCommands(PoolCommands):
         if change.names:
             request["ExpressionAttributeNames"] = change.names
         return request
+
+
+def _refuse_if_listed(key: SeatKey, current: SeatClassInventory) -> None:
+    """Seats added to a class whose open waiting list takes them (not in capacity pools, whose
+    new seats go on sale: docs/guides/waiting-list.md) are the list's."""
+    if current.waitlist and not current.pools:
+        raise WaitlistTakesNewSeats(
+            f"{key.event_id} {key.seat_class} has an open waiting list: its new seats are offered to"
+            " the list first (seats event capacity --add N, or seats waitlist add-seats)"
+        )
 
 
 def _capacity_changes(view: SeatClassInventory, delta: int | None) -> dict[int, int]:

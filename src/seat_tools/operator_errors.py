@@ -19,3 +19,8 @@ class UnknownSeatClass(Exception):
 
 class InventoryChangeRefused(Exception):
     """An operator change would break the inventory's invariant (e.g. capacity below sold + held)."""
+
+
+class WaitlistTakesNewSeats(InventoryChangeRefused):
+    """Seats added to a class with an open waiting list go to the list (`add_waitlist_seats`), not
+    on sale past the people waiting."""

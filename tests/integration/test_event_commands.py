@@ -194,7 +194,7 @@ def test_capacity_added_to_a_class_with_an_open_waiting_list_is_set_aside_for_it
 
     raised = run("event", "capacity", "gig-1", "--set", "9")
     assert raised.exit_code == 1
-    assert "has an open waiting list: add seats with --add N" in raised.output
+    assert "has an open waiting list: its new seats are offered to the list first" in raised.output
     assert show()[0]["capacity"] == 5  # nothing changed
     assert run("event", "capacity", "gig-1", "--set", "4").exit_code == 0  # lowering is as always
 

@@ -39,6 +39,7 @@ from seat_tools.operator_errors import (
     InventoryChangeRefused,
     OperatorOutcomeUnknown,
     UnknownSeatClass,
+    WaitlistTakesNewSeats,
 )
 from seat_tools.seat_map_commands import SaleRules
 from seat_tools.seat_map_files import load_file as load_seat_map
@@ -735,28 +736,18 @@ def capacity(
     [key] = keys
 
     def change(t: OperatorTable, k: SeatKey) -> SeatClassInventory:
-        if add is not None or set_to is not None:
-            listed = _with_open_waitlist(t, k)
-            if listed is not None and add is not None:
-                t.add_waitlist_seats(k, add)
-                return t.read_inventory(k) or listed
-            if listed is not None and set_to is not None and set_to > listed.capacity:
-                raise InventoryChangeRefused(
-                    f"{k.event_id} {k.seat_class} has an open waiting list: add seats with --add N"
-                    " (they are offered to the list first)"
-                )
         if set_to is not None:
             return t.set_capacity(k, set_to)
-        return t.change_capacity(k, add if add is not None else -(remove or 0))
+        try:
+            return t.change_capacity(k, add if add is not None else -(remove or 0))
+        except WaitlistTakesNewSeats:
+            assert add is not None
+            t.add_waitlist_seats(k, add)  # the list's, as `seats waitlist add-seats` adds them
+            added = t.read_inventory(k)
+            assert added is not None
+            return added
 
     _apply(obj, event_id, key.seat_class, change, output)
-
-
-def _with_open_waitlist(table: OperatorTable, key: SeatKey) -> SeatClassInventory | None:
-    """The class when seats added to it go to its waiting list: open, and not in capacity pools
-    (a pooled class takes new seats on sale: docs/guides/waiting-list.md)."""
-    current = table.read_inventory(key)
-    return current if current is not None and current.waitlist and not current.pools else None
 
 
 event.add_command(pool)
