@@ -1,7 +1,8 @@
 """The operator's commands on waiting lists (`seats waitlist open|close|show`,
-docs/guides/waiting-list.md): opening a counted class's list (its list item and lanes, then the
-rule on every shard item that seats given back go to it), closing it (the rule off first, then
-the list's seats back on sale), and what a list holds.
+docs/guides/waiting-list.md): opening a class's list (its list item and lanes, then the rule that
+seats given back go to it on every item that holds its seats: a counted class's shard items, a
+mapped class's row items), closing it (the rule off first, then the list's seats back on sale),
+and what a list holds.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from seat_inventory.dal.items import (
     list_bucket,
     list_key,
     number,
+    row_key,
 )
 from seat_inventory.dal.seat_rows import SeatRows
 from seat_inventory.dal.waitlist import WaitlistQueries
@@ -31,6 +33,7 @@ from seat_inventory.models import (
     ListedReturn,
     Place,
     SeatKey,
+    SeatState,
     WaitingList,
     fence_key,
 )
@@ -39,37 +42,41 @@ from seat_tools.operator_errors import InventoryChangeRefused, UnknownSeatClass
 
 
 @dataclass(frozen=True, slots=True)
+class _ClassItems:
+    """The items holding a class's seats (their keys), its sale's end, and whether it is mapped."""
+
+    items: list[dict[str, Any]]
+    sale_ends_at: int | None
+    mapped: bool
+
+
+@dataclass(frozen=True, slots=True)
 class WaitlistView:
-    """A class's list as `seats waitlist show` prints it: the list, and its first entries."""
+    """A class's list as `seats waitlist show` prints it: the list, its first entries, and the
+    seats set aside for it."""
 
     waiting_list: WaitingList
     head: tuple[Place, ...]
+    seats_set_aside: int
 
 
 class WaitlistAdmin(WaitlistQueries, SeatRows):
     """`open_waitlist`, `close_waitlist` and `waitlist_view` on the table."""
 
     def open_waitlist(self, key: SeatKey, *, offer_seconds: int, until: int | None = None) -> WaitingList:
-        """Opens (or reopens, with new settings) a counted class's list; offers end by the sale's end."""
+        """Opens (or reopens, with new settings) a class's list; offers end by the sale's end."""
         if not MIN_OFFER_SECONDS <= offer_seconds <= MAX_OFFER_SECONDS:
             raise ValueError(
                 f"an offer lasts {MIN_OFFER_SECONDS} to {MAX_OFFER_SECONDS} seconds, got {offer_seconds}"
             )
-        item = self.read_inventory(key)
-        if item is None:
-            raise UnknownSeatClass(f"event {key.event_id!r} has no seat class {key.seat_class!r}")
-        seat_map = self.read_seat_map(key.event_id)
-        if seat_map is not None and key.seat_class in seat_map.classes:
-            raise InventoryChangeRefused(
-                f"{key.event_id} {key.seat_class} is a mapped class: waiting lists serve counted classes"
-            )
-        ends = [t for t in (until, item.sale_ends_at) if t is not None]
+        held = self._seats_held_by(key)
+        ends = [t for t in (until, held.sale_ends_at) if t is not None]
         until = min(ends) if ends else None
-        self._put_list(key, open_=True, offer_seconds=offer_seconds, until=until)
+        self._put_list(key, open_=True, offer_seconds=offer_seconds, until=until, mapped=held.mapped)
         for lane in range(WAITLIST_LANES):
             self._open_lane(key, lane, offer_seconds, until)
-        for shard in range(item.shard_items):
-            self._set_rule(key, shard, on=True)
+        for item_key in held.items:
+            self._set_rule(key, item_key, on=True)
         opened = self.read_waitlist(key)
         assert opened is not None
         return opened
@@ -81,6 +88,11 @@ class WaitlistAdmin(WaitlistQueries, SeatRows):
         if seats < 1:
             raise ValueError(f"seats to add must be at least 1, got {seats}")
         item = self.read_inventory(key)
+        if item is None and self._seats_held_by(key).mapped:
+            raise InventoryChangeRefused(
+                f"{key.event_id} {key.seat_class} is a mapped class: its seats are its map's"
+                " (seats unblocked with `seats event unblock` go to its list)"
+            )
         if item is None:
             raise UnknownSeatClass(f"event {key.event_id!r} has no seat class {key.seat_class!r}")
         if not item.waitlist:
@@ -104,13 +116,15 @@ class WaitlistAdmin(WaitlistQueries, SeatRows):
         """Closes a class's list: seats given back go on sale again, the list offers no more, and
         the seats it held go back on sale. Its entries stay (reopening serves them). Returns the
         seats put back on sale."""
-        item = self.read_inventory(key)
         waiting = self.read_waitlist(key)
-        if item is None or waiting is None:
+        if waiting is None:
             raise UnknownSeatClass(f"{key.event_id} {key.seat_class} has no waiting list")
-        for shard in range(item.shard_items):
-            self._set_rule(key, shard, on=False)
-        self._put_list(key, open_=False, offer_seconds=waiting.offer_seconds, until=waiting.until)
+        held = self._seats_held_by(key)
+        for item_key in held.items:
+            self._set_rule(key, item_key, on=False)
+        self._put_list(
+            key, open_=False, offer_seconds=waiting.offer_seconds, until=waiting.until, mapped=held.mapped
+        )
         for lane in range(WAITLIST_LANES):
             call(
                 self._client.update_item,
@@ -120,12 +134,9 @@ class WaitlistAdmin(WaitlistQueries, SeatRows):
                 ExpressionAttributeNames={"#open": "open"},
                 ExpressionAttributeValues={":closed": {"BOOL": False}},
             )
-        now = self.read_waitlist(key)
-        assert now is not None
-        ledgers = {lane.lane: dict(lane.seats) for lane in now.lanes if lane.seats_held}
-        if not ledgers:
+        back = self._listed(key, held.mapped)
+        if not back.seats:
             return 0
-        back = ListedReturn(key, ledgers=ledgers, empty=False)
         if self.return_listed(back) is not None:
             raise InventoryChangeRefused(
                 f"the seats of {key.event_id} {key.seat_class}'s list changed; close it again"
@@ -143,9 +154,42 @@ class WaitlistAdmin(WaitlistQueries, SeatRows):
             if lane.waiting:
                 places.extend(self.read_places(key, lane.lane, after="", before=end, limit=head))
         places.sort(key=lambda p: p.order)
-        return WaitlistView(waiting, tuple(places[:head]))
+        set_aside = self._listed(key, mapped=True).seats if waiting.mapped else waiting.seats_held
+        return WaitlistView(waiting, tuple(places[:head]), set_aside)
 
-    def _put_list(self, key: SeatKey, *, open_: bool, offer_seconds: int, until: int | None) -> None:
+    def _seats_held_by(self, key: SeatKey) -> _ClassItems:
+        """The items holding the class's seats (each carries the list rule), and its sale's end."""
+        item = self.read_inventory(key)
+        if item is not None:
+            shards = [inventory_key(key, shard) for shard in range(item.shard_items)]
+            return _ClassItems(shards, item.sale_ends_at, mapped=False)
+        rows = self.read_seat_rows(key)
+        if not rows:
+            raise UnknownSeatClass(f"event {key.event_id!r} has no seat class {key.seat_class!r}")
+        first = next(iter(rows.values()))
+        return _ClassItems([row_key(key, row_id) for row_id in sorted(rows)], first.sale_ends_at, mapped=True)
+
+    def _listed(self, key: SeatKey, mapped: bool) -> ListedReturn:
+        """Every seat the list holds, to go back on sale: a counted class's in its lanes' ledgers, a
+        mapped class's in state L on its row items (read strongly consistently)."""
+        if not mapped:
+            waiting = self.read_waitlist(key)
+            assert waiting is not None
+            ledgers = {lane.lane: dict(lane.seats) for lane in waiting.lanes if lane.seats_held}
+            return ListedReturn(key, ledgers=ledgers, empty=False)
+        row_ids = list(self.read_seat_rows(key))
+        rows = self.read_seat_rows(key, row_ids)
+        listed = {
+            row_id: positions
+            for row_id, row in rows.items()
+            if (positions := tuple(sorted(p for p, s in row.states.items() if s is SeatState.LISTED)))
+        }
+        pools = next(iter(rows.values())).pools if rows else ()
+        return ListedReturn(key, rows=listed, pools=pools, empty=False)
+
+    def _put_list(
+        self, key: SeatKey, *, open_: bool, offer_seconds: int, until: int | None, mapped: bool
+    ) -> None:
         item: dict[str, Any] = {
             **list_key(key),
             "entity": {"S": "waitlist"},
@@ -156,6 +200,8 @@ class WaitlistAdmin(WaitlistQueries, SeatRows):
         }
         if until is not None:
             item["until"] = number(until)
+        if mapped:  # its seats are its row items' in state L
+            item["mapped"] = {"BOOL": True}
         if open_:  # an open list is in the sweeper's index, for its rounds
             item["gsi1pk"] = {"S": f"{LISTS_PREFIX}{list_bucket(key)}"}
             item["gsi1sk"] = number(0)
@@ -197,11 +243,11 @@ class WaitlistAdmin(WaitlistQueries, SeatRows):
             ExpressionAttributeValues=values,
         )
 
-    def _set_rule(self, key: SeatKey, shard: int, *, on: bool) -> None:
-        """The rule on one shard item: seats given back go to the list (`on`) or on sale."""
+    def _set_rule(self, key: SeatKey, item_key: dict[str, Any], *, on: bool) -> None:
+        """The rule on one item of the class: seats given back go to the list (`on`) or on sale."""
         request: dict[str, Any] = {
             "TableName": self._table_name,
-            "Key": inventory_key(key, shard),
+            "Key": item_key,
             "ConditionExpression": "attribute_exists(pk)",
             "ExpressionAttributeNames": {"#rule": WAITLIST_RULE},
         }
@@ -212,4 +258,4 @@ class WaitlistAdmin(WaitlistQueries, SeatRows):
             request["UpdateExpression"] = "REMOVE #rule"
         refused = call_expecting(CONDITION_FAILED, self._client.update_item, **request)
         if isinstance(refused, ClientError):
-            raise UnknownSeatClass(f"{key.event_id} {key.seat_class} has no shard item {shard}")
+            raise UnknownSeatClass(f"{key.event_id} {key.seat_class} has no item {item_key['sk']['S']}")

@@ -23,6 +23,7 @@ from seat_inventory.models import (
 )
 from seat_tools.operator_commands import OperatorTable
 from seat_tools.operator_errors import InventoryChangeRefused, UnknownSeatClass
+from seat_tools.seat_map_commands import SaleRules
 from tests.integration.conftest import Stack, sqs_event
 from tests.unit.test_waitlist import (  # noqa: F401  (the scenarios, run here on the table)
     GA,
@@ -40,6 +41,18 @@ from tests.unit.test_waitlist import (  # noqa: F401  (the scenarios, run here o
     test_one_entry_per_customer_per_class_and_a_redelivery_is_the_same_answer,
     test_seats_added_for_the_list_are_offered_to_its_head_and_the_rest_go_on_sale,
     test_the_head_waits_for_its_seats_and_nobody_behind_it_is_served_first,
+)
+from tests.unit.test_waitlist_mapped import (  # noqa: F401  (the mapped class's scenarios, on the table)
+    ROW,
+    MakeMappedSale,
+    MappedSale,
+    seat_map,
+    sold_out_with_two_waiting,
+    test_a_head_no_block_fits_waits_unless_it_may_split,
+    test_a_mapped_offer_that_runs_out_passes_its_seats_to_the_next_entry,
+    test_an_expired_hold_goes_to_the_list_and_closing_puts_the_lists_seats_back_on_sale,
+    test_seats_given_back_are_set_aside_on_their_rows_and_offered_in_join_order,
+    test_the_best_block_is_offered_and_the_seats_nobody_waits_for_go_back_on_sale,
 )
 
 
@@ -59,6 +72,40 @@ def make_sale(table: OperatorTable) -> MakeSale:
         return Sale(table, offer_seconds=offer_seconds)
 
     return make
+
+
+@pytest.fixture
+def make_mapped_sale(table: OperatorTable) -> MakeMappedSale:
+    """The mapped class ROW (tests/unit/test_waitlist_mapped.py) on the table."""
+
+    def make(*, offer_seconds: int = 600, max_per_customer: int | None = None) -> MappedSale:
+        table.create_seat_map("e-1", seat_map(), SaleRules(max_per_customer=max_per_customer))
+        return MappedSale(table, offer_seconds=offer_seconds)
+
+    return make
+
+
+def test_a_mapped_classs_list_rule_is_on_every_row_item_and_close_frees_its_seats(
+    make_mapped_sale: MakeMappedSale, table: OperatorTable
+) -> None:
+    sale = make_mapped_sale()
+    rows = table.read_seat_rows(ROW, ["S-R1#0", "S-R2#0"])
+    assert all(row.waitlist for row in rows.values())
+    opened = table.read_waitlist(ROW)
+    assert opened is not None and opened.mapped and opened.open
+    sold_out_with_two_waiting(sale)
+    sale.send({"type": "cancel", "reservation_id": "r-a"})
+    view = table.waitlist_view(ROW)
+    assert view is not None and view.seats_set_aside == 2 and view.waiting_list.waiting == 2
+    with pytest.raises(InventoryChangeRefused, match="is a mapped class: its seats are its map's"):
+        table.add_waitlist_seats(ROW, 2)
+    assert table.close_waitlist(ROW) == 2
+    assert sale.counts() == (2, 0, 8) and not sale.listed()
+    rows = table.read_seat_rows(ROW, ["S-R1#0", "S-R2#0"])
+    assert not any(row.waitlist for row in rows.values())
+    # Closed, seats given back go on sale at once.
+    sale.send({"type": "cancel", "reservation_id": "r-b"})
+    assert sale.counts() == (6, 0, 4) and not sale.listed()
 
 
 def _place(n: int, lane: int = 0, ms: int = NOW * 1000) -> Place:

@@ -190,3 +190,12 @@ def test_every_file_the_docs_name_exists() -> None:
                     missing.append(f"{path.relative_to(REPO)}:{number}: {name}")
     assert named > 50  # the pattern finds the paths the pages name
     assert not missing, "the docs name files that do not exist (update the page):\n" + "\n".join(missing)
+
+
+@pytest.mark.parametrize(("name", "budget"), [("README.md", 200), ("template.yaml", 1300)])
+def test_the_readme_and_the_template_keep_to_their_length(name: str, budget: int) -> None:
+    """A reader's budget: the README read in minutes (what it is, two commands, a first sale,
+    deploy, the figures, links), the template reviewed in ten (what repeats is in Globals, loops
+    and included files)."""
+    lines = (REPO / name).read_text(encoding="utf-8").count("\n")
+    assert lines <= budget, f"{name} has {lines} lines; keep it to {budget}"

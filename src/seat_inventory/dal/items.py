@@ -589,4 +589,5 @@ def waiting_list(key: SeatKey, items: Sequence[Mapping[str, Any]]) -> WaitingLis
         until=_optional_int(head, "until"),
         offer_seconds=_optional_int(head, "offer_seconds") or DEFAULT_OFFER_SECONDS,
         lanes=tuple(lanes),
+        mapped=bool(head.get("mapped", {}).get("BOOL", False)),
     )

@@ -247,9 +247,10 @@ def not_waitlisted(refusal: ReservationOutcome, why: str) -> ReservationOutcome:
     return replace(refusal, reason=f"{refusal.reason}; not on the waiting list: {why}")
 
 
-def offered(place: Place, expires_at: int) -> ReservationOutcome:
+def offered(place: Place, expires_at: int, seats: tuple[str, ...] = ()) -> ReservationOutcome:
     """OFFERED: seats freed for the waiting list held for the entry's customer until `expires_at`
-    (no message asked for it; a `confirm` of the reservation takes them)."""
+    (a mapped class: the `seats` named; no message asked for it; a `confirm` of the reservation
+    takes them)."""
     key = place.key
     return ReservationOutcome(
         place.reservation_id,
@@ -262,6 +263,7 @@ def offered(place: Place, expires_at: int) -> ReservationOutcome:
         place.customer_id,
         request_type=RequestType.OFFER,
         hold_expires_at=expires_at,
+        seats=seats or None,
     )
 
 

@@ -1,13 +1,15 @@
 """The waiting list's offer rounds, run by the sweeper after it releases the holds that ran out
 (docs/guides/waiting-list.md).
 
-A round of a counted class's open list fences its lanes (no join can take a place before the
-fence any more), reads the places at the head of each lane, and merges them into join order.
-`offer_plan.plan_counted` decides the offers: the first entries the list's seats fit, each on one
-shard item. The seats are moved where the offers need them (`rebalance`), then each lane's offers
+A round of an open list fences its lanes (no join can take a place before the fence any more),
+reads the places at the head of each lane, and merges them into join order. `offer_plan` decides
+the offers: the first entries the list's seats fit. A counted class's list seats are counted in
+its lanes; each offer takes its seats from one shard item, and the seats are moved where the
+offers need them first (`rebalance`). A mapped class's list seats are its row items' seats in
+state L; each offer is the best block among them for the entry's quantity. Then each lane's offers
 are written (`write_lanes`): each entry's record, still WAITLISTED, becomes a hold of its seats
-with the OFFERED answer, its place is dropped, and the lane's seats and count go down, in one
-transaction per lane. An offer is published from the offers' outbox (at least once); taking it is
+with the OFFERED answer, its place is dropped, the lane's seats (a mapped class: each seat, from L
+to held) and count go down, in one transaction per lane. An offer is published from the offers' outbox (at least once); taking it is
 a `confirm`, and an offer that runs out is released by the sweeper like any hold, its seats going
 back to the list for the next entry. A list with no entry waiting puts its seats back on sale
 (guarded on every lane still being empty); so does a list that no longer offers (closed, or past
@@ -17,12 +19,13 @@ its `until`).
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from seat_inventory.logic import answers
-from seat_inventory.logic.offer_plan import lane_changes, offer_expiry, plan_counted
+from seat_inventory.logic.offer_plan import lane_changes, offer_expiry, plan_counted, plan_mapped
 from seat_inventory.logic.ports import Clock, ListStore, OutcomePublisher
+from seat_inventory.logic.seat_map import ClassMap
 from seat_inventory.models import (
     EntryEnd,
     EntryOffer,
@@ -33,7 +36,10 @@ from seat_inventory.models import (
     Place,
     Rebalance,
     RetryableError,
+    SeatClassInventory,
     SeatKey,
+    SeatRow,
+    SeatState,
     Throttled,
     TransactionConflict,
     WaitingList,
@@ -155,12 +161,15 @@ def offer_round(
     put back on sale when no entry waits or the list no longer offers."""
     now = int(clock.now())
     waiting = store.read_waitlist(key)
-    if waiting is None or not waiting.seats_held:
+    if waiting is None:
+        return RoundResult()
+    seats = _ListSeats.read(store, waiting)
+    if not seats.held:
         return RoundResult()
     if not waiting.offers_at(now) or not waiting.waiting:
-        return _return_seats(store, waiting, empty=waiting.offers_at(now))
-    item = store.read_inventory(key)
-    if item is None or item.sale_closed_reason(now) is not None:
+        return _return_seats(store, waiting, seats, empty=waiting.offers_at(now))
+    rules = seats.rules(store, key)
+    if rules is None or rules.sale_closed_reason(now) is not None:
         return RoundResult(stalled=f"the sale of {key.event_id} {key.seat_class} is not open")
     fence = fence_key(int(clock.now() * 1000) + 1)  # every join up to now is before it
     store.fence_lanes(key, [lane.lane for lane in waiting.lanes], fence)
@@ -168,28 +177,94 @@ def offer_round(
     if fenced is None:
         return RoundResult(stalled="the list is gone")
     head = _head(store, fenced, fence, places_per_lane)
-    expires_at = offer_expiry(now, fenced.offer_seconds, fenced.until, item.sale_ends_at)
-    return _offer(store, fenced, head, _Writing(store, key, now, item.max_per_customer), expires_at)
+    return _offer(store, seats, fenced, head, rules, now)
 
 
 def _offer(
-    store: ListStore, fenced: WaitingList, head: Sequence[Place], writing: _Writing, expires_at: int
+    store: ListStore,
+    seats: _ListSeats,
+    fenced: WaitingList,
+    head: Sequence[Place],
+    rules: SeatClassInventory | SeatRow,
+    now: int,
 ) -> RoundResult:
-    """The round's offers to the head of the list, their seats moved where they go first; then the
-    seats left back on sale when nobody waits any more."""
+    """The round's offers to the head of the list; then the seats left back on sale when nobody
+    waits any more."""
     key = fenced.key
-    plan = plan_counted(head, fenced.lanes, expires_at=expires_at, counted=writing.limit is not None)
-    if not plan.offers:
-        return RoundResult()
-    rebalance = Rebalance(key, lane_changes(plan.ledger_moves), plan.shard_moves)
-    if rebalance and store.rebalance(rebalance) is not None:
+    expires_at = offer_expiry(now, fenced.offer_seconds, fenced.until, rules.sale_ends_at)
+    offers = seats.plan(store, fenced, head, expires_at, counted=rules.max_per_customer is not None)
+    if offers is None:
         return RoundResult(stalled="the list's seats changed while the round moved them")
-    offers = [replace(o, answer=answers.offered(o.place, o.expires_at)) for o in plan.offers]
-    result = RoundResult(offered=writing.run(offers), ended=writing.ended)
+    if not offers:
+        return RoundResult()
+    pools = rules.pools if seats.class_map is not None else ()
+    writing = _Writing(store, key, now, rules.max_per_customer, pools)
+    offered = [replace(o, answer=answers.offered(o.place, o.expires_at, o.seats)) for o in offers]
+    result = RoundResult(offered=writing.run(offered), ended=writing.ended)
     after = store.read_waitlist(key)
-    if after is not None and not after.waiting and after.seats_held:
-        result.seats_returned = _return_seats(store, after, empty=True).seats_returned
+    if after is not None and not after.waiting:
+        left = _ListSeats.read(store, after)
+        if left.held:
+            result.seats_returned = _return_seats(store, after, left, empty=True).seats_returned
     return result
+
+
+@dataclass(frozen=True, slots=True)
+class _ListSeats:
+    """The seats set aside for a list: a counted class's counted in its lanes' ledgers, a mapped
+    class's in state L on its row items (read with the class's map)."""
+
+    held: int
+    class_map: ClassMap | None = None
+    rows: Mapping[str, SeatRow] = field(default_factory=dict)
+
+    @classmethod
+    def read(cls, store: ListStore, waiting: WaitingList) -> _ListSeats:
+        if not waiting.mapped:
+            return cls(waiting.seats_held)
+        key = waiting.key
+        seat_map = store.read_seat_map(key.event_id)
+        class_map = seat_map.classes.get(key.seat_class) if seat_map is not None else None
+        rows = store.read_seat_rows(key) if class_map is not None else {}
+        listed = sum(state is SeatState.LISTED for row in rows.values() for state in row.states.values())
+        return cls(listed, class_map, rows)
+
+    def plan(
+        self, store: ListStore, fenced: WaitingList, head: Sequence[Place], expires_at: int, *, counted: bool
+    ) -> tuple[EntryOffer, ...] | None:
+        """The offers to the head of the list: a mapped class's, each the best block among the
+        list's seats; a counted class's, their seats moved where they go first (None: the seats
+        changed meanwhile and nothing was offered)."""
+        if self.class_map is not None:
+            return plan_mapped(head, self.class_map, self.rows, expires_at=expires_at, counted=counted)
+        plan = plan_counted(head, fenced.lanes, expires_at=expires_at, counted=counted)
+        if not plan.offers:
+            return ()
+        rebalance = Rebalance(fenced.key, lane_changes(plan.ledger_moves), plan.shard_moves)
+        if rebalance and store.rebalance(rebalance) is not None:
+            return None
+        return plan.offers
+
+    def rules(self, store: ListStore, key: SeatKey) -> SeatClassInventory | SeatRow | None:
+        """The class's sale rules: copied on every row item of a mapped class, on a counted class's
+        inventory item."""
+        if self.class_map is not None:
+            return next(iter(self.rows.values()), None)
+        return store.read_inventory(key)
+
+    def listed_return(self, waiting: WaitingList, *, empty: bool) -> ListedReturn:
+        """These seats back on sale (guarded, when `empty`, on no entry waiting)."""
+        lanes = len(waiting.lanes)
+        if self.class_map is None:
+            ledgers = {lane.lane: dict(lane.seats) for lane in waiting.lanes if lane.seats_held}
+            return ListedReturn(waiting.key, ledgers=ledgers, empty=empty, lanes=lanes)
+        rows = {
+            row_id: positions
+            for row_id, row in self.rows.items()
+            if (positions := tuple(sorted(p for p, state in row.states.items() if state is SeatState.LISTED)))
+        }
+        pools = next(iter(self.rows.values())).pools if self.rows else ()
+        return ListedReturn(waiting.key, rows=rows, pools=pools, empty=empty, lanes=lanes)
 
 
 def _head(store: ListStore, waiting: WaitingList, fence: str, per_lane: int) -> list[Place]:
@@ -220,6 +295,7 @@ class _Writing:
     key: SeatKey
     now: int
     limit: int | None
+    pools: tuple[str, ...] = ()  # a mapped class's: its offers hold seats of them too
     made: list[EntryOffer] = field(default_factory=list)
     ended: int = 0
 
@@ -229,7 +305,12 @@ class _Writing:
             by_lane.setdefault(offer.place.lane, []).append(offer)
         writes = [
             LaneWrite(
-                self.key, lane, self.now, offers=tuple(mine[i : i + OFFERS_PER_TRANSACTION]), limit=self.limit
+                self.key,
+                lane,
+                self.now,
+                offers=tuple(mine[i : i + OFFERS_PER_TRANSACTION]),
+                limit=self.limit,
+                pools=self.pools,
             )
             for lane, mine in sorted(by_lane.items())
             for i in range(0, len(mine), OFFERS_PER_TRANSACTION)
@@ -262,10 +343,9 @@ class _Writing:
         return EntryEnd(offer.place, Outcome.LIMIT_EXCEEDED, self.now + OVER_LIMIT_RECORD_SECONDS, answer)
 
 
-def _return_seats(store: ListStore, waiting: WaitingList, *, empty: bool) -> RoundResult:
+def _return_seats(store: ListStore, waiting: WaitingList, seats: _ListSeats, *, empty: bool) -> RoundResult:
     """The list's seats back on public sale (guarded, when `empty`, on no entry waiting)."""
-    ledgers = {lane.lane: dict(lane.seats) for lane in waiting.lanes if lane.seats_held}
-    back = ListedReturn(waiting.key, ledgers=ledgers, empty=empty, lanes=len(waiting.lanes))
+    back = seats.listed_return(waiting, empty=empty)
     if store.return_listed(back) is not None:
         return RoundResult(stalled="an entry joined while the seats went back on sale")
     return RoundResult(seats_returned=back.seats)

@@ -79,8 +79,12 @@ def join_waitlist(
         return {o.reservation_id: answers.not_waitlisted(o, why) for _, o in refused}, {}
     for start in range(0, len(refused), JOINS_PER_TRANSACTION):
         chunk = [o for _, o in refused[start : start + JOINS_PER_TRANSACTION]]
+        wants = {
+            r.reservation_id: (r.split, r.accessible)
+            for r, _ in refused[start : start + JOINS_PER_TRANSACTION]
+        }
         try:
-            result.update(_Joining(key, store, clock, chunk).run())
+            result.update(_Joining(key, store, clock, chunk, wants).run())
         except RetryableError as exc:
             failed.update((o.reservation_id, f"{type(exc).__name__}: {exc}") for o in chunk)
     return result, failed
@@ -103,6 +107,8 @@ class _Joining:
     store: WaitlistStore
     clock: Clock
     pending: list[ReservationOutcome]
+    # A mapped class's best-available requests: (split, accessible) by reservation id.
+    wants: Mapping[str, tuple[bool, bool]] = field(default_factory=dict)
     answered: dict[str, ReservationOutcome] = field(default_factory=dict)
     floor_ms: int = 0
 
@@ -136,6 +142,7 @@ class _Joining:
         entries = []
         for index, refusal in enumerate(self.pending):
             rid = refusal.reservation_id
+            split, accessible = self.wants.get(rid, (False, False))
             place = Place(
                 self.key,
                 lane,
@@ -143,6 +150,8 @@ class _Joining:
                 rid,
                 refusal.customer_id or "",
                 refusal.quantity or 0,
+                split=split,
+                accessible=accessible,
             )
             entries.append((answers.waitlisted(refusal, waiting + index + 1), place))
         return Join(self.key, lane, tuple(entries))

@@ -97,13 +97,16 @@ class Lane:
 @dataclass(frozen=True, slots=True)
 class WaitingList:
     """A class's list as its lanes show it: open or not, offers until `until` (epoch seconds; None:
-    until the sale ends), each offer holding its seats `offer_seconds`."""
+    until the sale ends), each offer holding its seats `offer_seconds`; `mapped`: the class has a
+    seat map, and the list's seats are its row items' seats in state L (a counted class's are
+    counted in the lanes)."""
 
     key: SeatKey
     open: bool
     until: int | None
     offer_seconds: int
     lanes: tuple[Lane, ...]
+    mapped: bool = False
 
     @property
     def waiting(self) -> int:

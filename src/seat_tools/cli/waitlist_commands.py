@@ -40,7 +40,7 @@ def view_document(view: WaitlistView) -> dict[str, Any]:
         "offer_seconds": waiting.offer_seconds,
         "until": iso_utc(waiting.until) if waiting.until is not None else None,
         "waiting": waiting.waiting,
-        "seats_set_aside": waiting.seats_held,
+        "seats_set_aside": view.seats_set_aside,
         "head": [
             {"reservation_id": p.reservation_id, "customer_id": p.customer_id, "quantity": p.quantity}
             for p in view.head
@@ -153,8 +153,10 @@ def show(obj: CliContext, event_id: str, head: int, output: OutputFormat) -> Non
     the first entries in join order."""
     table = obj.inventory_table()
     try:
-        classes = table.get_event(_key(event_id, "GA").event_id)
-        views = [v for c in classes if (v := table.waitlist_view(c.key, head=head)) is not None]
+        keys = [c.key for c in table.get_event(_key(event_id, "GA").event_id)]
+        seat_map = table.read_seat_map(event_id)
+        keys += [SeatKey(event_id, name) for name in sorted(seat_map.classes)] if seat_map else []
+        views = [v for k in keys if (v := table.waitlist_view(k, head=head)) is not None]
     except RetryableError as exc:
         raise _refused(exc, "nothing shown") from exc
     if not views and output is OutputFormat.TABLE:

@@ -58,6 +58,7 @@ class ListSettings:
     until: int | None = None
     offer_seconds: int = DEFAULT_OFFER_SECONDS
     lanes: int = WAITLIST_LANES
+    mapped: bool = False
 
 
 @dataclass
@@ -106,7 +107,8 @@ class WaitlistMemory:
     ) -> None:
         """`seats waitlist open`: the list and its lanes (kept if they exist), the rule on the class."""
         lists = self.waitlists
-        lists.settings[key] = ListSettings(True, until, offer_seconds, lanes)
+        mapped = key not in self.inventory and bool(self.seat_rows.get(key))
+        lists.settings[key] = ListSettings(True, until, offer_seconds, lanes, mapped)
         for lane in range(lanes):
             old = lists.lanes.get((key, lane), Lane(lane))
             lists.lanes[(key, lane)] = dataclasses.replace(
@@ -145,7 +147,7 @@ class WaitlistMemory:
         if settings is None:
             return None
         lanes = tuple(self.waitlists.lanes[(key, n)] for n in range(settings.lanes))
-        return WaitingList(key, settings.open, settings.until, settings.offer_seconds, lanes)
+        return WaitingList(key, settings.open, settings.until, settings.offer_seconds, lanes, settings.mapped)
 
     def read_places(self, key: SeatKey, lane: int, *, after: str, before: str, limit: int) -> list[Place]:
         self.reads += 1
