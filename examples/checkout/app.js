@@ -31,7 +31,7 @@ function say(text, kind = "") {
 
 // A mapped class (docs/guides/seat-maps.md): its layout comes once from GET /events/{event}/seat-map, each
 // seat's state from GET .../sections/{section}/seats; the page draws it as SVG.
-const STATES = { ".": "free", H: "held", S: "sold", B: "blocked" };
+const STATES = { ".": "free", H: "held", S: "sold", B: "blocked", L: "held" }; // L: set aside for the waiting list
 const SVG = "http://www.w3.org/2000/svg";
 const PITCH = 18;
 let seatMap = null; // the event's seat map (sections), or null

@@ -33,7 +33,7 @@ from seat_inventory.dal.errors import (
     cancellation_reasons,
     failed_condition,
 )
-from seat_inventory.dal.items import number, row_key, seat_attribute
+from seat_inventory.dal.items import WAITLIST_RULE, number, row_key, seat_attribute
 from seat_inventory.dal.seat_rows import SeatRows
 from seat_inventory.models import (
     RetryableError,
@@ -76,23 +76,38 @@ def block_update(
 
 
 def unblock_update(
-    table_name: str, key: SeatKey, row_id: str, positions: Sequence[int], operation_id: str
+    table_name: str,
+    key: SeatKey,
+    row_id: str,
+    positions: Sequence[int],
+    operation_id: str,
+    *,
+    to_list: bool = False,
 ) -> dict[str, Any]:
-    """Frees blocked seats of one row item: each guarded blocked, `available` up by their number."""
+    """Gives back blocked seats of one row item, each guarded blocked: free (`available` up by
+    their number) or, `to_list`, set aside for the class's open waiting list (state L, `held` up),
+    guarded on the row item's list rule being that."""
     names = {f"#p{i}": seat_attribute(p) for i, p in enumerate(positions)}
     blocked = " AND ".join(f"{name} = :blocked" for name in names)
+    values: dict[str, Any] = {
+        ":blocked": {"S": SeatState.BLOCKED.value},
+        ":n": number(len(positions)),
+        ":op": {"S": operation_id},
+    }
+    names["#rule"] = WAITLIST_RULE
+    if to_list:
+        values[":listed"] = {"S": SeatState.LISTED.value}
+        values[":listing"] = {"BOOL": True}
+        sets = ", ".join(f"{name} = :listed" for name in names if name != "#rule")
+        expression = f"SET {sets}, held = held + :n, {LAST_OPERATION} = :op"
+        rule = "#rule = :listing"
+    else:
+        expression = f"SET available = available + :n, {LAST_OPERATION} = :op REMOVE " + ", ".join(
+            name for name in names if name != "#rule"
+        )
+        rule = "attribute_not_exists(#rule)"
     return _update(
-        table_name,
-        key,
-        row_id,
-        f"SET available = available + :n, {LAST_OPERATION} = :op REMOVE " + ", ".join(names),
-        f"attribute_exists(pk) AND {blocked}",
-        names,
-        {
-            ":blocked": {"S": SeatState.BLOCKED.value},
-            ":n": number(len(positions)),
-            ":op": {"S": operation_id},
-        },
+        table_name, key, row_id, expression, f"attribute_exists(pk) AND {blocked} AND {rule}", names, values
     )
 
 
@@ -134,26 +149,46 @@ class SeatBlockCommands(SeatRows):
     def unblock_seats(
         self, key: SeatKey, seats: Iterable[str], *, operation_id: str | None = None
     ) -> dict[str, SeatRow]:
-        """Frees seats an operator blocked (all or none); returns their row items as written."""
+        """Gives back seats an operator blocked (all or none): on sale, or set aside for the class's
+        open waiting list (docs/guides/waiting-list.md; a class without capacity pools); returns
+        their row items as written."""
         return self._change_seats(key, seats, block=False, operation_id=operation_id)
+
+    def _actions(
+        self, key: SeatKey, by_row: Mapping[str, tuple[int, ...]], block: bool, operation_id: str
+    ) -> list[dict[str, Any]]:
+        """One update per row item; an unblock sets the seats aside on the rows whose list rule is
+        on (read strongly consistently; each update is guarded on the rule as read)."""
+        rows = sorted(by_row.items())
+        if block:
+            return [block_update(self._table_name, key, r, p, operation_id) for r, p in rows]
+        read = self.read_seat_rows(key, [r for r, _ in rows])
+        listing = {r for r, row in read.items() if row.waitlist and not row.pools}
+        return [
+            unblock_update(self._table_name, key, r, p, operation_id, to_list=r in listing) for r, p in rows
+        ]
 
     def _change_seats(
         self, key: SeatKey, seats: Iterable[str], *, block: bool, operation_id: str | None
     ) -> dict[str, SeatRow]:
         operation_id = operation_id or uuid.uuid4().hex[:16]  # as operator_commands.new_operation_id
         by_row = self._checked_seats(key, list(dict.fromkeys(seats)), block)
-        build = block_update if block else unblock_update
-        actions = [build(self._table_name, key, r, p, operation_id) for r, p in sorted(by_row.items())]
         unanswered: RetryableError | None = None
         for attempt in range(ATTEMPTS):
+            actions = self._actions(key, by_row, block, operation_id)
             try:
                 response = call_expecting(
                     TRANSACTION_CANCELED, self._client.transact_write_items, TransactItems=actions
                 )
                 if isinstance(response, ClientError):
                     reasons = cancellation_reasons(response, len(actions))
-                    if not self._seats_applied_before(reasons, operation_id):
-                        raise self._seats_refusal(key, by_row, reasons, block) from response
+                    if self._seats_applied_before(reasons, operation_id):
+                        return self.read_seat_rows(key, sorted(by_row))
+                    refusal = self._seats_refusal(key, by_row, reasons, block)
+                    if refusal is None:  # a list opened or closed meanwhile: read the rule again
+                        unanswered = RetryableError("the waiting list rule changed during the write")
+                        continue
+                    raise refusal from response
             except TransactionConflict as exc:  # a sale on one of the rows at that moment: not applied
                 unanswered = exc
                 self._sleep(random.uniform(0, BACKOFF_SECONDS * 2**attempt))
@@ -199,7 +234,8 @@ class SeatBlockCommands(SeatRows):
         by_row: Mapping[str, tuple[int, ...]],
         reasons: Sequence[Mapping[str, Any]],
         block: bool,
-    ) -> Exception:
+    ) -> Exception | None:
+        """What refused the write (None: every seat as wanted, so the list rule refused it)."""
         problems: list[str] = []
         for (row_id, positions), reason in zip(sorted(by_row.items()), reasons, strict=True):
             if not failed_condition(reason):
@@ -216,6 +252,8 @@ class SeatBlockCommands(SeatRows):
                     problems.append(f"{prefix}-{position} is {_STATE_NAMES.get(state, state)}")
                 elif not block and state != SeatState.BLOCKED.value:
                     problems.append(f"{prefix}-{position} is {_STATE_NAMES.get(state or '', 'free')}")
+        if not problems:
+            return None
         wanted = "free to be blocked" if block else "blocked to be unblocked"
         return InventoryChangeRefused(f"seats must be {wanted}: {', '.join(problems)}")
 

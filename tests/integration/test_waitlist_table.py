@@ -236,3 +236,20 @@ class _Context:
 
     def get_remaining_time_in_millis(self) -> int:
         return 30_000
+
+
+def test_seats_unblocked_on_a_mapped_class_with_an_open_list_are_offered_to_it(
+    make_mapped_sale: MakeMappedSale, table: OperatorTable
+) -> None:
+    sale = make_mapped_sale()
+    table.block_seats(ROW, ["S-R2-1", "S-R2-2", "S-R2-3", "S-R2-4"])
+    assert sale.reserve("r-a", "a", 6).outcome is Outcome.CONFIRMED
+    assert sale.reserve("w-1", "c-1", 2, waitlist=True).outcome is Outcome.WAITLISTED
+    table.unblock_seats(ROW, ["S-R2-1", "S-R2-2"])
+    assert sale.listed() == {"S-R2-1", "S-R2-2"} and sale.counts() == (0, 2, 6)
+    (offer,) = sale.sweep()
+    assert offer.reservation_id == "w-1" and set(offer.seats or ()) == {"S-R2-1", "S-R2-2"}
+    # Closed, an unblocked seat goes on sale.
+    table.close_waitlist(ROW)
+    table.unblock_seats(ROW, ["S-R2-3"])
+    assert sale.counts() == (1, 2, 6) and not sale.listed()

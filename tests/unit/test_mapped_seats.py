@@ -13,7 +13,14 @@ from seat_inventory.logic.inventory_hints import InventoryHints
 from seat_inventory.logic.reserve_seats import QueueMessage, reserve_seats
 from seat_inventory.logic.seat_map import load_json
 from seat_inventory.logic.sweep_holds import release_expired_holds
-from seat_inventory.models import Outcome, ReservationOutcome, SaleStatus, SeatKey, SeatState
+from seat_inventory.models import (
+    Outcome,
+    ReservationOutcome,
+    SaleStatus,
+    SeatKey,
+    SeatState,
+    TransactionConflict,
+)
 from seat_inventory.settings import Settings
 from tests.fakes import FakeClock, InMemoryInventoryStore, RecordingPublisher
 
@@ -139,6 +146,24 @@ def test_no_block_is_sold_out_unless_split(h: Harness) -> None:
     assert sold_out.outcome is Outcome.SOLD_OUT
     [split] = h.send(body(4, quantity=3, split=True))
     assert split.outcome is Outcome.CONFIRMED and len(split.seats or ()) == 3
+
+
+def test_refusals_whose_records_meet_a_transient_fault_are_handed_back_then_answered(h: Harness) -> None:
+    h.send(body(1, seats=["A-R2-3", "A-R2-4"]), body(2, seats=["A-R1-5", "A-R1-6"]))
+    # Two requests no block fits, taken together; their records' puts meet a transaction (a
+    # duplicate's, writing the same record): both handed back, nothing answered, nothing lost.
+    h.store.fail_next_commit.append(TransactionConflict("TransactionConflictException"))
+    result = reserve_seats(
+        [body(3, quantity=3), body(4, quantity=3)],
+        store=h.store,
+        publisher=h.publisher,
+        settings=SETTINGS,
+        clock=h.clock,
+        hints=h.hints,
+    )
+    assert sorted(result.failed_message_ids) == ["m-3", "m-4"] and result.published == []
+    again = h.send(body(3, quantity=3), body(4, quantity=3))
+    assert [o.outcome for o in again] == [Outcome.SOLD_OUT] * 2
 
 
 def test_hold_then_confirm_then_cancel_moves_exactly_its_seats(h: Harness) -> None:

@@ -3,17 +3,17 @@
 
 A round of an open list fences its lanes (no join can take a place before the fence any more),
 reads the places at the head of each lane, and merges them into join order. `offer_plan` decides
-the offers: the first entries the list's seats fit. A counted class's list seats are counted in
-its lanes; each offer takes its seats from one shard item, and the seats are moved where the
-offers need them first (`rebalance`). A mapped class's list seats are its row items' seats in
-state L; each offer is the best block among them for the entry's quantity. Then each lane's offers
-are written (`write_lanes`): each entry's record, still WAITLISTED, becomes a hold of its seats
-with the OFFERED answer, its place is dropped, the lane's seats (a mapped class: each seat, from L
-to held) and count go down, in one transaction per lane. An offer is published from the offers' outbox (at least once); taking it is
-a `confirm`, and an offer that runs out is released by the sweeper like any hold, its seats going
-back to the list for the next entry. A list with no entry waiting puts its seats back on sale
-(guarded on every lane still being empty); so does a list that no longer offers (closed, or past
-its `until`).
+the offers: the first entries the list's seats fit. A counted class's list seats are counted in its
+lanes; each offer takes its seats from one shard item, and the seats are moved where the offers
+need them first (`rebalance`). A mapped class's list seats are its row items' seats in state L;
+each offer is the best block among them for the entry's quantity. Then each lane's offers are
+written (`write_lanes`): each entry's record, still WAITLISTED, becomes a hold of its seats with
+the OFFERED answer, its place is dropped, the lane's seats (a mapped class: each seat, from L to
+held) and count go down, in one transaction per lane. An offer is published from the offers' outbox
+(at least once); taking it is a `confirm`, and an offer that runs out is released by the sweeper
+like any hold, its seats going back to the list for the next entry. A list with no entry waiting
+puts its seats back on sale (guarded on every lane still being empty); so does a list that no
+longer offers (closed, or past its `until`).
 """
 
 from __future__ import annotations

@@ -435,7 +435,11 @@ class _TakeTogether:
         first = self.queue[0].quantity
         self.context.maps.no_fit[self.key] = first
         sold_out = [r for r in self.queue if r.quantity >= first]
-        done, not_written = _sold_out_together(sold_out, rows, self.context, now)
+        try:
+            done, not_written = _sold_out_together(sold_out, rows, self.context, now)
+        except RetryableError as exc:  # no record written (one being written by a duplicate): retried
+            self._fail(sold_out, f"{self.key.event_id} {self.key.seat_class}: {type(exc).__name__}: {exc}")
+            return
         self.answers.update(done)
         self.failed.update(not_written)
         self.queue = [r for r in self.queue if r.quantity < first]

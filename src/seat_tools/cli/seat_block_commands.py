@@ -77,5 +77,6 @@ _seat_command(
     "unblock",
     "unblocked",
     "Give back seats an operator blocked (all or none; a seat not blocked, or blocked by the seat"
-    " map itself, refuses the command). Exactly once, even if DynamoDB's reply is lost.",
+    " map itself, refuses the command): on sale, or to the class's open waiting list (a class"
+    " without capacity pools). Exactly once, even if DynamoDB's reply is lost.",
 )

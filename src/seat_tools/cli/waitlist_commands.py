@@ -1,5 +1,5 @@
-"""`seats waitlist ...`: a counted seat class's waiting list (docs/guides/waiting-list.md): open it,
-close it, and show what the lists of an event hold (`seat_tools.waitlist_admin`)."""
+"""`seats waitlist ...`: a seat class's waiting list (docs/guides/waiting-list.md): open it, close
+it, and show what the lists of an event hold (`seat_tools.waitlist_admin`)."""
 
 from __future__ import annotations
 
@@ -107,8 +107,9 @@ def open_(
     until: str | None,
     output: OutputFormat,
 ) -> None:
-    """Open (or reopen with new settings) the waiting list of a counted class; from now on seats
-    given back to it (cancels, expired holds) are set aside for the list."""
+    """Open (or reopen with new settings) the waiting list of a class, counted or mapped; from now
+    on seats given back to it (cancels, expired holds, unblocked seats of a mapped class) are set
+    aside for the list."""
     key = _key(event_id, seat_class)
     table = obj.inventory_table()
     try:
@@ -203,9 +204,10 @@ def simulate(entries: int, released: int, shards: int, seed: int, output: Output
 @output_option
 @pass_cli
 def add_seats(obj: CliContext, event_id: str, seat_class: str, seats: int, output: OutputFormat) -> None:
-    """Add SEATS to a class with an open waiting list, set aside for the list: the sweeper's next
-    run offers them to its head, and what nobody waits for goes on sale. Refused, never applied
-    twice, when the class's capacity changed since it was read (a retry after a lost reply)."""
+    """Add SEATS to a counted class with an open waiting list, set aside for the list: the
+    sweeper's next run offers them to its head, and what nobody waits for goes on sale. Refused,
+    never applied twice, when the class's capacity changed since it was read (a retry after a
+    lost reply)."""
     key = _key(event_id, seat_class)
     table = obj.inventory_table()
     try:
