@@ -28,9 +28,9 @@ class Sale:
     """One seat class with a waiting list open on `store` (the in-memory store here; the table on
     moto in tests/integration/test_waitlist_table.py), and the messages a test sends to it."""
 
-    def __init__(self, store: Any, *, offer_seconds: int = 600) -> None:
+    def __init__(self, store: Any, *, offer_seconds: int = 600, key: SeatKey = GA) -> None:
         self.store = store
-        self.store.open_waitlist(GA, offer_seconds=offer_seconds)
+        self.store.open_waitlist(key, offer_seconds=offer_seconds)
         self.clock = FakeClock(time=NOW)
         self.hints = InventoryHints()
         self.published: list[ReservationOutcome] = []

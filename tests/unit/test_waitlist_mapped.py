@@ -12,12 +12,11 @@ from typing import Any
 
 import pytest
 
-from seat_inventory.logic.inventory_hints import InventoryHints
 from seat_inventory.logic.seat_map import SeatMap, load_json
 from seat_inventory.logic.seat_views import VIEW_SECONDS
 from seat_inventory.models import Outcome, ReservationOutcome, SeatKey, SeatState
-from tests.fakes import FakeClock, InMemoryInventoryStore
-from tests.unit.test_waitlist import NOW, Sale
+from tests.fakes import InMemoryInventoryStore
+from tests.unit.test_waitlist import Sale
 
 ROW = SeatKey("e-1", "ROW")
 # One row of 6 seats (orphans refused) and one of 4 on one class.
@@ -37,12 +36,7 @@ class MappedSale(Sale):
     """The mapped class ROW with a waiting list open on `store`."""
 
     def __init__(self, store: Any, *, offer_seconds: int = 600) -> None:
-        self.store = store
-        self.store.open_waitlist(ROW, offer_seconds=offer_seconds)
-        self.clock = FakeClock(time=NOW)
-        self.hints = InventoryHints()
-        self.published: list[ReservationOutcome] = []
-        self.sent = 0
+        super().__init__(store, offer_seconds=offer_seconds, key=ROW)
 
     def reserve(self, rid: str, customer: str, quantity: int = 1, **more: Any) -> ReservationOutcome:
         return super().reserve(rid, customer, quantity, seat_class="ROW", **more)

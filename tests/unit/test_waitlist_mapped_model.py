@@ -19,37 +19,27 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from hypothesis.stateful import invariant, rule
 
 from seat_inventory.models import Outcome, SeatState
 from tests.depth import sized
 from tests.fakes import InMemoryInventoryStore
 from tests.unit.test_waitlist_mapped import ROW, MappedSale, seat_map
+from tests.unit.test_waitlist_model import ListHistory
 
 LIVE = (Outcome.HELD, Outcome.CONFIRMED)
 
 
-class MappedWaitingListMachine(RuleBasedStateMachine):
+class MappedWaitingListMachine(ListHistory):
     def __init__(self) -> None:
-        super().__init__()
         store = InMemoryInventoryStore()
         store.add_seat_map("e-1", seat_map())
-        self.sale = MappedSale(store, offer_seconds=120)
-        self.n = 0
-        self.joined: list[str] = []
-        self.left: set[str] = set()
-        self.offered: list[str] = []
-        self.sent: list[dict[str, Any]] = []
+        super().__init__(MappedSale(store, offer_seconds=120))
 
     def _send(self, body: dict[str, Any]) -> dict[str, Any]:
         if body.get("type") not in ("confirm", "cancel", "leave"):
             body = {"seat_class": "ROW", **body}
-        self.sent.append(body)
-        return self.sale.send(body)  # type: ignore[return-value]
-
-    def _status(self, rid: str) -> Outcome | None:
-        record = self.sale.store.record(rid)
-        return None if record is None else record.status
+        return super()._send(body)
 
     @rule(
         quantity=st.integers(1, 3),
@@ -74,40 +64,11 @@ class MappedWaitingListMachine(RuleBasedStateMachine):
         elif answer.outcome in (Outcome.CONFIRMED, Outcome.HELD):
             assert answer.seats is not None and len(answer.seats) == quantity
 
-    @precondition(lambda self: self.n > 0)
-    @rule(data=st.data(), kind=st.sampled_from(["cancel", "confirm", "leave"]))
-    def change(self, data: st.DataObject, kind: str) -> None:
-        rid = f"r-{data.draw(st.integers(1, self.n))}"
-        was = self._status(rid)
-        answer = self._send({"type": kind, "reservation_id": rid})[rid]
-        if kind == "leave" and answer.outcome is Outcome.LEFT and not answer.duplicate:
-            assert was is Outcome.WAITLISTED
-            self.left.add(rid)
-
-    @precondition(lambda self: bool(self.sent))
-    @rule(data=st.data())
-    def redeliver(self, data: st.DataObject) -> None:
-        self.sale.send(data.draw(st.sampled_from(self.sent)))
-
-    @rule(seconds=st.sampled_from([3, 61, 121]))
-    def time_passes(self, seconds: int) -> None:
-        self.sale.clock.time += seconds
-
     @rule(twice=st.booleans())
     def sweep(self, twice: bool) -> None:
         offers = self.sale.sweep() + (self.sale.sweep() if twice else [])
-        this_run = {o.reservation_id for o in offers}
-        for offer in offers:
-            rid = offer.reservation_id
-            assert offer.outcome is Outcome.OFFERED and offer.seats and len(offer.seats) == offer.quantity
-            assert rid not in self.offered, f"{rid} offered twice"
-            assert rid not in self.left, f"{rid} offered after it left"
-            ahead = self.joined[: self.joined.index(rid)]
-            waiting_ahead = [
-                r for r in ahead if r not in self.offered and r not in self.left and r not in this_run
-            ]
-            assert not waiting_ahead, f"{rid} offered before {waiting_ahead}"
-            self.offered.append(rid)
+        assert all(o.seats and len(o.seats) == o.quantity for o in offers), offers
+        self._check_offers(offers)
         waiting = self.sale.store.read_waitlist(ROW)
         assert waiting is not None
         if not waiting.waiting:

@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from seat_inventory.models import Outcome
+from seat_inventory.models import Outcome, ReservationOutcome
 from tests.depth import sized
 from tests.fakes import InMemoryInventoryStore
 from tests.unit.test_waitlist import GA, Sale
@@ -32,19 +32,19 @@ from tests.unit.test_waitlist import GA, Sale
 CAPACITY = 4
 
 
-class WaitingListMachine(RuleBasedStateMachine):
-    def __init__(self) -> None:
+class ListHistory(RuleBasedStateMachine):
+    """What every waiting list's history has: cancels, confirms and leaves of any reservation so
+    far, redeliveries, time passing, and the check of a sweeper run's offers (join order, once
+    each, never after a leave). A machine adds its requests, sweeps and invariants."""
+
+    def __init__(self, sale: Sale) -> None:
         super().__init__()
-        store = InMemoryInventoryStore()
-        store.add_event("e-1", capacity=CAPACITY, shards=2)
-        self.sale = Sale(store, offer_seconds=120)
+        self.sale = sale
         self.n = 0
         self.joined: list[str] = []  # WAITLISTED answers, in join order
         self.left: set[str] = set()
         self.offered: list[str] = []
-        self.customers: dict[str, str] = {}  # customer -> their entry
         self.sent: list[dict[str, Any]] = []
-        self.capacity = CAPACITY
 
     def _send(self, body: dict[str, Any]) -> dict[str, Any]:
         self.sent.append(body)
@@ -53,6 +53,53 @@ class WaitingListMachine(RuleBasedStateMachine):
     def _status(self, rid: str) -> Outcome | None:
         record = self.sale.store.record(rid)
         return None if record is None else record.status
+
+    @precondition(lambda self: self.n > 0)
+    @rule(data=st.data(), kind=st.sampled_from(["cancel", "confirm", "leave"]))
+    def change(self, data: st.DataObject, kind: str) -> None:
+        rid = f"r-{data.draw(st.integers(1, self.n))}"
+        was = self._status(rid)
+        answer = self._send({"type": kind, "reservation_id": rid})[rid]
+        if kind == "leave" and answer.outcome is Outcome.LEFT and not answer.duplicate:
+            assert was is Outcome.WAITLISTED
+            self.left.add(rid)
+
+    @precondition(lambda self: bool(self.sent))
+    @rule(data=st.data())
+    def redeliver(self, data: st.DataObject) -> None:
+        """A message delivered again: the same answer (a duplicate), nothing taken or joined twice."""
+        self.sale.send(data.draw(st.sampled_from(self.sent)))
+
+    @rule(seconds=st.sampled_from([3, 30, 61, 121]))
+    def time_passes(self, seconds: int) -> None:
+        self.sale.clock.time += seconds
+
+    def _check_offers(self, offers: list[ReservationOutcome]) -> None:
+        """A sweeper run's offers: each OFFERED once, never after its entry left, in join order."""
+        this_run = {o.reservation_id for o in offers}
+        for offer in offers:
+            rid = offer.reservation_id
+            assert offer.outcome is Outcome.OFFERED
+            assert rid not in self.offered, f"{rid} offered twice"
+            assert rid not in self.left, f"{rid} offered after it left"
+            ahead = self.joined[: self.joined.index(rid)]
+            waiting_ahead = [
+                r for r in ahead if r not in self.offered and r not in self.left and r not in this_run
+            ]
+            assert not waiting_ahead, f"{rid} offered before {waiting_ahead}"
+            self.offered.append(rid)
+
+    def _still_waiting(self) -> int:
+        return len([r for r in self.joined if r not in self.offered and r not in self.left])
+
+
+class WaitingListMachine(ListHistory):
+    def __init__(self) -> None:
+        store = InMemoryInventoryStore()
+        store.add_event("e-1", capacity=CAPACITY, shards=2)
+        super().__init__(Sale(store, offer_seconds=120))
+        self.customers: dict[str, str] = {}  # customer -> their entry
+        self.capacity = CAPACITY
 
     @rule(
         quantity=st.integers(1, 3),
@@ -81,48 +128,15 @@ class WaitingListMachine(RuleBasedStateMachine):
         elif answer.outcome is Outcome.SOLD_OUT and waits and customer in self.customers:
             assert "has an entry on it already" in answer.reason
 
-    @precondition(lambda self: self.n > 0)
-    @rule(data=st.data(), kind=st.sampled_from(["cancel", "confirm", "leave"]))
-    def change(self, data: st.DataObject, kind: str) -> None:
-        rid = f"r-{data.draw(st.integers(1, self.n))}"
-        was = self._status(rid)
-        answer = self._send({"type": kind, "reservation_id": rid})[rid]
-        if kind == "leave" and answer.outcome is Outcome.LEFT and not answer.duplicate:
-            assert was is Outcome.WAITLISTED
-            self.left.add(rid)
-
-    @precondition(lambda self: bool(self.sent))
-    @rule(data=st.data())
-    def redeliver(self, data: st.DataObject) -> None:
-        """A message delivered again: the same answer (a duplicate), nothing taken or joined twice."""
-        body = data.draw(st.sampled_from(self.sent))
-        self.sale.send(body)
-
     @rule(seats=st.integers(1, 3))
     def add_seats(self, seats: int) -> None:
         """The operator adds seats for the list (a capacity raise)."""
         assert self.sale.store.add_waitlist_seats(GA, seats) is None
         self.capacity += seats
 
-    @rule(seconds=st.sampled_from([30, 61, 121]))
-    def time_passes(self, seconds: int) -> None:
-        self.sale.clock.time += seconds
-
     @rule(twice=st.booleans())
     def sweep(self, twice: bool) -> None:
-        offers = self.sale.sweep() + (self.sale.sweep() if twice else [])
-        this_run = {o.reservation_id for o in offers}
-        for offer in offers:
-            rid = offer.reservation_id
-            assert offer.outcome is Outcome.OFFERED
-            assert rid not in self.offered, f"{rid} offered twice"
-            assert rid not in self.left, f"{rid} offered after it left"
-            ahead = self.joined[: self.joined.index(rid)]
-            waiting_ahead = [
-                r for r in ahead if r not in self.offered and r not in self.left and r not in this_run
-            ]
-            assert not waiting_ahead, f"{rid} offered before {waiting_ahead}"
-            self.offered.append(rid)
+        self._check_offers(self.sale.sweep() + (self.sale.sweep() if twice else []))
         waiting = self.sale.store.read_waitlist(GA)
         assert waiting is not None
         if not waiting.waiting:
@@ -141,9 +155,7 @@ class WaitingListMachine(RuleBasedStateMachine):
             if (r := self.sale.store.record(rid)) is not None and r.status is Outcome.HELD
         )
         assert item.held == live + waiting.seats_held
-        assert waiting.waiting == len(
-            [r for r in self.joined if r not in self.offered and r not in self.left]
-        )
+        assert waiting.waiting == self._still_waiting()
 
 
 WaitingListMachine.TestCase.settings = settings(
