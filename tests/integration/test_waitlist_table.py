@@ -49,6 +49,7 @@ from tests.unit.test_waitlist_mapped import (  # noqa: F401  (the mapped class's
     seat_map,
     sold_out_with_two_waiting,
     test_a_head_no_block_fits_waits_unless_it_may_split,
+    test_a_mapped_class_in_a_pool_keeps_the_pool_s_counts_through_set_aside_offer_and_return,
     test_a_mapped_offer_that_runs_out_passes_its_seats_to_the_next_entry,
     test_an_expired_hold_goes_to_the_list_and_closing_puts_the_lists_seats_back_on_sale,
     test_seats_given_back_are_set_aside_on_their_rows_and_offered_in_join_order,
@@ -78,8 +79,13 @@ def make_sale(table: OperatorTable) -> MakeSale:
 def make_mapped_sale(table: OperatorTable) -> MakeMappedSale:
     """The mapped class ROW (tests/unit/test_waitlist_mapped.py) on the table."""
 
-    def make(*, offer_seconds: int = 600, max_per_customer: int | None = None) -> MappedSale:
-        table.create_seat_map("e-1", seat_map(), SaleRules(max_per_customer=max_per_customer))
+    def make(
+        *, offer_seconds: int = 600, max_per_customer: int | None = None, hall: int | None = None
+    ) -> MappedSale:
+        if hall is not None:
+            table.create_pool("e-1", "hall", hall)
+        pools = ("hall",) if hall is not None else ()
+        table.create_seat_map("e-1", seat_map(), SaleRules(max_per_customer=max_per_customer, pools=pools))
         return MappedSale(table, offer_seconds=offer_seconds)
 
     return make

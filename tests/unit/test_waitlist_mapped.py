@@ -63,9 +63,15 @@ MakeMappedSale = Callable[..., MappedSale]
 
 @pytest.fixture
 def make_mapped_sale() -> MakeMappedSale:
-    def make(*, offer_seconds: int = 600, max_per_customer: int | None = None) -> MappedSale:
+    def make(
+        *, offer_seconds: int = 600, max_per_customer: int | None = None, hall: int | None = None
+    ) -> MappedSale:
+        """`hall`: the class takes from a capacity pool "hall" of that many seats too."""
         store = InMemoryInventoryStore()
-        store.add_seat_map("e-1", seat_map(), max_per_customer=max_per_customer)
+        if hall is not None:
+            store.add_pool("e-1", "hall", hall)
+        pools = ("hall",) if hall is not None else ()
+        store.add_seat_map("e-1", seat_map(), max_per_customer=max_per_customer, pools=pools)
         return MappedSale(store, offer_seconds=offer_seconds)
 
     return make
@@ -174,3 +180,25 @@ def test_an_expired_hold_goes_to_the_list_and_closing_puts_the_lists_seats_back_
     sale.store.close_waitlist(ROW)
     sale.sweep()
     assert not sale.listed() and sale.counts() == (4, 2, 4)
+
+
+def test_a_mapped_class_in_a_pool_keeps_the_pool_s_counts_through_set_aside_offer_and_return(
+    make_mapped_sale: MakeMappedSale,
+) -> None:
+    sale = make_mapped_sale(hall=10)
+
+    def hall() -> tuple[int, int, int]:
+        pool = sale.store.read_pools("e-1", ["hall"])["hall"]
+        assert pool.available + pool.held + pool.sold == pool.capacity
+        return pool.available, pool.held, pool.sold
+
+    sold_out_with_two_waiting(sale)
+    sale.send({"type": "cancel", "reservation_id": "r-b"})
+    # The pool counts the list's seats as held, as the rows do.
+    assert hall() == (0, 4, 6) and sale.counts() == (0, 4, 6)
+    offers = sale.sweep()
+    assert [o.reservation_id for o in offers] == ["w-1", "w-2"]
+    assert sale.send({"type": "confirm", "reservation_id": "w-1"})["w-1"].outcome is Outcome.CONFIRMED
+    assert hall() == (0, 2, 8)
+    sale.send({"type": "cancel", "reservation_id": "w-2"})
+    assert sale.sweep() == [] and hall() == (2, 0, 8) and sale.counts() == (2, 0, 8)

@@ -642,7 +642,11 @@ class InMemoryInventoryStore(WaitlistMemory):
 
     def _apply_return_pool_seats(self, action: ReturnPoolSeats) -> None:
         delta = action.delta
-        change = {"available": delta.released, "held": -delta.unheld, "sold": delta.sold - delta.unsold}
+        change = {
+            "available": delta.released,
+            "held": delta.listed - delta.unheld,
+            "sold": delta.sold - delta.unsold,
+        }
         self._set_pool(action.event_id, action.ref, **change)
 
     def survey_shards(self, key: SeatKey, shard_items: int) -> list[ShardSurvey]:
