@@ -170,3 +170,28 @@ def test_block_and_unblock_seats_from_the_command_line(run, stack: Stack) -> Non
         "unblocked": ["A-R2-3"],
         "rows": [{"row_id": "A-R2#0", "available": 5, "held": 0, "sold": 0}],
     }
+
+
+def test_a_mapped_class_s_waiting_list_through_the_cli(run, stack: Stack) -> None:
+    assert run("event", "create", "club-1", "--seat-map", str(EXAMPLES / "club.csv")).exit_code == 0
+    opened = run("waitlist", "open", "club-1", "TABLES", "--offer-seconds", "600")
+    assert opened.exit_code == 0, opened.output
+    body = {"event_id": "club-1", "seat_class": "TABLES", "customer_id": "c"}
+    stack.invoke(sqs_event({**body, "reservation_id": "r-1", "seats": ["A-R2-3", "A-R2-4"]}))
+    stack.invoke(sqs_event({"type": "cancel", "reservation_id": "r-1"}))
+    # The seats given back are the list's: shown as such, counted as set aside.
+    shown = run("event", "show", "club-1", "--seats")
+    assert shown.exit_code == 0, shown.output
+    pictures = {
+        line.split()[0]: line.split()[1] for line in shown.output.splitlines() if line.startswith("  ")
+    }
+    assert pictures["A-R2"] == "..ll.."
+    [waitlist] = json.loads(run("waitlist", "show", "club-1", "--output", "json").output)["waitlists"]
+    assert (waitlist["seat_class"], waitlist["seats_set_aside"], waitlist["open"]) == ("TABLES", 2, True)
+    closed = run("waitlist", "close", "club-1", "TABLES")
+    assert closed.exit_code == 0, closed.output
+    shown = run("event", "show", "club-1", "--seats")
+    pictures = {
+        line.split()[0]: line.split()[1] for line in shown.output.splitlines() if line.startswith("  ")
+    }
+    assert pictures["A-R2"] == "......"

@@ -317,12 +317,12 @@ def _create_mapped(
     click.echo(f"created {event_id} seat map: {classes}")
 
 
-SEAT_CHARS = {SeatState.HELD: "h", SeatState.SOLD: "s", SeatState.BLOCKED: "#"}
+SEAT_CHARS = {SeatState.HELD: "h", SeatState.SOLD: "s", SeatState.BLOCKED: "#", SeatState.LISTED: "l"}
 
 
 def _row_picture(row: Row, rows: dict[str, SeatRow]) -> str:
     """One row, a character per seat: `.` free (`w` wheelchair, `c` companion), `h` held, `s` sold,
-    `#` blocked."""
+    `#` blocked, `l` set aside for the waiting list."""
     chars = []
     for seat in row.seats:
         row_id, position = row_item_of(seat.seat_id)
@@ -374,7 +374,10 @@ def _show_mapped(
             counts = f"{d['seats']:>10}{d['available']:>11}{d['held']:>10}{d['sold']:>10}"
             click.echo(f"{d['seat_class']:<16}{counts}  {d['orphans']:<7}  {d['sale_status']}")
         for d in documents if seats else []:
-            click.echo(f"{d['seat_class']}  (. free, w wheelchair, c companion, h held, s sold, # blocked)")
+            click.echo(
+                f"{d['seat_class']}  (. free, w wheelchair, c companion, h held, s sold, # blocked,"
+                " l waiting list)"
+            )
             for row, picture in d["rows"].items():
                 click.echo(f"  {row:<12}{picture}")
     return documents
