@@ -50,7 +50,7 @@ LAST_OPERATION = "last_operation"
 MAX_ROW_ITEMS = 100
 ATTEMPTS = 5
 BACKOFF_SECONDS = 0.1
-_STATE_NAMES = {"H": "held", "S": "sold", "B": "blocked"}
+_STATE_NAMES = {"H": "held", "S": "sold", "B": "blocked", "L": "set aside for the waiting list"}
 
 
 def block_update(
