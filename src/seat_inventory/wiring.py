@@ -6,7 +6,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import boto3
 from botocore.config import Config
@@ -40,19 +40,22 @@ class SystemClock:
         time.sleep(seconds)
 
 
+Ring = TypeVar("Ring")
+
 # After a failed refresh the keys last read are still used for this long (SSM throttled or
 # unreachable for a moment must not stop a sale); past it the messages with tokens are retried.
 ADMISSION_KEYS_STALE_SECONDS = 900
 
 
-class SsmAdmissionKeys:
-    """The admission key ring (docs/guides/admission.md) from an SSM SecureString parameter, through
-    Powertools Parameters (`SSMProvider`, its cache on the container's monotonic clock): read on
-    the first message that carries a token (never at import or cold start), kept for
-    `refresh_seconds`, then read again; one GetParameter per container per refresh.
+class SsmKeyRing(Generic[Ring]):
+    """A key ring from an SSM SecureString parameter, through Powertools Parameters
+    (`SSMProvider`, its cache on the container's monotonic clock): read on first use (never at
+    import or cold start), kept for `refresh_seconds` (a rotation reaches every container within
+    it), then read again; one GetParameter per container per refresh. `parse` reads the value and
+    raises `parse_error` for a malformed one; `what` names the ring in errors.
 
-    A parameter that cannot be read, or holds no valid ring, raises `RetryableError` (the messages
-    with tokens are retried, not refused: a refusal is final), unless a ring read within
+    A parameter that cannot be read, or holds no valid ring, raises `RetryableError` (the
+    messages or scans are retried, not refused: a refusal is final), unless a ring read within
     `ADMISSION_KEYS_STALE_SECONDS` is at hand.
     """
 
@@ -61,17 +64,24 @@ class SsmAdmissionKeys:
         session: boto3.session.Session,
         name: str,
         refresh_seconds: int,
+        *,
+        parse: Callable[[str], Ring],
+        parse_error: type[ValueError],
+        what: str,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._session = session
         self._name = name
         self._refresh_seconds = refresh_seconds
+        self._parse = parse
+        self._parse_error = parse_error
+        self._what = what
         self._clock = clock
         self._parameters: Any = None
-        self._ring: KeyRing | None = None
+        self._ring: Ring | None = None
         self._read_at = 0.0  # when the ring in use was read
 
-    def __call__(self) -> KeyRing | None:
+    def __call__(self) -> Ring | None:
         if self._parameters is None:
             self._parameters = _ssm_parameters(self._session, lambda: self._clock() - self._read_at)
         parameters = self._parameters
@@ -79,14 +89,33 @@ class SsmAdmissionKeys:
         try:
             raw = parameters.get(self._name, max_age=self._refresh_seconds, decrypt=True)
             if parameters.fetched:
-                self._ring, self._read_at = parse_key_ring(raw), self._clock()
+                self._ring, self._read_at = self._parse(raw), self._clock()
             return self._ring
-        except (parameters.errors, KeyRingError) as exc:
-            parameters.clear_cache()  # read again at the next message
+        except (parameters.errors, self._parse_error) as exc:
+            parameters.clear_cache()  # read again at the next use
             if self._ring is not None and self._clock() - self._read_at < ADMISSION_KEYS_STALE_SECONDS:
                 return self._ring
-            why = f": {exc}" if isinstance(exc, KeyRingError) else f" not read: {exc}"
-            raise RetryableError(f"admission keys: SSM parameter {self._name}{why}") from exc
+            why = f": {exc}" if isinstance(exc, self._parse_error) else f" not read: {exc}"
+            raise RetryableError(f"{self._what}: SSM parameter {self._name}{why}") from exc
+
+
+def ssm_admission_keys(
+    session: boto3.session.Session,
+    name: str,
+    refresh_seconds: int,
+    clock: Callable[[], float] = time.monotonic,
+) -> SsmKeyRing[KeyRing]:
+    """The admission key ring (docs/guides/admission.md), read on the first message that carries
+    a token."""
+    return SsmKeyRing(
+        session,
+        name,
+        refresh_seconds,
+        parse=parse_key_ring,
+        parse_error=KeyRingError,
+        what="admission keys",
+        clock=clock,
+    )
 
 
 def _ssm_parameters(session: boto3.session.Session, age: Callable[[], float]) -> Any:
@@ -115,7 +144,7 @@ def admission_verifier(settings: Settings, session: boto3.session.Session) -> To
     if not settings.admission_key_parameter:
         return TokenVerifier(lambda: None)
     return TokenVerifier(
-        SsmAdmissionKeys(session, settings.admission_key_parameter, settings.admission_key_refresh_seconds)
+        ssm_admission_keys(session, settings.admission_key_parameter, settings.admission_key_refresh_seconds)
     )
 
 

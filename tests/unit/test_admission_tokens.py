@@ -380,9 +380,9 @@ class FakeSession:
 
 
 def keys_at(ssm: FakeSsm, clock: list[float]):
-    from seat_inventory.wiring import SsmAdmissionKeys
+    from seat_inventory.wiring import ssm_admission_keys
 
-    return SsmAdmissionKeys(FakeSession(ssm), "/p", 60, clock=lambda: clock[0])  # type: ignore[arg-type]
+    return ssm_admission_keys(FakeSession(ssm), "/p", 60, clock=lambda: clock[0])  # type: ignore[arg-type]
 
 
 def test_the_edge_reads_the_keys_once_per_refresh() -> None:
@@ -433,3 +433,34 @@ def test_a_malformed_ring_is_read_again_at_the_next_message_and_a_fixed_one_is_u
     assert ssm.calls == 2
     keys()
     assert ssm.calls == 2  # the valid ring is kept for the refresh
+
+
+class FakeGateSession(FakeSession):
+    """The gate also builds DynamoDB and SNS clients, which these tests never call."""
+
+    def client(self, service: str, **_: object) -> FakeSsm:
+        return self.ssm if service == "ssm" else None  # type: ignore[return-value]
+
+
+def test_the_gate_reads_its_ticket_keys_from_ssm_the_same_way() -> None:
+    from seat_inventory.gate_wiring import build_gate
+    from seat_inventory.logic.ticket_credentials import ring_text, with_key
+    from seat_inventory.settings import Settings
+
+    ssm = FakeSsm('{"current": "t1", "keys": {}}')
+    settings = Settings(
+        table_name="t",
+        outcomes_topic_arn="arn:aws:sns:us-east-1:123456789012:t",
+        ticket_key_parameter="/p",
+    )
+    keys = build_gate(settings, FakeGateSession(ssm)).keys  # type: ignore[arg-type]
+
+    with pytest.raises(RetryableError, match="ticket keys: SSM parameter /p: ticket keys must be"):
+        keys()
+    ssm.value = ring_text(with_key(None, "t1", b"a" * 32, make_current=True))
+    assert keys().current == "t1"  # type: ignore[union-attr]  # the bad value was not kept
+    assert keys().current == "t1"  # type: ignore[union-attr]
+    assert ssm.calls == 2  # the valid ring is kept for the refresh
+    ssm.fail = True
+    with pytest.raises(RetryableError, match="ticket keys: SSM parameter /p not read"):
+        build_gate(settings, FakeGateSession(ssm)).keys()  # type: ignore[arg-type]
