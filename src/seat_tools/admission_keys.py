@@ -4,30 +4,26 @@ local crowd, the tests), and a fixed key loader for the local stack and the simu
 
 from __future__ import annotations
 
-import base64
 import json
 import uuid
 from collections.abc import Callable
 
 from seat_inventory.logic.admission_tokens import KEY_ID, TOKEN_ID, VERSION, KeyRing, KeyRingError, sign
-
-
-def _b64(raw: bytes) -> str:
-    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+from seat_inventory.logic.key_rings import b64
 
 
 def new_key_ring_text(key_id: str, secret: bytes, previous: KeyRing | None = None) -> str:
     """A ring whose current key is `key_id` (-> `secret`), keeping `previous`'s keys (a rotation)."""
     if not KEY_ID.fullmatch(key_id):
         raise KeyRingError(f"admission key id {key_id!r} must be 1-32 of A-Z a-z 0-9 _ -")
-    keys = {kid: _b64(raw) for kid, raw in (previous.keys.items() if previous else ())}
-    keys[key_id] = _b64(secret)
+    keys = {kid: b64(raw) for kid, raw in (previous.keys.items() if previous else ())}
+    keys[key_id] = b64(secret)
     return json.dumps({"current": key_id, "keys": keys}, sort_keys=True)
 
 
 def ring_text(ring: KeyRing) -> str:
     """The ring as `parse_key_ring` reads it."""
-    keys = {kid: _b64(raw) for kid, raw in ring.keys.items()}
+    keys = {kid: b64(raw) for kid, raw in ring.keys.items()}
     return json.dumps({"current": ring.current, "keys": keys}, sort_keys=True)
 
 
@@ -39,9 +35,9 @@ def issue_token(
     if not TOKEN_ID.fullmatch(token_id):
         raise ValueError(f"token id {token_id!r} must be 1-64 of A-Z a-z 0-9 . _ : @ -")
     claims = {"cid": customer_id, "eid": event_id, "exp": int(expires_at), "jti": token_id}
-    payload = _b64(json.dumps(claims, sort_keys=True, separators=(",", ":")).encode())
+    payload = b64(json.dumps(claims, sort_keys=True, separators=(",", ":")).encode())
     signed = f"{VERSION}.{ring.current}.{payload}"
-    return f"{signed}.{_b64(sign(ring.keys[ring.current], signed))}"
+    return f"{signed}.{b64(sign(ring.keys[ring.current], signed))}"
 
 
 def fixed_keys(ring: KeyRing | None) -> Callable[[], KeyRing | None]:

@@ -15,8 +15,6 @@ negotiation (`alg: none`, RS/HS confusion) to get the same check.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
 import hmac
 import json
@@ -24,15 +22,15 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from seat_inventory.logic.key_rings import B64, key_id_pattern, read_ring, unb64
 from seat_inventory.models import AdmissionCheck, iso_utc
 
 VERSION = "v1"
 FORMAT = f"{VERSION}.<key id>.<payload>.<signature>"
 MAX_TOKEN_LENGTH = 1024
-MIN_KEY_BYTES = 32
-KEY_ID = re.compile(r"[A-Za-z0-9_-]{1,32}")
+KEY_ID_LENGTH = 32
+KEY_ID = key_id_pattern(KEY_ID_LENGTH)
 TOKEN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,63}")
-_B64 = re.compile(r"[A-Za-z0-9_-]+")
 # A token used by a reservation is kept this long after its expiry (the TTL of its use item):
 # it no longer admits anyone by then, whatever the clocks of the containers say.
 TOKEN_USE_GRACE_SECONDS = 86_400
@@ -57,26 +55,8 @@ class KeyRing:
 
 def parse_key_ring(text: str) -> KeyRing:
     """Reads `{"current": "<key id>", "keys": {"<key id>": "<base64url secret>", ...}}`."""
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise KeyRingError(f"admission keys are not JSON: {exc.msg}") from exc
-    if not isinstance(data, dict) or not isinstance(data.get("keys"), dict) or not data["keys"]:
-        raise KeyRingError('admission keys must be {"current": "<key id>", "keys": {"<key id>": "<secret>"}}')
-    keys: dict[str, bytes] = {}
-    for key_id, secret in data["keys"].items():
-        if not KEY_ID.fullmatch(key_id):
-            raise KeyRingError(f"admission key id {key_id!r} must be 1-32 of A-Z a-z 0-9 _ -")
-        if not isinstance(secret, str) or not _B64.fullmatch(secret.rstrip("=")):
-            raise KeyRingError(f"admission key {key_id!r} must be a base64url string")
-        raw = _unb64(secret.rstrip("="))
-        if len(raw) < MIN_KEY_BYTES:
-            raise KeyRingError(f"admission key {key_id!r} has {len(raw)} bytes; at least {MIN_KEY_BYTES}")
-        keys[key_id] = raw
-    current = data.get("current")
-    if current not in keys:
-        raise KeyRingError(f"admission keys: current key id {current!r} is not among the keys")
-    return KeyRing(current=str(current), keys=keys)
+    current, keys = read_ring(text, what="admission key", longest_id=KEY_ID_LENGTH, error=KeyRingError)
+    return KeyRing(current=current, keys=keys)
 
 
 def verify_token(
@@ -91,14 +71,14 @@ def verify_token(
     if token is None:
         return AdmissionCheck(refusal=MISSING)
     parts = token.split(".") if len(token) <= MAX_TOKEN_LENGTH else []
-    if len(parts) != 4 or parts[0] != VERSION or not all(_B64.fullmatch(p) for p in parts[1:]):
+    if len(parts) != 4 or parts[0] != VERSION or not all(B64.fullmatch(p) for p in parts[1:]):
         return AdmissionCheck(refusal=f"admission token malformed: not {FORMAT}")
     _, key_id, payload, signature = parts
     key = keys.get(key_id)
     if key is None:
         return AdmissionCheck(refusal=f"admission token forged: unknown key id {key_id[:32]!r}")
     expected = sign(key, f"{VERSION}.{key_id}.{payload}")
-    if not hmac.compare_digest(expected, _unb64(signature)):
+    if not hmac.compare_digest(expected, unb64(signature)):
         return AdmissionCheck(refusal="admission token forged: the signature does not verify")
     claims = _claims(payload)
     if claims is None:
@@ -146,17 +126,10 @@ def sign(key: bytes, signed: str) -> bytes:
     return hmac.new(key, signed.encode("ascii"), hashlib.sha256).digest()
 
 
-def _unb64(text: str) -> bytes:
-    try:
-        return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-    except (binascii.Error, ValueError):
-        return b""
-
-
 def _claims(payload: str) -> tuple[str, str, str, int] | None:
     """The token id, event, customer and expiry of a signed payload; None when unreadable."""
     try:
-        data = json.loads(_unb64(payload))
+        data = json.loads(unb64(payload))
     except (json.JSONDecodeError, UnicodeDecodeError):
         return None
     if not isinstance(data, dict):

@@ -18,10 +18,7 @@ signed when shown and never stored.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -33,16 +30,16 @@ import nacl.signing
 import nacl.utils
 
 from seat_inventory.gate_models import GateResult, SecretRefusal, TicketClaim, TicketRef
+from seat_inventory.logic.key_rings import B64, MIN_KEY_BYTES, b64, key_id_pattern, read_ring, unb64
 
 VERSION = "T1"
 FORMAT = f"{VERSION}.<key id>.<payload>.<signature>"
 # A secret is at most this long (about 200 characters in practice: a QR code of version 9-10).
 MAX_SECRET_LENGTH = 512
-MIN_KEY_BYTES = 32
 PUBLIC_KEY_BYTES = 32
 SIGNATURE_BYTES = 64
-_KEY_ID = re.compile(r"[A-Za-z0-9_-]{1,16}")
-_B64 = re.compile(r"[A-Za-z0-9_-]+")
+_KEY_ID_LENGTH = 16
+_KEY_ID = key_id_pattern(_KEY_ID_LENGTH)
 _PERSON = b"seats-tickets-1"
 
 
@@ -80,33 +77,13 @@ def _event_key(ring_secret: bytes, event_id: str) -> nacl.signing.SigningKey:
 
 def parse_key_ring(text: str) -> TicketKeyRing:
     """Reads `{"current": "<key id>", "keys": {"<key id>": "<base64url secret>", ...}}`."""
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise TicketKeyError(f"ticket keys are not JSON: {exc.msg}") from exc
-    if not isinstance(data, dict) or not isinstance(data.get("keys"), dict) or not data["keys"]:
-        raise TicketKeyError('ticket keys must be {"current": "<key id>", "keys": {"<key id>": "<secret>"}}')
-    keys: dict[str, bytes] = {}
-    for key_id, secret in data["keys"].items():
-        if not _KEY_ID.fullmatch(key_id):
-            raise TicketKeyError(f"ticket key id {key_id!r} must be 1-16 of A-Z a-z 0-9 _ -")
-        raw = (
-            _unb64(secret.rstrip("="))
-            if isinstance(secret, str) and _B64.fullmatch(secret.rstrip("="))
-            else b""
-        )
-        if len(raw) < MIN_KEY_BYTES:
-            raise TicketKeyError(f"ticket key {key_id!r} must be base64url of at least {MIN_KEY_BYTES} bytes")
-        keys[key_id] = raw
-    current = data.get("current")
-    if current not in keys:
-        raise TicketKeyError(f"ticket keys: current key id {current!r} is not among the keys")
-    return TicketKeyRing(current=str(current), keys=keys)
+    current, keys = read_ring(text, what="ticket key", longest_id=_KEY_ID_LENGTH, error=TicketKeyError)
+    return TicketKeyRing(current=current, keys=keys)
 
 
 def ring_text(ring: TicketKeyRing) -> str:
     """The ring as `parse_key_ring` reads it."""
-    keys = {kid: _b64(raw) for kid, raw in sorted(ring.keys.items())}
+    keys = {kid: b64(raw) for kid, raw in sorted(ring.keys.items())}
     return json.dumps({"current": ring.current, "keys": keys}, sort_keys=True)
 
 
@@ -150,10 +127,10 @@ def sign_ticket(ring: TicketKeyRing, claim: TicketClaim) -> str:
     }
     if claim.seat is not None:
         document["p"] = claim.seat
-    payload = _b64(json.dumps(document, sort_keys=True, separators=(",", ":")).encode())
+    payload = b64(json.dumps(document, sort_keys=True, separators=(",", ":")).encode())
     signed = f"{VERSION}.{ring.current}.{payload}"
     signature = ring.signing_key(ticket.event_id).sign(signed.encode("ascii")).signature
-    return f"{signed}.{_b64(signature)}"
+    return f"{signed}.{b64(signature)}"
 
 
 def read_secret(
@@ -170,7 +147,7 @@ def read_secret(
             GateResult.INVALID, f"the secret has {len(secret)} characters; at most {MAX_SECRET_LENGTH}"
         )
     parts = secret.split(".")
-    if len(parts) != 4 or parts[0] != VERSION or not all(_B64.fullmatch(p) for p in parts[1:]):
+    if len(parts) != 4 or parts[0] != VERSION or not all(B64.fullmatch(p) for p in parts[1:]):
         return _refusal(GateResult.INVALID, f"the secret is not a ticket: not {FORMAT}")
     _, key_id, payload, signature = parts
     claim = _claim(payload, key_id)
@@ -185,7 +162,7 @@ def read_secret(
         return _refusal(
             GateResult.FORGED, f"the ticket is forged: key {key_id[:16]!r} is not one of {event_id}'s"
         )
-    raw = _unb64(signature)
+    raw = unb64(signature)
     try:
         if len(raw) != SIGNATURE_BYTES:
             raise nacl.exceptions.BadSignatureError("length")
@@ -200,18 +177,18 @@ def read_secret(
 def claim_of(secret: str) -> TicketClaim | None:
     """What a secret claims, unverified (to find which event's keys verify it); None if unreadable."""
     parts = secret.split(".") if isinstance(secret, str) and len(secret) <= MAX_SECRET_LENGTH else []
-    if len(parts) != 4 or parts[0] != VERSION or not all(_B64.fullmatch(p) for p in parts[1:]):
+    if len(parts) != 4 or parts[0] != VERSION or not all(B64.fullmatch(p) for p in parts[1:]):
         return None
     return _claim(parts[2], parts[1])
 
 
 def public_key_text(key: bytes) -> str:
-    return _b64(key)
+    return b64(key)
 
 
 def public_key_bytes(text: str) -> bytes:
     """A public key as `seats checkin export` writes it (base64url), checked for its length."""
-    raw = _unb64(text) if isinstance(text, str) and _B64.fullmatch(text) else b""
+    raw = unb64(text) if isinstance(text, str) and B64.fullmatch(text) else b""
     if len(raw) != PUBLIC_KEY_BYTES:
         raise TicketKeyError(f"a public key is base64url of {PUBLIC_KEY_BYTES} bytes")
     return raw
@@ -228,7 +205,7 @@ def _refusal(result: GateResult, reason: str) -> SecretRefusal:
 
 def _claim(payload: str, key_id: str) -> TicketClaim | None:
     try:
-        data = json.loads(_unb64(payload))
+        data = json.loads(unb64(payload))
     except (json.JSONDecodeError, UnicodeDecodeError):
         return None
     if not isinstance(data, dict):
@@ -245,14 +222,3 @@ def _claim(payload: str, key_id: str) -> TicketClaim | None:
         return None
     assert isinstance(series, int) and isinstance(serial, int) and isinstance(generation, int)
     return TicketClaim(TicketRef(event_id, series, serial), seat_class, seat, generation, key_id)
-
-
-def _b64(raw: bytes) -> str:
-    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
-
-
-def _unb64(text: str) -> bytes:
-    try:
-        return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-    except (binascii.Error, ValueError):
-        return b""
