@@ -342,7 +342,9 @@ def test_in_provisioned_mode_the_event_pollers_are_read_in_place_of_maximum_conc
         ({"maximum_concurrency": 2}, "maximum_concurrency"),
         ({"mapping_enabled": False}, "maximum_concurrency"),
         ({"reserved_concurrency": 2}, "lambda_concurrency"),
-        ({"shards": int(PLAN["shards"]) - 1}, "shards:GA"),
+        # fewer items than the containers the rate needs (the plan gives one more for each
+        # container the reserved concurrency lets run beyond them)
+        ({"shards": int(PLAN["containers"]) - 1}, "shards:GA"),
         ({"warm_write": int(PLAN["warm_write_units"]) - 1_000}, "warm_write_units"),
         ({"index_warm_write": 4_000}, "index_warm_write_units"),
         ({"issuer_memory": 1024}, "issue_memory"),

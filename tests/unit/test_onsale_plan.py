@@ -174,7 +174,9 @@ def test_10000_per_second_sizes_every_item_from_its_rule() -> None:
     got = {i.key: i.value for i in plan.items}
     containers = math.ceil(10_000 / per_container())
     assert got["reserve_memory"] == 1769 and got["issue_memory"] == 1769
-    assert got["maximum_concurrency"] == containers == got["shards"] == got["provisioned_concurrency"]
+    assert got["maximum_concurrency"] == containers == got["provisioned_concurrency"]
+    # an item for each container that may run: the reserved concurrency, the containers / 0.8
+    assert got["shards"] == got["reserved_concurrency"] == math.ceil(containers / 0.8)
     assert got["event_pollers"] == "100 / 0"  # 10,000 / 100
     # the table: (10,000 x 2.0202 + numbered/s x 2.1735) / 0.8, to the next thousand
     table = (10_000 * SALE_WU + NUMBERED_PER_S * TICKET_WU) / 0.8
@@ -278,7 +280,7 @@ def test_a_per_customer_limit_adds_the_counters_two_write_units() -> None:
 def test_a_small_sale_needs_the_minimums_and_a_single_item_class_reads_one_unit_per_batch() -> None:
     got = values(300)
     assert got["maximum_concurrency"] == 2  # one container, but a mapping takes at least 2
-    assert got["shards"] == 1
+    assert got["shards"] == 2  # as many as may run at once
     assert got["event_pollers"] == "3 / 0"
     assert read_units_per_refusal(1) == pytest.approx(1 / 99)
     # (300 x 2.0202 + 300 x 2.1735) / 0.8 = 1,572.6: a new table's 4,000; the index 758: 4,000
@@ -301,7 +303,7 @@ def test_beyond_1000_containers_one_event_source_mapping_cannot_keep_up() -> Non
 def test_seats_give_the_sales_length_and_keep_a_full_batch_per_shard() -> None:
     plan = plan_sale(SaleInputs(5_000, seats=50_000, seats_per_request=2))
     assert plan.values["sale_seconds"] == pytest.approx(5.0)  # 25,000 reservations at 5,000/s
-    assert plan.item("shards").value == math.ceil(5_000 / per_container())
+    assert plan.item("shards").value == math.ceil(math.ceil(5_000 / per_container()) / 0.8)
     # 300 seats hold 3 full batches of 99: 3 items, fewer than the containers of 3,000/s
     small = plan_sale(SaleInputs(3_000, seats=300))
     assert small.item("shards").value == 3

@@ -842,3 +842,14 @@ def test_simulate_refuses_pool_shards_with_a_seat_map() -> None:
         cli, ["simulate", "--seat-map", "examples/seat_maps/club.csv", "--pool-shards", "2"]
     )
     assert result.exit_code != 0 and "--pool-shards" in result.output
+
+
+@pytest.mark.parametrize(("batch", "window"), [(99, 0.4), (99, 0.0), (11, 0.5), (10, 0.5)])
+def test_a_batching_window_lambda_refuses_is_refused(batch: int, window: float) -> None:
+    # MaximumBatchingWindowInSeconds is whole seconds, and at least 1 with a batch above 10
+    with pytest.raises(ValueError, match="batching window is whole seconds"):
+        SimulationConfig(batch_size=batch, batching_window_s=window)
+
+
+def test_a_batch_of_ten_may_go_without_a_window() -> None:
+    assert SimulationConfig(batch_size=10, batching_window_s=0).batching_window_s == 0

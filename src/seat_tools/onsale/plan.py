@@ -685,8 +685,10 @@ class SalePlan:
         return next(i for i in self.items if i.key == key)
 
 
-def _shard_items(inputs: SaleInputs, containers: int, problems: list[str]) -> tuple[int, str]:
-    """Shard items per seat class and the rule; what they cannot give goes to `problems`."""
+def _shard_items(inputs: SaleInputs, containers: int, reserved: int, problems: list[str]) -> tuple[int, str]:
+    """Shard items per seat class and the rule: one for each container that may run at once (the
+    reserved concurrency, above the containers the rate needs); what they cannot give goes to
+    `problems`."""
     if inputs.mapped:
         return 0, (
             "none: a mapped class takes seats on its row items (a row, or 40 seats of one), and"
@@ -694,15 +696,16 @@ def _shard_items(inputs: SaleInputs, containers: int, problems: list[str]) -> tu
         )
     handler = inputs.handler
     batch = inputs.batch_size
-    shards = min(MAX_SHARDS, containers)
+    shards = min(MAX_SHARDS, reserved)
     per_item = reservations_per_transaction(batch) / mean_transaction_latency_s(
         reservations_per_transaction(batch) + 1
     )
     shard_rule = (
-        f"seats event create/reshard --shards K: K >= the containers that sell the class at once"
-        f" ({containers:,}), at most {MAX_SHARDS}; with fewer items than containers they share"
-        f" items and conflict (docs/explanation/sharding.md); an item commits one transaction at a"
-        f" time, at most about {_n(per_item)} reservations/s (bench/ceiling.py)"
+        f"seats event create/reshard --shards K: K >= the containers that may sell the class at"
+        f" once (ReserveFunctionConcurrency, {reserved:,}; the rate needs {containers:,}), at most"
+        f" {MAX_SHARDS}; with fewer items than containers they share items and conflict"
+        f" (docs/explanation/sharding.md); an item commits one transaction at a time, at most"
+        f" about {_n(per_item)} reservations/s (bench/ceiling.py)"
     )
     if containers > MAX_SHARDS:
         problems.append(
@@ -820,7 +823,8 @@ def plan_sale(inputs: SaleInputs) -> SalePlan:
             f" {MAPPING_MAX_CONCURRENCY:,} batches at once in standard mode"
             f" (about {_n(handler.rate_for(MAPPING_MAX_CONCURRENCY))}/s)"
         )
-    shards, shard_rule = _shard_items(inputs, containers, problems)
+    reserved = max(mapping, math.ceil(containers / UTILISATION - 1e-9))
+    shards, shard_rule = _shard_items(inputs, containers, reserved, problems)
     pollers = Pollers.for_rate(rate, mapping)
     pollers_tail = _poller_problems(inputs, pollers, problems)
 
@@ -876,7 +880,6 @@ def plan_sale(inputs: SaleInputs) -> SalePlan:
     )
     refused = cost_per_million_refused(shards, handler, front_door=front_door)
     memory_gb = inputs.memory_mb / 1024
-    reserved = max(mapping, math.ceil(containers / UTILISATION - 1e-9))
     pollers_per_hour = pollers.total_minimum * PRICES["event_poller"].usd
     provisioned_per_hour = mapping * memory_gb * 3600 * PRICES["lambda_provisioned_concurrency"].usd
     prewarm = pre_warming_usd(

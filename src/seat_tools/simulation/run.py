@@ -100,6 +100,9 @@ HANDLER_IMPORT_MS = 140.0
 CLIENT_BUILDING_MS = 55.0
 # SNS PublishBatch latency (p50, p90): no public figure was found; assumed.
 DEFAULT_PUBLISH_MS = (20.0, 40.0)
+# Lambda refuses a mapping whose BatchSize is above 10 with a MaximumBatchingWindowInSeconds
+# (an integer) under 1 (CreateEventSourceMapping, docs/reference/sources.md).
+MAX_BATCH_WITHOUT_WINDOW = 10
 # SQS ReceiveMessage and SendMessage latency (p50, p90): the SQS developer guide's example of a
 # client in the same region averages 20 ms a request; this log-normal's mean is 19.5 ms. Assumed.
 DEFAULT_RECEIVE_MS = (18.0, 30.0)
@@ -211,6 +214,14 @@ class SimulationConfig:
             raise ValueError(
                 f"{self.most_pollers} event pollers run {self.most_pollers * INVOCATIONS_PER_EVENT_POLLER}"
                 f" containers, not {self.containers}"
+            )
+        if self.batching_window_s != int(self.batching_window_s) or (
+            self.batch_size > MAX_BATCH_WITHOUT_WINDOW and self.batching_window_s < 1
+        ):
+            raise ValueError(
+                "the batching window is whole seconds (MaximumBatchingWindowInSeconds), at least 1"
+                f" with a batch of more than {MAX_BATCH_WITHOUT_WINDOW}, not {self.batching_window_s:g}"
+                f" with {self.batch_size}"
             )
         if self.offered_rate < 0 or (self.offered_rate > 0 and self.arrival_rate > 0):
             raise ValueError("requests are offered to the API or sent to SQS at a rate, not both")
