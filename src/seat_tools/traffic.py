@@ -698,6 +698,23 @@ class OrderRequests:
     def line_objects(self, request: int) -> list[dict[str, object]]:
         return [{"seat_class": c, "quantity": q} for c, q in self.lines[request]]
 
+    def refusal_contradicted(
+        self, request: int, seat_class: str | None, class_left: int, pool_left: int | None
+    ) -> bool:
+        """Whether request `request`, refused SOLD_OUT for its line of `seat_class`, is refuted by
+        what that class and the pool of every class have left at the end of a run in which seats
+        only go (so they had at least that at the refusal): the line's seats in its class and,
+        in the pool (None: no pool), the seats of the lines up to and including it, since a line
+        is judged on what the pool has after the lines before it (docs/guides/orders.md: lines
+        that each fit the pool alone may not fit it together). A refusal naming no line of the
+        request is refuted."""
+        asked = self.lines[request]
+        index = next((n for n, (c, _) in enumerate(asked) if c == seat_class), None)
+        if index is None:
+            return True
+        through = sum(seats for _, seats in asked[: index + 1])
+        return class_left >= asked[index][1] and (pool_left is None or pool_left >= through)
+
     @property
     def line_count(self) -> int:
         return sum(len(lines) for lines in self.lines)

@@ -1,8 +1,9 @@
 """`seats bench --orders`, small: multi-line orders through the service on the session's local stack
 (docs/reference/benchmarks.md, "Orders"). No timing is asserted. What is checked: every order has exactly one
 record and one answer at least, every class and pool equals the confirmed records' lines, no
-order is refused SOLD_OUT while its failing class and the pool had its seats (each class has
-fewer seats than the orders asking for it), and the transaction counts add up.
+order is refused SOLD_OUT while its failing class had its seats and the pool those of it and the
+lines before it (each class has fewer seats than the orders asking for it), and the transaction
+counts add up.
 """
 
 from __future__ import annotations

@@ -17,6 +17,8 @@ from seat_tools.simulation.memory_store import InMemoryInventoryStore
 from seat_tools.simulation.order_workload import order_figures
 from seat_tools.simulation.run import EVENT_ID, SimulationConfig, run_simulation
 from seat_tools.traffic import ORDER_CLASSES, OrderRequests
+from tests import containers
+from tests.fakes import FakeClock
 
 SETTINGS = Settings(table_name="t", outcomes_topic_arn="arn:aws:sns:us-east-1:123456789012:t")
 
@@ -109,6 +111,50 @@ def test_the_checks_name_a_record_missing_a_line() -> None:
     problems = order_figures(data, EVENT_ID, orders, "hall", 1.0)["invariants"]
 
     assert any("half-taken" in p for p in problems)
+
+
+def test_an_order_short_of_pool_seats_after_a_line_judged_on_a_stale_hint_names_that_line() -> None:
+    """Given a pool with a seat for each of ADULT's 2 and CHILD's 1, container one having seen
+    ADULT's 2 and taken 1, and container two the other; when container one settles an order of
+    ADULT then CHILD (ADULT passing on its hint, CHILD read with the pool: 1 seat for the 2
+    lines); then ADULT is read before the pool decides anything, and the refusal names line 1
+    (sold out), not line 2; the checks pass."""
+    data = InMemoryInventoryStore()
+    data.add_pool("e-1", "hall", 3)
+    for seat_class, capacity in zip(ORDER_CLASSES, (2, 1, 0, 0), strict=True):
+        data.add_event("e-1", capacity, seat_class, pools=["hall"])
+    orders = OrderRequests([(("ADULT", 1),), (("ADULT", 1),), (("ADULT", 1), ("CHILD", 1))])
+    one, two = (containers.Container(data, FakeClock(time=containers.NOW)) for _ in range(2))
+
+    one.run(containers.order(0, ("ADULT", 1), rid="r-0"))
+    two.run(containers.order(1, ("ADULT", 1), rid="r-1"))
+    one.run(containers.order(2, ("ADULT", 1), ("CHILD", 1), rid="r-2"))
+
+    refused = data.records["r-2"]
+    assert (refused.outcome, refused.seat_class) == (Outcome.SOLD_OUT, "ADULT")
+    assert refused.reason == "line 1 (ADULT): requested 1 seat(s), 0 left"
+    assert data.inventory[SeatKey("e-1", "CHILD")].available == 1
+    assert order_figures(data, "e-1", orders, "hall", 1.0)["invariants"] == "ok"
+
+
+@pytest.mark.parametrize(
+    ("seat_class", "class_left", "pool_left", "refuted"),
+    [
+        ("CHILD", 0, 40, False),  # the class had none
+        ("CHILD", 1, 1, False),  # the pool had 1 seat for the 2 lines up to CHILD
+        ("CHILD", 1, 2, True),
+        ("ADULT", 1, 1, True),  # the first line needs only its own seat of the pool
+        ("CHILD", 1, None, True),  # no pool
+        ("SENIOR", 5, 40, True),  # not a line of the order
+        (None, 5, 40, True),
+    ],
+)
+def test_a_refusal_is_refuted_by_its_class_seats_and_the_pool_seats_of_the_lines_up_to_it(
+    seat_class: str | None, class_left: int, pool_left: int | None, refuted: bool
+) -> None:
+    orders = OrderRequests([(("ADULT", 1), ("CHILD", 1), ("PARKING", 1))])
+
+    assert orders.refusal_contradicted(0, seat_class, class_left, pool_left) is refuted
 
 
 def test_orders_are_drawn_with_distinct_classes_within_the_bounds() -> None:

@@ -399,18 +399,30 @@ class _OrderLines:
     def first_refused(self) -> tuple[int, Judgement] | None:
         """The first line that cannot be taken (its index and judgement), judged on verified views
         only (a line refused on a hint is read first, then judged again); None when every line
-        looks takeable. `wanted`: the seats earlier lines take from each pool."""
+        looks takeable. `wanted`: the seats earlier lines take from each pool. A line refused for
+        a pool after earlier lines passed on hints reads their classes first and judges again, so
+        the refusal names the first line that cannot be taken, not the line the pool ran short
+        at."""
         wanted: dict[str, int] = {}
         for index, (key, line) in enumerate(zip(self.s.keys, self.s.lines, strict=True)):
             judgement = self._judge(key, line, wanted)
-            if not judgement.takes and key not in self.s.class_maps and key not in self.s.verified:
+            if not judgement.takes and not self._verified(key):
                 self.s.read(key)
                 judgement = self._judge(key, line, dict(wanted))
             if not judgement.takes:
-                return index, judgement
+                on_hints = [k for k in self.s.keys[:index] if not self._verified(k)]
+                if judgement.pool is None or not on_hints:
+                    return index, judgement
+                for earlier in on_hints:
+                    self.s.read(earlier)
+                return self.first_refused()
             for pool in self.s.class_rules(key, self.s.view(key)).pools:
                 wanted[pool] = wanted.get(pool, 0) + line.quantity
         return None
+
+    def _verified(self, key: SeatKey) -> bool:
+        """Whether a line's class is known from this settlement (a read, its rows), not a hint."""
+        return key in self.s.class_maps or key in self.s.verified
 
     def _judge(self, key: SeatKey, line: OrderLine, wanted: Mapping[str, int]) -> Judgement:
         """A line by the rule book: a counted class's view, or a mapped class's rows (then placed

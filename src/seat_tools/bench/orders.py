@@ -7,7 +7,8 @@ one capacity pool (as many seats as the classes together, over `pool_shards` ite
 drained by the local runner's workers (the reservation function as deployed). Then every class
 and the pool are read, and every order's record: each class's and the pool's sold and held must
 equal the confirmed records' lines, each record must hold all its order's lines or none, and no
-order may be refused SOLD_OUT while its failing line's class and the pool still have its seats.
+order may be refused SOLD_OUT while its failing line's class still has its seats and the pool
+those of it and the lines before it.
 """
 
 from __future__ import annotations
@@ -147,7 +148,7 @@ def _check(bench: Bench, event_id: str, drawn: OrderRequests, result: OrdersBenc
     recorded: Counter[str] = Counter()
     by_class: Counter[str] = Counter()
     by_pool_item: Counter[int] = Counter()
-    refused: list[tuple[int, str, int]] = []  # SOLD_OUT orders: the line's class and seats
+    refused: list[tuple[int, str | None, str]] = []  # SOLD_OUT orders: the failing line's class, the reason
     for n, asked in enumerate(drawn.lines):
         record = bench.store.get_reservation(f"{event_id}-{n}")
         if record is None:
@@ -155,7 +156,7 @@ def _check(bench: Bench, event_id: str, drawn: OrderRequests, result: OrdersBenc
             continue
         recorded[record.outcome.value] += 1
         if record.outcome is Outcome.SOLD_OUT:
-            refused.append((n, record.seat_class or "", dict(asked).get(record.seat_class or "", 0)))
+            refused.append((n, record.seat_class, record.reason))
         if record.outcome is not Outcome.CONFIRMED:
             continue
         lines = record.lines or ()
@@ -176,12 +177,16 @@ def _check(bench: Bench, event_id: str, drawn: OrderRequests, result: OrdersBenc
             result.problems.append(f"{seat_class}: sold, held {sold}; records {by_class[seat_class]}")
         left[seat_class] = view.available if view is not None else 0
     pool = bench.store.get_pool(event_id, POOL)
-    # Seats only go (no cancels): a class and pool with the seats at the end had them at the refusal.
     pool_left = pool.available if pool is not None else 0
-    wrong = [n for n, seat_class, seats in refused if left.get(seat_class, 0) >= seats and pool_left >= seats]
+    wrong = [
+        (n, reason)
+        for n, seat_class, reason in refused
+        if drawn.refusal_contradicted(n, seat_class, left.get(seat_class or "", 0), pool_left)
+    ]
     if wrong:
+        named = "; ".join(f"order {n}: {reason}" for n, reason in wrong[:3])
         result.problems.append(
-            f"{len(wrong)} order(s) SOLD_OUT whose line's class and pool have the seats left"
+            f"{len(wrong)} order(s) SOLD_OUT whose line's class and pool have the seats left ({named})"
         )
     if pool is None or (pool.sold, pool.held) != (result.seats_sold, 0):
         sold = None if pool is None else (pool.sold, pool.held)

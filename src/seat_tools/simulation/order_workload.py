@@ -5,7 +5,8 @@ and all in one capacity pool when the run has one (`--pool-shards`). Request i i
 LO to HI lines (drawn with the seed), each line `seats_per_request` seats of a different class
 (drawn too). The checks compare every class's items and every pool's items with the records'
 lines, every order's record with the lines it asked for (all taken or none), and count the
-orders refused SOLD_OUT while their failing line's class and the pool had the seats.
+orders refused SOLD_OUT while their failing line's class had its seats and the pool those of it
+and the lines before it.
 """
 
 from __future__ import annotations
@@ -77,19 +78,18 @@ def order_figures(
 def _refused_with_seats_left(
     data: InMemoryInventoryStore, event_id: str, orders: OrderRequests, pool: str | None
 ) -> int:
-    """SOLD_OUT orders whose failing line's class and pool still have its seats at the end: seats
-    only go in this workload (no holds, no cancels), so they had them at the refusal too."""
+    """SOLD_OUT orders whose failing line's class and the pool still have the seats that refused
+    it at the end (`OrderRequests.refusal_contradicted`): seats only go in this workload (no holds,
+    no cancels), so they had them at the refusal too."""
     whole = data.pool(event_id, pool) if pool is not None else None
     pool_left = whole.available if whole is not None else None
     wrong = 0
     for outcome in data.records.values():
         if outcome.outcome is not Outcome.SOLD_OUT or outcome.seat_class is None:
             continue
-        asked = dict(orders.lines[int(outcome.reservation_id.removeprefix("r-"))])
-        seats = asked.get(outcome.seat_class, 0)
+        request = int(outcome.reservation_id.removeprefix("r-"))
         left = data.inventory[SeatKey(event_id, outcome.seat_class)].available
-        if left >= seats and (pool_left is None or pool_left >= seats):
-            wrong += 1
+        wrong += orders.refusal_contradicted(request, outcome.seat_class, left, pool_left)
     return wrong
 
 
