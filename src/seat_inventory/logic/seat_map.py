@@ -58,14 +58,13 @@ class Seat:
     position: int  # 1..row length
     flags: frozenset[SeatFlag] = frozenset()
     rank: int = 0  # 0 is the class's best seat (the rank rule above)
+    # From the flags, once: placement asks them of every seat of every row it looks at.
+    accessible: bool = field(init=False, repr=False, compare=False)
+    blocked: bool = field(init=False, repr=False, compare=False)
 
-    @property
-    def accessible(self) -> bool:
-        return bool(self.flags & ACCESSIBLE_FLAGS)
-
-    @property
-    def blocked(self) -> bool:
-        return SeatFlag.BLOCKED in self.flags
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "accessible", bool(self.flags & ACCESSIBLE_FLAGS))
+        object.__setattr__(self, "blocked", SeatFlag.BLOCKED in self.flags)
 
 
 @dataclass(frozen=True, slots=True)

@@ -110,6 +110,8 @@ def _best_in_row(
     within: Collection[str] | None = None,
 ) -> _Key | None:
     free = free_positions(row, taken)
+    if free.count(True) < quantity:
+        return None  # no block of `quantity` seats in a row with fewer free
     usable = [
         f and (accessible or not s.accessible) and (within is None or s.seat_id in within)
         for f, s in zip(free, row.seats, strict=True)

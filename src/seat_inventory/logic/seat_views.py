@@ -137,9 +137,10 @@ class SeatMaps:
 
 def taken_seats(rows: dict[str, SeatRow]) -> set[str]:
     """The ids of the seats the rows show not free (row item `S-R1#0`'s position 7 is `S-R1-7`)."""
-    return {
-        f"{row_id.split('#', 1)[0]}-{position}" for row_id, row in rows.items() for position in row.states
-    }
+    taken: set[str] = set()
+    for row in rows.values():
+        taken.update(row.taken_seat_ids)
+    return taken
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,7 @@ capacity pools and a mapped class's row items."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 
@@ -237,10 +237,23 @@ class SeatRow:
     pools: tuple[str, ...] = ()
     admission_required: bool = False
     waitlist: bool = False  # seats given back go to the class's waiting list
+    # `taken_seat_ids`, worked out on first use (a row's states never change in place).
+    _taken: frozenset[str] | None = field(default=None, init=False, repr=False, compare=False)
 
     def sale_closed_reason(self, now: float) -> str | None:
         name = f"{self.key.event_id} {self.key.seat_class}"
         return sale_closed_reason(name, self.sale_status, self.sale_starts_at, self.sale_ends_at, now)
+
+    @property
+    def taken_seat_ids(self) -> frozenset[str]:
+        """The ids of the seats not free (item `S-R1#0`'s position 7 is seat `S-R1-7`): placement
+        asks them of every row it looks at, for every request."""
+        taken = self._taken
+        if taken is None:
+            prefix = f"{self.row_id.split('#', 1)[0]}-"
+            taken = frozenset(f"{prefix}{position}" for position in self.states)
+            object.__setattr__(self, "_taken", taken)
+        return taken
 
 
 # A row's seats are stored on row items of at most this many seats (docs/guides/seat-maps.md): an item
