@@ -95,7 +95,8 @@ def run_figure(
 
 
 def commit() -> str:
-    """The checkout's commit, marked when the tree has uncommitted changes."""
+    """The checkout's commit, marked when the tree has uncommitted changes other than the
+    files this script writes (a run with `--add-seeds` starts from an earlier run's output)."""
 
     def git(*args: str) -> str:
         return subprocess.run(
@@ -104,7 +105,14 @@ def commit() -> str:
 
     try:
         head = git("rev-parse", "--short", "HEAD")
-        changed = git("status", "--porcelain", "--untracked-files=no")
+        changed = git(
+            "status",
+            "--porcelain",
+            "--untracked-files=no",
+            "--",
+            ".",
+            *(f":!{path.relative_to(REPO)}" for path in [RESULTS, PAGE, *pages_with_blocks()]),
+        )
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return head + ("+changes" if changed else "")
