@@ -12,6 +12,8 @@ import pytest
 
 from seat_inventory.dal.items import claim_key, row_key
 from seat_inventory.dal.seat_rows import CLAIM_KEPT_SECONDS
+from seat_inventory.logic.change_reservations import settle_transitions
+from seat_inventory.logic.inventory_hints import InventoryHints
 from seat_inventory.logic.seat_map import load_json
 from seat_inventory.models import (
     Outcome,
@@ -27,6 +29,7 @@ from seat_tools.operator_commands import OperatorTable
 from seat_tools.operator_errors import EventAlreadyExists
 from seat_tools.seat_map_commands import SaleRules
 from seat_tools.seat_map_files import load_file
+from tests.fakes import FakeClock
 from tests.integration.conftest import FakeHttpResponse, Stack, sqs_event
 from tests.writes import GroupWrite, commit_outcomes
 
@@ -283,3 +286,36 @@ def test_row_items_left_unprocessed_are_asked_again_then_a_retryable_error(
     unprocessed_calls[0] = 1_000
     with pytest.raises(RetryableError, match="unprocessed"):
         faulty.read_seat_rows(KEY, ["S-R1#0"])
+
+
+def test_two_records_read_apart_that_claim_one_seat_are_settled_one_transaction_each(
+    table: OperatorTable,
+) -> None:
+    """A sweeper reads its holds shard by shard: a hold read in one shard can be released, and its
+    seat held again, before the second hold is read in another. Both claim the seat; DynamoDB
+    refuses a transaction naming the seat twice as invalid, so they go in two transactions and the
+    stale record's guard answers it."""
+    assert commit_outcomes(table, take("h-1", (2,), outcome=Outcome.HELD)) is None
+    stale = _record(table, "h-1")
+    assert (
+        table.change_status(
+            KEY, [Transition(stale, Outcome.CANCELLED)], now=1, capacity=None, release_expires_at=9
+        )
+        is None
+    )
+    assert commit_outcomes(table, take("h-2", (2, 3), outcome=Outcome.HELD)) is None
+    current = _record(table, "h-2")
+    result = settle_transitions(
+        KEY,
+        [Transition(stale, Outcome.EXPIRED), Transition(current, Outcome.EXPIRED)],
+        now=2_000_000_001,  # both holds ran out
+        store=table,
+        clock=FakeClock(),
+        hints=InventoryHints(),
+        release_ttl_seconds=60,
+    )
+    assert result.error is None
+    assert [t.record.reservation_id for t in result.committed] == ["h-2"]
+    assert result.superseded["h-1"] is not None and result.superseded["h-1"].status is Outcome.CANCELLED  # type: ignore[union-attr]
+    row = table.read_seat_rows(KEY, ["S-R1#0"])["S-R1#0"]
+    assert row.states == {6: SeatState.BLOCKED} and (row.available, row.held) == (5, 0)

@@ -5,12 +5,14 @@ from __future__ import annotations
 import os
 from unittest.mock import patch
 
+import boto3
 import pytest
 from aws_lambda_powertools import Metrics
+from botocore.validate import ParamValidationDecorator
 
 from seat_inventory.handlers.issue_tickets import issuer_adapters
 from seat_inventory.settings import ConfigurationError, Settings
-from seat_inventory.wiring import ContainerAdapters
+from seat_inventory.wiring import ContainerAdapters, build_adapters
 
 
 def test_defaults_apply_when_only_the_resources_are_given() -> None:
@@ -88,3 +90,22 @@ def test_the_issuers_pools_are_sized_from_its_series_at_once() -> None:
     assert adapters.publisher._max_concurrent_calls == 80
     assert adapters.publisher._client.meta.config.max_pool_connections == 80
     assert adapters.store._client.meta.config.max_pool_connections == 8 + 16
+
+
+def test_every_service_client_skips_botocores_own_parameter_validation() -> None:
+    """The service builds every request itself and AWS validates it; botocore walking each
+    100-action transaction's shapes again is a fifth of a batch's CPU."""
+    from seat_inventory.gate_wiring import build_gate
+
+    settings = Settings(table_name="t", outcomes_topic_arn="arn")
+    with patch.dict(os.environ, {"AWS_DEFAULT_REGION": "us-east-1"}):
+        built = [build_adapters(settings), issuer_adapters(settings), build_gate(settings)]
+    clients = [
+        client for adapters in built for client in (adapters.store._client, adapters.publisher._client)
+    ]
+    assert len(clients) == 6
+    for client in clients:
+        # botocore wraps the serializer in its validator only when validation is on
+        assert not isinstance(client._serializer, ParamValidationDecorator)
+    validating = boto3.session.Session(region_name="us-east-1").client("dynamodb")
+    assert isinstance(validating._serializer, ParamValidationDecorator)

@@ -27,6 +27,7 @@ from seat_inventory.logic.retry_deadline import ConflictDeadline
 from seat_inventory.logic.rounds import run_rounds, wait_or_raise
 from seat_inventory.models import (
     ChangeRequest,
+    LineTake,
     Outcome,
     RequestType,
     ReservationOutcome,
@@ -127,30 +128,64 @@ class TransitionResult:
 
 
 def _prefix_that_fits(transitions: Sequence[Transition]) -> int:
-    actions = 0
-    items: set[tuple[SeatKey, int]] = set()  # one update per shard item the records' seats came from
-    counters: set[tuple[SeatKey, str]] = set()
-    rows: set[tuple[SeatKey, str]] = set()  # a mapped class: one update per row item its seats are on
-    pools: set[str] = set()  # one update per capacity pool the records' seats came from
+    """How many of the transitions go in the next transaction (`_Chunk`)."""
+    chunk = _Chunk()
     for index, transition in enumerate(transitions):
+        if not chunk.add(transition):
+            return index
+    return len(transitions)
+
+
+@dataclass(slots=True)
+class _Chunk:
+    """One transaction's transitions: at most 100 actions, and no seat or record twice. Records
+    read at different moments can both claim a seat (a hold read, then released by another run
+    and its seat taken again before the next record was read): only one is current, and DynamoDB
+    refuses a transaction naming a seat or an item twice as invalid rather than by a guard, so
+    the later one waits for the next transaction, where its guard decides."""
+
+    actions: int = 0
+    records: set[str] = field(default_factory=set)
+    seats: set[tuple[SeatKey, str]] = field(default_factory=set)
+    # One update per shard item, row item, customer counter and capacity pool the seats came from.
+    items: set[tuple[SeatKey, int]] = field(default_factory=set)
+    rows: set[tuple[SeatKey, str]] = field(default_factory=set)
+    counters: set[tuple[SeatKey, str]] = field(default_factory=set)
+    pools: set[str] = field(default_factory=set)
+
+    def add(self, transition: Transition) -> bool:
+        """The transition taken in, with the actions it adds; False (nothing taken) if it does not fit."""
         # An order's record moves every line's class (docs/guides/orders.md): count each line's items.
         takes = transition.record.takes()
+        seats = {(t.key, seat) for t in takes for seat in t.seats}
+        if transition.record.reservation_id in self.records or seats & self.seats:
+            return False
+        pools, rows, items, counters = self._new_updates(transition, takes)
+        extra = 1 + len(pools) + len(rows) + len(items) + len(counters)
+        if self.actions + extra > MAX_ACTIONS_PER_TRANSACTION:
+            return False
+        self.actions += extra
+        self.records.add(transition.record.reservation_id)
+        self.seats |= seats
+        self.pools |= pools
+        self.rows |= rows
+        self.items |= items
+        self.counters |= counters
+        return True
+
+    def _new_updates(
+        self, transition: Transition, takes: Sequence[LineTake]
+    ) -> tuple[set[str], set[tuple[SeatKey, str]], set[tuple[SeatKey, int]], set[tuple[SeatKey, str]]]:
+        """The pools, row items, shard items and customer counters the transition updates that
+        the chunk does not yet."""
         customer = transition.record.answer.customer_id or ""
-        new_pools = {pool for take in takes for pool in take.pools} - pools
-        new_rows = {(t.key, row_item_of(s)[0]) for t in takes for s in t.seats} - rows
-        new_items = {(t.key, t.shard) for t in takes if not t.seats} - items
-        new_counters = {
-            (t.key, customer) for t in takes if transition.releases_seats and t.customer_counted
-        } - counters
-        extra = 1 + len(new_pools) + len(new_rows) + len(new_items) + len(new_counters)
-        if actions + extra > MAX_ACTIONS_PER_TRANSACTION:
-            return index
-        actions += extra
-        rows |= new_rows
-        items |= new_items
-        pools |= new_pools
-        counters |= new_counters
-    return len(transitions)
+        counted = transition.releases_seats
+        return (
+            {pool for take in takes for pool in take.pools} - self.pools,
+            {(t.key, row_item_of(s)[0]) for t in takes for s in t.seats} - self.rows,
+            {(t.key, t.shard) for t in takes if not t.seats} - self.items,
+            {(t.key, customer) for t in takes if counted and t.customer_counted} - self.counters,
+        )
 
 
 def settle_transitions(
