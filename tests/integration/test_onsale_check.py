@@ -240,7 +240,7 @@ def test_the_template_defaults_are_not_ready_for_1800_per_second_and_each_shortf
     result = check("--rate", RATE)
 
     # Then it is not ready, and the four short items say what they have and what is needed: at
-    # 512 MB a container confirms about 288 a second (7 for 1,800), the issuer numbers about 439
+    # 512 MB a container confirms about 390 a second (5 for 1,800), the issuer numbers about 650
     per_container = Handler(memory_mb=512).per_container_s
     table = table_write_load(numbering_rate(512))
     assert result.exit_code == 1, result.output

@@ -695,12 +695,15 @@ def test_a_sharded_sale_reads_the_class_whole_only_once_its_items_run_dry() -> N
     # refused), and with seats moved between items planned from a survey when no item alone has
     # them; the whole-class TransactGetItems, which a write in flight refuses, comes only when
     # the items together have too few: at the sell-out, when the last takes may be in flight
-    # (seed 2: 19 reads, 5 refused and read again).
-    figures = simulate(containers=8, requests=3000, capacity=2000, shards=4, seed=2)
-
-    assert figures["transactional_reads"] > 0
-    refused = figures["transactional_reads_refused"].get("TransactionConflict", 0)
-    assert refused * 3 <= figures["transactional_reads"]
+    # (seeds 1-4: 85 reads, 23 refused and read again; one seed alone ranges from none to half).
+    runs = [
+        simulate(containers=8, requests=3000, capacity=2000, shards=4, seed=seed) for seed in (1, 2, 3, 4)
+    ]
+    reads = sum(f["transactional_reads"] for f in runs)
+    refused = sum(f["transactional_reads_refused"].get("TransactionConflict", 0) for f in runs)
+    assert all(f["transactional_reads"] > 0 for f in runs)
+    assert refused * 3 <= reads
+    figures = runs[1]
     assert figures["dynamodb_requests"]["TransactGetItems"] == figures["transactional_reads"]
     assert figures["dynamodb_requests"]["BatchGetItem"] > 0
     assert figures["invariants"] == "ok"

@@ -109,8 +109,8 @@ def test_runs_as_long_as_the_schedule_leave_no_gap_where_runs_of_50_s_did() -> N
 def test_a_sustained_sale_is_numbered_within_a_bound_that_does_not_grow() -> None:
     # Given a sale at 1,000 a second for longer than the issuer's schedule (so it spans two
     # scheduled runs and their hand-over), numbered in 4 series by an issuer of one vCPU (its
-    # measured CPU, about 0.66 ms a sale, numbers some 1,500 a second; at 512 MB, 0.29 vCPU, it
-    # would fall behind), the function's defaults otherwise (the issuer writes about 2.2 units a
+    # measured CPU numbers a few thousand a second; at 512 MB, 0.29 vCPU, it could fall behind),
+    # the function's defaults otherwise (the issuer writes about 2.2 units a
     # sale: 2,200 a second, within a new table's 4,000)
     seconds = sized("SEATS_ISSUER_SALE_SECONDS", ci=75, deep=300)
     data = _sold(1_000 * seconds, 1_000.0)

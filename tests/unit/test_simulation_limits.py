@@ -163,15 +163,16 @@ def test_cpu_grows_with_the_batch_and_shrinks_with_memory() -> None:
     assert small["function"]["cpu_per_message_ms"] == pytest.approx(
         large["function"]["cpu_per_message_ms"] * 1769 / 128, rel=0.01
     )
-    assert large["confirmed_per_s"] > 2 * small["confirmed_per_s"]
+    # (not 14 times: a batch also waits on its transaction and its PublishBatch calls)
+    assert large["confirmed_per_s"] > 1.5 * small["confirmed_per_s"]
 
 
 def test_the_reserved_concurrency_not_the_pollers_slots_is_what_a_busy_function_may_run() -> None:
-    # 4 event pollers could run 40 invocations; the function may run 4: its 4 containers' CPU
-    # (128 MB) holds the sale, not the pollers' reading of the queue
+    # 8 event pollers could run 80 invocations and read 800 messages a second; the function may
+    # run 4: its 4 containers' CPU (128 MB) holds the sale, not the pollers' reading of the queue
     capped = simulate(
-        event_pollers=4,
-        containers=40,
+        event_pollers=8,
+        containers=80,
         shards=4,
         requests=4_000,
         contention=WARM,

@@ -2,12 +2,12 @@
 
 Regenerate with `python scripts/measure_function_cpu.py --write`
 (how it measures: seat_tools/bench/function_cpu.py). It ran the real reserve and ticket-issuer
-handlers, their HTTP answered in process with valid DynamoDB and SNS responses, 15 rounds
+handlers, their HTTP answered in process with valid DynamoDB and SNS responses, 40 rounds
 per batch size, and fitted each kind's median CPU per invocation as
 `invocation_ms + per_message_ms x messages`.
 
-Measured on: AMD EPYC, 2 cores, x86_64, Python 3.11.7, botocore 1.43.127; load average 4.44, 3.88,
-2.20 at the start; 2026-11-27.
+Measured on: AMD EPYC, 2 cores, x86_64, Python 3.11.7, botocore 1.43.127; load average 1.06, 2.28,
+2.57 at the start; 2026-11-29.
 
 The figures are milliseconds of one core of that machine. Lambda gives a function CPU in
 proportion to its memory, one vCPU at 1,769 MB (`vcpu_share`); Python runs one thread of CPU at
@@ -35,17 +35,17 @@ class HandlerCpu:
 
 # The reserve handler, by what the batch holds (seat_tools.bench.function_cpu describes each).
 RESERVE_CPU = {
-    "reserve": HandlerCpu(invocation_ms=2.28, per_message_ms=0.692),
-    "hold": HandlerCpu(invocation_ms=3.54, per_message_ms=1.115),
-    "limit": HandlerCpu(invocation_ms=0.69, per_message_ms=1.228),
-    "sold-out": HandlerCpu(invocation_ms=13.73, per_message_ms=1.713),
-    "mapped": HandlerCpu(invocation_ms=4.90, per_message_ms=2.000),
+    "reserve": HandlerCpu(invocation_ms=2.02, per_message_ms=0.419),
+    "hold": HandlerCpu(invocation_ms=2.01, per_message_ms=0.438),
+    "limit": HandlerCpu(invocation_ms=1.76, per_message_ms=0.513),
+    "sold-out": HandlerCpu(invocation_ms=7.83, per_message_ms=0.877),
+    "mapped": HandlerCpu(invocation_ms=5.18, per_message_ms=0.681),
 }
 # The ticket issuer: one round's fixed CPU (its index and outbox queries), each numbering batch
 # (its transaction, TICKETED publications and outbox update) and each ticket numbered.
-ISSUER_ROUND_MS = 130.24
-ISSUER_PER_BATCH_MS = 1.54
-ISSUER_PER_TICKET_MS = 0.643
+ISSUER_ROUND_MS = 62.53
+ISSUER_PER_BATCH_MS = 2.15
+ISSUER_PER_TICKET_MS = 0.423
 
 
 def vcpu_share(memory_mb: int) -> float:
