@@ -57,7 +57,7 @@ class Figure:
         return "seats simulate " + " ".join(self.args)
 
 
-# Deliberately few: each is minutes a seed (the stadium's about 20). The plan's stacks are those
+# Deliberately few: each is a few minutes a seed (the stadium's about 11). The plan's stacks are those
 # `seats onsale plan --rate R` recommends (`seats simulate --plan-rate R`); how the requests come
 # is given in each command (`--arrival-rate 0`: all on the queue at once; `--offered-rate R`:
 # through the API), whatever --plan-rate assumes. The first shows what a stack as deployed gives.
@@ -67,7 +67,7 @@ FIGURES: tuple[Figure, ...] = (
         "a new table as deployed (4,000 WCU/s), 64 containers, 64 shard items, 200,000 requests",
         DRAIN,
         ("--requests", "200000", "--containers", "64", "--shards", "64"),
-        minutes_per_seed=3,
+        minutes_per_seed=0.7,
     ),
     Figure(
         "plan-10000",
@@ -77,14 +77,14 @@ FIGURES: tuple[Figure, ...] = (
         ("--requests", "600000", "--plan-rate", "10000", "--offered-rate", "10000"),
         rate_key="answered_per_s",
         rate_unit="answered/s",
-        minutes_per_seed=6,
+        minutes_per_seed=1.3,
     ),
     Figure(
         "plan-40000-burst",
         "the stack `seats onsale plan --rate 40000` recommends, a 1,000,000-request opening burst",
         DRAIN,
         ("--requests", "1000000", "--plan-rate", "40000", "--arrival-rate", "0"),
-        minutes_per_seed=10,
+        minutes_per_seed=2.3,
     ),
     Figure(
         "plan-20000-offered",
@@ -94,7 +94,7 @@ FIGURES: tuple[Figure, ...] = (
         ("--requests", "1200000", "--plan-rate", "20000", "--offered-rate", "20000"),
         rate_key="answered_per_s",
         rate_unit="answered/s",
-        minutes_per_seed=12,
+        minutes_per_seed=2.9,
     ),
     Figure(
         "stadium-plan-20000",
@@ -115,7 +115,7 @@ FIGURES: tuple[Figure, ...] = (
         ),
         rate_key="seats_confirmed_per_s",
         rate_unit="seats confirmed/s",
-        minutes_per_seed=62,
+        minutes_per_seed=11,
     ),
 )
 BY_NAME = {f.name: f for f in FIGURES}
