@@ -160,7 +160,7 @@ class _Chunk:
         seats = {(t.key, seat) for t in takes for seat in t.seats}
         if transition.record.reservation_id in self.records or seats & self.seats:
             return False
-        pools, rows, items, counters = self._new_updates(transition, takes)
+        pools, rows, items, counters = self._new_updates(transition, takes, seats)
         extra = 1 + len(pools) + len(rows) + len(items) + len(counters)
         if self.actions + extra > MAX_ACTIONS_PER_TRANSACTION:
             return False
@@ -174,15 +174,15 @@ class _Chunk:
         return True
 
     def _new_updates(
-        self, transition: Transition, takes: Sequence[LineTake]
+        self, transition: Transition, takes: Sequence[LineTake], seats: set[tuple[SeatKey, str]]
     ) -> tuple[set[str], set[tuple[SeatKey, str]], set[tuple[SeatKey, int]], set[tuple[SeatKey, str]]]:
-        """The pools, row items, shard items and customer counters the transition updates that
-        the chunk does not yet."""
+        """The pools, row items (those of its `seats`), shard items and customer counters the
+        transition updates that the chunk does not yet."""
         customer = transition.record.answer.customer_id or ""
         counted = transition.releases_seats
         return (
             {pool for take in takes for pool in take.pools} - self.pools,
-            {(t.key, row_item_of(s)[0]) for t in takes for s in t.seats} - self.rows,
+            {(key, row_item_of(seat)[0]) for key, seat in seats} - self.rows,
             {(t.key, t.shard) for t in takes if not t.seats} - self.items,
             {(t.key, customer) for t in takes if counted and t.customer_counted} - self.counters,
         )
