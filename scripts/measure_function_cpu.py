@@ -1,15 +1,19 @@
 """Measure the CPU the reserve and ticket-issuer handlers spend per invocation, and write the
 constants `seats simulate` charges (src/seat_tools/simulation/measured_cpu.py).
 
-    python scripts/measure_function_cpu.py [--rounds N] [--kinds K,...] [--write [PATH]] [--json PATH]
+    python scripts/measure_function_cpu.py [--runs N] [--rounds N] [--kinds K,...] [--write [PATH]]
+                                           [--json PATH]
 
 The handlers run for real (Powertools decorators, settings, their own boto3 clients) with HTTP
 answered in process by canned DynamoDB and SNS responses (`seat_tools.bench.canned_aws`,
 `seat_tools.bench.function_cpu` says what is and is not measured). For each kind of request and
 batch size it prints the median CPU milliseconds per invocation over the rounds (and the lowest
 and highest), then the fit `intercept + slope x messages`; for the issuer, a round's fixed CPU,
-per numbering batch and per ticket. Run it on an idle machine if you can: another process on
-the same core slows this one's CPU too (the load average is printed with the figures).
+per numbering batch and per ticket. It measures `--runs` times (3 by default) and keeps, for each
+kind, the run whose fit gives the median CPU (`function_cpu.median_run`): on a shared machine one
+run's kind can come out a quarter slower than the next one's. Run it on an idle machine if you
+can: another process on the same core slows this one's CPU too (the load average is printed with
+the figures).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from seat_tools.bench.function_cpu import (
     RESERVE_KINDS,
     Measurement,
     measure,
+    median_run,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,7 +46,8 @@ Regenerate with `{command}`
 (how it measures: seat_tools/bench/function_cpu.py). It ran the real reserve and ticket-issuer
 handlers, their HTTP answered in process with valid DynamoDB and SNS responses, {rounds} rounds
 per batch size, and fitted each kind's median CPU per invocation as
-`invocation_ms + per_message_ms x messages`.
+`invocation_ms + per_message_ms x messages`; of {runs} such runs, each kind's constants are those
+of the run with the median CPU for a full batch.
 
 {measured_on}
 
@@ -91,17 +97,8 @@ def handler_seconds(cpu_ms: float, memory_mb: int) -> float:
 '''
 
 
-def _table(result: Measurement) -> str:
-    lines = [f"machine: {result.machine}", ""]
-    lines.append(f"{'kind':<10} {'messages':>8} {'median ms':>10} {'low':>8} {'high':>8} {'rounds':>6}")
-    for s in result.samples:
-        extra = f"   ({s.batches} batches, {s.series} series)" if s.kind == "issuer" else ""
-        lines.append(
-            f"{s.kind:<10} {s.messages:>8} {s.median_ms:>10.2f} {s.low_ms:>8.2f} {s.high_ms:>8.2f}"
-            f" {s.rounds:>6}{extra}"
-        )
-    lines.append("")
-    lines.append(f"{'fit':<10} {'per invocation ms':>18} {'per message ms':>15} {'R^2':>6}  99 messages ms")
+def _fits(result: Measurement) -> str:
+    lines = [f"{'fit':<10} {'per invocation ms':>18} {'per message ms':>15} {'R^2':>6}  99 messages ms"]
     for kind, fit in result.reserve_fits.items():
         lines.append(
             f"{kind:<10} {fit.intercept_ms:>18.2f} {fit.slope_ms:>15.3f} {fit.r_squared:>6.3f}"
@@ -113,6 +110,20 @@ def _table(result: Measurement) -> str:
             f"issuer: per round {f.round_ms:.2f} ms + per batch {f.per_batch_ms:.2f} ms + per ticket"
             f" {f.per_ticket_ms:.3f} ms (R^2 {f.r_squared:.3f})"
         )
+    return "\n".join(lines)
+
+
+def _table(result: Measurement) -> str:
+    lines = [f"machine: {result.machine}", ""]
+    lines.append(f"{'kind':<10} {'messages':>8} {'median ms':>10} {'low':>8} {'high':>8} {'rounds':>6}")
+    for s in result.samples:
+        extra = f"   ({s.batches} batches, {s.series} series)" if s.kind == "issuer" else ""
+        lines.append(
+            f"{s.kind:<10} {s.messages:>8} {s.median_ms:>10.2f} {s.low_ms:>8.2f} {s.high_ms:>8.2f}"
+            f" {s.rounds:>6}{extra}"
+        )
+    lines.append("")
+    lines.append(_fits(result))
     lines.append("")
     lines.append("AWS calls per measured invocation:")
     for kind, calls in result.calls.items():
@@ -121,7 +132,7 @@ def _table(result: Measurement) -> str:
     return "\n".join(lines)
 
 
-def constants_module(result: Measurement, *, rounds: int, load: str, date: str) -> str:
+def constants_module(result: Measurement, *, rounds: int, runs: int, load: str, date: str) -> str:
     """The generated module's text (ruff-formatted as written)."""
     if result.issuer_fit is None or not result.reserve_fits:
         raise ValueError("the constants need every reserve kind's fit and the issuer's")
@@ -133,6 +144,7 @@ def constants_module(result: Measurement, *, rounds: int, load: str, date: str) 
     return MODULE.format(
         command=COMMAND,
         rounds=rounds,
+        runs=runs,
         measured_on=textwrap.fill(
             f"Measured on: {result.machine}; load average {load} at the start; {date}.", width=99
         ),
@@ -148,6 +160,9 @@ def main(argv: list[str]) -> int:
     # 40 and 20 rounds: two such runs agreed within about 3% on a reservation batch (10 rounds: 20%)
     parser.add_argument("--rounds", type=int, default=40, help="rounds per batch size (reserve kinds)")
     parser.add_argument("--issuer-rounds", type=int, default=20, help="rounds per issuer configuration")
+    parser.add_argument(
+        "--runs", type=int, default=3, help="runs; each kind's constants are its median run's"
+    )
     parser.add_argument("--kinds", default=",".join(RESERVE_KINDS), help="reserve kinds, comma-separated")
     parser.add_argument("--sizes", default=",".join(map(str, DEFAULT_SIZES)), help="batch sizes")
     parser.add_argument(
@@ -174,14 +189,26 @@ def main(argv: list[str]) -> int:
     issuer = [tuple(int(n) for n in c.split("x")) for c in args.issuer.split()]
     load = ", ".join(f"{v:.2f}" for v in os.getloadavg())
     started = time.monotonic()
-    result = measure(
-        kinds=kinds,
-        sizes=sizes,
-        rounds=args.rounds,
-        issuer=[(a, b) for a, b in issuer],
-        issuer_rounds=args.issuer_rounds,
-        progress=lambda line: print(line, file=sys.stderr, flush=True),
-    )
+    if args.runs < 1:
+        parser.error("--runs: at least 1")
+    runs = []
+    for run in range(1, args.runs + 1):
+        measured = measure(
+            kinds=kinds,
+            sizes=sizes,
+            rounds=args.rounds,
+            issuer=[(a, b) for a, b in issuer],
+            issuer_rounds=args.issuer_rounds,
+            progress=lambda line, run=run: print(
+                f"run {run}/{args.runs}: {line}", file=sys.stderr, flush=True
+            ),
+        )
+        if args.runs > 1:
+            print(f"run {run} of {args.runs}\n{_fits(measured)}\n")
+        runs.append(measured)
+    result = median_run(runs)
+    if args.runs > 1:
+        print(f"each kind's median run of {args.runs}:")
     print(_table(result))
     print(f"\nload average at the start: {load}; {time.monotonic() - started:.0f} s")
     if args.json:
@@ -190,7 +217,9 @@ def main(argv: list[str]) -> int:
         if set(kinds) != set(RESERVE_KINDS) or not issuer:
             parser.error("--write needs every kind and the issuer")
         date = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
-        args.write.write_text(constants_module(result, rounds=args.rounds, load=load, date=date))
+        args.write.write_text(
+            constants_module(result, rounds=args.rounds, runs=args.runs, load=load, date=date)
+        )
         print(f"wrote {args.write}")
     return 0
 

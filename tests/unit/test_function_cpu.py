@@ -17,7 +17,7 @@ from scripts.measure_function_cpu import constants_module
 from scripts.measure_function_cpu import main as script_main
 
 from seat_tools.bench.canned_aws import CannedDynamoDB, CannedSns, UnsupportedRequest
-from seat_tools.bench.function_cpu import IssuerFit, LinearFit, measure
+from seat_tools.bench.function_cpu import IssuerFit, LinearFit, Measurement, Sample, measure, median_run
 
 CREDENTIALS = {"region_name": "us-east-1", "aws_access_key_id": "test", "aws_secret_access_key": "test"}
 
@@ -163,7 +163,7 @@ def test_a_tiny_measurement_runs_both_real_handlers_with_the_calls_they_make_on_
     assert set(result.reserve_fits) == {"reserve", "sold-out"}
     assert result.issuer_fit is not None and math.isfinite(result.issuer_fit.per_ticket_ms)
 
-    text = constants_module(result, rounds=2, load="0.00", date="today")
+    text = constants_module(result, rounds=2, runs=1, load="0.00", date="today")
     namespace: dict[str, Any] = {}
     exec(compile(text, "measured_cpu.py", "exec"), namespace)  # the generated module imports
     cpu = namespace["RESERVE_CPU"]["reserve"]
@@ -177,5 +177,47 @@ def test_the_script_prints_its_table_and_refuses_bad_sizes(capsys: pytest.Captur
     assert script_main(["--kinds", "hold", "--sizes", "1,2", "--rounds", "1", "--issuer", ""]) == 0
     out = capsys.readouterr().out
     assert "hold" in out and "per message ms" in out
+    assert (
+        script_main(["--runs", "2", "--kinds", "hold", "--sizes", "1,2", "--rounds", "1", "--issuer", ""])
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert "run 1 of 2" in out and "run 2 of 2" in out and "each kind's median run of 2:" in out
+    with pytest.raises(SystemExit):
+        script_main(["--runs", "0", "--kinds", "hold", "--sizes", "1,2"])
     with pytest.raises(SystemExit):
         script_main(["--kinds", "hold", "--sizes", "100,2"])
+
+
+def _run(
+    reserve: tuple[float, float], sold_out: tuple[float, float], issuer_round_ms: float, tag: int
+) -> Measurement:
+    """A run whose fits are given; each sample carries `tag` as its rounds, to tell runs apart."""
+    return Measurement(
+        samples=[
+            Sample("reserve", 99, reserve[0] + 99 * reserve[1], 0, 0, tag),
+            Sample("sold-out", 99, sold_out[0] + 99 * sold_out[1], 0, 0, tag),
+            Sample("issuer", 98, issuer_round_ms, 0, 0, tag, batches=1, series=1),
+        ],
+        reserve_fits={"reserve": LinearFit(*reserve, 1.0), "sold-out": LinearFit(*sold_out, 1.0)},
+        issuer_fit=IssuerFit(issuer_round_ms, 1.0, 0.4, 1.0),
+        machine="m",
+        calls={"reserve": {"x": tag}, "sold-out": {"x": tag}, "issuer": {"x": tag}},
+    )
+
+
+def test_each_kind_keeps_the_run_with_its_median_full_batch_and_that_runs_samples() -> None:
+    slow_reserve = _run((2.0, 0.50), (5.0, 0.80), 60.0, 1)  # reserve 51.5 ms at 99 (the slowest)
+    middle = _run((2.0, 0.40), (5.0, 0.90), 70.0, 2)  # reserve 41.6, sold-out 94.1 (the slowest)
+    fast = _run((1.5, 0.35), (6.0, 0.85), 50.0, 3)  # reserve 36.15, sold-out 90.15
+    result = median_run([slow_reserve, middle, fast])
+    assert result.reserve_fits["reserve"] == LinearFit(2.0, 0.40, 1.0)  # the middle of 36.15, 41.6, 51.5
+    assert result.reserve_fits["sold-out"] == LinearFit(6.0, 0.85, 1.0)  # the middle of 84.2, 90.15, 94.1
+    assert result.issuer_fit == IssuerFit(60.0, 1.0, 0.4, 1.0)  # rounds of 60, 70 and 50 ms
+    assert [(s.kind, s.rounds) for s in result.samples] == [("reserve", 2), ("sold-out", 3), ("issuer", 1)]
+    assert result.calls == {"reserve": {"x": 2}, "sold-out": {"x": 3}, "issuer": {"x": 1}}
+    # of two, the lower; of one, itself
+    assert median_run([middle, slow_reserve]).reserve_fits["reserve"] == LinearFit(2.0, 0.40, 1.0)
+    assert median_run([fast]).reserve_fits == fast.reserve_fits
+    with pytest.raises(ValueError, match="no run"):
+        median_run([])

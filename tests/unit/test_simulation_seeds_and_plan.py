@@ -58,11 +58,13 @@ def test_the_cli_prints_the_summary_in_text_and_json() -> None:
 
 def test_the_plans_stack_replaces_the_templates_and_given_options_keep_theirs() -> None:
     base = SimulationConfig(requests=20_000)
-    plan = plan_sale(SaleInputs(rate=10_000, seats=20_000))
+    plan = plan_sale(SaleInputs(rate=10_000, seats=20_000, batch_size=None))  # the plan picks the batch
     v = plan.values
 
     planned, _ = plan_config(base, 10_000)
-    kept, _ = plan_config(base, 10_000, given={"memory_mb", "warm_write_units_per_s"})
+    kept, _ = plan_config(base, 10_000, given={"memory_mb", "warm_write_units_per_s", "batch_size"})
+
+    assert planned.batch_size == v["batch_size"] == 30 and kept.batch_size == base.batch_size == 99
 
     assert planned.event_pollers == v["event_pollers"] and planned.containers == 10 * max(
         v["event_pollers"], v["maximum_event_pollers"]

@@ -90,6 +90,12 @@ def onsale() -> None:
     help="Seconds the sale lasts at RATE, instead of --seats: its cost, with what it sets while it lasts.",
 )
 @click.option(
+    "--batch-size",
+    type=click.IntRange(1, 10_000),
+    help="The mapping's BatchSize [default: the plan picks it: 30 when the class's 64 shard items"
+    " can take the rate in batches of 30 (gathered sooner, answered sooner), else 99].",
+)
+@click.option(
     "--memory",
     "memory_mb",
     type=click.IntRange(128, 10_240),
@@ -130,6 +136,7 @@ def plan(
     seat_map: str | None,
     customer_limit: bool,
     duration: float | None,
+    batch_size: int | None,
     memory_mb: int,
     issuer_memory_mb: int,
     sns_publish_quota: int,
@@ -137,8 +144,9 @@ def plan(
     output: OutputFormat,
 ) -> None:
     """Print what a sale at RATE reservations per second needs, one line each, the value then the
-    rule behind it: the reserve function's memory, MaximumConcurrency, shard items, the event
-    pollers (reservation queues, each one's minimum and maximum), the provisioned and reserved
+    rule behind it: the mapping's BatchSize, the reserve function's memory, MaximumConcurrency,
+    shard items, the event pollers (reservation queues, each one's minimum and maximum), the
+    provisioned and reserved
     concurrency, the table's and the TicketsToIssue index's warm throughput, the table's quota
     and maximum, the SNS publish quota, the API throttles, Lambda's concurrency, the scale-up
     time, the ticket issuer's memory and series, and the cost per million (through a REST and an
@@ -166,6 +174,7 @@ def plan(
                 customer_limit=customer_limit,
                 mapped=seat_map is not None,
                 duration_s=duration,
+                batch_size=batch_size,
                 memory_mb=memory_mb,
                 issuer_memory_mb=issuer_memory_mb,
                 sns_publish_quota=sns_publish_quota,

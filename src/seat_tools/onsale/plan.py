@@ -12,7 +12,8 @@ The rules, in short:
 - The function's time per batch (modelled): the handler's CPU as measured on the real handler
   (`simulation.measured_cpu`, `scripts/measure_function_cpu.py`) at the share of a vCPU its
   memory gives (one vCPU at 1,769 MB), plus its transactions' mean latency (published latencies,
-  `bench.ceiling`) and one round of `PublishBatch` calls (the simulation's assumed p90). The plan
+  `bench.ceiling`) and its answers' `PublishBatch` calls, 10 at once (the mean of the slowest of
+  each round, on the simulation's assumed latency). The plan
   gives the reserve function 1,769 MB: the handler is mostly CPU and Python uses one vCPU at
   most, so less memory only makes each batch slower for about the same cost.
 - Containers = rate / (a batch / its time); each seat class needs K >= that many shard items
@@ -52,6 +53,7 @@ from dataclasses import dataclass, field, replace
 
 from seat_inventory.dal.items import UNNUMBERED_BUCKETS
 from seat_inventory.models import MAX_SHARDS
+from seat_inventory.publishing.sns_publisher import MAX_CONCURRENT_CALLS, PUBLISH_BATCH_LIMIT
 from seat_inventory.settings import MAX_ISSUE_SERIES_AT_ONCE
 from seat_tools.bench.ceiling import mean_transaction_latency_s
 from seat_tools.bench.pricing import PRICES, CostBreakdown, cost_per_million, pre_warming_usd
@@ -72,6 +74,7 @@ from seat_tools.event_source_scaling import (
 )
 from seat_tools.reservation_queues import MAX_RESERVATION_QUEUES
 from seat_tools.simulation.api import API_KINDS
+from seat_tools.simulation.event_source import LatencyModel
 from seat_tools.simulation.measured_cpu import (
     ISSUER_PER_BATCH_MS,
     ISSUER_PER_TICKET_MS,
@@ -97,6 +100,12 @@ MAX_RESERVATIONS_PER_TRANSACTION = 99  # the inventory update and at most 99 rec
 # transaction (98 actions and the inventory update).
 MAX_LIMITED_RESERVATIONS_PER_TRANSACTION = 49
 TEMPLATE_BATCH_SIZE = 99  # template.yaml's BatchSize default
+# A batch the plan picks for a counted class when the class's shard items can take the rate in
+# batches that small: an event poller receives about 100 messages a second, so a batch of 30 is
+# gathered in about 0.3 s where one of 99 waits about a second. `seats simulate --requests 400000
+# --plan-rate 20000 --offered-rate 20000 --batch-size 30`, seeds 1-3: p99 answer 0.95-1.13 s
+# (2.06 s at 99), about 18,100 answered/s either way.
+QUICK_BATCH_SIZE = 30
 TEMPLATE_MEMORY_MB = 512  # template.yaml's ReserveFunctionMemorySize and IssueFunctionMemorySize
 # One vCPU: the handlers are mostly CPU and Python runs one thread of CPU at a time.
 PLANNED_MEMORY_MB = LAMBDA_MB_PER_VCPU
@@ -169,7 +178,16 @@ def _mean_lognormal_s(p50_ms: float, p90_ms: float) -> float:
 
 # ------------------------------------------------------------------ the function's time per batch
 
-PUBLISH_ROUND_S = DEFAULT_PUBLISH_MS[1] / 1000  # a batch's PublishBatch calls at once: their slowest
+
+def publish_seconds(answers: int) -> float:
+    """Seconds a batch waits for its answers' PublishBatch calls (10 answers a call, at most
+    `MAX_CONCURRENT_CALLS` calls at once, as `publishing.sns_publisher`): each round of calls at
+    once takes the mean of its slowest call's latency (the simulation's PublishBatch latency)."""
+    calls = max(1, math.ceil(answers / PUBLISH_BATCH_LIMIT))
+    rounds, last = divmod(calls, MAX_CONCURRENT_CALLS)
+    latency = LatencyModel(*DEFAULT_PUBLISH_MS)
+    seconds = rounds * latency.mean_slowest_s(MAX_CONCURRENT_CALLS)
+    return seconds + (latency.mean_slowest_s(last) if last else 0.0)
 
 
 def handler_kind(*, customer_limit: bool = False, mapped: bool = False) -> str:
@@ -200,7 +218,7 @@ def batch_seconds(
     per_transaction = reservations_per_transaction(batch_size, customer_limit=customer_limit)
     actions = per_transaction * (2 if customer_limit else 1) + 1
     transactions = math.ceil(batch_size / per_transaction)
-    return cpu_s + transactions * mean_transaction_latency_s(actions) + PUBLISH_ROUND_S
+    return cpu_s + transactions * mean_transaction_latency_s(actions) + publish_seconds(batch_size)
 
 
 def refusal_batch_seconds(
@@ -211,7 +229,12 @@ def refusal_batch_seconds(
     cpu_s = RESERVE_CPU["sold-out"].ms(batch_size) / 1000 / vcpu_share(memory_mb)
     put_s = _mean_lognormal_s(*SINGLE_ITEM_MS)
     read_s = put_s + (mean_transaction_latency_s(shard_items) if shard_items > 1 else 0.0)
-    return cpu_s + read_s + math.ceil(batch_size / CONCURRENT_REJECTION_PUTS) * put_s + PUBLISH_ROUND_S
+    return (
+        cpu_s
+        + read_s
+        + math.ceil(batch_size / CONCURRENT_REJECTION_PUTS) * put_s
+        + publish_seconds(batch_size)
+    )
 
 
 def per_container_s(
@@ -262,7 +285,7 @@ class Handler:
             + (
                 f"{1000 / SIMULATED_MAPPED_PER_CONTAINER_S:.2f} ms a request simulated on the map"
                 if self.mapped
-                else "its transactions' mean latency and a PublishBatch round"
+                else "its transactions' mean latency and its PublishBatch calls at once (their slowest)"
             )
             + f": about {_n(self.per_container_s)}/s a container"
         )
@@ -623,7 +646,8 @@ class SaleInputs:
     seats: int | None = None
     seats_per_request: int = 1
     customer_limit: bool = False
-    batch_size: int = TEMPLATE_BATCH_SIZE
+    # BatchSize; None: the plan picks it (`choose_batch_size`)
+    batch_size: int | None = TEMPLATE_BATCH_SIZE
     memory_mb: int = PLANNED_MEMORY_MB
     issuer_memory_mb: int = PLANNED_MEMORY_MB
     mapped: bool = False  # the seats are on a seat map (docs/guides/seat-maps.md): no shard items
@@ -637,7 +661,7 @@ class SaleInputs:
             raise ValueError("the rate must be above 0 reservations per second")
         if self.seats is not None and self.seats < 1:
             raise ValueError("the seats must be at least 1")
-        if self.seats_per_request < 1 or self.batch_size < 1:
+        if self.seats_per_request < 1 or (self.batch_size is not None and self.batch_size < 1):
             raise ValueError("seats per request and batch size must be at least 1")
         if not 128 <= self.memory_mb <= 10_240 or not 128 <= self.issuer_memory_mb <= 10_240:
             raise ValueError("the functions' memory must be 128 to 10,240 MB")
@@ -652,7 +676,9 @@ class SaleInputs:
 
     @property
     def handler(self) -> Handler:
-        return Handler(self.batch_size, self.memory_mb, self.customer_limit, self.mapped)
+        """The reserve function's batches (the template's BatchSize when the plan is to pick it)."""
+        batch = TEMPLATE_BATCH_SIZE if self.batch_size is None else self.batch_size
+        return Handler(batch, self.memory_mb, self.customer_limit, self.mapped)
 
     @property
     def reservations(self) -> int | None:
@@ -695,7 +721,7 @@ def _shard_items(inputs: SaleInputs, containers: int, reserved: int, problems: l
             " containers spread over its sections and rows (docs/guides/seat-maps.md)"
         )
     handler = inputs.handler
-    batch = inputs.batch_size
+    batch = handler.batch_size
     shards = min(MAX_SHARDS, reserved)
     per_item = reservations_per_transaction(batch) / mean_transaction_latency_s(
         reservations_per_transaction(batch) + 1
@@ -809,9 +835,41 @@ def _poller_problems(inputs: SaleInputs, pollers: Pollers, problems: list[str]) 
     return spread + f"; {reached}"
 
 
+def choose_batch_size(inputs: SaleInputs) -> tuple[int, str]:
+    """The BatchSize for the sale, and why: the one asked for; else, for a counted class,
+    `QUICK_BATCH_SIZE` when the containers that batch needs fit the class's shard items (each
+    container then has an item of its own), the template's 99 when they do not (a full batch
+    takes the most reservations per container); a mapped class the template's (its rate per
+    container was simulated with batches of 99)."""
+    if inputs.batch_size is not None:
+        return inputs.batch_size, "as asked (--batch-size)"
+    if inputs.mapped:
+        return (
+            TEMPLATE_BATCH_SIZE,
+            "the template's: a mapped class's rate per container was simulated with batches of 99",
+        )
+    quick = replace(inputs, batch_size=QUICK_BATCH_SIZE).handler
+    needed = quick.containers(inputs.rate)
+    gathered = f"an event poller receives about {_n(MESSAGES_PER_EVENT_POLLER_S)} messages a second"
+    if needed <= MAX_SHARDS:
+        return QUICK_BATCH_SIZE, (
+            f"{gathered}, so a batch of {QUICK_BATCH_SIZE} is gathered in about"
+            f" {QUICK_BATCH_SIZE / MESSAGES_PER_EVENT_POLLER_S:.1f} s (99: about a second), and the"
+            f" {needed:,} containers batches of {QUICK_BATCH_SIZE} need fit the class's"
+            f" {MAX_SHARDS} shard items: answers come sooner (docs/guides/size-a-sale.md)"
+        )
+    return TEMPLATE_BATCH_SIZE, (
+        f"full batches: in batches of {QUICK_BATCH_SIZE} the rate needs {needed:,} containers,"
+        f" more than a class's {MAX_SHARDS} shard items; {gathered}, so a batch of"
+        f" {TEMPLATE_BATCH_SIZE} waits up to about a second to be gathered"
+    )
+
+
 def plan_sale(inputs: SaleInputs) -> SalePlan:
     """What a sale at `inputs.rate` needs, item by item, each with its rule."""
-    rate, batch, mapped = inputs.rate, inputs.batch_size, inputs.mapped
+    batch, batch_rule = choose_batch_size(inputs)
+    inputs = replace(inputs, batch_size=batch)
+    rate, mapped = inputs.rate, inputs.mapped
     handler = inputs.handler
     containers = handler.containers(rate)
     mapping = max(MAPPING_MIN_CONCURRENCY, containers)
@@ -889,6 +947,13 @@ def plan_sale(inputs: SaleInputs) -> SalePlan:
     wu = table.per_sale + table.per_numbered
 
     items = [
+        PlanItem(
+            "batch_size",
+            "BatchSize",
+            batch,
+            f"parameter BatchSize (MaximumBatchingWindowInSeconds 1: a batch goes when full or"
+            f" after a second): {batch_rule}",
+        ),
         PlanItem(
             "reserve_memory",
             "ReserveFunctionMemorySize, MB",
@@ -1114,6 +1179,7 @@ def plan_sale(inputs: SaleInputs) -> SalePlan:
         ),
     ]
     values: dict[str, float] = {
+        "batch_size": batch,
         "containers": containers,
         "maximum_concurrency": mapping,
         "shards": shards,

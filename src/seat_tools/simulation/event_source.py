@@ -28,6 +28,7 @@ import heapq
 import json
 import math
 import random
+import statistics
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -82,8 +83,21 @@ class LatencyModel:
     p90_ms: float
 
     def sample(self, rng: random.Random) -> float:
-        sigma = math.log(self.p90_ms / self.p50_ms) / 1.2815515655446004
-        return self.p50_ms * math.exp(sigma * rng.gauss(0.0, 1.0)) / 1000.0
+        return self.p50_ms * math.exp(self._sigma * rng.gauss(0.0, 1.0)) / 1000.0
+
+    @property
+    def _sigma(self) -> float:
+        return math.log(self.p90_ms / self.p50_ms) / 1.2815515655446004
+
+    def mean_slowest_s(self, calls: int, steps: int = 4000) -> float:
+        """The mean of the slowest of `calls` latencies drawn at once (seconds): the integral of
+        the quantile function against the density of the largest of `calls` uniform draws."""
+        unit = statistics.NormalDist()
+        total = 0.0
+        for step in range(steps):
+            u = (step + 0.5) / steps
+            total += math.exp(self._sigma * unit.inv_cdf(u)) * calls * u ** (calls - 1)
+        return self.p50_ms * total / steps / 1000.0
 
 
 @dataclass

@@ -4,10 +4,11 @@ Regenerate with `python scripts/measure_function_cpu.py --write`
 (how it measures: seat_tools/bench/function_cpu.py). It ran the real reserve and ticket-issuer
 handlers, their HTTP answered in process with valid DynamoDB and SNS responses, 40 rounds
 per batch size, and fitted each kind's median CPU per invocation as
-`invocation_ms + per_message_ms x messages`.
+`invocation_ms + per_message_ms x messages`; of 3 such runs, each kind's constants are those
+of the run with the median CPU for a full batch.
 
-Measured on: AMD EPYC, 2 cores, x86_64, Python 3.11.7, botocore 1.43.127; load average 1.06, 2.28,
-2.57 at the start; 2026-11-29.
+Measured on: AMD EPYC, 2 cores, x86_64, Python 3.11.7, botocore 1.43.127; load average 1.68, 1.45,
+1.29 at the start; 2026-11-29.
 
 The figures are milliseconds of one core of that machine. Lambda gives a function CPU in
 proportion to its memory, one vCPU at 1,769 MB (`vcpu_share`); Python runs one thread of CPU at
@@ -35,17 +36,17 @@ class HandlerCpu:
 
 # The reserve handler, by what the batch holds (seat_tools.bench.function_cpu describes each).
 RESERVE_CPU = {
-    "reserve": HandlerCpu(invocation_ms=2.02, per_message_ms=0.419),
-    "hold": HandlerCpu(invocation_ms=2.01, per_message_ms=0.438),
-    "limit": HandlerCpu(invocation_ms=1.76, per_message_ms=0.513),
-    "sold-out": HandlerCpu(invocation_ms=7.83, per_message_ms=0.877),
-    "mapped": HandlerCpu(invocation_ms=5.18, per_message_ms=0.681),
+    "reserve": HandlerCpu(invocation_ms=1.61, per_message_ms=0.379),
+    "hold": HandlerCpu(invocation_ms=1.40, per_message_ms=0.393),
+    "limit": HandlerCpu(invocation_ms=1.30, per_message_ms=0.439),
+    "sold-out": HandlerCpu(invocation_ms=6.57, per_message_ms=0.887),
+    "mapped": HandlerCpu(invocation_ms=3.57, per_message_ms=0.603),
 }
 # The ticket issuer: one round's fixed CPU (its index and outbox queries), each numbering batch
 # (its transaction, TICKETED publications and outbox update) and each ticket numbered.
-ISSUER_ROUND_MS = 62.53
-ISSUER_PER_BATCH_MS = 2.15
-ISSUER_PER_TICKET_MS = 0.423
+ISSUER_ROUND_MS = 58.45
+ISSUER_PER_BATCH_MS = 3.26
+ISSUER_PER_TICKET_MS = 0.379
 
 
 def vcpu_share(memory_mb: int) -> float:

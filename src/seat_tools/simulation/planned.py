@@ -1,8 +1,8 @@
 """The stack `seats onsale plan --rate R` recommends, as a simulation's configuration
 (`seats simulate --plan-rate R`: "will my plan hold?").
 
-The plan's settings replace the template's: the event source in provisioned mode with the plan's
-reservation queues and each one's event pollers (its minimum, and its maximum above it), its
+The plan's settings replace the template's: its BatchSize, the event source in provisioned mode
+with the plan's reservation queues and each one's event pollers (its minimum, and its maximum above it), its
 provisioned and reserved concurrency, the reserve
 function's and the issuer's memory, the seat class's shard items, the table's and the
 TicketsToIssue index's warm throughput, the table quota (no maximum), the SNS publish quota, the
@@ -26,14 +26,15 @@ from seat_tools.simulation.run import SimulationConfig
 MET_WITHIN = 0.10  # the plan holds when the run confirms at least 90% of the rate
 
 
-def sale_inputs(config: SimulationConfig, rate: float) -> SaleInputs:
-    """What the plan is asked for the run's sale."""
+def sale_inputs(config: SimulationConfig, rate: float, *, batch_given: bool = True) -> SaleInputs:
+    """What the plan is asked for the run's sale (the run's batch size when given, else the plan
+    picks one)."""
     return SaleInputs(
         rate=rate,
         seats=config.seats if not config.seat_map else None,
         seats_per_request=config.seats_per_request,
         customer_limit=config.max_per_customer is not None,
-        batch_size=config.batch_size,
+        batch_size=config.batch_size if batch_given else None,
         mapped=config.seat_map is not None,
         api_kind=config.api.kind,
     )
@@ -44,13 +45,15 @@ def plan_config(
 ) -> tuple[SimulationConfig, SalePlan]:
     """`config` with the plan's settings for `rate`, except the fields in `given` (the command
     line's options, by SimulationConfig field or contention setting name)."""
-    plan = plan_sale(sale_inputs(config, rate))
+    plan = plan_sale(sale_inputs(config, rate, batch_given="batch_size" in given))
     v = plan.values
     changes: dict[str, Any] = {}
 
     def put(name: str, value: Any) -> None:
         if name not in given:
             changes[name] = value
+
+    put("batch_size", int(v["batch_size"]))
 
     if not {"event_pollers", "max_event_pollers", "containers", "containers_at_once"} & set(given):
         minimum, maximum = int(v["event_pollers"]), int(v["maximum_event_pollers"])
