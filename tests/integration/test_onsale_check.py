@@ -277,8 +277,13 @@ def test_the_template_defaults_are_not_ready_for_1800_per_second_and_each_shortf
 
 
 def test_the_stack_set_as_the_plan_says_is_ready(stack: OnSaleStack) -> None:
-    # Given the values `seats onsale plan --rate 1800` prints
-    plan = json.loads(CliRunner().invoke(cli, ["onsale", "plan", "--rate", RATE, "--output", "json"]).output)
+    # Given the values `seats onsale plan --rate 1800 --batch-size 99` prints (the stack's mapping
+    # keeps the template's BatchSize; the plan would pick 30 for a new one)
+    plan = json.loads(
+        CliRunner()
+        .invoke(cli, ["onsale", "plan", "--rate", RATE, "--batch-size", "99", "--output", "json"])
+        .output
+    )
     values = {i["item"]: i["value"] for i in plan["items"]}
     assert (values["maximum_concurrency"], values["shards"], values["warm_write_units"]) == (
         PLAN["maximum_concurrency"],
