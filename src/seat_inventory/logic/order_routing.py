@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True, slots=True)
-class LineTake:
+class LineRoute:
     """Where one line takes its seats: shard item `shard`, after `moves` from other items; and
     off each sharded pool of its class, item `pool_shards[pool]` (class shard mod K), after
     `pool_moves[pool]` (donor item -> seats) moved into it (docs/guides/pools.md)."""
@@ -34,10 +34,10 @@ class OrderRouter:
     def __init__(self, settlement: OrderSettlement) -> None:
         self.s = settlement
 
-    def route(self) -> list[LineTake] | None:
+    def route(self) -> list[LineRoute] | None:
         """Each line's shard item and each pool's; None when a line's class was read again
         instead (no item alone had its seats)."""
-        takes: list[LineTake] = []
+        takes: list[LineRoute] = []
         for key, line in zip(self.s.keys, self.s.lines, strict=True):
             take = self._line_route(key, line.quantity)
             if take is None:
@@ -45,18 +45,18 @@ class OrderRouter:
             takes.append(take)
         return self._route_pools(takes)
 
-    def _line_route(self, key: SeatKey, seats: int) -> LineTake | None:
+    def _line_route(self, key: SeatKey, seats: int) -> LineRoute | None:
         s = self.s
         view = s.view(key)
         hints = s.context.hints
         if view is None or view.shard_items == 1:  # a class of one item, or a mapped class
-            return LineTake(0)
+            return LineRoute(0)
         own = hints.own_shard(key)
         if own is not None and (own.left is None or own.left >= seats):
-            return LineTake(own.shard)
+            return LineRoute(own.shard)
         if view.complete and key in s.verified:
             shard, moves = route(view, seats, own.shard if own else 0, hints.rng, read_whole=True)
-            return LineTake(shard, moves)
+            return LineRoute(shard, moves)
         context = s.context
         survey = context.deadline.patiently(
             context.clock, lambda: context.store.survey_shards(key, view.shard_items), f"survey of {key}"
@@ -64,11 +64,11 @@ class OrderRouter:
         picked = pick_shard(survey, seats, context.clock.now(), hints.rng, share=True)
         if picked is not None:
             hints.settle_on(key, picked.shard, picked.available)
-            return LineTake(picked.shard)
+            return LineRoute(picked.shard)
         s.read(key)  # no item alone has the seats: the whole class says whether seats move
         return None
 
-    def _route_pools(self, takes: Sequence[LineTake]) -> list[LineTake]:
+    def _route_pools(self, takes: Sequence[LineRoute]) -> list[LineRoute]:
         """Each counted line's item of each sharded pool of its class: the one item the
         container's orders take from (`InventoryHints.own_pool_item`, else the first counted
         line's class shard mod K), the same for every counted line, and, where this settlement
@@ -108,7 +108,7 @@ class OrderRouter:
         return views
 
 
-def pools_taken(takes: Sequence[LineTake]) -> set[str]:
+def pools_taken(takes: Sequence[LineRoute]) -> set[str]:
     """The sharded pools the takes route to an item of."""
     return {pool for take in takes for pool in take.pool_shards}
 

@@ -23,7 +23,7 @@ from seat_inventory.logic import answers
 from seat_inventory.logic.admission_tokens import use_expires_at
 from seat_inventory.logic.inventory_hints import InventoryHints
 from seat_inventory.logic.limits import MAX_ACTIONS_PER_TRANSACTION, MAX_SETTLE_ROUNDS
-from seat_inventory.logic.order_routing import LineTake, OrderRouter, pools_taken
+from seat_inventory.logic.order_routing import LineRoute, OrderRouter, pools_taken
 from seat_inventory.logic.ports import Clock, InventoryStore
 from seat_inventory.logic.retry_deadline import ConflictDeadline
 from seat_inventory.logic.rounds import run_rounds, wait_or_raise
@@ -71,7 +71,7 @@ class OrderContext:
 
 @dataclass(frozen=True, slots=True)
 class _OrderAttempt:
-    takes: list[LineTake]
+    takes: list[LineRoute]
     take: Take
 
 
@@ -244,7 +244,7 @@ class OrderSettlement:
 
     # ------------------------------------------------------------------ writing and answering
 
-    def _take(self, takes: Sequence[LineTake]) -> Take:
+    def _take(self, takes: Sequence[LineRoute]) -> Take:
         """A part per line, the order's record (its lines and where they take from) on the first,
         and its token use on the first part whose class requires one."""
         views = [self.view(key) for key in self.keys]
@@ -488,7 +488,7 @@ def _part(
     index: int,
     key: SeatKey,
     line: OrderLine,
-    take: LineTake,
+    take: LineRoute,
     rules: ClassRules,
     answer: ReservationOutcome,
     token_uses: list[TokenUse],
@@ -515,7 +515,7 @@ def _part(
 
 
 def _taken_line(
-    placed: tuple[str, ...] | None, line: OrderLine, take: LineTake, rules: ClassRules
+    placed: tuple[str, ...] | None, line: OrderLine, take: LineRoute, rules: ClassRules
 ) -> OrderLine:
     """A line as its record keeps it: where its seats come from, to go back there."""
     pools = tuple(sorted(pool_ref(p, take.pool_shards.get(p, 0)) for p in rules.pools))
