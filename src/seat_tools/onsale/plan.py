@@ -102,9 +102,9 @@ MAX_LIMITED_RESERVATIONS_PER_TRANSACTION = 49
 TEMPLATE_BATCH_SIZE = 99  # template.yaml's BatchSize default
 # A batch the plan picks for a counted class when the class's shard items can take the rate in
 # batches that small: an event poller receives about 100 messages a second, so a batch of 30 is
-# gathered in about 0.3 s where one of 99 waits about a second. `seats simulate --requests 400000
-# --plan-rate 20000 --offered-rate 20000 --batch-size 30`, seeds 1-3: p99 answer 0.95-1.13 s
-# (2.06 s at 99), about 18,100 answered/s either way.
+# gathered in about 0.3 s where one of 99 waits about a second. The published figure
+# `plan-20000-offered` (docs/reference/figures.md, 5 seeds): p99 answer 0.70-0.74 s in batches of
+# 30, 2.03-2.13 s in 99.
 QUICK_BATCH_SIZE = 30
 TEMPLATE_MEMORY_MB = 512  # template.yaml's ReserveFunctionMemorySize and IssueFunctionMemorySize
 # One vCPU: the handlers are mostly CPU and Python runs one thread of CPU at a time.
