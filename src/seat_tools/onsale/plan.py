@@ -837,10 +837,10 @@ def _poller_problems(inputs: SaleInputs, pollers: Pollers, problems: list[str]) 
 
 def choose_batch_size(inputs: SaleInputs) -> tuple[int, str]:
     """The BatchSize for the sale, and why: the one asked for; else, for a counted class,
-    `QUICK_BATCH_SIZE` when the containers that batch needs fit the class's shard items (each
-    container then has an item of its own), the template's 99 when they do not (a full batch
-    takes the most reservations per container); a mapped class the template's (its rate per
-    container was simulated with batches of 99)."""
+    `QUICK_BATCH_SIZE` when the containers that batch needs are no more than a class's shard
+    items, the template's 99 when they are not (a full batch takes the most reservations per
+    container, and more containers than items share items and conflict); a mapped class the
+    template's (its rate per container was simulated with batches of 99)."""
     if inputs.batch_size is not None:
         return inputs.batch_size, "as asked (--batch-size)"
     if inputs.mapped:
