@@ -47,6 +47,7 @@ The rules, in short:
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -179,6 +180,7 @@ def _mean_lognormal_s(p50_ms: float, p90_ms: float) -> float:
 # ------------------------------------------------------------------ the function's time per batch
 
 
+@functools.cache
 def publish_seconds(answers: int) -> float:
     """Seconds a batch waits for its answers' PublishBatch calls (10 answers a call, at most
     `MAX_CONCURRENT_CALLS` calls at once, as `publishing.sns_publisher`): each round of calls at

@@ -40,6 +40,7 @@ from seat_inventory.logic.retry_deadline import conflict_deadline
 from seat_inventory.models import Outcome, ReservationOutcome
 from seat_inventory.publishing.sns_publisher import MAX_CONCURRENT_CALLS, PUBLISH_BATCH_LIMIT
 from seat_inventory.settings import Settings
+from seat_tools.contention.model import Z90
 from seat_tools.event_source_scaling import SQS_RECEIVE_LIMIT
 from seat_tools.simulation import binding
 from seat_tools.simulation.dynamodb import SimulatedTable
@@ -87,7 +88,7 @@ class LatencyModel:
 
     @property
     def _sigma(self) -> float:
-        return math.log(self.p90_ms / self.p50_ms) / 1.2815515655446004
+        return math.log(self.p90_ms / self.p50_ms) / Z90
 
     def mean_slowest_s(self, calls: int, steps: int = 4000) -> float:
         """The mean of the slowest of `calls` latencies drawn at once (seconds): the integral of
