@@ -27,6 +27,7 @@ import textwrap
 import time
 from pathlib import Path
 
+from seat_inventory.dal.items import LEDGER_OUTBOX_BUCKETS, UNNUMBERED_BUCKETS
 from seat_tools.bench.function_cpu import (
     DEFAULT_ISSUER_ROUNDS,
     DEFAULT_SIZES,
@@ -79,8 +80,9 @@ class HandlerCpu:
 RESERVE_CPU = {{
 {reserve}
 }}
-# The ticket issuer: one round's fixed CPU (its index and outbox queries), each numbering batch
-# (its transaction, TICKETED publications and outbox update) and each ticket numbered.
+# The ticket issuer: one round's fixed CPU (its ISSUER_ROUND_QUERIES index and outbox queries),
+# each numbering batch (its transaction, TICKETED publications and outbox update) and each ticket.
+ISSUER_ROUND_QUERIES = {round_queries}
 ISSUER_ROUND_MS = {round_ms}
 ISSUER_PER_BATCH_MS = {per_batch_ms}
 ISSUER_PER_TICKET_MS = {per_ticket_ms}
@@ -149,6 +151,7 @@ def constants_module(result: Measurement, *, rounds: int, runs: int, load: str, 
             f"Measured on: {result.machine}; load average {load} at the start; {date}.", width=99
         ),
         reserve=reserve,
+        round_queries=UNNUMBERED_BUCKETS + LEDGER_OUTBOX_BUCKETS,
         round_ms=f"{f.round_ms:.2f}",
         per_batch_ms=f"{f.per_batch_ms:.2f}",
         per_ticket_ms=f"{f.per_ticket_ms:.3f}",

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from seat_inventory.models.tickets import ISSUER_LANE_COUNTS, MAX_ISSUER_LANES
+
 DEFAULT_SEAT_CLASS = "GA"
 DEFAULT_MAX_SEATS_PER_RESERVATION = 10
 # SQS keeps a message for at most 14 days, so a rejection kept 15 days outlives every redelivery.
@@ -67,6 +69,15 @@ def _issue_series_at_once(env: Mapping[str, str]) -> int:
     return value
 
 
+def _issue_lanes(env: Mapping[str, str]) -> int:
+    value = _positive_int(env, "ISSUE_LANES", 1)
+    if value not in ISSUER_LANE_COUNTS:
+        raise ConfigurationError(
+            f"ISSUE_LANES must be a power of two from 1 to {MAX_ISSUER_LANES}, got {value}"
+        )
+    return value
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     """Everything the reservation function needs to know about its deployment."""
@@ -83,6 +94,7 @@ class Settings:
     issue_limit: int = DEFAULT_ISSUE_LIMIT
     issue_seconds: int = DEFAULT_ISSUE_SECONDS
     issue_series_at_once: int = DEFAULT_ISSUE_SERIES_AT_ONCE
+    issue_lanes: int = 1  # issuer runs numbering at once (docs/guides/tickets.md, "Lanes")
     # The SSM parameter (SecureString) holding the admission key ring; empty: no key, every token
     # is refused as forged (classes that do not require admission are not affected).
     admission_key_parameter: str = ""
@@ -120,6 +132,7 @@ class Settings:
             issue_limit=_positive_int(env, "ISSUE_LIMIT", DEFAULT_ISSUE_LIMIT),
             issue_seconds=_positive_int(env, "ISSUE_SECONDS", DEFAULT_ISSUE_SECONDS),
             issue_series_at_once=_issue_series_at_once(env),
+            issue_lanes=_issue_lanes(env),
             admission_key_parameter=env.get("ADMISSION_KEY_PARAMETER") or "",
             admission_key_refresh_seconds=_positive_int(
                 env, "ADMISSION_KEY_REFRESH_SECONDS", DEFAULT_ADMISSION_KEY_REFRESH_SECONDS

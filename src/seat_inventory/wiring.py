@@ -12,6 +12,7 @@ import boto3
 from botocore.config import Config
 
 from seat_inventory.dal.inventory_table import InventoryTable
+from seat_inventory.issuer_lanes import STARTS_AT_ONCE, LambdaLaneStarter
 from seat_inventory.logic.admission_tokens import KeyRing, KeyRingError, TokenVerifier, parse_key_ring
 from seat_inventory.logic.inventory_hints import InventoryHints
 from seat_inventory.models import RetryableError
@@ -188,6 +189,13 @@ def build_adapters(
         hints=InventoryHints(),
         admission=admission_verifier(settings, session),
     )
+
+
+def lane_starter(function_arn: str, session: boto3.session.Session | None = None) -> LambdaLaneStarter:
+    """The ticket issuer's lane starter: a Lambda client invoking `function_arn` (its own)."""
+    session = session or boto3.session.Session()
+    config = CLIENT_CONFIG.merge(Config(max_pool_connections=STARTS_AT_ONCE))
+    return LambdaLaneStarter(session.client("lambda", config=config), function_arn)
 
 
 class ContainerAdapters:

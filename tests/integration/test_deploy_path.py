@@ -7,8 +7,8 @@ checkout as `sam package` uploads them and CloudFormation puts them in before SA
 (`seat_tools.local.template.resolve_includes`, through `tests.template_support.load_template`).
 
 What moto's CloudFormation cannot show is checked on the translated template instead: it skips
-queue and topic policies and API stages (tests/integration/test_security.py and the API's tests
-check those), it has no alarms (a small model below creates them in moto's CloudWatch, checked by
+queue and topic policies, API stages and the issuer's asynchronous-invoke configuration
+(tests/integration/test_security.py, the API's and the issuer's tests check those), it has no alarms (a small model below creates them in moto's CloudWatch, checked by
 test_template_operations.py too), and it cannot run a Lambda function. The function is
 run here, in this process, by a poller that plays the stack's SQS event source mapping: it reads
 the mapping and the function's configuration from the stack (batch size, queue, handler, the
@@ -61,6 +61,7 @@ NOT_EMULATED = {
     "AWS::SNS::TopicPolicy",
     "AWS::ApiGateway::Stage",
     "AWS::ApiGateway::Account",
+    "AWS::Lambda::EventInvokeConfig",
 }
 
 

@@ -14,8 +14,16 @@ from click.testing import CliRunner
 
 from seat_inventory.dal.items import TICKETS_INDEX
 from seat_inventory.handlers import issue_tickets as issuer_module
+from seat_inventory.issuer_lanes import lane_event
 from seat_inventory.logic.issue_tickets import plan_batch
-from seat_inventory.models import NumbersRefused, TicketAssignment, TicketBatch, TicketFormat, TicketSeries
+from seat_inventory.models import (
+    ISSUER_LANE_COUNTS,
+    NumbersRefused,
+    TicketAssignment,
+    TicketBatch,
+    TicketFormat,
+    TicketSeries,
+)
 from seat_inventory.wiring import build_adapters
 from seat_tools.cli.main import cli
 from seat_tools.operator_commands import OperatorTable
@@ -185,6 +193,65 @@ def test_the_series_count_cannot_change_once_numbered(stack: Stack, issuer: Issu
     assert not issuer.table.write_ticket_format(EVENT, TicketFormat(series=3))
     assert issuer.table.write_ticket_format(EVENT, TicketFormat(series=2, prefix="X-", width=3))
     assert issuer.table.read_ticket_format(EVENT) == TicketFormat(series=2, prefix="X-", width=3)
+
+
+def test_the_template_lets_the_issuer_start_its_lanes_and_never_retries_one(template: Any) -> None:
+    parameter = template.document["Parameters"]["IssueLanes"]
+    assert parameter["Default"] == 1 and tuple(parameter["AllowedValues"]) == ISSUER_LANE_COUNTS
+    function = template.properties("IssueTicketsFunction")
+    assert function["Environment"]["Variables"]["ISSUE_LANES"] == {"Ref": "IssueLanes"}
+    # a lane not started waits for the next scheduled run, never a retry overlapping it
+    assert function["EventInvokeConfig"] == {"MaximumRetryAttempts": 0, "MaximumEventAgeInSeconds": 60}
+    policy = template.properties("IssueLanesInvokePolicy")
+    assert policy["Roles"] == [{"Ref": "IssueTicketsFunctionRole"}]
+    [statement] = policy["PolicyDocument"]["Statement"]
+    assert statement["Action"] == "lambda:InvokeFunction"
+    assert statement["Resource"][0] == {"Fn::GetAtt": ["IssueTicketsFunction", "Arn"]}
+
+
+class StartedLanes:
+    """Lambda's asynchronous Invoke as the lane starter: each event kept, run after the scheduled run."""
+
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+        self.functions: list[str] = []
+
+    def __call__(self, function_arn: str) -> StartedLanes:
+        self.functions.append(function_arn)
+        return self
+
+    def start_lanes(self, lanes: list[int], count: int, until: float) -> list[int]:
+        self.events.extend(lane_event(i, count, until) for i in lanes)
+        return []
+
+
+def test_with_lanes_the_scheduled_run_starts_the_others_and_each_lane_numbers_its_own_series(
+    stack: Stack, issuer: Issuer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given 4 lanes, the event numbered in 4 series, and 24 sales
+    monkeypatch.setenv("ISSUE_LANES", "4")
+    issuer_module.reset_container()
+    started = StartedLanes()
+    monkeypatch.setattr(issuer_module, "lane_starter", started)
+    assert issuer.table.write_ticket_format(EVENT, TicketFormat(series=4))
+    for batch in range(3):
+        stack.invoke(sqs_event(*(reserve(f"r-{batch}-{n}") for n in range(8))))
+    stack.outcomes()
+    # When the scheduled run runs
+    first = issuer.run()
+    # Then it started lanes 1-3 (its own function, until its end) and numbered series 0 only
+    assert started.functions == [LambdaContext.invoked_function_arn]
+    assert [(e["lane"], e["lanes"]) for e in started.events] == [(1, 4), (2, 4), (3, 4)]
+    assert 0 < first["numbered"] < 24
+    announced = issuer.ticketed()  # (the outcomes are read off their queue once)
+    assert all(t.startswith("0-") for ts in announced.values() for t in ts)  # "<series>-<serial>"
+    # And when each lane's invocation runs, together they number every sale once, gapless
+    lanes = [issuer_module.lambda_handler(event, LambdaContext()) for event in started.events]
+    assert first["numbered"] + sum(r["numbered"] for r in lanes) == 24
+    assert all(r["numbered"] > 0 for r in lanes)
+    assert audit_event(issuer.table, EVENT) == []
+    announced.update(issuer.ticketed())
+    assert len(announced) == 24
 
 
 def test_the_cli_audits_lists_and_shows_numbers(stack: Stack, issuer: Issuer) -> None:

@@ -261,7 +261,7 @@ def test_the_template_defaults_are_not_ready_for_1800_per_second_and_each_shortf
     assert any(
         "POST /reservations, rate / burst: 1,000 / 2,000 (needs >= 1,800 / 3,600" in line for line in short
     )
-    issuer = f"ticket issuer memory, MB: 512 (numbers about {numbering_rate(512):,.0f} sales/s)"
+    issuer = f"ticket issuer memory, MB: 512 (its lanes number about {numbering_rate(512):,.0f} sales/s)"
     assert any(issuer in line for line in short)
     assert lines[-1].startswith("NOT READY: 4 of"), result.output
     assert (

@@ -15,8 +15,11 @@ from typing import Any
 
 import pytest
 
+from seat_inventory.dal.items import unnumbered_bucket
 from seat_inventory.logic.issue_tickets import (
     MAX_BATCH_SIZE,
+    PROBE_SHARES,
+    LaneFanOut,
     issue_tickets,
     plan_batch,
     run_issuer,
@@ -25,6 +28,8 @@ from seat_inventory.logic.issue_tickets import (
 from seat_inventory.logic.reserve_seats import QueueMessage, reserve_seats
 from seat_inventory.logic.sweep_holds import release_expired_holds
 from seat_inventory.models import (
+    WHOLE_INDEX,
+    IssuerLane,
     Outcome,
     RequestType,
     ReservationOutcome,
@@ -569,3 +574,145 @@ def test_the_audit_reports_a_ledger_that_disagrees_with_the_counter_or_the_recor
     defects = world.audit()
     assert "series 0: ledger gives 1..3 to r-2, its record does not say so" in defects
     assert "series 0: ledger ends at 5, counter at 3" in defects
+
+
+# ------------------------------------------------------------------------------ lanes
+
+
+class RecordingLanes:
+    """A lane starter that records what it was asked to start; `refuse` lanes are not started."""
+
+    def __init__(self, refuse: tuple[int, ...] = ()) -> None:
+        self.refuse = set(refuse)
+        self.started: list[tuple[int, int, float]] = []
+
+    def start_lanes(self, lanes: Sequence[int], count: int, until: float) -> list[int]:
+        self.started.extend((i, count, until) for i in lanes if i not in self.refuse)
+        failed = [i for i in lanes if i in self.refuse]
+        self.refuse.clear()  # a lane refused once starts when asked again
+        return failed
+
+
+class FindRecorder:
+    """The store, recording the lane each `find_unnumbered` asked for."""
+
+    def __init__(
+        self, store: InMemoryInventoryStore, before: dict[int, Callable[[], object]] | None = None
+    ) -> None:
+        self.store = store
+        self.asked: list[IssuerLane] = []
+        self.before = before or {}  # run before the n-th find (from 0)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    def find_unnumbered(self, limit: int, lane: IssuerLane = WHOLE_INDEX) -> list[Any]:
+        if len(self.asked) in self.before:
+            self.before[len(self.asked)]()
+        self.asked.append(lane)
+        return self.store.find_unnumbered(limit, lane)
+
+
+def _lane_world(sales: int = 40, series: int = 4) -> World:
+    world = World(capacity=1_000, series=series)
+    for n in range(sales):
+        assert world.reserve(f"r-{n}") is Outcome.CONFIRMED
+    return world
+
+
+def test_a_lane_takes_whole_buckets_of_the_index_and_the_series_that_are_its_own() -> None:
+    # A lane's sales are those of its buckets (the sale's CRC-32 modulo the buckets, 512)
+    lane = IssuerLane(3, 8)
+    for n in range(200):
+        rid = f"r-{n}"
+        assert lane.takes_sale(rid) == lane.takes_bucket(unnumbered_bucket(rid))
+        # and with as many series as lanes or a multiple of it, the sale's series is the lane's
+        assert lane.takes_sale(rid) == lane.takes_series(series_of(rid, 16))
+    assert WHOLE_INDEX.takes_sale("anything") and WHOLE_INDEX.takes_series(7)
+    for count, index in ((3, 0), (128, 0), (4, 4), (4, -1)):
+        with pytest.raises(ValueError):
+            IssuerLane(index, count)
+
+
+def test_lanes_number_each_their_share_and_together_every_sale_once_without_a_gap() -> None:
+    # Given 40 sales numbered in 4 series, and 4 lanes
+    world = _lane_world()
+    # When each lane runs a round
+    results = [
+        issue_tickets(world.store, RecordingPublisher(), world.clock, limit=100, lane=IssuerLane(i, 4))
+        for i in range(4)
+    ]
+    # Then each numbered its own sales only (series i of lane i), and together all of them
+    for index, result in enumerate(results):
+        assert result.numbered > 0
+        assert {b.series.series for b in result.batches} == {index}
+        assert all(
+            IssuerLane(index, 4).takes_sale(a.reservation_id) for b in result.batches for a in b.assignments
+        )
+    assert sum(r.numbered for r in results) == 40 and not world.store.awaiting_tickets
+    assert world.audit() == [] and not world.store.ledger_unpublished
+
+
+def test_a_lane_publishes_only_its_own_series_from_the_outbox() -> None:
+    # Given every series' batches committed, their outcomes refused by SNS (left in the outbox)
+    world = _lane_world()
+    refusing = RecordingPublisher(refuse_all=True)
+    issue_tickets(world.store, refusing, world.clock, limit=100)
+    assert {s.series for s, _ in world.store.ledger_unpublished} == {0, 1, 2, 3}
+    # When lane 1 of 4 runs a round
+    publisher = RecordingPublisher()
+    issue_tickets(world.store, publisher, world.clock, limit=100, lane=IssuerLane(1, 4))
+    # Then it announced series 1's batches, and left the others' to their lanes
+    assert {s.series for s, _ in world.store.ledger_unpublished} == {0, 2, 3}
+    assert {o.reservation_id for o in publisher.published} == {
+        a.reservation_id for (s, _), b in world.store.ledger.items() if s.series == 1 for a in b.assignments
+    }
+
+
+def test_the_scheduled_run_starts_the_other_lanes_once_one_of_theirs_waits_then_numbers_its_own() -> None:
+    # Given 40 sales waiting, and a scheduled run of an issuer with 4 lanes
+    world = _lane_world()
+    lanes = RecordingLanes()
+    fan_out = LaneFanOut(lanes, 4, until=NOW + 60)
+    # When its first round runs
+    result = issue_tickets(world.store, RecordingPublisher(), world.clock, limit=100, lane=fan_out)
+    # Then it started lanes 1-3 until the run's end, and numbered only lane 0's sales
+    assert lanes.started == [(1, 4, NOW + 60), (2, 4, NOW + 60), (3, 4, NOW + 60)]
+    assert result.found == 40 and 0 < result.numbered < 40
+    assert all(IssuerLane(0, 4).takes_sale(a.reservation_id) for b in result.batches for a in b.assignments)
+    # and from then on it takes its own lane only, starting no lane again
+    assert fan_out.lane == IssuerLane(0, 4)
+    issue_tickets(world.store, RecordingPublisher(), world.clock, limit=100, lane=fan_out)
+    assert len(lanes.started) == 3
+
+
+def test_a_lane_that_could_not_start_leaves_the_scheduled_run_numbering_everything_until_it_starts() -> None:
+    # Given a scheduled run whose lane 2 cannot be started at first
+    world = _lane_world()
+    lanes = RecordingLanes(refuse=(2,))
+    fan_out = LaneFanOut(lanes, 4, until=NOW + 60)
+    # When its first round runs
+    first = issue_tickets(world.store, RecordingPublisher(), world.clock, limit=100, lane=fan_out)
+    # Then it numbered every sale it found (lanes 1 and 3, started, only race it: safe)
+    assert first.numbered == 40 and world.audit() == []
+    assert [i for i, _, _ in lanes.started] == [1, 3] and fan_out.pending == [2]
+    # And when a sale of another lane waits again, it starts lane 2 only
+    for n in range(40, 60):
+        world.reserve(f"r-{n}")
+    issue_tickets(world.store, RecordingPublisher(), world.clock, limit=100, lane=fan_out)
+    assert [i for i, _, _ in lanes.started] == [1, 3, 2] and fan_out.pending == []
+
+
+def test_after_a_round_that_found_nothing_the_whole_index_is_probed_a_share_at_a_time() -> None:
+    # Given an issuer with nothing to number until a sale comes before its fourth round
+    world = World()
+    store = FindRecorder(world.store, before={3: lambda: world.reserve("r-1")})
+    # When it runs rounds for 20 s
+    rounds = run_issuer(store, RecordingPublisher(), world.clock, limit=100, until=NOW + 20, idle_seconds=1)
+    # Then its first round took the whole index, each next one a share of it in turn
+    assert store.asked[0] == WHOLE_INDEX
+    assert store.asked[1:3] == [IssuerLane(1, PROBE_SHARES), IssuerLane(2, PROBE_SHARES)]
+    # And the sale was found by its share within a cycle of shares, then the whole index again
+    found_at = next(i for i, r in enumerate(rounds) if r.found)
+    assert 3 <= found_at < 3 + PROBE_SHARES and sum(r.numbered for r in rounds) == 1
+    assert store.asked[found_at].takes_sale("r-1") and store.asked[found_at + 1] == WHOLE_INDEX

@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from seat_inventory.dal.items import UNNUMBERED_BUCKETS
 from seat_inventory.dal.writes import MAX_CONCURRENT_PUTS
 from seat_inventory.logic.issue_tickets import BATCH_SIZE as ISSUER_BATCH
 from seat_inventory.models import MAX_SHARDS
@@ -47,12 +48,14 @@ from seat_tools.onsale.plan import (
     cost_per_million_refused,
     index_partitions_for,
     index_write_load,
+    issuer_lanes_for,
     numbering_rate,
     plan_sale,
     publish_seconds,
     read_units_per_refusal,
     seconds_to_receive,
     table_write_load,
+    ticket_series_for,
     write_units_per_reservation,
 )
 from seat_tools.simulation.measured_cpu import (
@@ -185,30 +188,30 @@ def test_10000_per_second_sizes_every_item_from_its_rule() -> None:
     # an item for each container that may run: the reserved concurrency, the containers / 0.8
     assert got["shards"] == got["reserved_concurrency"] == math.ceil(containers / 0.8)
     assert got["event_pollers"] == "100 / 0"  # 10,000 / 100
-    # the table: (10,000 x 2.0202 + numbered/s x 2.1735) / 0.8, to the next thousand
-    table = (10_000 * SALE_WU + NUMBERED_PER_S * TICKET_WU) / 0.8
+    # the issuer: 8 lanes (10,000 / (numbered/s a lane x 0.8) = 5.2, to a power of two) number
+    # as fast as the sale
+    assert got["issue_lanes"] == 8 and plan.values["numbered_per_s"] == pytest.approx(8 * NUMBERED_PER_S)
+    # the table: (10,000 x 2.0202 + 10,000 numbered/s x 2.1735) / 0.8, to the next thousand
+    table = (10_000 * SALE_WU + 10_000 * TICKET_WU) / 0.8
     assert plan.values["write_units_per_s"] == pytest.approx(table)
     assert got["warm_write_units"] == math.ceil(table / 1000) * 1000
-    # the index: (10,000 x 1 + numbered/s x 1.0204) / 0.8 units (about 15,400), but the sale's
-    # entries go to 128 keys of (10,000 + numbered/s x 1.0204) / 128 units a second each (about
-    # 96): the partitions are the fewest on which the busiest (Poisson) holds at most 1,000 units
-    index = (10_000 + NUMBERED_PER_S * INDEX_NUMBERED_WU) / 0.8
-    per_key = (10_000 + NUMBERED_PER_S * INDEX_NUMBERED_WU) / 128
+    # the index: (10,000 x 1 + 10,000 x 1.0204) / 0.8 units (about 25,300), but the sale's
+    # entries go to 512 keys of (10,000 + 10,000 x 1.0204) / 512 units a second each (about
+    # 39): the partitions are the fewest on which the busiest (Poisson) holds at most 1,000 units
+    index = (10_000 + 10_000 * INDEX_NUMBERED_WU) / 0.8
+    per_key = (10_000 + 10_000 * INDEX_NUMBERED_WU) / UNNUMBERED_BUCKETS
     partitions = plan.values["index_partitions"]
     assert got["index_warm_write_units"] == partitions * 1000 > math.ceil(index / 1000) * 1000
     busiest = plan.values["index_busiest_partition_keys"]
-    assert busiest == busiest_partition_keys(128, partitions)
-    assert busiest * per_key <= 1000 < busiest_partition_keys(128, partitions - 1) * per_key
-    # SNS: (10,000 + numbered/s) / 0.8 is within us-east-1's 30,000
-    assert plan.values["sns_messages_per_s"] == pytest.approx((10_000 + NUMBERED_PER_S) / 0.8)
+    assert busiest == busiest_partition_keys(UNNUMBERED_BUCKETS, partitions)
+    assert busiest * per_key <= 1000 < busiest_partition_keys(UNNUMBERED_BUCKETS, partitions - 1) * per_key
+    # SNS: (10,000 + 10,000 numbered/s) / 0.8 is within us-east-1's 30,000
+    assert plan.values["sns_messages_per_s"] == pytest.approx((10_000 + 10_000) / 0.8)
     assert got["sns_quota"] == 30_000
     assert got["api_throttle"] == "10,000 / 20,000" and got["api_account_throttle"] == 10_000
     assert plan.problems == ()
-    # the issuer numbers a few thousand a second at most: the tickets fall behind the sale
-    [behind] = plan.warnings
-    assert f"falls behind the sale by {10_000 - NUMBERED_PER_S:,.0f} a second" in behind.replace(
-        "fall behind", "falls behind"
-    )
+    # the lanes number the tickets as fast as the sale: nothing falls behind
+    assert plan.warnings == ()
 
 
 def test_40000_per_second_takes_three_mappings_64_items_and_raised_quotas() -> None:
@@ -217,8 +220,9 @@ def test_40000_per_second_takes_three_mappings_64_items_and_raised_quotas() -> N
     containers = math.ceil(40_000 / per_container())
     assert got["maximum_concurrency"] == containers
     assert got["shards"] == min(MAX_SHARDS, got["reserved_concurrency"])
-    # SNS past us-east-1's 30,000: (40,000 + numbered/s) / 0.8, to the next thousand
-    assert got["sns_quota"] == math.ceil((40_000 + NUMBERED_PER_S) / 0.8 / 1000) * 1000
+    # SNS past us-east-1's 30,000: (40,000 + 40,000 numbered/s by 32 lanes) / 0.8, to the next thousand
+    assert got["issue_lanes"] == 32
+    assert got["sns_quota"] == math.ceil((40_000 + 40_000) / 0.8 / 1000) * 1000
     assert "request the rest" in plan.item("sns_quota").rule
     assert "raise it first" in plan.item("table_quota").rule
     assert got["api_account_throttle"] == 40_000
@@ -381,6 +385,7 @@ READY_AT_3000 = StackSettings(
     api_stage="v1",
     reserve_memory_mb=1769,
     issuer_memory_mb=1769,
+    issuer_lanes=2,
     index_warm_write_units=8_000,
 )
 
@@ -395,15 +400,19 @@ def test_a_stack_with_what_the_plan_says_is_ready_and_supports_what_its_tightest
     supports = {f.key: f.supports for f in assessment.findings}
     assert supports["maximum_concurrency"] == pytest.approx(10 * per_container())
     assert supports["shards:GA"] == pytest.approx(8 * per_container())
-    # 16,000 x 0.8 = 12,800 units: the numbering's (numbered/s x 2.1735), the rest at 2.0202 a reservation
-    assert supports["warm_write_units"] == pytest.approx((12_800 - NUMBERED_PER_S * TICKET_WU) / SALE_WU)
-    # the index's 8,000 units (6,400 at 80%) are 8 partitions, the busiest holding 22 of the 128
-    # keys (Poisson, mean 16): 128,000 / 22 units a second over every key, the tighter of the two
-    assert busiest_partition_keys(128, 8) == 22
-    busiest = 128_000 / 22 - NUMBERED_PER_S * INDEX_NUMBERED_WU
-    assert busiest < 6_400 - NUMBERED_PER_S * INDEX_NUMBERED_WU
-    assert supports["index_warm_write_units"] == pytest.approx(busiest)
-    assert supports["sns_quota"] == pytest.approx(24_000 - NUMBERED_PER_S)
+    # 16,000 x 0.8 = 12,800 units: each reservation's 2.0202 and, numbered as fast by the 2 lanes, 2.1735
+    assert supports["warm_write_units"] == pytest.approx(12_800 / (SALE_WU + TICKET_WU))
+    # the index's 8,000 units (6,400 at 80%) are 8 partitions, the busiest holding 76 of the 512
+    # keys (Poisson, mean 64): 512,000 / 76 units a second over every key; 6,400 is the tighter,
+    # each sale taking 1 + 1.0204 (numbered as fast by the 2 lanes)
+    assert busiest_partition_keys(UNNUMBERED_BUCKETS, 8) == 76
+    assert 6_400 < 512_000 / 76
+    assert supports["index_warm_write_units"] == pytest.approx(6_400 / (1 + INDEX_NUMBERED_WU))
+    # SNS: 30,000 x 0.8 = 24,000 messages a second, less the 2 lanes' TICKETED outcomes
+    assert supports["sns_quota"] == pytest.approx(24_000 - 2 * NUMBERED_PER_S)
+    # one issuer lane numbers about 2,400 a second: the stack's 2, kept 80% busy, about 3,900
+    assert supports["issue_lanes"] == pytest.approx(2 * NUMBERED_PER_S * 0.8)
+    assert "issue_lanes" in short(replace(READY_AT_3000, issuer_lanes=1))
     assert supports["issue_memory"] == math.inf  # one vCPU: nothing more to give it
     assert supports["table_maximum"] == math.inf
     assert assessment.supported_rate == 3_000
@@ -426,7 +435,10 @@ def test_a_stack_with_what_the_plan_says_is_ready_and_supports_what_its_tightest
         ({"max_read_units": 300}, "table_maximum"),  # 3,000 x 17/99 / 0.8 = 644 on 8 items
         ({"quota_write_units": 7_500}, "table_quota"),
         ({"sns_publish_quota": 3_000}, "sns_quota"),
-        ({"issuer_memory_mb": 512}, "issue_memory"),  # 0.29 vCPU: numbers 29% of what one vCPU does
+        # 0.29 vCPU: a lane numbers 29% of what one vCPU does (4 such lanes fall behind; 4 of
+        # one vCPU would not)
+        ({"issuer_memory_mb": 512, "issuer_lanes": 4}, "issue_memory"),
+        ({"issuer_lanes": 1}, "issue_lanes"),  # one lane numbers about 1,940 a second at 80%
         ({"api_rate_limit": 2_999.0}, "api_throttle"),
         ({"api_burst_limit": 5_999.0}, "api_throttle"),
         ({"api_rate_limit": None, "api_burst_limit": None}, "api_throttle"),
@@ -459,7 +471,7 @@ def test_a_per_customer_limit_on_one_class_doubles_the_write_units_the_table_nee
     # batches, so more containers than 10)
     assert "warm_write_units" in short(limited)
     finding = next(f for f in assess_stack(limited, 3_000).findings if f.key == "warm_write_units")
-    assert finding.need == f">= {(3_000 * (4 + 2 / 49) + NUMBERED_PER_S * TICKET_WU) / 0.8:,.0f}"
+    assert finding.need == f">= {(3_000 * (4 + 2 / 49) + 3_000 * TICKET_WU) / 0.8:,.0f}"  # 2 lanes: all
 
 
 def test_a_table_and_index_that_report_no_warm_throughput_count_as_new_ones() -> None:
@@ -532,13 +544,14 @@ def test_plan_prints_one_line_per_item_then_problems_and_what_falls_behind_and_e
     assert len(lines) == 1 + len(plan.items) + len(plan.warnings)
     assert lines[1].split()[:2] == ["BatchSize", str(plan.values["batch_size"])]
     assert lines[2].split()[:3] == ["ReserveFunctionMemorySize,", "MB", "1,769"]
-    assert lines[-1].startswith("behind: the ticket issuer numbers at most about")
+    assert len(plan.warnings) == 0 and lines[-1].split()[:2] == ["sale:", "seconds"]
     # past what one class's 64 items take: more containers than items
     too_fast_rate = math.ceil(MAX_SHARDS * per_container() * 1.1)
     too_fast = CliRunner().invoke(cli, ["onsale", "plan", "--rate", str(too_fast_rate), "--output", "json"])
     assert too_fast.exit_code == 1
     document = json.loads(too_fast.output)
-    assert any("containers on one seat class" in p for p in document["problems"]) and document["warnings"]
+    assert any("containers on one seat class" in p for p in document["problems"])
+    assert document["warnings"] == [] and document["figures"]["issue_lanes"] >= too_fast_rate / 2_426
     pollers, queues = document["figures"]["event_pollers"], document["figures"]["queues"]
     assert pollers <= 200 and pollers * queues * 100 >= too_fast_rate
     small_options = ["--rate", "3000", "--memory", "512", "--batch-size", "99", "--front-door", "queue"]
@@ -563,8 +576,9 @@ def test_a_seat_map_plans_row_item_takes_at_the_mapped_containers_rate() -> None
     assert plan.values["per_container_s"] == pytest.approx(1 / per_request)
     assert got["maximum_concurrency"] == math.ceil(5_000 * per_request)
     assert got["shards"] == "none"
-    # 4 write units a take (row item + record), the issuer's 2.17 for each it numbers
-    assert plan.values["write_units_per_s"] == pytest.approx((5_000 * 4 + NUMBERED_PER_S * TICKET_WU) / 0.8)
+    # 4 write units a take (row item + record), the issuer's 2.17 for each it numbers (4 lanes: all)
+    assert got["issue_lanes"] == 4
+    assert plan.values["write_units_per_s"] == pytest.approx((5_000 * 4 + 5_000 * TICKET_WU) / 0.8)
     # 0.25 read units per refusal x 5,000 / 0.8 = 1,562.5: a new table's 12,000 is enough
     assert plan.values["read_units_per_s"] == pytest.approx(1_562.5)
     assert got["warm_read_units"] == 12_000
@@ -616,14 +630,22 @@ def test_check_needs_a_stack(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_the_plan_numbers_tickets_in_a_series_per_600_a_second_it_numbers() -> None:
     assert plan_sale(SaleInputs(300)).item("ticket_series").value == "1 / 1"
     assert plan_sale(SaleInputs(1_201)).item("ticket_series").value == "3 / 3"  # 2.002 -> 3
-    # the issuer numbers at most what its measured CPU allows whatever the sale's rate: a series
-    # per 600 of those
-    assert plan_sale(SaleInputs(40_000)).item("ticket_series").value == (
-        f"{math.ceil(NUMBERED_PER_S / 600)} / {math.ceil(NUMBERED_PER_S / 600)}"
-    )
-    assert plan_sale(SaleInputs(40_000, issuer_memory_mb=512)).values["numbered_per_s"] == pytest.approx(
-        NUMBERED_PER_S * 512 / 1769
-    )
+    # a lane numbers about 2,400 a second, kept at most 80% busy: 2,000 a second takes 2 lanes,
+    # and the series are a multiple of the lanes (4 / 2 = 2 series a lane)
+    two = plan_sale(SaleInputs(2_000))
+    assert two.item("issue_lanes").value == 2 and two.item("ticket_series").value == "4 / 2"
+    # 40,000 a second: 32 lanes, 67 series rounded up to 96 (3 a lane)
+    forty = plan_sale(SaleInputs(40_000))
+    assert forty.item("issue_lanes").value == 32 and forty.item("ticket_series").value == "96 / 3"
+    assert forty.values["numbered_per_s"] == pytest.approx(32 * NUMBERED_PER_S) and not forty.warnings
+    # at most 64 lanes: a slower issuer (512 MB, 0.29 vCPU) numbers 64 x its rate and falls behind
+    slow = plan_sale(SaleInputs(50_000, issuer_memory_mb=512))
+    assert slow.item("issue_lanes").value == 64
+    assert slow.values["numbered_per_s"] == pytest.approx(64 * NUMBERED_PER_S * 512 / 1769)
+    [behind] = slow.warnings
+    assert behind.startswith("the ticket issuer numbers at most about") and "in each of 64 lanes" in behind
+    assert issuer_lanes_for(1, 1769) == 1 and issuer_lanes_for(10**9, 1769) == 64
+    assert ticket_series_for(10**9, 64) == 128
 
 
 def test_the_plan_prices_the_checkout_api_as_rest_and_as_http_and_says_why_rest_is_kept() -> None:
@@ -664,15 +686,15 @@ def test_the_index_is_warmed_for_its_busiest_partition_not_only_its_mean() -> No
     assert busiest_partition_keys(128, 128) == 4  # 128 x P(X > 4) = 0.47 for a mean of 1
     assert busiest_partition_keys(128, 127) == 4 and busiest_partition_keys(128, 1) == 128
     assert busiest_partition_keys(128, 10_000) == 2 and busiest_partition_keys(128, 100_000) == 1
-    # 40,000/s: (40,000 + numbered/s x 1.0204) / 128 = 324.6 units a key: 3 keys a partition at
-    # most, which takes 246 partitions; each partition's 1,000 units is the limit
-    per_key = (40_000 + NUMBERED_PER_S * INDEX_NUMBERED_WU) / 128
-    assert index_partitions_for(per_key) == 246
-    assert busiest_partition_keys(128, 246) * per_key <= 1_000 < busiest_partition_keys(128, 245) * per_key
+    # 40,000/s numbered as fast: (40,000 + 40,000 x 1.0204) / 512 = 157.8 units a key: 6 keys a
+    # partition at most, which takes 310 partitions; each partition's 1,000 units is the limit
+    per_key = (40_000 + 40_000 * INDEX_NUMBERED_WU) / 512
+    assert index_partitions_for(per_key) == 310
+    assert busiest_partition_keys(512, 310) * per_key <= 1_000 < busiest_partition_keys(512, 309) * per_key
     forty = plan_sale(SaleInputs(40_000))
-    assert forty.values["index_warm_write_units"] == 246_000
-    assert forty.item("table_quota").value == "246,000 / 66,000"  # the quota covers the index's warm
-    assert "the busiest of 246 holds about 3 (Poisson)" in forty.item("index_warm_write_units").rule
+    assert forty.values["index_warm_write_units"] == 310_000
+    assert forty.item("table_quota").value == "310,000 / 66,000"  # the quota covers the index's warm
+    assert "the busiest of 310 holds about 6 (Poisson)" in forty.item("index_warm_write_units").rule
     # past what 1,000 partitions can spread (a key alone past a partition's units, or 2 keys a
     # partition at 100,000/s), the plan says it cannot
     assert index_partitions_for(1_001) is None

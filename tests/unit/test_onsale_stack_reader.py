@@ -110,7 +110,9 @@ def stub_stack(
     )
     if issuer:
         lambda_.add_response(
-            "get_function_configuration", {"MemorySize": 512}, {"FunctionName": "seats-issue"}
+            "get_function_configuration",
+            {"MemorySize": 512, "Environment": {"Variables": {"ISSUE_LANES": "16"}}},
+            {"FunctionName": "seats-issue"},
         )
     if stage is None:
         apigateway.add_client_error(
@@ -187,14 +189,15 @@ def test_the_reader_takes_each_setting_from_its_describe_call(
     assert (settings.usage_plan_rate_limit, settings.usage_plan_burst_limit) == (45_000.0, 90_000.0)
     assert (settings.api_account_rate_limit, settings.api_account_burst_limit) == (10_000.0, 5_000.0)
     # each function's memory, and the TicketsToIssue index's own warm throughput
-    assert (settings.reserve_memory_mb, settings.issuer_memory_mb) == (1769, 512)
+    assert (settings.reserve_memory_mb, settings.issuer_memory_mb, settings.issuer_lanes) == (1769, 512, 16)
     assert (settings.index_warm_write_units, settings.index_warm_read_units) == (60_000, 12_000)
     assert settings.event_pollers is None  # standard mode
     # at 20,000/s (35 containers at 1,769 MB, within 50): the maximum of 90,000 write units holds,
     # the quota of 40,000 does not (the table needs (20,000 x 2.02 + numbered/s x 2.17) / 0.8),
-    # nor the account's API throttle, nor the issuer at 512 MB
+    # nor the account's API throttle, nor the issuer at 512 MB (its 16 lanes would keep up at one
+    # vCPU), nor SNS's 30,000 for the sale's answers and the 16 lanes' TICKETED outcomes
     short = {f.key for f in assess_stack(settings, 20_000).findings if not f.ok}
-    assert short == {"table_quota", "api_account_throttle", "issue_memory"}
+    assert short == {"table_quota", "api_account_throttle", "issue_memory", "sns_quota"}
 
 
 def test_provisioned_mode_is_read_as_its_minimum_and_maximum_pollers(

@@ -80,6 +80,11 @@ def test_the_issuers_settings_are_read_and_its_series_at_once_bounded() -> None:
     for bad in ("0", "65", "many"):
         with pytest.raises(ConfigurationError, match="ISSUE_SERIES_AT_ONCE"):
             Settings.from_env({**env, "ISSUE_SERIES_AT_ONCE": bad})
+    # One lane unless ISSUE_LANES says more: a power of two up to 64
+    assert defaults.issue_lanes == 1 and Settings.from_env({**env, "ISSUE_LANES": "32"}).issue_lanes == 32
+    for bad in ("0", "3", "128", "many"):
+        with pytest.raises(ConfigurationError, match="ISSUE_LANES"):
+            Settings.from_env({**env, "ISSUE_LANES": bad})
 
 
 def test_the_issuers_pools_are_sized_from_its_series_at_once() -> None:

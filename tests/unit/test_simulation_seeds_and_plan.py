@@ -73,7 +73,10 @@ def test_the_plans_stack_replaces_the_templates_and_given_options_keep_theirs() 
     assert planned.contention.warm_write_units_per_s == v["warm_write_units"]
     assert planned.contention.index_warm_write_units_per_s == v["index_warm_write_units"]
     assert planned.sns_publish_per_s == v["sns_publish_quota"]
-    assert planned.tickets.series == planned.tickets.series_at_once == v["ticket_series"]
+    assert (
+        planned.tickets.series == v["ticket_series"] == 24 and planned.tickets.lanes == v["issue_lanes"] == 8
+    )
+    assert planned.tickets.series_at_once == v["issue_series_at_once"] == 3
     assert planned.offered_rate == 10_000 and planned.api.rate_limit == v["api_rate_limit"]
     assert planned.api.account_rate_limit == 10_000
     assert kept.memory_mb == base.memory_mb and kept.contention.warm_write_units_per_s == 4_000

@@ -28,6 +28,7 @@ from seat_inventory.dal.items import (
     UNNUMBERED_BUCKETS,
     UNNUMBERED_PREFIX,
     ledger_pk,
+    ledger_series,
     ledger_sk,
     number,
     reservation_key,
@@ -35,6 +36,8 @@ from seat_inventory.dal.items import (
     ticket_format_key,
 )
 from seat_inventory.models import (
+    WHOLE_INDEX,
+    IssuerLane,
     NumbersRefused,
     StoreInconsistency,
     TicketAssignment,
@@ -45,7 +48,7 @@ from seat_inventory.models import (
     UnnumberedSale,
 )
 
-# Concurrent index queries of one `find_unnumbered` (128 partitions).
+# Concurrent index queries of one `find_unnumbered` (of up to 512 partition keys).
 MAX_CONCURRENT_QUERIES = 16
 # A transaction holds at most 100 actions: the counter, the ledger entry and 98 reservations.
 MAX_RESERVATIONS_PER_BATCH = 98
@@ -88,13 +91,13 @@ class TicketQueries(TableAccess):
             request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
         return items
 
-    def find_unnumbered(self, limit: int) -> list[UnnumberedSale]:
-        """A Query of each `UNNUMBERED#<bucket>` (oldest sale first), an equal share of `limit`
-        each, 16 at a time (eventually consistent: a sale numbered a moment ago may show)."""
-        share = max(1, -(-limit // UNNUMBERED_BUCKETS))
+    def find_unnumbered(self, limit: int, lane: IssuerLane = WHOLE_INDEX) -> list[UnnumberedSale]:
+        """A Query of each of the lane's `UNNUMBERED#<bucket>` (oldest sale first), an equal share
+        of `limit` each, 16 at a time (eventually consistent: a sale numbered a moment ago may show)."""
+        partitions = [f"{UNNUMBERED_PREFIX}{b}" for b in range(UNNUMBERED_BUCKETS) if lane.takes_bucket(b)]
+        share = max(1, -(-limit // len(partitions)))
         if self._query_pool is None:
             self._query_pool = ThreadPoolExecutor(MAX_CONCURRENT_QUERIES, thread_name_prefix="tickets")
-        partitions = [f"{UNNUMBERED_PREFIX}{b}" for b in range(UNNUMBERED_BUCKETS)]
         sales: list[UnnumberedSale] = []
         for items in self._query_pool.map(lambda p: self._query_partition(p, share), partitions):
             sales.extend(
@@ -222,14 +225,19 @@ class TicketQueries(TableAccess):
             "ExpressionAttributeValues": {":series": number(series), ":first": number(assignment.first)},
         }
 
-    def find_unpublished_batches(self, limit: int) -> list[TicketBatch]:
-        """A Query of each `TICKETED#<bucket>`, then the batches themselves (consistent BatchGetItem)."""
+    def find_unpublished_batches(self, limit: int, lane: IssuerLane = WHOLE_INDEX) -> list[TicketBatch]:
+        """A Query of each `TICKETED#<bucket>`, then the lane's batches themselves (consistent
+        BatchGetItem; a ledger key ends in its series)."""
         keys: list[dict[str, Any]] = []
         for bucket in range(LEDGER_OUTBOX_BUCKETS):
             if len(keys) >= limit:
                 break
             items = self._query_partition(f"{LEDGER_OUTBOX_PREFIX}{bucket}", limit - len(keys))
-            keys.extend({"pk": item["pk"], "sk": item["sk"]} for item in items)
+            keys.extend(
+                {"pk": item["pk"], "sk": item["sk"]}
+                for item in items
+                if lane.takes_series(ledger_series(item["pk"]["S"]))
+            )
         items, _ = self._consistent_batch_get(keys)  # what stays unprocessed waits for the next run
         return [batch_from_item(item) for item in items if "gsi2pk" in item]
 

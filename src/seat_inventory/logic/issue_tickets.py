@@ -20,8 +20,10 @@ from concurrent.futures import Executor
 from dataclasses import dataclass, field
 
 from seat_inventory.logic import answers
-from seat_inventory.logic.ports import Clock, OutcomePublisher, TicketStore
+from seat_inventory.logic.ports import Clock, LaneStarter, OutcomePublisher, TicketStore
 from seat_inventory.models import (
+    WHOLE_INDEX,
+    IssuerLane,
     NumbersRefused,
     RetryableError,
     StoreInconsistency,
@@ -38,6 +40,8 @@ BATCH_SIZE = MAX_BATCH_SIZE
 # Attempts at one batch (lost races and transient faults) before the series waits for the next
 # round; each transient fault waits a full-jitter back-off of up to BACKOFF_SECONDS * 2**attempt.
 COMMIT_ATTEMPTS = 6
+# After a round that found nothing, a round of the whole index queries one share of it in turn.
+PROBE_SHARES = 8
 BACKOFF_SECONDS = 0.05
 
 
@@ -220,6 +224,55 @@ def _publish(
     store.mark_batches_published(done)
 
 
+@dataclass(slots=True)
+class LaneFanOut:
+    """The scheduled run of an issuer with `count` lanes (docs/guides/tickets.md, "Lanes"): it is
+    lane 0, and starts the others (each to number until `until`) as soon as it finds a sale of
+    theirs waiting. Until every one of them started it takes the whole index (a lane that did
+    start only races it, which the counters' guards make safe), then its own lane's share."""
+
+    starter: LaneStarter
+    count: int
+    until: float
+    pending: list[int] = field(init=False)
+    own: IssuerLane = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.own = IssuerLane(0, self.count)
+        self.pending = list(range(1, self.count))
+
+    @property
+    def lane(self) -> IssuerLane:
+        """The lane whose sales and outbox this round reads."""
+        return WHOLE_INDEX if self.pending else self.own
+
+    def share(self, waiting: list[UnnumberedSale]) -> list[UnnumberedSale]:
+        """What this run numbers of the sales it found (starting the other lanes if one of theirs
+        waits)."""
+        if self.pending and any(not self.own.takes_sale(s.reservation_id) for s in waiting):
+            self.pending = self.starter.start_lanes(self.pending, self.count, self.until)
+            if not self.pending:
+                return [s for s in waiting if self.own.takes_sale(s.reservation_id)]
+        return waiting
+
+
+def _find_waiting(
+    store: TicketStore,
+    clock: Clock,
+    limit: int,
+    lane: IssuerLane | LaneFanOut,
+    result: IssueResult,
+    probe: IssuerLane | None,
+) -> list[UnnumberedSale]:
+    """The round's waiting sales of `lane`, or of `probe` when given (a fan-out: its share of what
+    it found), counted into `result`."""
+    now_ms = int(clock.now() * 1000)
+    waiting = store.find_unnumbered(limit, probe or (lane.lane if isinstance(lane, LaneFanOut) else lane))
+    result.found = len(waiting)
+    result.oldest_wait_ms = max((now_ms - s.sold_at_ms for s in waiting), default=0)
+    return lane.share(waiting) if isinstance(lane, LaneFanOut) else waiting
+
+
 def issue_tickets(
     store: TicketStore,
     publisher: OutcomePublisher,
@@ -229,9 +282,13 @@ def issue_tickets(
     batch_size: int = BATCH_SIZE,
     executor: Executor | None = None,
     deadline: float | None = None,
+    lane: IssuerLane | LaneFanOut = WHOLE_INDEX,
+    probe: IssuerLane | None = None,
 ) -> IssueResult:
     """One round of the issuer: the outbox, then at most `limit` waiting sales, each batch's
-    outcomes published as soon as it committed.
+    outcomes published as soon as it committed; of `lane`'s sales and series only (a
+    `LaneFanOut`: the lane it takes this round, and it starts the other lanes when they have work),
+    or of the index's share `probe` only.
 
     With an `executor`, the series are numbered concurrently (each series by one task: a series
     is a sequence, its batches follow one another; the task publishes each batch it committed
@@ -250,19 +307,15 @@ def issue_tickets(
             formats[event_id] = store.read_ticket_format(event_id)
         return formats[event_id]
 
-    outbox = store.find_unpublished_batches(limit)
+    taken = lane.lane if isinstance(lane, LaneFanOut) else lane
+    outbox = store.find_unpublished_batches(limit, taken)
     for batch in outbox:
         format_of(batch.series.event_id)
     _publish(store, publisher, outbox, formats, result)
 
-    now_ms = int(clock.now() * 1000)
-    waiting = store.find_unnumbered(limit)
-    result.found = len(waiting)
-    result.oldest_wait_ms = max((now_ms - s.sold_at_ms for s in waiting), default=0)
     groups: dict[TicketSeries, list[UnnumberedSale]] = {}
-    for sale in waiting:
-        fmt = format_of(sale.event_id)
-        key = TicketSeries(sale.event_id, series_of(sale.reservation_id, fmt.series))
+    for sale in _find_waiting(store, clock, limit, lane, result, probe):
+        key = TicketSeries(sale.event_id, series_of(sale.reservation_id, format_of(sale.event_id).series))
         groups.setdefault(key, []).append(sale)
 
     def announce(batch: TicketBatch, series_run: _SeriesRun) -> None:
@@ -280,6 +333,15 @@ def issue_tickets(
     return result
 
 
+def _probe(lane: IssuerLane | LaneFanOut, quiet: int) -> IssuerLane | None:
+    """What a round of the whole index queries after `quiet` rounds that found nothing: one of
+    PROBE_SHARES shares of its buckets in turn (a sale of more than a few sales shows in each share
+    at once; a smaller one waits at most PROBE_SHARES rounds); None: the whole, or a lane's own."""
+    if quiet == 0 or (lane.lane if isinstance(lane, LaneFanOut) else lane) != WHOLE_INDEX:
+        return None
+    return IssuerLane(quiet % PROBE_SHARES, PROBE_SHARES)
+
+
 def run_issuer(
     store: TicketStore,
     publisher: OutcomePublisher,
@@ -290,19 +352,30 @@ def run_issuer(
     idle_seconds: float = 1.0,
     batch_size: int = BATCH_SIZE,
     executor: Executor | None = None,
+    lane: IssuerLane | LaneFanOut = WHOLE_INDEX,
 ) -> list[IssueResult]:
-    """Rounds of `issue_tickets` until the clock reaches `until` (the scheduled function runs for
-    the minute between two schedules, so a sale waits about `idle_seconds` plus a round, not a
-    minute). A round that found fewer than `limit` waits `idle_seconds`; one that found `limit`
-    or more goes on at once. No batch starts after `until`, so the run ends about when the next
-    scheduled run starts (a backlog's long round does not overlap it: two runs on one series
+    """Rounds of `issue_tickets` of `lane` until the clock reaches `until` (the scheduled function
+    runs for the minute between two schedules, so a sale waits about `idle_seconds` plus a round,
+    not a minute). A round that found fewer than `limit` waits `idle_seconds`; one that found
+    `limit` or more goes on at once. No batch starts after `until`, so the run ends about when the
+    next scheduled run starts (a backlog's long round does not overlap it: two runs on one series
     only lose races to each other)."""
     rounds: list[IssueResult] = []
+    quiet = 0  # rounds in a row that found nothing
     while True:
         result = issue_tickets(
-            store, publisher, clock, limit=limit, batch_size=batch_size, executor=executor, deadline=until
+            store,
+            publisher,
+            clock,
+            limit=limit,
+            batch_size=batch_size,
+            executor=executor,
+            deadline=until,
+            lane=lane,
+            probe=_probe(lane, quiet),
         )
         rounds.append(result)
+        quiet = 0 if result.found else quiet + 1
         if clock.now() + idle_seconds >= until:
             return rounds
         if result.found < limit:

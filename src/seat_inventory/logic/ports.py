@@ -11,6 +11,8 @@ from typing import Protocol
 
 from seat_inventory.logic.seat_map import SeatMap
 from seat_inventory.models import (
+    WHOLE_INDEX,
+    IssuerLane,
     Join,
     LaneWrite,
     ListedReturn,
@@ -187,8 +189,8 @@ class TicketStore(Protocol):
     """What the ticket issuer needs (docs/guides/tickets.md): the sold-but-unnumbered index, the series'
     counters, and one guarded write that numbers a batch together with its counter."""
 
-    def find_unnumbered(self, limit: int) -> list[UnnumberedSale]:
-        """At most `limit` sold reservations waiting for numbers (eventually consistent)."""
+    def find_unnumbered(self, limit: int, lane: IssuerLane = WHOLE_INDEX) -> list[UnnumberedSale]:
+        """At most `limit` of `lane`'s sold reservations waiting for numbers (eventually consistent)."""
         ...
 
     def read_ticket_format(self, event_id: str) -> TicketFormat:
@@ -205,12 +207,22 @@ class TicketStore(Protocol):
         `RetryableError` on a transient fault, when it may or may not have committed."""
         ...
 
-    def find_unpublished_batches(self, limit: int) -> list[TicketBatch]:
-        """At most `limit` ledger batches whose TICKETED outcomes were not published yet."""
+    def find_unpublished_batches(self, limit: int, lane: IssuerLane = WHOLE_INDEX) -> list[TicketBatch]:
+        """At most `limit` ledger batches of `lane`'s series whose TICKETED outcomes were not
+        published yet."""
         ...
 
     def mark_batches_published(self, batches: Sequence[TicketBatch]) -> int:
         """Takes the batches out of the publication outbox; returns how many it took out."""
+        ...
+
+
+class LaneStarter(Protocol):
+    """Starts the ticket issuer's other lanes (docs/guides/tickets.md, "Lanes")."""
+
+    def start_lanes(self, lanes: Sequence[int], count: int, until: float) -> list[int]:
+        """Starts each of `lanes` (of `count`), to number until the epoch second `until`; returns
+        the lanes it could not start."""
         ...
 
 

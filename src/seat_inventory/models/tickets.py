@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 
 
@@ -14,6 +15,41 @@ class TicketSeries:
 
 
 MAX_TICKET_SERIES = 128
+# Issuer lanes: a power of two, so each lane's sales are whole buckets of the index (128 of them).
+MAX_ISSUER_LANES = 64
+
+
+@dataclass(frozen=True, slots=True)
+class IssuerLane:
+    """One of `count` issuer runs numbering at once (docs/guides/tickets.md, "Lanes"): lane `index`
+    takes the sales whose reservation id's CRC-32 is `index` modulo `count` (its share of the
+    index's buckets) and publishes the batches of the series that are `index` modulo `count`. With
+    as many series as lanes or a multiple of it, a series is numbered by one lane only."""
+
+    index: int = 0
+    count: int = 1
+
+    def __post_init__(self) -> None:
+        if self.count not in ISSUER_LANE_COUNTS:
+            raise ValueError(
+                f"issuer lanes must be a power of two from 1 to {MAX_ISSUER_LANES}, not {self.count}"
+            )
+        if not 0 <= self.index < self.count:
+            raise ValueError(f"an issuer lane is 0 to {self.count - 1}, not {self.index}")
+
+    def takes_sale(self, reservation_id: str) -> bool:
+        return zlib.crc32(reservation_id.encode()) % self.count == self.index
+
+    def takes_bucket(self, bucket: int) -> bool:
+        """The index bucket (the sale's CRC-32 modulo a multiple of `count`) holds this lane's sales."""
+        return bucket % self.count == self.index
+
+    def takes_series(self, series: int) -> bool:
+        return series % self.count == self.index
+
+
+ISSUER_LANE_COUNTS = tuple(2**i for i in range(MAX_ISSUER_LANES.bit_length()))
+WHOLE_INDEX = IssuerLane()
 MAX_TICKET_WIDTH = 12
 MAX_TICKET_PREFIX = 16
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from seat_inventory.models import MAX_ORDER_LINES, MAX_SHARDS, MAX_TICKET_SERIES
+from seat_inventory.models import ISSUER_LANE_COUNTS, MAX_ORDER_LINES, MAX_SHARDS, MAX_TICKET_SERIES
 from seat_inventory.settings import DEFAULT_ISSUE_LIMIT, Settings
 from seat_tools.cli.output import OutputFormat, output_option, print_json, print_text
 from seat_tools.contention.model import (
@@ -140,7 +140,10 @@ def _template_defaults() -> tuple[SimulationConfig, Settings]:
     )
     issuer_memory = parameters.get("IssueFunctionMemorySize")
     config = SimulationConfig(
-        tickets=IssuerConfig(memory_mb=int(float(issuer_memory)) if issuer_memory else 512),
+        tickets=IssuerConfig(
+            memory_mb=int(float(issuer_memory)) if issuer_memory else 512,
+            lanes=int(float(parameters.get("IssueLanes", 1))),
+        ),
         api=api,
         containers=source.concurrency or 1000,
         queues=int(float(parameters.get("ReservationQueues", 1))),
@@ -427,6 +430,12 @@ def _check_seat_map_options(config: SimulationConfig) -> None:
     " template's IssueFunctionMemorySize].",
 )
 @click.option(
+    "--issuer-lanes",
+    type=click.Choice([str(n) for n in ISSUER_LANE_COUNTS]),
+    help="Issuer runs numbering at once, each its share of the series (IssueLanes;"
+    " docs/guides/tickets.md) [default: the template's].",
+)
+@click.option(
     "--issuer-phase",
     type=click.FloatRange(0.0, SCHEDULE_S, max_open=True),
     default=0.0,
@@ -624,6 +633,7 @@ def simulate(
     issuer_clear_at_once: int,
     issuer_limit: int,
     issuer_memory_mb: int | None,
+    issuer_lanes: str | None,
     issuer_phase: float,
     sold_per_s: float,
     seat_map: str | None,
@@ -740,6 +750,7 @@ def simulate(
                 phase_s=issuer_phase,
                 issue_seconds=settings.issue_seconds,
                 memory_mb=issuer_memory_mb or defaults.tickets.memory_mb,
+                lanes=int(issuer_lanes) if issuer_lanes else defaults.tickets.lanes,
             ),
             sold_per_s=sold_per_s,
             seat_map=seat_map,

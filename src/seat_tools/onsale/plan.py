@@ -29,9 +29,10 @@ The rules, in short:
   entry (1) and, as sales are numbered, their removal and the ledger's outbox (1 + 2/98), on its
   own warm throughput. Read units per refused request after the sell-out: one consistent read of
   the class per batch, (1 + 2K) / 99.
-- The ticket issuer numbers on at most one vCPU (its memory's share; Python runs one thread of
-  CPU at a time): its measured CPU per sale bounds the numbering rate, about 1,500 a second at
-  1,769 MB; a faster sale's numbers fall behind it.
+- The ticket issuer numbers on at most one vCPU a lane (its memory's share; Python runs one
+  thread of CPU at a time): its measured CPU per sale bounds a lane's rate, about 2,400 a second
+  at 1,769 MB. The plan takes the fewest lanes (a power of two, at most 64) that keep each at most
+  80% busy, and as many series as lanes or a multiple of it.
 - SNS: each answer and each TICKETED outcome is one message against the region's publish quota
   (30,000 a second in us-east-1 by default).
 - The table, the index and SNS are kept at most 80% busy (`UTILISATION`, this project's choice);
@@ -53,7 +54,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from seat_inventory.dal.items import UNNUMBERED_BUCKETS
-from seat_inventory.models import MAX_SHARDS
+from seat_inventory.models import ISSUER_LANE_COUNTS, MAX_ISSUER_LANES, MAX_SHARDS, MAX_TICKET_SERIES
 from seat_inventory.publishing.sns_publisher import MAX_CONCURRENT_CALLS, PUBLISH_BATCH_LIMIT
 from seat_inventory.settings import MAX_ISSUE_SERIES_AT_ONCE
 from seat_tools.bench.ceiling import mean_transaction_latency_s
@@ -448,9 +449,24 @@ def issuer_ms_per_sale() -> float:
     return ISSUER_PER_TICKET_MS + ISSUER_PER_BATCH_MS / TICKET_BATCH
 
 
-def numbering_rate(issuer_memory_mb: int) -> float:
-    """Sales the ticket issuer numbers a second at most: its vCPU share over its CPU per sale."""
-    return vcpu_share(issuer_memory_mb) * 1000 / issuer_ms_per_sale()
+def numbering_rate(issuer_memory_mb: int, lanes: int = 1) -> float:
+    """Sales the ticket issuer numbers a second at most: its lanes' vCPU shares over its CPU per sale."""
+    return lanes * vcpu_share(issuer_memory_mb) * 1000 / issuer_ms_per_sale()
+
+
+def issuer_lanes_for(rate: float, issuer_memory_mb: int) -> int:
+    """The fewest issuer lanes (a power of two) that number `rate` at most `UTILISATION` busy, at
+    most MAX_ISSUER_LANES."""
+    needed = rate / (numbering_rate(issuer_memory_mb) * UTILISATION)
+    return next((n for n in ISSUER_LANE_COUNTS if n >= needed - 1e-9), MAX_ISSUER_LANES)
+
+
+def ticket_series_for(numbered_per_s: float, lanes: int) -> int:
+    """The plan's series: one per SERIES_PLANNED_PER_S numbered a second, at least one per lane,
+    rounded up to a multiple of the lanes (each series then in one lane), at most
+    MAX_TICKET_SERIES and MAX_ISSUE_SERIES_AT_ONCE a lane."""
+    series = max(lanes, math.ceil(numbered_per_s / SERIES_PLANNED_PER_S))
+    return min(MAX_TICKET_SERIES, MAX_ISSUE_SERIES_AT_ONCE * lanes, -(-series // lanes) * lanes)
 
 
 # ------------------------------------------------------------------ event pollers
@@ -867,6 +883,24 @@ def choose_batch_size(inputs: SaleInputs) -> tuple[int, str]:
     )
 
 
+def _numbering_behind(inputs: SaleInputs, lanes: int, numbering: float) -> str:
+    """What the plan says when the issuer's lanes number slower than the sale sells."""
+    rate = inputs.rate
+    behind = (
+        f"the ticket issuer numbers at most about {_n(numbering)} sales/s"
+        f" ({issuer_ms_per_sale():.2f} ms of measured CPU each on"
+        f" {vcpu_share(inputs.issuer_memory_mb):.2f} vCPU at {inputs.issuer_memory_mb:,} MB"
+        f" in each of {lanes} lanes, one thread of CPU each): at"
+        f" {_n(rate)}/s ticket numbers fall behind the sale by {_n(rate - numbering)} a second"
+    )
+    if inputs.reservations is not None:
+        behind += (
+            f"; the last of {inputs.reservations:,} is numbered about"
+            f" {inputs.reservations / numbering - inputs.reservations / rate:,.0f} s after the sale"
+        )
+    return behind
+
+
 def plan_sale(inputs: SaleInputs) -> SalePlan:
     """What a sale at `inputs.rate` needs, item by item, each with its rule."""
     batch, batch_rule = choose_batch_size(inputs)
@@ -888,7 +922,8 @@ def plan_sale(inputs: SaleInputs) -> SalePlan:
     pollers = Pollers.for_rate(rate, mapping)
     pollers_tail = _poller_problems(inputs, pollers, problems)
 
-    numbering = numbering_rate(inputs.issuer_memory_mb)
+    lanes = issuer_lanes_for(rate, inputs.issuer_memory_mb)
+    numbering = numbering_rate(inputs.issuer_memory_mb, lanes)
     table = table_write_load(numbering, batch, customer_limit=inputs.customer_limit, mapped=mapped)
     write_units = table.units(rate)
     warm_write = max(NEW_TABLE_WARM_WRITE, _round_up(write_units, 1_000))
@@ -906,21 +941,9 @@ def plan_sale(inputs: SaleInputs) -> SalePlan:
     sns_needed = sns_load(numbering).units(rate)
     sns_quota = max(inputs.sns_publish_quota, _round_up(sns_needed, 1_000))
 
-    series = min(MAX_ISSUE_SERIES_AT_ONCE, max(1, math.ceil(min(rate, numbering) / SERIES_PLANNED_PER_S)))
+    series = ticket_series_for(min(rate, numbering), lanes)
     if rate > numbering:
-        behind = (
-            f"the ticket issuer numbers at most about {_n(numbering)} sales/s"
-            f" ({issuer_ms_per_sale():.2f} ms of measured CPU each on"
-            f" {vcpu_share(inputs.issuer_memory_mb):.2f} vCPU at {inputs.issuer_memory_mb:,} MB;"
-            " one run at a time, one thread of CPU): at"
-            f" {_n(rate)}/s ticket numbers fall behind the sale by {_n(rate - numbering)} a second"
-        )
-        if inputs.reservations is not None:
-            behind += (
-                f"; the last of {inputs.reservations:,} is numbered about"
-                f" {inputs.reservations / numbering - inputs.reservations / rate:,.0f} s after the sale"
-            )
-        warnings.append(behind)
+        warnings.append(_numbering_behind(inputs, lanes, numbering))
 
     per_txn = reservations_per_transaction(batch, customer_limit=inputs.customer_limit)
     counter = f" + {_n(COUNTER_WRITE_UNITS)} for the customer's counter" if inputs.customer_limit else ""
@@ -1116,21 +1139,30 @@ def plan_sale(inputs: SaleInputs) -> SalePlan:
             "issue_memory",
             "IssueFunctionMemorySize, MB",
             inputs.issuer_memory_mb,
-            f"parameter IssueFunctionMemorySize: one issuer run numbers on"
-            f" {vcpu_share(inputs.issuer_memory_mb):.2f} vCPU at most (one run at a time, one"
-            f" thread of CPU), {issuer_ms_per_sale():.2f} ms of measured CPU a sale"
+            f"parameter IssueFunctionMemorySize: one issuer lane numbers on"
+            f" {vcpu_share(inputs.issuer_memory_mb):.2f} vCPU at most (one thread of CPU),"
+            f" {issuer_ms_per_sale():.2f} ms of measured CPU a sale"
             f" ({ISSUER_PER_TICKET_MS:.2f} ms a ticket, {ISSUER_PER_BATCH_MS:.2f} ms a batch of"
-            f" {TICKET_BATCH}): about {_n(numbering)} sales/s; more than {LAMBDA_MB_PER_VCPU:,} MB"
-            " adds nothing",
+            f" {TICKET_BATCH}): about {_n(numbering / lanes)} sales/s; more than"
+            f" {LAMBDA_MB_PER_VCPU:,} MB adds nothing",
+        ),
+        PlanItem(
+            "issue_lanes",
+            "IssueLanes",
+            lanes,
+            f"parameter IssueLanes: rate / ({_n(numbering / lanes)} a lane x {UTILISATION}) rounded up"
+            f" to a power of two, at most {MAX_ISSUER_LANES} (the scheduled run starts the others"
+            f" when they have work, docs/guides/tickets.md): about {_n(numbering)} sales/s",
         ),
         PlanItem(
             "ticket_series",
             "ticket series / IssueSeriesAtOnce",
-            f"{series} / {series}",
+            f"{series} / {series // lanes}",
             f"seats tickets configure EVENT --series N before the first sale: N = the numbering"
             f" rate / {SERIES_PLANNED_PER_S} rounded up (the issuer pipelines each series' batches,"
-            f" docs/guides/tickets.md), at most {MAX_ISSUE_SERIES_AT_ONCE}; parameter"
-            " IssueSeriesAtOnce >= N (the issuer numbers that many series at once)",
+            f" docs/guides/tickets.md), at least IssueLanes and a multiple of it (each series in"
+            f" one lane), at most {MAX_TICKET_SERIES} and {MAX_ISSUE_SERIES_AT_ONCE} a lane;"
+            " parameter IssueSeriesAtOnce >= N / IssueLanes (each lane numbers that many series at once)",
         ),
         PlanItem(
             "cost_per_million_confirmed",
@@ -1212,7 +1244,9 @@ def plan_sale(inputs: SaleInputs) -> SalePlan:
         "table_quota_write_units": quota_write,
         "table_quota_read_units": quota_read,
         "numbered_per_s": numbering,
+        "issue_lanes": lanes,
         "ticket_series": series,
+        "issue_series_at_once": series // lanes,
         "sns_messages_per_s": sns_needed,
         "sns_publish_quota": sns_quota,
         "api_rate_limit": math.ceil(rate),
@@ -1333,6 +1367,7 @@ class StackSettings:
     maximum_pollers: int | None = None  # ProvisionedPollerConfig.MaximumPollers
     reserve_memory_mb: int = TEMPLATE_MEMORY_MB  # the reserve function's MemorySize
     issuer_memory_mb: int | None = None  # the ticket issuer's; None: not read (no output names it)
+    issuer_lanes: int = 1  # the ticket issuer's ISSUE_LANES
     index_warm_write_units: int | None = None  # the TicketsToIssue index's WarmThroughput
     index_warm_read_units: int | None = None
     sns_publish_quota: int = SNS_PUBLISH_QUOTA_DEFAULT  # not readable: as the operator states it
@@ -1430,7 +1465,7 @@ def stack_findings(settings: StackSettings) -> list[tuple[Finding, Callable[[flo
     batch = settings.batch_size
     handler = _stack_handler(settings)
     issuer_memory = settings.issuer_memory_mb or TEMPLATE_MEMORY_MB
-    numbering = numbering_rate(issuer_memory)
+    numbering = numbering_rate(issuer_memory, settings.issuer_lanes)
     table = table_write_load(numbering, batch, customer_limit=handler.customer_limit)
     index = index_write_load(numbering)
     widest = max((c.shard_items for c in settings.classes), default=1)
@@ -1583,23 +1618,41 @@ def stack_findings(settings: StackSettings) -> list[tuple[Finding, Callable[[flo
         )
     )
     if settings.issuer_memory_mb is not None:
-        out.append(
-            (
-                Finding(
-                    "issue_memory",
-                    "ticket issuer memory, MB",
-                    f"{issuer_memory:,} (numbers about {_n(numbering)} sales/s)",
-                    numbering if issuer_memory < PLANNED_MEMORY_MB else math.inf,
-                    f"the issuer numbers on its memory's share of one vCPU, {issuer_ms_per_sale():.2f}"
-                    f" ms of CPU a sale: below {PLANNED_MEMORY_MB:,} MB it falls behind a faster sale"
-                    " sooner than it must (at one vCPU, still past about"
-                    f" {_n(numbering_rate(PLANNED_MEMORY_MB))}/s)",
-                ),
-                lambda r: f">= {PLANNED_MEMORY_MB:,}" if r > numbering else f"{issuer_memory:,}",
-            )
-        )
+        out.extend(_issuer_findings(issuer_memory, settings.issuer_lanes))
     out.extend(_api_findings(settings))
     return out
+
+
+def _issuer_findings(memory: int, lanes: int) -> list[tuple[Finding, Callable[[float], str]]]:
+    """The ticket issuer's memory (what its lanes number at it) and lanes (what they number at one
+    vCPU each), each kept at most UTILISATION busy."""
+    numbering = numbering_rate(memory, lanes)
+    at_one_vcpu = numbering_rate(PLANNED_MEMORY_MB, lanes)
+    return [
+        (
+            Finding(
+                "issue_memory",
+                "ticket issuer memory, MB",
+                f"{memory:,} (its lanes number about {_n(numbering)} sales/s)",
+                numbering * UTILISATION if memory < PLANNED_MEMORY_MB else math.inf,
+                f"each issuer lane numbers on its memory's share of one vCPU, {issuer_ms_per_sale():.2f}"
+                f" ms of CPU a sale: below {PLANNED_MEMORY_MB:,} MB it falls behind a faster sale"
+                " sooner than it must",
+            ),
+            lambda r: f">= {PLANNED_MEMORY_MB:,}" if r > numbering * UTILISATION else f"{memory:,}",
+        ),
+        (
+            Finding(
+                "issue_lanes",
+                "ticket issuer lanes (IssueLanes)",
+                f"{lanes} (about {_n(at_one_vcpu)} sales/s at one vCPU each)",
+                at_one_vcpu * UTILISATION if lanes < MAX_ISSUER_LANES else math.inf,
+                f"each lane numbers on its own vCPU; the plan keeps each at most {UTILISATION} busy,"
+                " or the tickets fall behind the sale (docs/guides/tickets.md)",
+            ),
+            lambda r: f">= {issuer_lanes_for(r, PLANNED_MEMORY_MB)}",
+        ),
+    ]
 
 
 def _api_findings(settings: StackSettings) -> list[tuple[Finding, Callable[[float], str]]]:

@@ -5,8 +5,8 @@
 - Lambda: the reservations queue's event source mapping (`State`, `BatchSize`,
   `ScalingConfig.MaximumConcurrency`, or `ProvisionedPollerConfig`'s minimum and maximum pollers
   in provisioned mode), the reserve function's memory (`GetFunctionConfiguration`) and reserved
-  concurrency (`GetFunctionConcurrency`), the ticket issuer's memory when the stack names it, and
-  the account's concurrency (`GetAccountSettings`);
+  concurrency (`GetFunctionConcurrency`), the ticket issuer's memory and lanes (its ISSUE_LANES)
+  when the stack names it, and the account's concurrency (`GetAccountSettings`);
 - API Gateway: the checkout API's stage (`GetStage`: its method settings' throttles), the usage
   plans on that stage, and the account's throttle (`GetAccount`).
 
@@ -109,11 +109,13 @@ class StackReader:
         )
         account = lambda_.get_account_settings()["AccountLimit"]
         memory = lambda_.get_function_configuration(FunctionName=resources.function_name)["MemorySize"]
-        issuer_memory = (
-            lambda_.get_function_configuration(FunctionName=resources.issuer_function_name)["MemorySize"]
+        issuer = (
+            lambda_.get_function_configuration(FunctionName=resources.issuer_function_name)
             if resources.issuer_function_name
-            else None
+            else {}
         )
+        issuer_memory = issuer.get("MemorySize")
+        issuer_lanes = ((issuer.get("Environment") or {}).get("Variables") or {}).get("ISSUE_LANES") or 1
         pollers = mapping.get("ProvisionedPollerConfig") or {}
         api_rate, api_burst = self._stage_throttle(apigateway, resources)
         plan_rate, plan_burst = self._usage_plan_throttle(apigateway, resources)
@@ -143,6 +145,7 @@ class StackReader:
             maximum_pollers=pollers.get("MaximumPollers"),
             reserve_memory_mb=int(memory),
             issuer_memory_mb=None if issuer_memory is None else int(issuer_memory),
+            issuer_lanes=int(issuer_lanes),
             index_warm_write_units=index_warm.get("WriteUnitsPerSecond"),
             index_warm_read_units=index_warm.get("ReadUnitsPerSecond"),
             reservation_queues=resources.reservation_queues,

@@ -45,9 +45,11 @@ from seat_inventory.dal.items import (
 )
 from seat_inventory.dal.tickets import MAX_CONCURRENT_QUERIES
 from seat_inventory.handlers.issue_tickets import MARGIN_SECONDS, publish_calls
-from seat_inventory.logic.issue_tickets import run_issuer
+from seat_inventory.logic.issue_tickets import LaneFanOut, run_issuer
 from seat_inventory.models import (
     MAX_TICKET_SERIES,
+    WHOLE_INDEX,
+    IssuerLane,
     NumbersRefused,
     ReservationOutcome,
     Throttled,
@@ -80,6 +82,7 @@ from seat_tools.simulation.measured_cpu import (
     ISSUER_PER_BATCH_MS,
     ISSUER_PER_TICKET_MS,
     ISSUER_ROUND_MS,
+    ISSUER_ROUND_QUERIES,
     vcpu_share,
 )
 from seat_tools.simulation.memory_store import InMemoryInventoryStore
@@ -289,12 +292,13 @@ class SimulatedTicketStore:
                 slowest = max(slowest, decision.latency_s)
             self._wait(slowest)
 
-    def find_unnumbered(self, limit: int) -> list[UnnumberedSale]:
-        share = max(1, -(-limit // UNNUMBERED_BUCKETS))
+    def find_unnumbered(self, limit: int, lane: IssuerLane = WHOLE_INDEX) -> list[UnnumberedSale]:
+        buckets = [b for b in range(UNNUMBERED_BUCKETS) if lane.takes_bucket(b)]
+        share = max(1, -(-limit // len(buckets)))
         visible_ms = int((self._scheduler.now() - self._lag_s) * 1000)
         sales: list[UnnumberedSale] = []
         requests: list[ItemRead] = []
-        for bucket in range(UNNUMBERED_BUCKETS):
+        for bucket in buckets:
             found = self._waiting.query(bucket, share, visible_ms, self._tally.numbered_at)
             sales.extend(found)
             size = INDEX_ENTRY_BYTES * max(1, len(found))
@@ -371,13 +375,13 @@ class SimulatedTicketStore:
             return 300
         return record_item_bytes(record) + 20  # ticket_series, ticket_first
 
-    def find_unpublished_batches(self, limit: int) -> list[TicketBatch]:
+    def find_unpublished_batches(self, limit: int, lane: IssuerLane = WHOLE_INDEX) -> list[TicketBatch]:
         requests = [
             ItemRead(f"TICKETED#{b}", f"TICKETED#{b}", read_units(INDEX_ENTRY_BYTES, consistent=False))
             for b in range(LEDGER_OUTBOX_BUCKETS)
         ]
         self._reads("Query", [[r] for r in requests])
-        batches = self._data.find_unpublished_batches(limit)
+        batches = self._data.find_unpublished_batches(limit, lane)
         if batches:
             reads = [
                 ItemRead(
@@ -443,13 +447,20 @@ class _InvocationStore:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)
 
-    def find_unnumbered(self, limit: int) -> list[UnnumberedSale]:
-        self._cpu.run(ISSUER_ROUND_MS)
-        return self._store.find_unnumbered(limit)
+    def find_unnumbered(self, limit: int, lane: IssuerLane = WHOLE_INDEX) -> list[UnnumberedSale]:
+        self._cpu.run(round_cpu_ms(lane))
+        return self._store.find_unnumbered(limit, lane)
 
     def commit_numbers(self, batch: TicketBatch) -> NumbersRefused | None:
         self._cpu.run(ISSUER_PER_BATCH_MS + ISSUER_PER_TICKET_MS * sum(a.quantity for a in batch.assignments))
         return self._store.commit_numbers(batch)
+
+
+def round_cpu_ms(lane: IssuerLane) -> float:
+    """A round's fixed CPU (measured for the whole index: its buckets' and the outbox's queries),
+    in proportion to the queries a lane sends (its share of the buckets, every outbox bucket)."""
+    queries = UNNUMBERED_BUCKETS // lane.count + LEDGER_OUTBOX_BUCKETS
+    return ISSUER_ROUND_MS * queries / ISSUER_ROUND_QUERIES
 
 
 def _outbox_key(ledger: str) -> str:
@@ -479,9 +490,13 @@ class IssuerConfig:
     phase_s: float = 0.0
     index_lag_s: float = DEFAULT_INDEX_LAG_S
     memory_mb: int = 512  # the issuer's (the template's IssueFunctionMemorySize): its vCPU share
+    lanes: int = 1  # issuer runs numbering at once (the template's IssueLanes)
+    # From a scheduled run's asynchronous Invoke of a lane to the lane's first round (its cold start).
+    lane_start_s: float = 0.6
     sns_publish_per_s: float | None = None  # the region's SNS quota (None: none)
 
     def __post_init__(self) -> None:
+        IssuerLane(0, self.lanes)  # a power of two up to MAX_ISSUER_LANES, or ValueError
         if not 1 <= self.series <= MAX_TICKET_SERIES:
             raise ValueError(f"ticket series must be 1 to {MAX_TICKET_SERIES}, not {self.series}")
         if not 1 <= self.series_at_once <= MAX_ISSUE_SERIES_AT_ONCE:
@@ -532,9 +547,23 @@ def simulate_issuer(
     last_sale = max(tally.sold_at.values(), default=sale_start)
     give_up = last_sale + GIVE_UP_AFTER_S
 
-    def invocation(start: float) -> None:
+    class Lanes:
+        """Starts lanes as the function's asynchronous Invoke does: each a container of its own,
+        running `lane_start_s` later."""
+
+        def start_lanes(self, lanes: Sequence[int], count: int, until: float) -> list[int]:
+            for index in lanes:
+                scheduler.spawn(
+                    f"issuer-lane-{index}-{until:.0f}",
+                    functools.partial(invocation, until - config.issue_seconds, IssuerLane(index, count)),
+                    at=scheduler.now() + config.lane_start_s,
+                )
+            return []
+
+    def invocation(start: float, lane: IssuerLane | None = None) -> None:
         # Each invocation is a container of its own: its own thread pools (publisher, series).
         # (`start` may be before the sale: the run the sale starts in began `phase_s` earlier.)
+        # The scheduled run (`lane` None) starts the others when they have work.
         publisher = _Publisher(
             scheduler,
             publish_latency,
@@ -543,16 +572,19 @@ def simulate_issuer(
             at_once=config.publish_pool,
             quota=quota,
         )
+        until = start + config.issue_seconds
+        began = start if lane is None else scheduler.now()
         rounds = run_issuer(
             _InvocationStore(store, _Cpu(scheduler, config.memory_mb, tally)),
             publisher,
             clock,
             limit=config.limit,
-            until=start + config.issue_seconds,
+            until=until,
             executor=VirtualExecutor(scheduler, config.series_at_once),
+            lane=lane or (LaneFanOut(Lanes(), config.lanes, until) if config.lanes > 1 else WHOLE_INDEX),
         )
         tally.invocations += 1
-        tally.busy_seconds += scheduler.now() - start
+        tally.busy_seconds += scheduler.now() - began
         tally.rounds += len(rounds)
         tally.lost_races += sum(r.lost_races for r in rounds)
         tally.faults += sum(r.faults for r in rounds)
@@ -623,6 +655,7 @@ def issuer_figures(config: IssuerConfig, tally: IssuerTally, model: ContentionMo
     span = last_numbered - first_sold
     return {
         "series": config.series,
+        "lanes": config.lanes,
         "series_at_once": config.series_at_once,
         "publish_at_once": config.publish_pool,
         "issue_seconds": config.issue_seconds,

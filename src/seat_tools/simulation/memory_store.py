@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 
 from seat_inventory.logic.seat_map import SeatMap
 from seat_inventory.models import (
+    WHOLE_INDEX,
+    IssuerLane,
     NumbersRefused,
     Outcome,
     PoolInventory,
@@ -727,14 +729,16 @@ class InMemoryInventoryStore(WaitlistMemory):
 
     # ------------------------------------------------------------------ TicketStore
 
-    def find_unnumbered(self, limit: int) -> list[UnnumberedSale]:
+    def find_unnumbered(self, limit: int, lane: IssuerLane = WHOLE_INDEX) -> list[UnnumberedSale]:
         self._maybe_fail()
         found = {
             rid: UnnumberedSale(rid, self.records[rid].event_id or "", self.records[rid].quantity or 0, ms)
             for rid, ms in self.awaiting_tickets.items()
+            if lane.takes_sale(rid)
         }
         for rid, stale in self.stale_unnumbered.items():
-            found.setdefault(rid, stale)
+            if lane.takes_sale(rid):
+                found.setdefault(rid, stale)
         return sorted(found.values(), key=lambda s: (s.sold_at_ms, s.reservation_id))[:limit]
 
     def read_ticket_format(self, event_id: str) -> TicketFormat:
@@ -775,11 +779,12 @@ class InMemoryInventoryStore(WaitlistMemory):
             raise self.lose_next_numbers_reply.pop(0)
         return None
 
-    def find_unpublished_batches(self, limit: int) -> list[TicketBatch]:
+    def find_unpublished_batches(self, limit: int, lane: IssuerLane = WHOLE_INDEX) -> list[TicketBatch]:
         self._maybe_fail()
         return [
             self.ledger[k]
             for k in sorted(self.ledger_unpublished, key=lambda k: (k[0].event_id, k[0].series, k[1]))
+            if lane.takes_series(k[0].series)
         ][:limit]
 
     def mark_batches_published(self, batches: Sequence[TicketBatch]) -> int:

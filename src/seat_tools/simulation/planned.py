@@ -100,12 +100,13 @@ def plan_config(
         if setting not in given:
             contention[setting] = planned_value
     changes["contention"] = dataclasses.replace(config.contention, **contention)
-    series = int(v["ticket_series"])
     tickets: dict[str, Any] = {}
     if "ticket_series" not in given:
-        tickets["series"] = series
+        tickets["series"] = int(v["ticket_series"])
     if "issuer_series_at_once" not in given:
-        tickets["series_at_once"] = series
+        tickets["series_at_once"] = int(v["issue_series_at_once"])
+    if "issuer_lanes" not in given:
+        tickets["lanes"] = int(v["issue_lanes"])
     if "issuer_memory_mb" not in given:
         tickets["memory_mb"] = int(v["issue_memory_mb"])
     changes["tickets"] = dataclasses.replace(config.tickets, **tickets)

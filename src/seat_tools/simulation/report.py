@@ -124,7 +124,7 @@ def ticket_rows(result: SimulationResult) -> list[tuple[str, str]]:
         (
             "ticket issuer",
             f"{t['memory_mb']:,} MB ({t['cpu_seconds']:,.1f} s of its CPU);"
-            f" {t['series']} series, {t['series_at_once']} at once,"
+            f" {t['series']} series; {t['lanes']} lane(s), each {t['series_at_once']} series,"
             f" {t['publish_at_once']} PublishBatch and {t['clear_at_once']} outbox updates at once,"
             f" rounds of up to {t['limit']:,} for {t['issue_seconds']:g} s a run;"
             f" the sale starts {t['phase_s']:g} s into a scheduled run; index lag {t['index_lag_s']:g} s",
