@@ -40,7 +40,9 @@ class Figure:
     """One published figure: the `seats simulate` arguments and what the tables show of it.
 
     `rate_key` is the simulation's JSON key of the figure's rate (`confirmed_per_s`,
-    `seats_confirmed_per_s`, `answered_per_s`), `rate_unit` how the tables name it.
+    `seats_confirmed_per_s`, `answered_per_s`; dotted for a nested one, `tickets.numbered_per_s`),
+    `rate_unit` how the tables name it; `p99_key` and `cost_key` likewise for its p99 (the
+    answers' unless `p99_label` names another) and its cost per million.
     `minutes_per_seed` is about how long one seed takes here, for planning a run.
     """
 
@@ -51,6 +53,9 @@ class Figure:
     rate_key: str = "confirmed_per_s"
     rate_unit: str = "confirmed/s"
     minutes_per_seed: float = 1.0
+    p99_key: str = "answer_latency_p99_s"
+    p99_label: str = ""
+    cost_key: str = "cost_per_million_requests"
 
     @property
     def command(self) -> str:
@@ -117,6 +122,19 @@ FIGURES: tuple[Figure, ...] = (
         rate_unit="seats confirmed/s",
         minutes_per_seed=11,
     ),
+    Figure(
+        "numbering-40000",
+        "ticket numbering alone: 1,000,000 sales sold at 40,000 a second, numbered by the lanes and"
+        " series `seats onsale plan --rate 40000` recommends (its $: the numbering's, per million sales)",
+        OFFERED,
+        ("--requests", "1000000", "--sold-per-s", "40000", "--plan-rate", "40000"),
+        rate_key="tickets.numbered_per_s",
+        rate_unit="numbered/s",
+        minutes_per_seed=0.9,
+        p99_key="tickets.numbering_delay_p99_s",
+        p99_label="numbering delay",
+        cost_key="tickets.cost_per_million_reservations",
+    ),
 )
 BY_NAME = {f.name: f for f in FIGURES}
 
@@ -124,13 +142,20 @@ BY_NAME = {f.name: f for f in FIGURES}
 # ------------------------------------------------------------------ one seed's run, and the summary
 
 
+def _value(document: Mapping[str, Any], key: str) -> Any:
+    """The document's value at `key` (dotted: nested)."""
+    value: Any = document
+    for part in key.split("."):
+        value = value[part]
+    return value
+
+
 def metrics_of(figure: Figure, document: Mapping[str, Any]) -> dict[str, Any]:
     """What the tables show of one seed's `seats simulate --output json` document."""
-    cost = document.get("cost_per_million_requests") or {}
     return {
-        "rate": float(document[figure.rate_key]),
-        "usd_per_million": float(cost["total"]),
-        "p99_answer_s": float(document["answer_latency_p99_s"]),
+        "rate": float(_value(document, figure.rate_key)),
+        "usd_per_million": float(_value(document, figure.cost_key)["total"]),
+        "p99_answer_s": float(_value(document, figure.p99_key)),
         "binding_limit": str(document.get("binding_limit") or ""),
         "handed_back": int(document.get("messages_handed_back", 0)),
         "dead_lettered": int(document.get("messages_dead_lettered", 0)),
@@ -153,6 +178,7 @@ def summary(figure: Figure, runs: Sequence[Mapping[str, Any]], *, date: str, com
         "what": figure.what,
         "rate_kind": figure.rate_kind,
         "rate_unit": figure.rate_unit,
+        "p99_label": figure.p99_label,
         "command": figure.command,
         "seeds": [r["seed"] for r in runs],
         "runs": list(runs),
@@ -199,6 +225,10 @@ def _kind(record: Mapping[str, Any]) -> str:
     return "drain rate" if record["rate_kind"] == DRAIN else "offered rate"
 
 
+def _p99_label(record: Mapping[str, Any]) -> str:
+    return f" {record['p99_label']}" if record.get("p99_label") else ""
+
+
 def table(records: Iterable[Mapping[str, Any]]) -> str:
     """The table a generated block holds: each figure's mean and spread over its seeds."""
     lines = [
@@ -208,10 +238,15 @@ def table(records: Iterable[Mapping[str, Any]]) -> str:
         "|---|---:|---:|---:|---|---:|---|",
     ]
     for r in records:
-        held = f"{r['binding_limit']} ({r['binding_limit_runs']} of {len(r['seeds'])})"
+        held = (
+            f"{r['binding_limit']} ({r['binding_limit_runs']} of {len(r['seeds'])})"
+            if r["binding_limit"]
+            else "-"
+        )
         lines.append(
             f"| {r['what']}; {_kind(r)} | {rate_text(r)} | {_mean_range(r, 'usd_per_million', _usd)}"
-            f" | {_mean_range(r, 'p99_answer_s', _seconds)} | {held} | {len(r['seeds'])} | `{r['command']}` |"
+            f" | {_mean_range(r, 'p99_answer_s', _seconds)}{_p99_label(r)} | {held} | {len(r['seeds'])}"
+            f" | `{r['command']}` |"
         )
     return "\n".join(lines) + "\n"
 
