@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import random
+import zlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -17,6 +18,8 @@ import pytest
 
 from seat_inventory.dal.items import unnumbered_bucket
 from seat_inventory.logic.issue_tickets import (
+    LANE_IDLE_ROUNDS,
+    LANE_OVERDUE_MS,
     MAX_BATCH_SIZE,
     PROBE_SHARES,
     LaneFanOut,
@@ -628,6 +631,13 @@ def test_a_lane_takes_whole_buckets_of_the_index_and_the_series_that_are_its_own
         assert lane.takes_sale(rid) == lane.takes_bucket(unnumbered_bucket(rid))
         # and with as many series as lanes or a multiple of it, the sale's series is the lane's
         assert lane.takes_sale(rid) == lane.takes_series(series_of(rid, 16))
+    # Sales written when the index had 128 buckets (crc32 % 128) are in the same lane's and the
+    # same probe share's buckets: every count divides 128
+    for count in (2, 8, 64):
+        for n in range(200):
+            rid = f"old-{n}"
+            old_bucket = zlib.crc32(rid.encode()) % 128
+            assert IssuerLane.of_sale(rid, count).takes_bucket(old_bucket)
     assert WHOLE_INDEX.takes_sale("anything") and WHOLE_INDEX.takes_series(7)
     for count, index in ((3, 0), (128, 0), (4, 4), (4, -1)):
         with pytest.raises(ValueError):
@@ -716,3 +726,64 @@ def test_after_a_round_that_found_nothing_the_whole_index_is_probed_a_share_at_a
     found_at = next(i for i, r in enumerate(rounds) if r.found)
     assert 3 <= found_at < 3 + PROBE_SHARES and sum(r.numbered for r in rounds) == 1
     assert store.asked[found_at].takes_sale("r-1") and store.asked[found_at + 1] == WHOLE_INDEX
+
+
+def test_a_lane_started_but_never_run_leaves_its_sales_to_the_next_scheduled_run_once_overdue() -> None:
+    # Given 40 sales in 4 series, and lanes that start (Lambda took the events) but never run
+    world = _lane_world()
+    lanes = RecordingLanes()
+
+    def scheduled_run() -> Any:
+        fan_out = LaneFanOut(lanes, 4, until=world.clock.now() + 60)
+        return run_issuer(
+            world.store,
+            RecordingPublisher(),
+            world.clock,
+            limit=100,
+            until=world.clock.now() + 3,
+            lane=fan_out,
+        )
+
+    # When the scheduled run runs, then the next a minute later
+    first = scheduled_run()
+    assert 0 < sum(r.numbered for r in first) < 40  # lane 0's share only: the others are the lanes'
+    world.clock.sleep(60)
+    second = scheduled_run()
+    # Then the next run's first round numbered the sales the lanes left, overdue (30 s), gapless
+    assert sum(r.numbered for r in first + second) == 40 and not world.store.awaiting_tickets
+    assert second[0].numbered == 40 - sum(r.numbered for r in first)
+    assert world.audit() == [] and LANE_OVERDUE_MS == 30_000
+
+
+def test_an_event_whose_series_are_not_a_multiple_of_the_lanes_is_numbered_without_races() -> None:
+    # Given 40 sales of an event with one series, and 4 lanes
+    world = _lane_world(series=1)
+    # When lanes 1-3 run a round each: every sale is series 0's, lane 0's: they number none
+    for index in (1, 2, 3):
+        lane = issue_tickets(
+            world.store, RecordingPublisher(), world.clock, limit=100, lane=IssuerLane(index, 4)
+        )
+        assert lane.found > 0 and lane.numbered == 0
+    # Then the scheduled run, which started them, numbers every sale in its first round (none is
+    # any other lane's), in one series, without a lost race
+    lanes = RecordingLanes()
+    run = issue_tickets(
+        world.store, RecordingPublisher(), world.clock, limit=100, lane=LaneFanOut(lanes, 4, NOW + 60)
+    )
+    assert len(lanes.started) == 3 and run.numbered == 40 and run.lost_races == 0
+    assert world.audit() == []
+
+
+def test_a_started_lane_ends_once_its_rounds_find_nothing() -> None:
+    # Given a started lane with nothing to number, its run lasting 60 s
+    world = World()
+    rounds = run_issuer(
+        world.store, RecordingPublisher(), world.clock, limit=100, until=NOW + 60, lane=IssuerLane(1, 4)
+    )
+    # Then it ended after LANE_IDLE_ROUNDS empty rounds, not at the run's end
+    assert len(rounds) == LANE_IDLE_ROUNDS and world.clock.now() < NOW + 15
+    # (the scheduled run, the whole index, goes on to its end)
+    whole = run_issuer(
+        world.store, RecordingPublisher(), world.clock, limit=100, until=world.clock.now() + 60
+    )
+    assert len(whole) > LANE_IDLE_ROUNDS

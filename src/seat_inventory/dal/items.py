@@ -21,7 +21,7 @@
 
 A record is in the sparse index `HoldsByExpiry` while it is a live hold (`gsi1pk = HOLDS#<0-7>`)
 or an expiry to announce (`EXPIRED#<0-7>`), and in `TicketsToIssue` while a sale waits for its
-numbers (`gsi2pk = UNNUMBERED#<0-127>`; a ledger batch to announce: `TICKETED#<0-7>`; an offer of
+numbers (`gsi2pk = UNNUMBERED#<0-511>`; a ledger batch to announce: `TICKETED#<0-7>`; an offer of
 the waiting list to announce: `OFFERED#<0-7>`). An open waiting list is in `HoldsByExpiry` under
 `WAITLISTS#<0-7>`, for the sweeper's rounds.
 """

@@ -42,6 +42,12 @@ BATCH_SIZE = MAX_BATCH_SIZE
 COMMIT_ATTEMPTS = 6
 # After a round that found nothing, a round of the whole index queries one share of it in turn.
 PROBE_SHARES = 8
+# A sale another lane should have numbered that waited this long: the scheduled run numbers it
+# (its lane did not run, or fell behind).
+LANE_OVERDUE_MS = 30_000
+# A started lane ends after this many rounds in a row found nothing (its sale is over; the next
+# scheduled run starts it again when one of its sales waits).
+LANE_IDLE_ROUNDS = 10
 BACKOFF_SECONDS = 0.05
 
 
@@ -246,14 +252,28 @@ class LaneFanOut:
         """The lane whose sales and outbox this round reads."""
         return WHOLE_INDEX if self.pending else self.own
 
-    def share(self, waiting: list[UnnumberedSale]) -> list[UnnumberedSale]:
-        """What this run numbers of the sales it found (starting the other lanes if one of theirs
-        waits)."""
+    def start_for(self, waiting: Sequence[UnnumberedSale]) -> None:
+        """Starts the other lanes once a sale of theirs waits (those not started stay pending)."""
         if self.pending and any(not self.own.takes_sale(s.reservation_id) for s in waiting):
             self.pending = self.starter.start_lanes(self.pending, self.count, self.until)
-            if not self.pending:
-                return [s for s in waiting if self.own.takes_sale(s.reservation_id)]
-        return waiting
+
+    def takes(self, sale: UnnumberedSale, series: int, now_ms: int) -> bool:
+        """Whether this run numbers `sale` (of series `series`): every sale until every lane
+        started; then its own lane's, and those no started lane numbers: a sale whose series is
+        not the lane's its bucket is (its event's series are not a multiple of the lanes), or one
+        that waited past LANE_OVERDUE_MS (its lane did not run)."""
+        if self.pending or self.own.takes_sale(sale.reservation_id):
+            return True
+        finder = IssuerLane.of_sale(sale.reservation_id, self.count)
+        return not finder.takes_series(series) or now_ms - sale.sold_at_ms > LANE_OVERDUE_MS
+
+
+def _takes(lane: IssuerLane | LaneFanOut, sale: UnnumberedSale, series: int, now_ms: int) -> bool:
+    """Whether a run of `lane` numbers `sale`: a started lane its own series only (the rest of
+    its buckets' sales are the scheduled run's); the whole index every sale."""
+    if isinstance(lane, LaneFanOut):
+        return lane.takes(sale, series, now_ms)
+    return lane.takes_series(series)
 
 
 def _find_waiting(
@@ -264,13 +284,15 @@ def _find_waiting(
     result: IssueResult,
     probe: IssuerLane | None,
 ) -> list[UnnumberedSale]:
-    """The round's waiting sales of `lane`, or of `probe` when given (a fan-out: its share of what
-    it found), counted into `result`."""
+    """The round's waiting sales of `lane`, or of `probe` when given (a fan-out starts the other
+    lanes when one of theirs waits), counted into `result`."""
     now_ms = int(clock.now() * 1000)
     waiting = store.find_unnumbered(limit, probe or (lane.lane if isinstance(lane, LaneFanOut) else lane))
     result.found = len(waiting)
     result.oldest_wait_ms = max((now_ms - s.sold_at_ms for s in waiting), default=0)
-    return lane.share(waiting) if isinstance(lane, LaneFanOut) else waiting
+    if isinstance(lane, LaneFanOut):
+        lane.start_for(waiting)
+    return waiting
 
 
 def issue_tickets(
@@ -316,7 +338,8 @@ def issue_tickets(
     groups: dict[TicketSeries, list[UnnumberedSale]] = {}
     for sale in _find_waiting(store, clock, limit, lane, result, probe):
         key = TicketSeries(sale.event_id, series_of(sale.reservation_id, format_of(sale.event_id).series))
-        groups.setdefault(key, []).append(sale)
+        if _takes(lane, sale, key.series, int(clock.now() * 1000)):
+            groups.setdefault(key, []).append(sale)
 
     def announce(batch: TicketBatch, series_run: _SeriesRun) -> None:
         # Each task counts into its own _SeriesRun (the tasks may be threads); `formats` is only read.
@@ -376,6 +399,8 @@ def run_issuer(
         )
         rounds.append(result)
         quiet = 0 if result.found else quiet + 1
+        if isinstance(lane, IssuerLane) and lane.count > 1 and quiet >= LANE_IDLE_ROUNDS:
+            return rounds
         if clock.now() + idle_seconds >= until:
             return rounds
         if result.found < limit:

@@ -15,7 +15,7 @@ class TicketSeries:
 
 
 MAX_TICKET_SERIES = 128
-# Issuer lanes: a power of two, so each lane's sales are whole buckets of the index (128 of them).
+# Issuer lanes: a power of two, so each lane's sales are whole buckets of the index (512 of them).
 MAX_ISSUER_LANES = 64
 
 
@@ -36,6 +36,11 @@ class IssuerLane:
             )
         if not 0 <= self.index < self.count:
             raise ValueError(f"an issuer lane is 0 to {self.count - 1}, not {self.index}")
+
+    @classmethod
+    def of_sale(cls, reservation_id: str, count: int) -> IssuerLane:
+        """The lane of `count` whose buckets hold the sale."""
+        return cls(zlib.crc32(reservation_id.encode()) % count, count)
 
     def takes_sale(self, reservation_id: str) -> bool:
         return zlib.crc32(reservation_id.encode()) % self.count == self.index

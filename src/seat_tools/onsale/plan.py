@@ -1152,7 +1152,8 @@ def plan_sale(inputs: SaleInputs) -> SalePlan:
             lanes,
             f"parameter IssueLanes: rate / ({_n(numbering / lanes)} a lane x {UTILISATION}) rounded up"
             f" to a power of two, at most {MAX_ISSUER_LANES} (the scheduled run starts the others"
-            f" when they have work, docs/guides/tickets.md): about {_n(numbering)} sales/s",
+            f" when they have work, docs/guides/tickets.md): about {_n(numbering)} sales/s; back to 1"
+            " after the sale",
         ),
         PlanItem(
             "ticket_series",
