@@ -45,8 +45,8 @@ PROBE_SHARES = 8
 # A sale another lane should have numbered that waited this long: the scheduled run numbers it
 # (its lane did not run, or fell behind).
 LANE_OVERDUE_MS = 30_000
-# A started lane ends after this many rounds in a row found nothing (its sale is over; the next
-# scheduled run starts it again when one of its sales waits).
+# A started lane ends after this many rounds in a row found nothing of its own (its sale is over;
+# the next scheduled run starts it again when one of its sales waits).
 LANE_IDLE_ROUNDS = 10
 BACKOFF_SECONDS = 0.05
 
@@ -65,7 +65,8 @@ class IssueResult:
     faults met; `published`/`unpublished`: TICKETED outcomes SNS took or refused (refused ones
     stay in the outbox); `failed_series` names the series this round gave up on (they wait for
     the next round, nothing half-done); `oldest_wait_ms`: how long the oldest waiting sale found
-    had waited when the round started (the numbering delay).
+    had waited when the round started (the numbering delay); `taken`: the sales found that this
+    run numbers (a lane leaves the others').
     """
 
     numbered: int = 0
@@ -77,6 +78,7 @@ class IssueResult:
     unpublished: int = 0
     failed_series: list[str] = field(default_factory=list)
     found: int = 0
+    taken: int = 0
     oldest_wait_ms: int = 0
 
     def add(self, series_run: _SeriesRun) -> None:
@@ -252,20 +254,25 @@ class LaneFanOut:
         """The lane whose sales and outbox this round reads."""
         return WHOLE_INDEX if self.pending else self.own
 
-    def start_for(self, waiting: Sequence[UnnumberedSale]) -> None:
-        """Starts the other lanes once a sale of theirs waits (those not started stay pending)."""
-        if self.pending and any(not self.own.takes_sale(s.reservation_id) for s in waiting):
+    def start_for(self, found: Sequence[tuple[UnnumberedSale, int]]) -> None:
+        """Starts the other lanes once a sale one of them numbers waits (a sale and its series;
+        those not started stay pending)."""
+        if self.pending and any(self._anothers(sale, series) for sale, series in found):
             self.pending = self.starter.start_lanes(self.pending, self.count, self.until)
+
+    def _anothers(self, sale: UnnumberedSale, series: int) -> bool:
+        """Whether another lane numbers the sale: its buckets' lane, if the series is that lane's."""
+        finder = IssuerLane.of_sale(sale.reservation_id, self.count)
+        return finder != self.own and finder.takes_series(series)
 
     def takes(self, sale: UnnumberedSale, series: int, now_ms: int) -> bool:
         """Whether this run numbers `sale` (of series `series`): every sale until every lane
         started; then its own lane's, and those no started lane numbers: a sale whose series is
         not the lane's its bucket is (its event's series are not a multiple of the lanes), or one
         that waited past LANE_OVERDUE_MS (its lane did not run)."""
-        if self.pending or self.own.takes_sale(sale.reservation_id):
+        if self.pending or not self._anothers(sale, series):
             return True
-        finder = IssuerLane.of_sale(sale.reservation_id, self.count)
-        return not finder.takes_series(series) or now_ms - sale.sold_at_ms > LANE_OVERDUE_MS
+        return now_ms - sale.sold_at_ms > LANE_OVERDUE_MS
 
 
 def _takes(lane: IssuerLane | LaneFanOut, sale: UnnumberedSale, series: int, now_ms: int) -> bool:
@@ -284,14 +291,11 @@ def _find_waiting(
     result: IssueResult,
     probe: IssuerLane | None,
 ) -> list[UnnumberedSale]:
-    """The round's waiting sales of `lane`, or of `probe` when given (a fan-out starts the other
-    lanes when one of theirs waits), counted into `result`."""
+    """The round's waiting sales of `lane`, or of `probe` when given, counted into `result`."""
     now_ms = int(clock.now() * 1000)
     waiting = store.find_unnumbered(limit, probe or (lane.lane if isinstance(lane, LaneFanOut) else lane))
     result.found = len(waiting)
     result.oldest_wait_ms = max((now_ms - s.sold_at_ms for s in waiting), default=0)
-    if isinstance(lane, LaneFanOut):
-        lane.start_for(waiting)
     return waiting
 
 
@@ -335,11 +339,18 @@ def issue_tickets(
         format_of(batch.series.event_id)
     _publish(store, publisher, outbox, formats, result)
 
+    found = [
+        (sale, series_of(sale.reservation_id, format_of(sale.event_id).series))
+        for sale in _find_waiting(store, clock, limit, lane, result, probe)
+    ]
+    if isinstance(lane, LaneFanOut):
+        lane.start_for(found)
+    now_ms = int(clock.now() * 1000)
     groups: dict[TicketSeries, list[UnnumberedSale]] = {}
-    for sale in _find_waiting(store, clock, limit, lane, result, probe):
-        key = TicketSeries(sale.event_id, series_of(sale.reservation_id, format_of(sale.event_id).series))
-        if _takes(lane, sale, key.series, int(clock.now() * 1000)):
-            groups.setdefault(key, []).append(sale)
+    for sale, series in found:
+        if _takes(lane, sale, series, now_ms):
+            groups.setdefault(TicketSeries(sale.event_id, series), []).append(sale)
+    result.taken = sum(len(sales) for sales in groups.values())
 
     def announce(batch: TicketBatch, series_run: _SeriesRun) -> None:
         # Each task counts into its own _SeriesRun (the tasks may be threads); `formats` is only read.
@@ -384,7 +395,7 @@ def run_issuer(
     next scheduled run starts (a backlog's long round does not overlap it: two runs on one series
     only lose races to each other)."""
     rounds: list[IssueResult] = []
-    quiet = 0  # rounds in a row that found nothing
+    quiet = idle = 0  # rounds in a row that found nothing, that numbered nothing
     while True:
         result = issue_tickets(
             store,
@@ -399,7 +410,8 @@ def run_issuer(
         )
         rounds.append(result)
         quiet = 0 if result.found else quiet + 1
-        if isinstance(lane, IssuerLane) and lane.count > 1 and quiet >= LANE_IDLE_ROUNDS:
+        idle = 0 if result.taken else idle + 1
+        if isinstance(lane, IssuerLane) and lane.count > 1 and idle >= LANE_IDLE_ROUNDS:
             return rounds
         if clock.now() + idle_seconds >= until:
             return rounds
