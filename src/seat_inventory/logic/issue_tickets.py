@@ -283,6 +283,17 @@ def _takes(lane: IssuerLane | LaneFanOut, sale: UnnumberedSale, series: int, now
     return lane.takes_series(series)
 
 
+def _taken_by_series(
+    lane: IssuerLane | LaneFanOut, found: Sequence[tuple[UnnumberedSale, int]], now_ms: int
+) -> dict[TicketSeries, list[UnnumberedSale]]:
+    """The sales found (each with its series) that a run of `lane` numbers, by series."""
+    groups: dict[TicketSeries, list[UnnumberedSale]] = {}
+    for sale, series in found:
+        if _takes(lane, sale, series, now_ms):
+            groups.setdefault(TicketSeries(sale.event_id, series), []).append(sale)
+    return groups
+
+
 def _find_waiting(
     store: TicketStore,
     clock: Clock,
@@ -345,11 +356,7 @@ def issue_tickets(
     ]
     if isinstance(lane, LaneFanOut):
         lane.start_for(found)
-    now_ms = int(clock.now() * 1000)
-    groups: dict[TicketSeries, list[UnnumberedSale]] = {}
-    for sale, series in found:
-        if _takes(lane, sale, series, now_ms):
-            groups.setdefault(TicketSeries(sale.event_id, series), []).append(sale)
+    groups = _taken_by_series(lane, found, int(clock.now() * 1000))
     result.taken = sum(len(sales) for sales in groups.values())
 
     def announce(batch: TicketBatch, series_run: _SeriesRun) -> None:
