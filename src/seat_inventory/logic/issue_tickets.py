@@ -286,7 +286,10 @@ def _takes(lane: IssuerLane | LaneFanOut, sale: UnnumberedSale, series: int, now
 def _taken_by_series(
     lane: IssuerLane | LaneFanOut, found: Sequence[tuple[UnnumberedSale, int]], now_ms: int
 ) -> dict[TicketSeries, list[UnnumberedSale]]:
-    """The sales found (each with its series) that a run of `lane` numbers, by series."""
+    """The sales found (each with its series) that a run of `lane` numbers, by series (a fan-out
+    first starts the other lanes if one of theirs waits)."""
+    if isinstance(lane, LaneFanOut):
+        lane.start_for(found)
     groups: dict[TicketSeries, list[UnnumberedSale]] = {}
     for sale, series in found:
         if _takes(lane, sale, series, now_ms):
@@ -344,8 +347,7 @@ def issue_tickets(
             formats[event_id] = store.read_ticket_format(event_id)
         return formats[event_id]
 
-    taken = lane.lane if isinstance(lane, LaneFanOut) else lane
-    outbox = store.find_unpublished_batches(limit, taken)
+    outbox = store.find_unpublished_batches(limit, lane.lane if isinstance(lane, LaneFanOut) else lane)
     for batch in outbox:
         format_of(batch.series.event_id)
     _publish(store, publisher, outbox, formats, result)
@@ -354,8 +356,6 @@ def issue_tickets(
         (sale, series_of(sale.reservation_id, format_of(sale.event_id).series))
         for sale in _find_waiting(store, clock, limit, lane, result, probe)
     ]
-    if isinstance(lane, LaneFanOut):
-        lane.start_for(found)
     groups = _taken_by_series(lane, found, int(clock.now() * 1000))
     result.taken = sum(len(sales) for sales in groups.values())
 
