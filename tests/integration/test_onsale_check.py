@@ -263,6 +263,11 @@ def test_the_template_defaults_are_not_ready_for_1800_per_second_and_each_shortf
     )
     issuer = f"ticket issuer memory, MB: 512 (its lanes number about {numbering_rate(512):,.0f} sales/s)"
     assert any(issuer in line for line in short)
+    # the event's one series (the default) on the template's one issuer lane
+    assert any(
+        line.startswith("ok    the event's ticket series (seats tickets configure): 1 (1 issuer")
+        for line in lines
+    )
     assert lines[-1].startswith("NOT READY: 4 of"), result.output
     assert (
         f"supports about {per_container:,.0f} reservations/s, capped by seat class GA shard items"

@@ -386,6 +386,7 @@ READY_AT_3000 = StackSettings(
     reserve_memory_mb=1769,
     issuer_memory_mb=1769,
     issuer_lanes=2,
+    ticket_series=4,
     index_warm_write_units=8_000,
 )
 
@@ -439,6 +440,8 @@ def test_a_stack_with_what_the_plan_says_is_ready_and_supports_what_its_tightest
         # one vCPU would not)
         ({"issuer_memory_mb": 512, "issuer_lanes": 4}, "issue_memory"),
         ({"issuer_lanes": 1}, "issue_lanes"),  # one lane numbers about 1,940 a second at 80%
+        # 3 series on 2 lanes: the scheduled run numbers them alone, one lane's 1,940 a second
+        ({"ticket_series": 3}, "ticket_series"),
         ({"api_rate_limit": 2_999.0}, "api_throttle"),
         ({"api_burst_limit": 5_999.0}, "api_throttle"),
         ({"api_rate_limit": None, "api_burst_limit": None}, "api_throttle"),

@@ -311,7 +311,8 @@ def check(
         settings = StackReader(obj.client).read(resources, shards)
     except LookupError as exc:
         raise CommandError(f"stack {obj.stack_name!r}: {exc}") from exc
-    settings = replace(settings, sns_publish_quota=sns_publish_quota)
+    series = obj.inventory_table().read_ticket_format(event_id).series
+    settings = replace(settings, sns_publish_quota=sns_publish_quota, ticket_series=series)
     assessment = assess_stack(settings, rate)
     _print_check(obj.stack_name or "", event_id, assessment, output)
     if not assessment.ready:

@@ -1369,6 +1369,7 @@ class StackSettings:
     reserve_memory_mb: int = TEMPLATE_MEMORY_MB  # the reserve function's MemorySize
     issuer_memory_mb: int | None = None  # the ticket issuer's; None: not read (no output names it)
     issuer_lanes: int = 1  # the ticket issuer's ISSUE_LANES
+    ticket_series: int | None = None  # the event's (seats tickets configure); None: not read
     index_warm_write_units: int | None = None  # the TicketsToIssue index's WarmThroughput
     index_warm_read_units: int | None = None
     sns_publish_quota: int = SNS_PUBLISH_QUOTA_DEFAULT  # not readable: as the operator states it
@@ -1620,8 +1621,27 @@ def stack_findings(settings: StackSettings) -> list[tuple[Finding, Callable[[flo
     )
     if settings.issuer_memory_mb is not None:
         out.extend(_issuer_findings(issuer_memory, settings.issuer_lanes))
+        if settings.ticket_series is not None:
+            out.append(_series_finding(settings.ticket_series, settings.issuer_lanes, issuer_memory))
     out.extend(_api_findings(settings))
     return out
+
+
+def _series_finding(series: int, lanes: int, memory: int) -> tuple[Finding, Callable[[float], str]]:
+    """The event's ticket series against the lanes: a multiple of them, or the scheduled run
+    numbers them alone (one lane's rate)."""
+    aligned = series % lanes == 0
+    return (
+        Finding(
+            "ticket_series",
+            "the event's ticket series (seats tickets configure)",
+            f"{series} ({lanes} issuer lane(s))",
+            math.inf if aligned else numbering_rate(memory) * UTILISATION,
+            "a multiple of IssueLanes, each series then numbered by one lane; else the scheduled run"
+            " numbers the event alone (docs/guides/tickets.md)",
+        ),
+        lambda r: f"a multiple of {lanes}",
+    )
 
 
 def _issuer_findings(memory: int, lanes: int) -> list[tuple[Finding, Callable[[float], str]]]:
