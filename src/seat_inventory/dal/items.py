@@ -36,6 +36,7 @@ from typing import Any
 
 from seat_inventory.models import (
     DEFAULT_OFFER_SECONDS,
+    IssuerLane,
     Lane,
     OrderLine,
     Outcome,
@@ -172,6 +173,11 @@ def admission_key(token_id: str) -> dict[str, Any]:
 def hold_shard(reservation_id: str) -> int:
     """The index shard of a reservation: stable across processes and Python versions (CRC-32)."""
     return zlib.crc32(reservation_id.encode()) % HOLD_SHARDS
+
+
+def lane_buckets(lane: IssuerLane) -> list[int]:
+    """The `UNNUMBERED#<bucket>` keys holding an issuer lane's sales."""
+    return [b for b in range(UNNUMBERED_BUCKETS) if lane.takes_bucket(b)]
 
 
 def unnumbered_bucket(reservation_id: str) -> int:

@@ -25,8 +25,8 @@ from seat_inventory.dal.items import (
     LEDGER_OUTBOX_BUCKETS,
     LEDGER_OUTBOX_PREFIX,
     TICKETS_INDEX,
-    UNNUMBERED_BUCKETS,
     UNNUMBERED_PREFIX,
+    lane_buckets,
     ledger_pk,
     ledger_series,
     ledger_sk,
@@ -94,7 +94,7 @@ class TicketQueries(TableAccess):
     def find_unnumbered(self, limit: int, lane: IssuerLane = WHOLE_INDEX) -> list[UnnumberedSale]:
         """A Query of each of the lane's `UNNUMBERED#<bucket>` (oldest sale first), an equal share
         of `limit` each, 16 at a time (eventually consistent: a sale numbered a moment ago may show)."""
-        partitions = [f"{UNNUMBERED_PREFIX}{b}" for b in range(UNNUMBERED_BUCKETS) if lane.takes_bucket(b)]
+        partitions = [f"{UNNUMBERED_PREFIX}{b}" for b in lane_buckets(lane)]
         share = max(1, -(-limit // len(partitions)))
         if self._query_pool is None:
             self._query_pool = ThreadPoolExecutor(MAX_CONCURRENT_QUERIES, thread_name_prefix="tickets")

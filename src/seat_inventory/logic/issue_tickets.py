@@ -275,6 +275,11 @@ class LaneFanOut:
         return now_ms - sale.sold_at_ms > LANE_OVERDUE_MS
 
 
+def _reads(lane: IssuerLane | LaneFanOut) -> IssuerLane:
+    """The lane whose sales and outbox a round of `lane` reads."""
+    return lane.lane if isinstance(lane, LaneFanOut) else lane
+
+
 def _takes(lane: IssuerLane | LaneFanOut, sale: UnnumberedSale, series: int, now_ms: int) -> bool:
     """Whether a run of `lane` numbers `sale`: a started lane its own series only (the rest of
     its buckets' sales are the scheduled run's); the whole index every sale."""
@@ -298,16 +303,10 @@ def _taken_by_series(
 
 
 def _find_waiting(
-    store: TicketStore,
-    clock: Clock,
-    limit: int,
-    lane: IssuerLane | LaneFanOut,
-    result: IssueResult,
-    probe: IssuerLane | None,
+    store: TicketStore, now_ms: int, limit: int, lane: IssuerLane, result: IssueResult
 ) -> list[UnnumberedSale]:
-    """The round's waiting sales of `lane`, or of `probe` when given, counted into `result`."""
-    now_ms = int(clock.now() * 1000)
-    waiting = store.find_unnumbered(limit, probe or (lane.lane if isinstance(lane, LaneFanOut) else lane))
+    """The round's waiting sales of `lane`, counted into `result`."""
+    waiting = store.find_unnumbered(limit, lane)
     result.found = len(waiting)
     result.oldest_wait_ms = max((now_ms - s.sold_at_ms for s in waiting), default=0)
     return waiting
@@ -347,16 +346,17 @@ def issue_tickets(
             formats[event_id] = store.read_ticket_format(event_id)
         return formats[event_id]
 
-    outbox = store.find_unpublished_batches(limit, lane.lane if isinstance(lane, LaneFanOut) else lane)
+    outbox = store.find_unpublished_batches(limit, _reads(lane))
     for batch in outbox:
         format_of(batch.series.event_id)
     _publish(store, publisher, outbox, formats, result)
 
+    now_ms = int(clock.now() * 1000)
     found = [
         (sale, series_of(sale.reservation_id, format_of(sale.event_id).series))
-        for sale in _find_waiting(store, clock, limit, lane, result, probe)
+        for sale in _find_waiting(store, now_ms, limit, probe or _reads(lane), result)
     ]
-    groups = _taken_by_series(lane, found, int(clock.now() * 1000))
+    groups = _taken_by_series(lane, found, now_ms)
     result.taken = sum(len(sales) for sales in groups.values())
 
     def announce(batch: TicketBatch, series_run: _SeriesRun) -> None:
@@ -378,7 +378,7 @@ def _probe(lane: IssuerLane | LaneFanOut, quiet: int) -> IssuerLane | None:
     """What a round of the whole index queries after `quiet` rounds that found nothing: one of
     PROBE_SHARES shares of its buckets in turn (a sale of more than a few sales shows in each share
     at once; a smaller one waits at most PROBE_SHARES rounds); None: the whole, or a lane's own."""
-    if quiet == 0 or (lane.lane if isinstance(lane, LaneFanOut) else lane) != WHOLE_INDEX:
+    if quiet == 0 or _reads(lane) != WHOLE_INDEX:
         return None
     return IssuerLane(quiet % PROBE_SHARES, PROBE_SHARES)
 

@@ -36,6 +36,7 @@ from seat_inventory.dal.items import (
     LEDGER_OUTBOX_PREFIX,
     UNNUMBERED_BUCKETS,
     UNNUMBERED_PREFIX,
+    lane_buckets,
     ledger_pk,
     ledger_sk,
     reservation_key,
@@ -293,7 +294,7 @@ class SimulatedTicketStore:
             self._wait(slowest)
 
     def find_unnumbered(self, limit: int, lane: IssuerLane = WHOLE_INDEX) -> list[UnnumberedSale]:
-        buckets = [b for b in range(UNNUMBERED_BUCKETS) if lane.takes_bucket(b)]
+        buckets = lane_buckets(lane)
         share = max(1, -(-limit // len(buckets)))
         visible_ms = int((self._scheduler.now() - self._lag_s) * 1000)
         sales: list[UnnumberedSale] = []
@@ -459,7 +460,7 @@ class _InvocationStore:
 def round_cpu_ms(lane: IssuerLane) -> float:
     """A round's fixed CPU (measured for the whole index: its buckets' and the outbox's queries),
     in proportion to the queries a lane sends (its share of the buckets, every outbox bucket)."""
-    queries = UNNUMBERED_BUCKETS // lane.count + LEDGER_OUTBOX_BUCKETS
+    queries = len(lane_buckets(lane)) + LEDGER_OUTBOX_BUCKETS
     return ISSUER_ROUND_MS * queries / ISSUER_ROUND_QUERIES
 
 
