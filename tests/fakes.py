@@ -26,6 +26,7 @@ class RecordingPublisher:
     refuse_all: bool = False
     throttle_calls: int = 0
     throttled: int = 0  # calls refused for the rate so far
+    calls_soon: int = 0  # publish_soon calls (a part of a batch of more than 99 messages)
 
     def publish(
         self,
@@ -42,6 +43,26 @@ class RecordingPublisher:
         failed = [o for o in outcomes if self.refuse_all or o.reservation_id in self.refuse_ids]
         self.published.extend(o for o in outcomes if o not in failed)
         return failed
+
+    def publish_soon(
+        self,
+        outcomes: Sequence[ReservationOutcome],
+        *,
+        retry_throttled: Callable[[int], bool] | None = None,
+    ) -> Published:
+        """Publishes at once (as `publish`); `calls_soon` counts these calls."""
+        self.calls_soon += 1
+        return Published(self.publish(outcomes, retry_throttled=retry_throttled))
+
+
+@dataclass(frozen=True)
+class Published:
+    """A publication that is already over (`RecordingPublisher.publish_soon`)."""
+
+    not_published: list[ReservationOutcome]
+
+    def wait(self) -> list[ReservationOutcome]:
+        return self.not_published
 
 
 @dataclass

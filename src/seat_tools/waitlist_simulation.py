@@ -201,7 +201,17 @@ def simulate_waitlist(entries: int, released: int, *, shards: int = 1, seed: int
 
 
 class _Publisher:
+    """Publishes nothing anywhere (the run counts offers, not answers); never refuses."""
+
     def publish(self, outcomes: Sequence[ReservationOutcome], **_: Any) -> list[ReservationOutcome]:
+        return []
+
+    def publish_soon(self, outcomes: Sequence[ReservationOutcome], **_: Any) -> _Published:
+        return _Published()
+
+
+class _Published:
+    def wait(self) -> list[ReservationOutcome]:
         return []
 
 

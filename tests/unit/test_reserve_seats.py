@@ -422,6 +422,40 @@ def test_large_groups_are_split_at_the_transaction_limit(publisher) -> None:
     assert len(publisher.published) == count
 
 
+def test_a_batch_of_more_than_one_transaction_is_answered_in_parts_each_published_before_the_next_is_written(
+    publisher,
+) -> None:
+    store = InMemoryInventoryStore()
+    store.add_event("e-1", capacity=1000)
+    published_when_written: list[int] = []
+    take = store.take
+
+    def counting_take(*args, **kwargs):  # type: ignore[no-untyped-def]
+        published_when_written.append(len(publisher.published))
+        return take(*args, **kwargs)
+
+    store.take = counting_take  # type: ignore[method-assign]
+    count = 2 * MAX_RESERVATIONS_PER_TRANSACTION + 10
+    publisher.refuse_ids = {"r-5", f"r-{count - 1}"}
+
+    result = run([message(n) for n in range(count)], store, publisher)
+
+    assert published_when_written == [0, 98, 98 + 99]
+    assert publisher.calls_soon == 2
+    assert store.inventory[SeatKey("e-1", "GA")].sold == count
+    assert [o.message_id for o in result.published] == [
+        f"m-{n}" for n in range(count) if n not in (5, count - 1)
+    ]
+    assert result.failed_message_ids == ["m-5", f"m-{count - 1}"]
+    assert result.handed_back["m-5"] == "its outcome was not published"
+    assert result.seats_confirmed == count - 2
+
+
+def test_a_batch_of_at_most_one_transaction_is_published_in_one_call(store, publisher) -> None:
+    run([message(n) for n in range(MAX_RESERVATIONS_PER_TRANSACTION)], store, publisher)
+    assert publisher.calls_soon == 0
+
+
 def test_an_empty_batch_publishes_nothing(store, publisher) -> None:
     result = run([], store, publisher)
     assert (result.published, result.failed_message_ids, store.transactions) == ([], [], 0)

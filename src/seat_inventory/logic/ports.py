@@ -244,6 +244,29 @@ class OutcomePublisher(Protocol):
         ...
 
 
+class BatchPublisher(OutcomePublisher, Protocol):
+    """The reserve function's publisher: also starts a publication and lets it run while the
+    function writes the next part of its batch."""
+
+    def publish_soon(
+        self,
+        outcomes: Sequence[ReservationOutcome],
+        *,
+        retry_throttled: Callable[[int], bool] | None = None,
+    ) -> PendingPublication:
+        """Starts publishing as `publish` does and returns at once: the caller writes its next
+        transaction while SNS answers, and `wait`s for what `publish` would have returned."""
+        ...
+
+
+class PendingPublication(Protocol):
+    """A publication under way (`OutcomePublisher.publish_soon`)."""
+
+    def wait(self) -> list[ReservationOutcome]:
+        """Waits until it is over; returns the outcomes that could not be published."""
+        ...
+
+
 class Clock(Protocol):
     def now(self) -> float: ...
 

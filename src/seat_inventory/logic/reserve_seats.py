@@ -12,7 +12,7 @@ rate is first retried in place until the invocation's deadline, as conflicts are
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from seat_inventory.logic.admission_tokens import TokenVerifier
@@ -20,7 +20,13 @@ from seat_inventory.logic.answers import invalid, not_waitlisted
 from seat_inventory.logic.change_reservations import apply_changes
 from seat_inventory.logic.inventory_hints import InventoryHints
 from seat_inventory.logic.limits import MAX_RESERVATIONS_PER_TRANSACTION
-from seat_inventory.logic.ports import Clock, InventoryStore, OutcomePublisher, WaitlistStore
+from seat_inventory.logic.ports import (
+    BatchPublisher,
+    Clock,
+    InventoryStore,
+    PendingPublication,
+    WaitlistStore,
+)
 from seat_inventory.logic.retry_deadline import ConflictDeadline
 from seat_inventory.logic.seat_views import MappedContext
 from seat_inventory.logic.settle_group import settle_group
@@ -54,7 +60,7 @@ def reserve_seats(
     messages: Sequence[QueueMessage],
     *,
     store: InventoryStore,
-    publisher: OutcomePublisher,
+    publisher: BatchPublisher,
     settings: Settings,
     clock: Clock,
     hints: InventoryHints | None = None,
@@ -73,20 +79,73 @@ def reserve_seats(
     `admission` verifies the messages' admission tokens (docs/guides/admission.md); without it no key is
     known and every token is refused as forged.
     `waitlist` holds the waiting lists (docs/guides/waiting-list.md): joined and left by messages.
+
+    A batch of more than `MAX_RESERVATIONS_PER_TRANSACTION` messages is answered in parts of that
+    many, in order, each as a batch of its own would be (as if the event source had delivered
+    them one after the other); each part's answers are published while the next part is written
+    (`BatchPublisher.publish_soon`), so a batch of 198 takes two transactions and about one
+    `PublishBatch` wait instead of two (docs/guides/size-a-sale.md).
     """
     hints = hints if hints is not None else InventoryHints()
     conflicts_until = (
         ConflictDeadline.until(clock, deadline) if deadline is not None else ConflictDeadline.after(clock)
     )
+    context = _Context(store, clock, settings, hints, conflicts_until, admission, waitlist)
+    parts = [
+        messages[start : start + MAX_RESERVATIONS_PER_TRANSACTION]
+        for start in range(0, len(messages), MAX_RESERVATIONS_PER_TRANSACTION)
+    ] or [messages]
+    result = BatchResult()
+    under_way: list[
+        tuple[Sequence[QueueMessage], list[ReservationOutcome], dict[str, str], PendingPublication]
+    ] = []
+    for part in parts[:-1]:
+        answers, failed = _answer_part(part, context)
+        ordered = _in_message_order(part, answers)
+        under_way.append(
+            (part, ordered, failed, publisher.publish_soon(ordered, retry_throttled=context.back_off))
+        )
+    answers, failed = _answer_part(parts[-1], context)
+    ordered = _in_message_order(parts[-1], answers)
+    not_published = publisher.publish(ordered, retry_throttled=context.back_off)
+    for part, part_ordered, part_failed, publication in under_way:
+        _record(result, part, part_ordered, part_failed, publication.wait())
+    _record(result, parts[-1], ordered, failed, not_published)
+    return result
+
+
+@dataclass(frozen=True, slots=True)
+class _Context:
+    """What every part of one batch shares: the adapters, the container's hints, the invocation's
+    deadline for conflicts and throttled publications."""
+
+    store: InventoryStore
+    clock: Clock
+    settings: Settings
+    hints: InventoryHints
+    conflicts_until: ConflictDeadline
+    admission: TokenVerifier | None
+    waitlist: WaitlistStore | None
+
+    def back_off(self, refusals: int) -> bool:
+        return self.conflicts_until.back_off(self.clock, refusals)
+
+
+def _answer_part(
+    messages: Sequence[QueueMessage], context: _Context
+) -> tuple[dict[str, ReservationOutcome], dict[str, str]]:
+    """Every message's answer by message id, and the messages to hand back with why."""
+    store, clock, settings, hints = context.store, context.clock, context.settings, context.hints
+    conflicts_until, waitlist = context.conflicts_until, context.waitlist
     batch = _sort_batch(messages, settings)
-    batch.check_tokens(admission or TokenVerifier(lambda: None), now=clock.now())
+    batch.check_tokens(context.admission or TokenVerifier(lambda: None), now=clock.now())
     group_answers, failed = _settle_groups(
         batch.groups, store=store, clock=clock, settings=settings, hints=hints, deadline=conflicts_until
     )
     if batch.orders:
         # Multi-line orders (docs/guides/orders.md): each in its own transaction, after the groups.
-        context = OrderContext(store, clock, hints, settings.rejection_record_ttl_seconds, conflicts_until)
-        _settle_orders(batch.orders, context, group_answers, failed)
+        orders = OrderContext(store, clock, hints, settings.rejection_record_ttl_seconds, conflicts_until)
+        _settle_orders(batch.orders, orders, group_answers, failed)
     failed.update(batch.keys_unavailable)
     _join_waitlists(batch, group_answers, failed, waitlist, clock)
     answers = batch.answer_requests(group_answers, failed)
@@ -107,9 +166,7 @@ def reserve_seats(
         failed.update(change_failed)
     if batch.leaves:
         _leave_waitlists(batch.leaves, answers, failed, waitlist, store, clock, settings)
-    return _publish(
-        messages, answers, failed, publisher, lambda refusals: conflicts_until.back_off(clock, refusals)
-    )
+    return answers, failed
 
 
 @dataclass(slots=True)
@@ -270,35 +327,36 @@ def _settle_orders(
             failed[order.message_id] = f"order {order.reservation_id}: {type(exc).__name__}: {exc}"
 
 
-def _publish(
-    messages: Sequence[QueueMessage],
-    answers: Mapping[str, ReservationOutcome],
-    failed: dict[str, str],
-    publisher: OutcomePublisher,
-    retry_throttled: Callable[[int], bool],
-) -> BatchResult:
-    """Publishes the answers in message order; a message whose answer was not published is retried.
-
-    A publication refused for the topic's rate is waited out in place like a transaction conflict
-    (`retry_throttled`: the invocation's deadline and back-off): handed back, its message would
-    wait the queue's visibility timeout and count towards the dead-letter queue.
-    """
-    result = BatchResult()
-    ordered = [
+def _in_message_order(
+    messages: Sequence[QueueMessage], answers: Mapping[str, ReservationOutcome]
+) -> list[ReservationOutcome]:
+    """The answers to publish, in message order (a message delivered twice in a batch once)."""
+    return [
         answers[message_id]
         for message_id in dict.fromkeys(m.message_id for m in messages)
         if message_id in answers
     ]
-    not_published = {o.message_id for o in publisher.publish(ordered, retry_throttled=retry_throttled)}
+
+
+def _record(
+    result: BatchResult,
+    messages: Sequence[QueueMessage],
+    ordered: Sequence[ReservationOutcome],
+    failed: dict[str, str],
+    not_published: Sequence[ReservationOutcome],
+) -> None:
+    """Adds one part's published answers and handed-back messages to `result`; a message whose
+    answer was not published is handed back (its retry publishes the stored answer)."""
+    unpublished = {o.message_id for o in not_published}
     for outcome in ordered:
-        if outcome.message_id in not_published:
+        if outcome.message_id in unpublished:
             failed[outcome.message_id or ""] = "its outcome was not published"
         else:
             result.published.append(outcome)
             _count_seats(result, outcome)
-    result.failed_message_ids = [m.message_id for m in messages if m.message_id in failed]
-    result.handed_back = {message_id: failed[message_id] for message_id in result.failed_message_ids}
-    return result
+    handed_back = [m.message_id for m in messages if m.message_id in failed]
+    result.failed_message_ids += handed_back
+    result.handed_back.update((message_id, failed[message_id]) for message_id in handed_back)
 
 
 def _settle_groups(

@@ -293,6 +293,45 @@ class SimulatedPublisher:
             refusals += 1
         return []
 
+    def publish_soon(
+        self,
+        outcomes: Sequence[ReservationOutcome],
+        *,
+        retry_throttled: Callable[[int], bool] | None = None,
+    ) -> _PublicationUnderWay:
+        """The calls of `publish` sent at once, without waiting for SNS: their answers are
+        published at the slowest call's latency from now, while the container writes on. Calls
+        the quota refuses are sent again, as `publish` sends them, when the container waits."""
+        cpu = self.cpu_for(outcomes)
+        if cpu > 0:
+            self._tally.cpu_seconds += cpu
+            self._clock.spend(cpu, binding.CPU)
+        chunks = [
+            outcomes[start : start + PUBLISH_BATCH_LIMIT]
+            for start in range(0, len(outcomes), PUBLISH_BATCH_LIMIT)
+        ]
+        now = self._clock.now()
+        taken = [self._quota.take(len(chunk), now) for chunk in chunks]
+        accepted = [chunk for chunk, ok in zip(chunks, taken, strict=True) if ok]
+        latency = max((self._latency.sample(self._rng) for _ in chunks), default=0.0)
+        self._tally.sns_requests += len(accepted)
+        self._tally.sns_throttled += len(chunks) - len(accepted)
+        refused = [o for chunk, ok in zip(chunks, taken, strict=True) if not ok for o in chunk]
+        until = now + self._clock.client_seconds(latency)
+        for chunk in accepted:
+            for outcome in chunk:
+                self._tally.answered_at.setdefault(outcome.message_id or "", until)
+            self._tally.outcomes.extend(chunk)
+        return _PublicationUnderWay(self, until, refused, retry_throttled)
+
+    def finish(self, under_way: _PublicationUnderWay) -> list[ReservationOutcome]:
+        """Waits until `under_way`'s calls are answered, then sends its refused ones again."""
+        if under_way.until > self._clock.now():
+            self._clock.wait_until(under_way.until, binding.SNS)
+        if not under_way.refused:
+            return []
+        return self.publish(under_way.refused, retry_throttled=under_way.retry_throttled)
+
     def _send(self, chunks: Sequence[Sequence[ReservationOutcome]]) -> list[Sequence[ReservationOutcome]]:
         """The calls, `MAX_CONCURRENT_CALLS` at a time, each wave over when its slowest answers;
         returns the chunks refused for the quota."""
@@ -313,6 +352,20 @@ class SimulatedPublisher:
                     self._tally.answered_at.setdefault(outcome.message_id or "", at)
                 self._tally.outcomes.extend(chunk)
         return refused
+
+
+@dataclass(frozen=True, slots=True)
+class _PublicationUnderWay:
+    """`SimulatedPublisher.publish_soon`'s calls: over at `until`; `refused` are sent again
+    (as `publish` sends them) when the container waits for it."""
+
+    publisher: SimulatedPublisher
+    until: float
+    refused: list[ReservationOutcome]
+    retry_throttled: Callable[[int], bool] | None
+
+    def wait(self) -> list[ReservationOutcome]:
+        return self.publisher.finish(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -384,6 +437,14 @@ class _InvocationClock:
     def spend(self, seconds: float, activity: str) -> None:
         """Time the container spends itself (`activity`: its CPU, an SNS call), client-side."""
         self._wait(seconds * self._factor, activity)
+
+    def client_seconds(self, seconds: float) -> float:
+        """`seconds` of the container's own time on the run's clock (`client_time_factor`)."""
+        return seconds * self._factor
+
+    def wait_until(self, at: float, activity: str) -> None:
+        """Waits until the run's time `at` (already on its clock), for `activity`."""
+        self._wait(max(0.0, at - self._scheduler.now()), activity)
 
     def refused(self, cause: str) -> None:
         """The next back-offs wait out this refusal."""

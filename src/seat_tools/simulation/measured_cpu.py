@@ -7,8 +7,8 @@ per batch size, and fitted each kind's median CPU per invocation as
 `invocation_ms + per_message_ms x messages`; of 3 such runs, each kind's constants are those
 of the run with the median CPU for a full batch.
 
-Measured on: AMD EPYC, 2 cores, x86_64, Python 3.11.7, botocore 1.43.127; load average 1.68, 1.45,
-1.29 at the start; 2026-11-29.
+Measured on: AMD EPYC, 2 cores, x86_64, Python 3.11.7, botocore 1.43.127; load average 1.79, 1.61,
+1.66 at the start; 2026-11-29.
 
 The figures are milliseconds of one core of that machine. Lambda gives a function CPU in
 proportion to its memory, one vCPU at 1,769 MB (`vcpu_share`); Python runs one thread of CPU at
@@ -36,18 +36,18 @@ class HandlerCpu:
 
 # The reserve handler, by what the batch holds (seat_tools.bench.function_cpu describes each).
 RESERVE_CPU = {
-    "reserve": HandlerCpu(invocation_ms=1.61, per_message_ms=0.379),
-    "hold": HandlerCpu(invocation_ms=1.40, per_message_ms=0.393),
-    "limit": HandlerCpu(invocation_ms=1.30, per_message_ms=0.439),
-    "sold-out": HandlerCpu(invocation_ms=6.57, per_message_ms=0.887),
-    "mapped": HandlerCpu(invocation_ms=3.57, per_message_ms=0.603),
+    "reserve": HandlerCpu(invocation_ms=1.74, per_message_ms=0.318),
+    "hold": HandlerCpu(invocation_ms=1.66, per_message_ms=0.284),
+    "limit": HandlerCpu(invocation_ms=1.13, per_message_ms=0.308),
+    "sold-out": HandlerCpu(invocation_ms=6.83, per_message_ms=0.732),
+    "mapped": HandlerCpu(invocation_ms=3.64, per_message_ms=0.459),
 }
 # The ticket issuer: one round's fixed CPU (its ISSUER_ROUND_QUERIES index and outbox queries),
 # each numbering batch (its transaction, TICKETED publications and outbox update) and each ticket.
-ISSUER_ROUND_QUERIES = 136
-ISSUER_ROUND_MS = 58.45
-ISSUER_PER_BATCH_MS = 3.26
-ISSUER_PER_TICKET_MS = 0.379
+ISSUER_ROUND_QUERIES = 520
+ISSUER_ROUND_MS = 232.85
+ISSUER_PER_BATCH_MS = 6.33
+ISSUER_PER_TICKET_MS = 0.318
 
 
 def vcpu_share(memory_mb: int) -> float:
