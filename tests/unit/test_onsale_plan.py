@@ -81,6 +81,14 @@ def per_container(memory_mb: int = 1769) -> float:
     return 99 / (cpu_s + mean_transaction_latency_s(100) + publish_seconds(99))
 
 
+def parts_per_container() -> float:
+    """A container's rate in batches of 198: its CPU, two transactions one after the other, and
+    the second part's PublishBatch wait (the first part's runs while the second is written)."""
+    cpu_s = RESERVE_CPU["reserve"].ms(198) / 1000
+    overhang = max(0.0, publish_seconds(99) - mean_transaction_latency_s(100))
+    return 198 / (cpu_s + 2 * mean_transaction_latency_s(100) + publish_seconds(99) + overhang)
+
+
 # ------------------------------------------------------------------ the function and its containers
 
 
@@ -548,13 +556,14 @@ def test_plan_prints_one_line_per_item_then_problems_and_what_falls_behind_and_e
     assert lines[1].split()[:2] == ["BatchSize", str(plan.values["batch_size"])]
     assert lines[2].split()[:3] == ["ReserveFunctionMemorySize,", "MB", "1,769"]
     assert len(plan.warnings) == 0 and lines[-1].split()[:2] == ["sale:", "seconds"]
-    # past what one class's 64 items take: more containers than items
-    too_fast_rate = math.ceil(MAX_SHARDS * per_container() * 1.1)
+    # past what one class's 64 items take in batches of two parts: more containers than items
+    too_fast_rate = math.ceil(MAX_SHARDS * parts_per_container() * 1.1)
     too_fast = CliRunner().invoke(cli, ["onsale", "plan", "--rate", str(too_fast_rate), "--output", "json"])
     assert too_fast.exit_code == 1
     document = json.loads(too_fast.output)
     assert any("containers on one seat class" in p for p in document["problems"])
-    assert document["warnings"] == [] and document["figures"]["issue_lanes"] >= too_fast_rate / 2_426
+    assert document["figures"]["batch_size"] == 198
+    assert document["warnings"] == [] and document["figures"]["issue_lanes"] >= too_fast_rate / 2_700
     pollers, queues = document["figures"]["event_pollers"], document["figures"]["queues"]
     assert pollers <= 200 and pollers * queues * 100 >= too_fast_rate
     small_options = ["--rate", "3000", "--memory", "512", "--batch-size", "99", "--front-door", "queue"]
@@ -633,9 +642,9 @@ def test_check_needs_a_stack(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_the_plan_numbers_tickets_in_a_series_per_600_a_second_it_numbers() -> None:
     assert plan_sale(SaleInputs(300)).item("ticket_series").value == "1 / 1"
     assert plan_sale(SaleInputs(1_201)).item("ticket_series").value == "3 / 3"  # 2.002 -> 3
-    # a lane numbers about 2,400 a second, kept at most 80% busy: 2,000 a second takes 2 lanes,
-    # and the series are a multiple of the lanes (4 / 2 = 2 series a lane)
-    two = plan_sale(SaleInputs(2_000))
+    # a lane numbers NUMBERED_PER_S a second, kept at most 80% busy: a little more than that takes
+    # 2 lanes, and the series are a multiple of the lanes (4 / 2 = 2 series a lane)
+    two = plan_sale(SaleInputs(math.floor(NUMBERED_PER_S * 0.8) + 1))
     assert two.item("issue_lanes").value == 2 and two.item("ticket_series").value == "4 / 2"
     # 40,000 a second: 32 lanes, 67 series rounded up to 96 (3 a lane)
     forty = plan_sale(SaleInputs(40_000))
@@ -718,7 +727,9 @@ def test_the_plan_caps_the_functions_concurrency_a_fifth_above_its_containers() 
     assert f"at least {math.ceil(containers / 0.8) + 100:,}" in plan.item("lambda_concurrency").rule
 
 
-def test_the_plan_picks_batches_of_30_while_the_class_items_take_the_rate_in_them_else_99() -> None:
+def test_the_plan_picks_batches_of_30_while_the_class_items_take_the_rate_in_them_else_99_else_two_parts() -> (
+    None
+):
     quick = Handler(batch_size=QUICK_BATCH_SIZE)
     # 30 is gathered in about 0.3 s at an event poller's 100 messages a second
     assert QUICK_BATCH_SIZE == 30
@@ -726,7 +737,19 @@ def test_the_plan_picks_batches_of_30_while_the_class_items_take_the_rate_in_the
     assert plan_sale(SaleInputs(10_000, batch_size=None)).values["batch_size"] == 30
     assert plan_sale(SaleInputs(fits, batch_size=None)).values["batch_size"] == 30
     assert plan_sale(SaleInputs(fits + 1, batch_size=None)).values["batch_size"] == 99
-    assert plan_sale(SaleInputs(40_000, batch_size=None)).values["batch_size"] == 99
+    # 99 while the containers batches of 99 need keep at most 80% of the 64 items busy (51), then
+    # two parts of 99 (each part's answers published while the next is written), gathered in 2 s,
+    # their pollers kept at most 60% busy
+    full = Handler(batch_size=99)
+    fits_99 = math.floor(51 * full.per_container_s)
+    assert plan_sale(SaleInputs(fits_99, batch_size=None)).values["batch_size"] == 99
+    assert plan_sale(SaleInputs(fits_99, batch_size=None)).values["batching_window_s"] == 1
+    parts = plan_sale(SaleInputs(fits_99 + 1, batch_size=None)).values
+    assert (parts["batch_size"], parts["batching_window_s"]) == (198, 2)
+    forty = plan_sale(SaleInputs(40_000, batch_size=None)).values
+    assert forty["batch_size"] == 198
+    assert forty["event_pollers"] * forty["queues"] * 100 * 0.6 >= 40_000
+    assert forty["containers"] == math.ceil(40_000 / parts_per_container())
     # a batch asked for is kept; a mapped class keeps the template's
     assert plan_sale(SaleInputs(10_000, batch_size=50)).values["batch_size"] == 50
     assert plan_sale(SaleInputs(10_000, batch_size=None, mapped=True)).values["batch_size"] == 99

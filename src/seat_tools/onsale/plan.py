@@ -108,6 +108,17 @@ TEMPLATE_BATCH_SIZE = 99  # template.yaml's BatchSize default
 # `plan-20000-offered` (docs/reference/figures.md, 5 seeds): p99 answer 0.70-0.74 s in batches of
 # 30, 2.03-2.13 s in 99.
 QUICK_BATCH_SIZE = 30
+# A batch the plan picks when batches of 99 would keep more than `UTILISATION` of a class's shard
+# items busy (containers past that share items and conflict): two parts of 99, each part's answers
+# published while the next is written (`logic.reserve_seats`), gathered in about 2 s
+# (`PARTS_BATCHING_WINDOW_S`), so a poller's batches come half as often: its event pollers are
+# kept at most `PARTS_INTAKE_UTILISATION` busy. In one simulated run of the 40,000/s burst (seed 1,
+# 73 containers, batches of 198) the containers waited for intake 13% of the sale's time with 501
+# pollers (80% busy), 8% with 668 (60%).
+PARTS_BATCH_SIZE = 2 * MAX_RESERVATIONS_PER_TRANSACTION
+PARTS_BATCHING_WINDOW_S = 2
+PARTS_INTAKE_UTILISATION = 0.6
+TEMPLATE_BATCHING_WINDOW_S = 1  # template.yaml's MaximumBatchingWindowInSeconds default
 TEMPLATE_MEMORY_MB = 512  # template.yaml's ReserveFunctionMemorySize and IssueFunctionMemorySize
 # One vCPU: the handlers are mostly CPU and Python runs one thread of CPU at a time.
 PLANNED_MEMORY_MB = LAMBDA_MB_PER_VCPU
@@ -221,7 +232,16 @@ def batch_seconds(
     per_transaction = reservations_per_transaction(batch_size, customer_limit=customer_limit)
     actions = per_transaction * (2 if customer_limit else 1) + 1
     transactions = math.ceil(batch_size / per_transaction)
-    return cpu_s + transactions * mean_transaction_latency_s(actions) + publish_seconds(batch_size)
+    latency = mean_transaction_latency_s(actions)
+    # Parts of 99: each part's answers are published while the next part is written, so the batch
+    # waits for the last part's calls, and for an earlier part's only as far as they outlast the
+    # next part's transactions.
+    parts, last = divmod(batch_size, MAX_RESERVATIONS_PER_TRANSACTION)
+    if last == 0:
+        parts, last = parts - 1, MAX_RESERVATIONS_PER_TRANSACTION
+    part_transactions = math.ceil(min(batch_size, MAX_RESERVATIONS_PER_TRANSACTION) / per_transaction)
+    overhang = max(0.0, publish_seconds(MAX_RESERVATIONS_PER_TRANSACTION) - part_transactions * latency)
+    return cpu_s + transactions * latency + publish_seconds(last) + parts * overhang
 
 
 def refusal_batch_seconds(
@@ -486,7 +506,7 @@ class Pollers:
     queues: int = 1
 
     @classmethod
-    def for_rate(cls, messages_per_s: float, containers: int) -> Pollers:
+    def for_rate(cls, messages_per_s: float, containers: int, utilisation: float = UTILISATION) -> Pollers:
         needed = max(
             MIN_EVENT_POLLERS,
             math.ceil(messages_per_s / MESSAGES_PER_EVENT_POLLER_S - 1e-9),
@@ -499,10 +519,10 @@ class Pollers:
         # each mapping's minimum the needed share over UTILISATION; past the queues the template
         # allows, each mapping scales above its 200 as one mapping does.
         queues = min(
-            MAX_RESERVATION_QUEUES, math.ceil(needed / (MAX_MINIMUM_EVENT_POLLERS * UTILISATION) - 1e-9)
+            MAX_RESERVATION_QUEUES, math.ceil(needed / (MAX_MINIMUM_EVENT_POLLERS * utilisation) - 1e-9)
         )
         share = needed / queues
-        minimum = min(MAX_MINIMUM_EVENT_POLLERS, math.ceil(share / UTILISATION - 1e-9))
+        minimum = min(MAX_MINIMUM_EVENT_POLLERS, math.ceil(share / utilisation - 1e-9))
         if share <= minimum:
             return cls(needed, minimum, 0, 0.0, queues)
         maximum = min(math.ceil(share - 1e-9), MAX_MAXIMUM_EVENT_POLLERS)
@@ -876,11 +896,26 @@ def choose_batch_size(inputs: SaleInputs) -> tuple[int, str]:
             f" {needed:,} containers batches of {QUICK_BATCH_SIZE} need fit the class's"
             f" {MAX_SHARDS} shard items: answers come sooner (docs/guides/size-a-sale.md)"
         )
-    return TEMPLATE_BATCH_SIZE, (
-        f"full batches: in batches of {QUICK_BATCH_SIZE} the rate needs {needed:,} containers,"
-        f" more than a class's {MAX_SHARDS} shard items; {gathered}, so a batch of"
-        f" {TEMPLATE_BATCH_SIZE} waits up to about a second to be gathered"
+    full = replace(inputs, batch_size=TEMPLATE_BATCH_SIZE).handler.containers(inputs.rate)
+    if full <= MAX_SHARDS * UTILISATION:
+        return TEMPLATE_BATCH_SIZE, (
+            f"full batches: in batches of {QUICK_BATCH_SIZE} the rate needs {needed:,} containers,"
+            f" more than a class's {MAX_SHARDS} shard items; {gathered}, so a batch of"
+            f" {TEMPLATE_BATCH_SIZE} waits up to about a second to be gathered"
+        )
+    return PARTS_BATCH_SIZE, (
+        f"two parts of {TEMPLATE_BATCH_SIZE}: in batches of {TEMPLATE_BATCH_SIZE} the rate needs"
+        f" {full:,} containers, more than {UTILISATION:.0%} of a class's {MAX_SHARDS} shard items"
+        f" (more share items and conflict); each part's answers are published while the next"
+        f" part is written, so a container confirms more a second; {gathered}, so a batch of"
+        f" {PARTS_BATCH_SIZE} is gathered in about {PARTS_BATCHING_WINDOW_S} s"
+        f" (MaximumBatchingWindowInSeconds {PARTS_BATCHING_WINDOW_S})"
     )
+
+
+def batching_window_s(batch_size: int) -> int:
+    """The MaximumBatchingWindowInSeconds the plan sets with `batch_size`."""
+    return PARTS_BATCHING_WINDOW_S if batch_size > TEMPLATE_BATCH_SIZE else TEMPLATE_BATCHING_WINDOW_S
 
 
 def _numbering_behind(inputs: SaleInputs, lanes: int, numbering: float) -> str:
@@ -919,7 +954,9 @@ def plan_sale(inputs: SaleInputs) -> SalePlan:
         )
     reserved = max(mapping, math.ceil(containers / UTILISATION - 1e-9))
     shards, shard_rule = _shard_items(inputs, containers, reserved, problems)
-    pollers = Pollers.for_rate(rate, mapping)
+    pollers = Pollers.for_rate(
+        rate, mapping, PARTS_INTAKE_UTILISATION if batch > TEMPLATE_BATCH_SIZE else UTILISATION
+    )
     pollers_tail = _poller_problems(inputs, pollers, problems)
 
     lanes = issuer_lanes_for(rate, inputs.issuer_memory_mb)
@@ -976,8 +1013,8 @@ def plan_sale(inputs: SaleInputs) -> SalePlan:
             "batch_size",
             "BatchSize",
             batch,
-            f"parameter BatchSize (MaximumBatchingWindowInSeconds 1: a batch goes when full or"
-            f" after a second): {batch_rule}",
+            f"parameter BatchSize (MaximumBatchingWindowInSeconds {batching_window_s(batch)}: a"
+            f" batch goes when full or after {batching_window_s(batch)} s): {batch_rule}",
         ),
         PlanItem(
             "reserve_memory",
@@ -1215,6 +1252,7 @@ def plan_sale(inputs: SaleInputs) -> SalePlan:
     ]
     values: dict[str, float] = {
         "batch_size": batch,
+        "batching_window_s": batching_window_s(batch),
         "containers": containers,
         "maximum_concurrency": mapping,
         "shards": shards,

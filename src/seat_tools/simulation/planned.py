@@ -54,6 +54,7 @@ def plan_config(
             changes[name] = value
 
     put("batch_size", int(v["batch_size"]))
+    put("batching_window_s", float(v["batching_window_s"]))
 
     if not {"event_pollers", "max_event_pollers", "containers", "containers_at_once"} & set(given):
         minimum, maximum = int(v["event_pollers"]), int(v["maximum_event_pollers"])
