@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import json
 
+import boto3
 import pytest
 
 from seat_inventory.logic.admission_tokens import (
@@ -436,9 +437,14 @@ def test_a_malformed_ring_is_read_again_at_the_next_message_and_a_fixed_one_is_u
 
 
 class FakeGateSession(FakeSession):
-    """The gate also builds DynamoDB and SNS clients, which these tests never call."""
+    """The gate also builds DynamoDB and SNS clients, which these tests never call (the SNS client
+    is a real one, without credentials that work: the publisher hooks its request events)."""
 
     def client(self, service: str, **_: object) -> FakeSsm:
+        if service == "sns":
+            return boto3.client(  # type: ignore[return-value]
+                "sns", region_name="us-east-1", aws_access_key_id="k", aws_secret_access_key="s"
+            )
         return self.ssm if service == "ssm" else None  # type: ignore[return-value]
 
 

@@ -18,6 +18,7 @@ outcomes' ten calls cost about a third less CPU (`scripts/measure_function_cpu.p
 from __future__ import annotations
 
 import json
+import threading
 import urllib.parse
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -140,6 +141,7 @@ class SnsOutcomePublisher:
         self._max_concurrent_calls = max_concurrent_calls
         self._executor: ThreadPoolExecutor | None = None
         self._behind: ThreadPoolExecutor | None = None
+        self._making_pool = threading.Lock()
 
     def publish(
         self,
@@ -179,6 +181,16 @@ class SnsOutcomePublisher:
             self._behind.submit(self.publish, outcomes, retry_throttled=retry_throttled)
         )
 
+    def _calls(self) -> ThreadPoolExecutor:
+        """The pool the calls run on: made once (under a lock: several threads may publish at
+        once), and kept as long as the container, like the client."""
+        with self._making_pool:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(
+                    max_workers=self._max_concurrent_calls, thread_name_prefix="publish"
+                )
+            return self._executor
+
     def _publish_chunks(
         self, chunks: Sequence[Sequence[ReservationOutcome]]
     ) -> tuple[list[ReservationOutcome], list[Sequence[ReservationOutcome]]]:
@@ -186,13 +198,8 @@ class SnsOutcomePublisher:
         if len(chunks) <= 1:
             results = [self._publish_chunk(chunk) for chunk in chunks]
         else:
-            if self._executor is None:
-                # Lives as long as the container, like the client.
-                self._executor = ThreadPoolExecutor(
-                    max_workers=self._max_concurrent_calls, thread_name_prefix="publish"
-                )
             # map() re-raises what a call raised that is not an AWS error (the invocation fails).
-            results = list(self._executor.map(self._publish_chunk, chunks))
+            results = list(self._calls().map(self._publish_chunk, chunks))
         failed = [o for chunk_failed, _ in results for o in chunk_failed]
         throttled = [chunk for chunk, (_, refused) in zip(chunks, results, strict=True) if refused]
         return failed, throttled

@@ -918,6 +918,11 @@ def batching_window_s(batch_size: int) -> int:
     return PARTS_BATCHING_WINDOW_S if batch_size > TEMPLATE_BATCH_SIZE else TEMPLATE_BATCHING_WINDOW_S
 
 
+def intake_utilisation(batch_size: int) -> float:
+    """How busy the plan keeps the event pollers that gather batches of `batch_size`."""
+    return PARTS_INTAKE_UTILISATION if batch_size > TEMPLATE_BATCH_SIZE else UTILISATION
+
+
 def _numbering_behind(inputs: SaleInputs, lanes: int, numbering: float) -> str:
     """What the plan says when the issuer's lanes number slower than the sale sells."""
     rate = inputs.rate
@@ -954,9 +959,7 @@ def plan_sale(inputs: SaleInputs) -> SalePlan:
         )
     reserved = max(mapping, math.ceil(containers / UTILISATION - 1e-9))
     shards, shard_rule = _shard_items(inputs, containers, reserved, problems)
-    pollers = Pollers.for_rate(
-        rate, mapping, PARTS_INTAKE_UTILISATION if batch > TEMPLATE_BATCH_SIZE else UTILISATION
-    )
+    pollers = Pollers.for_rate(rate, mapping, intake_utilisation(batch))
     pollers_tail = _poller_problems(inputs, pollers, problems)
 
     lanes = issuer_lanes_for(rate, inputs.issuer_memory_mb)
@@ -1474,7 +1477,7 @@ def _event_source_finding(
         )
 
         def need(r: float) -> str:
-            pollers = Pollers.for_rate(r, handler.containers(r))
+            pollers = Pollers.for_rate(r, handler.containers(r), intake_utilisation(handler.batch_size))
             return f">= {pollers.needed:,}" + (
                 f" (at most {MAX_MINIMUM_EVENT_POLLERS} a queue from the first message: the plan"
                 f" sets {pollers.queues} queues of {pollers.minimum})"
