@@ -451,6 +451,58 @@ def test_a_batch_of_more_than_one_transaction_is_answered_in_parts_each_publishe
     assert result.seats_confirmed == count - 2
 
 
+def test_a_change_in_a_later_part_waits_for_its_hold_an_earlier_part_handed_back(publisher) -> None:
+    store = InMemoryInventoryStore()
+    store.add_event("e-1", capacity=1000)
+    store.fail_next_commit = [RetryableError("InternalServerError")]  # the first part's write
+    hold = dataclasses.replace(message(0), body=json.dumps({**json.loads(message(0).body), "type": "hold"}))
+    first_part = [hold, *(message(n) for n in range(1, MAX_RESERVATIONS_PER_TRANSACTION))]
+    confirm = QueueMessage("m-confirm", json.dumps({"type": "confirm", "reservation_id": "r-0"}))
+
+    result = run([*first_part, confirm, message(500)], store, publisher)
+
+    assert result.failed_message_ids == [m.message_id for m in first_part] + ["m-confirm"]
+    assert result.handed_back["m-confirm"] == "its reserve or hold message is being retried"
+    assert outcomes_by_message(publisher) == {"m-500": Outcome.CONFIRMED}
+
+
+def test_a_part_that_raises_waits_for_the_publications_under_way_then_raises(publisher) -> None:
+    store = InMemoryInventoryStore()
+    store.add_event("e-1", capacity=1000)
+    waited: list[int] = []
+    start = publisher.publish_soon
+
+    def publish_soon(outcomes, **kwargs):  # type: ignore[no-untyped-def]
+        return _Waited(start(outcomes, **kwargs), waited, len(outcomes))
+
+    publisher.publish_soon = publish_soon  # type: ignore[method-assign]
+    take = store.take
+
+    def take_then_fail(*args, **kwargs):  # type: ignore[no-untyped-def]
+        if store.transactions >= 1:
+            raise RuntimeError("a bug in the second part")
+        return take(*args, **kwargs)
+
+    store.take = take_then_fail  # type: ignore[method-assign]
+
+    with pytest.raises(RuntimeError, match="second part"):
+        run([message(n) for n in range(MAX_RESERVATIONS_PER_TRANSACTION + 1)], store, publisher)
+    assert waited == [MAX_RESERVATIONS_PER_TRANSACTION]  # the first part's publication, waited for
+
+
+@dataclasses.dataclass
+class _Waited:
+    """A publication under way that notes, when waited for, how many answers it carried."""
+
+    started: Any
+    waited: list[int]
+    answers: int
+
+    def wait(self) -> list[Any]:
+        self.waited.append(self.answers)
+        return self.started.wait()
+
+
 def test_a_batch_of_at_most_one_transaction_is_published_in_one_call(store, publisher) -> None:
     run([message(n) for n in range(MAX_RESERVATIONS_PER_TRANSACTION)], store, publisher)
     assert publisher.calls_soon == 0

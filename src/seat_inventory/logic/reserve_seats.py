@@ -11,6 +11,7 @@ rate is first retried in place until the invocation's deadline, as conflicts are
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -91,25 +92,51 @@ def reserve_seats(
         ConflictDeadline.until(clock, deadline) if deadline is not None else ConflictDeadline.after(clock)
     )
     context = _Context(store, clock, settings, hints, conflicts_until, admission, waitlist)
+    if len(messages) <= MAX_RESERVATIONS_PER_TRANSACTION:
+        answers, failed = _answer_part(messages, context)
+        ordered = _in_message_order(messages, answers)
+        result = BatchResult()
+        _record(
+            result, messages, ordered, failed, publisher.publish(ordered, retry_throttled=context.back_off)
+        )
+        return result
+    return _answer_in_parts(messages, context, publisher)
+
+
+def _answer_in_parts(
+    messages: Sequence[QueueMessage], context: _Context, publisher: BatchPublisher
+) -> BatchResult:
+    """A batch of more than one transaction's messages (each message id once), in parts of that
+    many: each part answered as a batch of its own, its answers published while the next part is
+    written. A change in a later part of a reservation an earlier part handed back is handed back
+    too (`_Context.retried`). Should a part raise, the publications under way are waited for first
+    (the whole batch is then retried, and the stored answers published again)."""
+    unique = list({m.message_id: m for m in messages}.values())
     parts = [
-        messages[start : start + MAX_RESERVATIONS_PER_TRANSACTION]
-        for start in range(0, len(messages), MAX_RESERVATIONS_PER_TRANSACTION)
-    ] or [messages]
-    result = BatchResult()
+        unique[start : start + MAX_RESERVATIONS_PER_TRANSACTION]
+        for start in range(0, len(unique), MAX_RESERVATIONS_PER_TRANSACTION)
+    ]
     under_way: list[
         tuple[Sequence[QueueMessage], list[ReservationOutcome], dict[str, str], PendingPublication]
     ] = []
-    for part in parts[:-1]:
-        answers, failed = _answer_part(part, context)
-        ordered = _in_message_order(part, answers)
-        under_way.append(
-            (part, ordered, failed, publisher.publish_soon(ordered, retry_throttled=context.back_off))
-        )
-    answers, failed = _answer_part(parts[-1], context)
-    ordered = _in_message_order(parts[-1], answers)
-    not_published = publisher.publish(ordered, retry_throttled=context.back_off)
-    for part, part_ordered, part_failed, publication in under_way:
-        _record(result, part, part_ordered, part_failed, publication.wait())
+    try:
+        for part in parts[:-1]:
+            answers, failed = _answer_part(part, context)
+            ordered = _in_message_order(part, answers)
+            under_way.append(
+                (part, ordered, failed, publisher.publish_soon(ordered, retry_throttled=context.back_off))
+            )
+        answers, failed = _answer_part(parts[-1], context)
+        ordered = _in_message_order(parts[-1], answers)
+        not_published = publisher.publish(ordered, retry_throttled=context.back_off)
+    except BaseException:
+        for *_, publication in under_way:
+            with contextlib.suppress(Exception):  # the part's own exception is the one to raise
+                publication.wait()
+        raise
+    result = BatchResult()
+    for done, done_ordered, done_failed, publication in under_way:
+        _record(result, done, done_ordered, done_failed, publication.wait())
     _record(result, parts[-1], ordered, failed, not_published)
     return result
 
@@ -126,6 +153,8 @@ class _Context:
     conflicts_until: ConflictDeadline
     admission: TokenVerifier | None
     waitlist: WaitlistStore | None
+    # reservation ids whose messages an earlier part of the batch handed back
+    retried: set[str] = field(default_factory=set)
 
     def back_off(self, refusals: int) -> bool:
         return self.conflicts_until.back_off(self.clock, refusals)
@@ -159,13 +188,15 @@ def _answer_part(
             clock=clock,
             hints=hints,
             rejection_ttl_seconds=settings.rejection_record_ttl_seconds,
-            in_flight=in_flight,
+            in_flight=in_flight | context.retried,
             deadline=conflicts_until,
         )
         answers.update(change_answers)
         failed.update(change_failed)
     if batch.leaves:
         _leave_waitlists(batch.leaves, answers, failed, waitlist, store, clock, settings)
+    requests: list[ReservationRequest | ChangeRequest] = [*batch.first_request.values(), *batch.changes]
+    context.retried.update(r.reservation_id for r in requests if r.message_id in failed)
     return answers, failed
 
 

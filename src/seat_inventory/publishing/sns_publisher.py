@@ -175,11 +175,11 @@ class SnsOutcomePublisher:
     ) -> PublicationUnderWay:
         """`publish` on a thread of its own (its calls share the publisher's pool): the answers of
         one part of a batch go out while the next part is written. `wait` on what it returns."""
-        if self._behind is None:
-            self._behind = ThreadPoolExecutor(max_workers=1, thread_name_prefix="publish-behind")
-        return PublicationUnderWay(
-            self._behind.submit(self.publish, outcomes, retry_throttled=retry_throttled)
-        )
+        with self._making_pool:
+            if self._behind is None:
+                self._behind = ThreadPoolExecutor(max_workers=1, thread_name_prefix="publish-behind")
+            behind = self._behind
+        return PublicationUnderWay(behind.submit(self.publish, outcomes, retry_throttled=retry_throttled))
 
     def _calls(self) -> ThreadPoolExecutor:
         """The pool the calls run on: made once (under a lock: several threads may publish at

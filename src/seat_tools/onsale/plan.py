@@ -231,17 +231,20 @@ def batch_seconds(
         return batch_size / SIMULATED_MAPPED_PER_CONTAINER_S + cpu_s
     per_transaction = reservations_per_transaction(batch_size, customer_limit=customer_limit)
     actions = per_transaction * (2 if customer_limit else 1) + 1
-    transactions = math.ceil(batch_size / per_transaction)
     latency = mean_transaction_latency_s(actions)
-    # Parts of 99: each part's answers are published while the next part is written, so the batch
-    # waits for the last part's calls, and for an earlier part's only as far as they outlast the
-    # next part's transactions.
-    parts, last = divmod(batch_size, MAX_RESERVATIONS_PER_TRANSACTION)
-    if last == 0:
-        parts, last = parts - 1, MAX_RESERVATIONS_PER_TRANSACTION
-    part_transactions = math.ceil(min(batch_size, MAX_RESERVATIONS_PER_TRANSACTION) / per_transaction)
-    overhang = max(0.0, publish_seconds(MAX_RESERVATIONS_PER_TRANSACTION) - part_transactions * latency)
-    return cpu_s + transactions * latency + publish_seconds(last) + parts * overhang
+    # Parts of 99, each written in its own transactions: each part's answers are published while
+    # the next part is written, so the batch waits for the last part's calls, and for an earlier
+    # part's only as far as they outlast the next part's transactions.
+    parts = [
+        min(MAX_RESERVATIONS_PER_TRANSACTION, batch_size - start)
+        for start in range(0, max(1, batch_size), MAX_RESERVATIONS_PER_TRANSACTION)
+    ]
+    writes = [math.ceil(part / per_transaction) * latency for part in parts]
+    overhang = sum(
+        max(0.0, publish_seconds(part) - next_write)
+        for part, next_write in zip(parts, writes[1:], strict=False)
+    )
+    return cpu_s + sum(writes) + publish_seconds(parts[-1]) + overhang
 
 
 def refusal_batch_seconds(

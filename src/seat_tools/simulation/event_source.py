@@ -265,6 +265,8 @@ class SimulatedPublisher:
         self._tally = tally
         # the handler's CPU that depends on the answers (charged before they are sent)
         self.cpu_for: Callable[[Sequence[ReservationOutcome]], float] = lambda outcomes: 0.0
+        # until when `publish_soon`'s calls hold the publisher's pool of calls (`publish` waits)
+        self._calls_busy_until = 0.0
 
     def publish(
         self,
@@ -280,6 +282,9 @@ class SimulatedPublisher:
             outcomes[start : start + PUBLISH_BATCH_LIMIT]
             for start in range(0, len(outcomes), PUBLISH_BATCH_LIMIT)
         ]
+        if chunks and self._calls_busy_until > self._clock.now():
+            # One pool of calls: an earlier part's calls still hold it (at most its slowest call).
+            self._clock.wait_until(self._calls_busy_until, binding.SNS)
         refusals = 0
         while chunks:
             chunks = self._send(chunks)
@@ -318,6 +323,7 @@ class SimulatedPublisher:
         self._tally.sns_throttled += len(chunks) - len(accepted)
         refused = [o for chunk, ok in zip(chunks, taken, strict=True) if not ok for o in chunk]
         until = now + self._clock.client_seconds(latency)
+        self._calls_busy_until = max(self._calls_busy_until, until)
         for chunk in accepted:
             for outcome in chunk:
                 self._tally.answered_at.setdefault(outcome.message_id or "", until)
@@ -325,12 +331,18 @@ class SimulatedPublisher:
         return _PublicationUnderWay(self, until, refused, retry_throttled)
 
     def finish(self, under_way: _PublicationUnderWay) -> list[ReservationOutcome]:
-        """Waits until `under_way`'s calls are answered, then sends its refused ones again."""
+        """Waits until `under_way`'s calls are answered, then sends its refused ones again after
+        the service's back-off, as `publish` does (handed back once `retry_throttled` says no)."""
         if under_way.until > self._clock.now():
             self._clock.wait_until(under_way.until, binding.SNS)
         if not under_way.refused:
             return []
-        return self.publish(under_way.refused, retry_throttled=under_way.retry_throttled)
+        retry = under_way.retry_throttled
+        self._clock.refused(binding.SNS_THROTTLED)
+        if retry is None or not retry(0):
+            self._tally.sns_handed_back += len(under_way.refused)
+            return list(under_way.refused)
+        return self.publish(under_way.refused, retry_throttled=lambda refusals: retry(refusals + 1))
 
     def _send(self, chunks: Sequence[Sequence[ReservationOutcome]]) -> list[Sequence[ReservationOutcome]]:
         """The calls, `MAX_CONCURRENT_CALLS` at a time, each wave over when its slowest answers;
