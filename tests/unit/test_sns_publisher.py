@@ -4,6 +4,7 @@ caller allows it; any other failure is returned at once."""
 from __future__ import annotations
 
 import threading
+import time
 import urllib.parse
 from unittest import mock
 
@@ -114,6 +115,41 @@ def test_a_publication_started_soon_runs_while_the_caller_goes_on_and_returns_wh
         assert first.wait() == []
         assert second.wait() == [outcome(2)]
     assert waits == [0]
+    stub.assert_no_pending_responses()
+
+
+def test_a_publication_under_way_does_not_hold_up_the_next_parts_calls() -> None:
+    client, stub = client_and_stub()
+    release = threading.Event()
+    held = {"now": 0, "ever": 0}
+    lock = threading.Lock()
+
+    def hold_the_first_ten_calls(**_):  # type: ignore[no-untyped-def]
+        with lock:
+            if held["ever"] == 10:
+                return
+            held["ever"] += 1
+            held["now"] += 1
+        release.wait(5)
+        with lock:
+            held["now"] -= 1
+
+    client.meta.events.register("before-parameter-build.sns.PublishBatch", hold_the_first_ten_calls)
+    for _ in range(12):
+        expect_accepted(stub, 10)
+
+    with stub:
+        publisher = SnsOutcomePublisher(client, TOPIC)
+        under_way = publisher.publish_soon([outcome(n) for n in range(99)])  # ten calls, all held
+        deadline = time.monotonic() + 5
+        while held["now"] < 10 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert held["now"] == 10
+        # the first part's ten calls are all out: the next part's two calls go out on their own
+        assert publisher.publish([outcome(n) for n in range(100, 120)]) == []
+        assert held["now"] == 10
+        release.set()
+        assert under_way.wait() == []
     stub.assert_no_pending_responses()
 
 

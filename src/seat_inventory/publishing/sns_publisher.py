@@ -35,7 +35,8 @@ PUBLISH_BATCH_LIMIT = 10
 # How SNS answers a call over the region's publish rate (the API's ThrottledException; botocore's
 # standard retry mode does not count "Throttled" among the throttling codes it retries itself).
 THROTTLING_CODES = frozenset({"Throttled", "ThrottledException", "Throttling", "ThrottlingException"})
-# Concurrent PublishBatch calls per invocation (the clients' connection pool has 16).
+# Concurrent PublishBatch calls of one publication; a publication under way (`publish_soon`) has
+# as many of its own (the client's connection pool is sized for both: `wiring.build_adapters`).
 MAX_CONCURRENT_CALLS = 10
 # The hook `encode_body_once` registers (once per client, however many publishers share it).
 ENCODE_ONCE_HOOK = "seat-inventory-encode-body-once"
@@ -139,8 +140,10 @@ class SnsOutcomePublisher:
         # Calls in flight at once, over all threads that publish through this publisher (the
         # ticket issuer's series tasks share it: its pool is sized from the series at once).
         self._max_concurrent_calls = max_concurrent_calls
-        self._executor: ThreadPoolExecutor | None = None
-        self._behind: ThreadPoolExecutor | None = None
+        # Pools made once (under a lock: several threads may publish at once) and kept as long
+        # as the container, like the client: the calls of `publish`; the thread of `publish_soon`
+        # and its own calls, so that a publication under way never holds up the next part's.
+        self._pools: dict[str, ThreadPoolExecutor] = {}
         self._making_pool = threading.Lock()
 
     def publish(
@@ -155,17 +158,7 @@ class SnsOutcomePublisher:
         their redelivery publishes the recorded answer again. Calls refused for the publish rate
         are made again first, as long as `retry_throttled(n)` returns True (it waits its back-off).
         """
-        chunks = [
-            outcomes[start : start + PUBLISH_BATCH_LIMIT]
-            for start in range(0, len(outcomes), PUBLISH_BATCH_LIMIT)
-        ]
-        failed, throttled = self._publish_chunks(chunks)
-        refusals = 0
-        while throttled and retry_throttled is not None and retry_throttled(refusals):
-            refusals += 1
-            more_failed, throttled = self._publish_chunks(throttled)
-            failed += more_failed
-        return failed + [o for chunk in throttled for o in chunk]
+        return self._publish_on("publish", outcomes, retry_throttled)
 
     def publish_soon(
         self,
@@ -173,33 +166,42 @@ class SnsOutcomePublisher:
         *,
         retry_throttled: Callable[[int], bool] | None = None,
     ) -> PublicationUnderWay:
-        """`publish` on a thread of its own (its calls share the publisher's pool): the answers of
-        one part of a batch go out while the next part is written. `wait` on what it returns."""
-        with self._making_pool:
-            if self._behind is None:
-                self._behind = ThreadPoolExecutor(max_workers=1, thread_name_prefix="publish-behind")
-            behind = self._behind
-        return PublicationUnderWay(behind.submit(self.publish, outcomes, retry_throttled=retry_throttled))
+        """`publish` on a thread of its own, with calls of its own: the answers of one part of a
+        batch go out while the next part is written. `wait` on what it returns."""
+        behind = self._pool("publish-behind", 1)
+        return PublicationUnderWay(behind.submit(self._publish_on, "publish-soon", outcomes, retry_throttled))
 
-    def _calls(self) -> ThreadPoolExecutor:
-        """The pool the calls run on: made once (under a lock: several threads may publish at
-        once), and kept as long as the container, like the client."""
+    def _publish_on(
+        self, pool: str, outcomes: Sequence[ReservationOutcome], retry_throttled: Callable[[int], bool] | None
+    ) -> list[ReservationOutcome]:
+        chunks = [
+            outcomes[start : start + PUBLISH_BATCH_LIMIT]
+            for start in range(0, len(outcomes), PUBLISH_BATCH_LIMIT)
+        ]
+        failed, throttled = self._publish_chunks(pool, chunks)
+        refusals = 0
+        while throttled and retry_throttled is not None and retry_throttled(refusals):
+            refusals += 1
+            more_failed, throttled = self._publish_chunks(pool, throttled)
+            failed += more_failed
+        return failed + [o for chunk in throttled for o in chunk]
+
+    def _pool(self, name: str, workers: int) -> ThreadPoolExecutor:
         with self._making_pool:
-            if self._executor is None:
-                self._executor = ThreadPoolExecutor(
-                    max_workers=self._max_concurrent_calls, thread_name_prefix="publish"
-                )
-            return self._executor
+            if name not in self._pools:
+                self._pools[name] = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=name)
+            return self._pools[name]
 
     def _publish_chunks(
-        self, chunks: Sequence[Sequence[ReservationOutcome]]
+        self, pool: str, chunks: Sequence[Sequence[ReservationOutcome]]
     ) -> tuple[list[ReservationOutcome], list[Sequence[ReservationOutcome]]]:
-        """One call per chunk, concurrently: what failed, and the chunks refused for the rate."""
+        """One call per chunk, concurrently on `pool`: what failed, and the chunks refused for the rate."""
         if len(chunks) <= 1:
             results = [self._publish_chunk(chunk) for chunk in chunks]
         else:
             # map() re-raises what a call raised that is not an AWS error (the invocation fails).
-            results = list(self._calls().map(self._publish_chunk, chunks))
+            calls = self._pool(pool, self._max_concurrent_calls)
+            results = list(calls.map(self._publish_chunk, chunks))
         failed = [o for chunk_failed, _ in results for o in chunk_failed]
         throttled = [chunk for chunk, (_, refused) in zip(chunks, results, strict=True) if refused]
         return failed, throttled

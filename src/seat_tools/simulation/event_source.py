@@ -265,8 +265,6 @@ class SimulatedPublisher:
         self._tally = tally
         # the handler's CPU that depends on the answers (charged before they are sent)
         self.cpu_for: Callable[[Sequence[ReservationOutcome]], float] = lambda outcomes: 0.0
-        # until when `publish_soon`'s calls hold the publisher's pool of calls (`publish` waits)
-        self._calls_busy_until = 0.0
 
     def publish(
         self,
@@ -282,9 +280,6 @@ class SimulatedPublisher:
             outcomes[start : start + PUBLISH_BATCH_LIMIT]
             for start in range(0, len(outcomes), PUBLISH_BATCH_LIMIT)
         ]
-        if chunks and self._calls_busy_until > self._clock.now():
-            # One pool of calls: an earlier part's calls still hold it (at most its slowest call).
-            self._clock.wait_until(self._calls_busy_until, binding.SNS)
         refusals = 0
         while chunks:
             chunks = self._send(chunks)
@@ -323,7 +318,6 @@ class SimulatedPublisher:
         self._tally.sns_throttled += len(chunks) - len(accepted)
         refused = [o for chunk, ok in zip(chunks, taken, strict=True) if not ok for o in chunk]
         until = now + self._clock.client_seconds(latency)
-        self._calls_busy_until = max(self._calls_busy_until, until)
         for chunk in accepted:
             for outcome in chunk:
                 self._tally.answered_at.setdefault(outcome.message_id or "", until)
