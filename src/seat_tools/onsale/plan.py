@@ -105,8 +105,9 @@ TEMPLATE_BATCH_SIZE = 99  # template.yaml's BatchSize default
 # A batch the plan picks for a counted class when the class's shard items can take the rate in
 # batches that small: an event poller receives about 100 messages a second, so a batch of 30 is
 # gathered in about 0.3 s where one of 99 waits about a second. The published figure
-# `plan-20000-offered` (docs/reference/figures.md, 5 seeds): p99 answer 0.70-0.74 s in batches of
-# 30, 2.03-2.13 s in 99.
+# `plan-20000-offered` (docs/reference/figures.md, 5 seeds): p99 answer 0.63-0.66 s in batches of
+# 30; in 99, 2.03-2.13 s (5 seeds, with the CPU measured before the SNS bodies were encoded once,
+# when 30 gave 0.70-0.74 s).
 QUICK_BATCH_SIZE = 30
 # A batch the plan picks when batches of 99 would keep more than `UTILISATION` of a class's shard
 # items busy (containers past that share items and conflict): two parts of 99, each part's answers
