@@ -176,8 +176,10 @@ def build_adapters(
     publisher's (the ticket issuer's are larger: its series run at once)."""
     session = session or boto3.session.Session()
     dynamodb_config = CLIENT_CONFIG.merge(Config(max_pool_connections=max(16, dynamodb_connections)))
-    # a publication's calls and those of one under way (`SnsOutcomePublisher.publish_soon`)
-    sns_config = CLIENT_CONFIG.merge(Config(max_pool_connections=max(16, 2 * publish_calls)))
+    # a publication's calls and the 10 of one under way (`SnsOutcomePublisher.publish_soon`)
+    sns_config = CLIENT_CONFIG.merge(
+        Config(max_pool_connections=max(16, publish_calls + MAX_CONCURRENT_CALLS))
+    )
     return Adapters(
         settings=settings,
         store=InventoryTable(session.client("dynamodb", config=dynamodb_config), settings.table_name),

@@ -92,8 +92,9 @@ def test_the_issuers_pools_are_sized_from_its_series_at_once() -> None:
     with patch.dict(os.environ, {"AWS_DEFAULT_REGION": "us-east-1"}):
         adapters = issuer_adapters(settings)
     # 8 series, each publishing a batch's 10 PublishBatch calls at once, and a connection each
+    # (and 10 for a publication under way, which the reserve function's parts use)
     assert adapters.publisher._max_concurrent_calls == 80
-    assert adapters.publisher._client.meta.config.max_pool_connections == 80
+    assert adapters.publisher._client.meta.config.max_pool_connections == 80 + 10
     assert adapters.store._client.meta.config.max_pool_connections == 8 + 16
 
 
