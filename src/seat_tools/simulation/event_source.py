@@ -272,14 +272,7 @@ class SimulatedPublisher:
         *,
         retry_throttled: Callable[[int], bool] | None = None,
     ) -> list[ReservationOutcome]:
-        cpu = self.cpu_for(outcomes)
-        if cpu > 0:
-            self._tally.cpu_seconds += cpu
-            self._clock.spend(cpu, binding.CPU)
-        chunks = [
-            outcomes[start : start + PUBLISH_BATCH_LIMIT]
-            for start in range(0, len(outcomes), PUBLISH_BATCH_LIMIT)
-        ]
+        chunks = self._charged_chunks(outcomes)
         refusals = 0
         while chunks:
             chunks = self._send(chunks)
@@ -293,6 +286,24 @@ class SimulatedPublisher:
             refusals += 1
         return []
 
+    def _charged_chunks(self, outcomes: Sequence[ReservationOutcome]) -> list[Sequence[ReservationOutcome]]:
+        """The answers' CPU spent, and the answers in calls of `PUBLISH_BATCH_LIMIT`."""
+        cpu = self.cpu_for(outcomes)
+        if cpu > 0:
+            self._tally.cpu_seconds += cpu
+            self._clock.spend(cpu, binding.CPU)
+        return [
+            outcomes[start : start + PUBLISH_BATCH_LIMIT]
+            for start in range(0, len(outcomes), PUBLISH_BATCH_LIMIT)
+        ]
+
+    def _published(self, accepted: Sequence[Sequence[ReservationOutcome]], at: float) -> None:
+        """The accepted calls' answers, published at `at`."""
+        for chunk in accepted:
+            for outcome in chunk:
+                self._tally.answered_at.setdefault(outcome.message_id or "", at)
+            self._tally.outcomes.extend(chunk)
+
     def publish_soon(
         self,
         outcomes: Sequence[ReservationOutcome],
@@ -302,14 +313,7 @@ class SimulatedPublisher:
         """The calls of `publish` sent at once, without waiting for SNS: their answers are
         published at the slowest call's latency from now, while the container writes on. Calls
         the quota refuses are sent again, as `publish` sends them, when the container waits."""
-        cpu = self.cpu_for(outcomes)
-        if cpu > 0:
-            self._tally.cpu_seconds += cpu
-            self._clock.spend(cpu, binding.CPU)
-        chunks = [
-            outcomes[start : start + PUBLISH_BATCH_LIMIT]
-            for start in range(0, len(outcomes), PUBLISH_BATCH_LIMIT)
-        ]
+        chunks = self._charged_chunks(outcomes)
         now = self._clock.now()
         taken = [self._quota.take(len(chunk), now) for chunk in chunks]
         accepted = [chunk for chunk, ok in zip(chunks, taken, strict=True) if ok]
@@ -318,10 +322,7 @@ class SimulatedPublisher:
         self._tally.sns_throttled += len(chunks) - len(accepted)
         refused = [o for chunk, ok in zip(chunks, taken, strict=True) if not ok for o in chunk]
         until = now + self._clock.client_seconds(latency)
-        for chunk in accepted:
-            for outcome in chunk:
-                self._tally.answered_at.setdefault(outcome.message_id or "", until)
-            self._tally.outcomes.extend(chunk)
+        self._published(accepted, until)
         return _PublicationUnderWay(self, until, refused, retry_throttled)
 
     def finish(self, under_way: _PublicationUnderWay) -> list[ReservationOutcome]:
@@ -352,11 +353,7 @@ class SimulatedPublisher:
             self._clock.spend(latency, binding.SNS if accepted else binding.SNS_THROTTLED)
             self._tally.sns_requests += len(accepted)
             self._tally.sns_throttled += len(wave) - len(accepted)
-            at = self._clock.now()
-            for chunk in accepted:
-                for outcome in chunk:
-                    self._tally.answered_at.setdefault(outcome.message_id or "", at)
-                self._tally.outcomes.extend(chunk)
+            self._published(accepted, self._clock.now())
         return refused
 
 
